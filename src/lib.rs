@@ -1,0 +1,1 @@
+//! agentproxy: a record/replay proxy that makes LLM agents testable deterministically.
