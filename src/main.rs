@@ -1,1 +1,40 @@
-fn main() {}
+use clap::Parser;
+
+fn main() {
+    let cli = agentproxy::cli::Cli::parse();
+    let verbosity = match &cli.command {
+        agentproxy::cli::Command::Record(a) => (a.session.quiet, a.session.verbose),
+        agentproxy::cli::Command::Replay(a) => (a.session.quiet, a.session.verbose),
+    };
+    let level = match verbosity {
+        (true, _) => "error",
+        (false, 0) => "warn",
+        (false, 1) => "info",
+        _ => "debug",
+    };
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("AGENTPROXY_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("agentproxy={level}"))),
+        )
+        .without_time()
+        .init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("agentproxy: failed to start the async runtime: {e}");
+            std::process::exit(agentproxy::error::EXIT_EXECUTION);
+        }
+    };
+    let code = match runtime.block_on(agentproxy::commands::run(cli)) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("agentproxy: {e}");
+            e.exit_code()
+        }
+    };
+    // Connections still held by a hung program must not keep the proxy alive.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+    std::process::exit(code);
+}

@@ -1,0 +1,232 @@
+//! The cassette data model (format v1), serialized with serde in a stable key order.
+//!
+//! Field order in these structs is the order in the file; `serde_json` maps are sorted, so a
+//! re-record of the same traffic produces the same bytes except for volatile values.
+//! `docs/cassette-format.md` documents every field; keep the two in step.
+
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+use base64::Engine;
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::dialect::sse::SseEvent;
+
+/// Major version of the format this build writes; a cassette with a newer major is refused.
+pub const FORMAT_MAJOR: u32 = 1;
+/// Minor version: additions that older readers can ignore (unknown fields are skipped on load).
+pub const FORMAT_MINOR: u32 = 0;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Cassette {
+    /// `"major.minor"`.
+    pub format: String,
+    /// `"agentproxy X.Y.Z"` of the recorder.
+    pub recorder: String,
+    /// RFC 3339 UTC time the recording finished.
+    pub recorded_at: String,
+    /// The upstream base URLs the interactions were recorded against.
+    pub upstreams: Upstreams,
+    /// The matching tolerance in force when recording.
+    #[serde(default, rename = "match")]
+    pub match_rules: MatchRules,
+    /// The interactions in the order their responses completed.
+    pub interactions: Vec<Interaction>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Upstreams {
+    pub openai: String,
+    pub anthropic: String,
+}
+
+/// User-declared matching tolerance: JSON pointers removed before hashing and named holes.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct MatchRules {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ignore: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub holes: Vec<Hole>,
+}
+
+impl MatchRules {
+    pub fn is_empty(&self) -> bool {
+        self.ignore.is_empty() && self.holes.is_empty()
+    }
+
+    /// These rules plus the ones in `other` that are not already present.
+    pub fn merged(&self, other: &MatchRules) -> MatchRules {
+        let mut out = self.clone();
+        for p in &other.ignore {
+            if !out.ignore.contains(p) {
+                out.ignore.push(p.clone());
+            }
+        }
+        for h in &other.holes {
+            if !out.holes.contains(h) {
+                out.holes.push(h.clone());
+            }
+        }
+        out
+    }
+}
+
+/// Every match of `regex` (only under the pointer `in`, when given) becomes `${name}`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Hole {
+    pub name: String,
+    pub regex: String,
+    #[serde(default, rename = "in", skip_serializing_if = "Option::is_none")]
+    pub within: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Interaction {
+    /// Dialect and endpoint, e.g. `openai.chat`, or `http` for plain HTTP.
+    pub route: String,
+    /// Hex sha256 of the normalized request under the cassette's match rules.
+    pub key: String,
+    /// The test-runner turn (0-based) this interaction happened in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<usize>,
+    pub request: RecordedRequest,
+    pub response: RecordedResponse,
+    /// Milliseconds from forwarding the request to the end of the response.
+    pub latency_ms: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RecordedRequest {
+    pub method: String,
+    /// Path and query, as the program sent them.
+    pub path: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<Body>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RecordedResponse {
+    pub status: u16,
+    /// Only the headers a client needs to behave the same (content type, retry hints).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
+    /// The body; for a stream, the message assembled from its events (when the dialect knows how).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<Body>,
+    /// For a server-sent-event stream: the events, boundaries intact.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub events: Option<Vec<SseEvent>>,
+    /// The encoded body, cached on first replay so hot keys do not re-serialize.
+    #[serde(skip)]
+    pub encoded: OnceLock<Bytes>,
+}
+
+/// A message body: JSON when it parses, else UTF-8 text, else base64.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "lowercase")]
+pub enum Body {
+    Json(Value),
+    Text(String),
+    Base64(String),
+}
+
+impl Body {
+    pub fn from_bytes(bytes: &[u8]) -> Body {
+        if let Ok(v) = serde_json::from_slice::<Value>(bytes) {
+            return Body::Json(v);
+        }
+        match std::str::from_utf8(bytes) {
+            Ok(s) => Body::Text(s.to_owned()),
+            Err(_) => Body::Base64(base64::engine::general_purpose::STANDARD.encode(bytes)),
+        }
+    }
+
+    pub fn to_bytes(&self) -> Bytes {
+        match self {
+            // Serializing a Value cannot fail: its map keys are strings.
+            Body::Json(v) => Bytes::from(serde_json::to_vec(v).unwrap_or_default()),
+            Body::Text(s) => Bytes::from(s.clone()),
+            Body::Base64(b) => Bytes::from(
+                base64::engine::general_purpose::STANDARD
+                    .decode(b)
+                    .unwrap_or_default(),
+            ),
+        }
+    }
+
+    pub fn as_json(&self) -> Option<&Value> {
+        match self {
+            Body::Json(v) => Some(v),
+            _ => None,
+        }
+    }
+}
+
+impl RecordedResponse {
+    /// The body bytes to serve, encoded once.
+    pub fn body_bytes(&self) -> Bytes {
+        self.encoded
+            .get_or_init(|| self.body.as_ref().map(Body::to_bytes).unwrap_or_default())
+            .clone()
+    }
+}
+
+/// `"major.minor"` of this build.
+pub fn format_version() -> String {
+    format!("{FORMAT_MAJOR}.{FORMAT_MINOR}")
+}
+
+/// The major number of a `"major.minor"` version string.
+pub fn parse_major(version: &str) -> Option<u32> {
+    let (major, minor) = version.split_once('.')?;
+    minor.parse::<u32>().ok()?;
+    major.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn body_picks_json_then_text_then_base64() {
+        assert_eq!(
+            Body::from_bytes(br#"{"a":1}"#),
+            Body::Json(serde_json::json!({"a": 1}))
+        );
+        assert_eq!(Body::from_bytes(b"plain"), Body::Text("plain".into()));
+        let raw = [0xff, 0x00, 0x10];
+        let b = Body::from_bytes(&raw);
+        assert!(matches!(b, Body::Base64(_)));
+        assert_eq!(&b.to_bytes()[..], &raw);
+    }
+
+    #[test]
+    fn versions_parse() {
+        assert_eq!(parse_major("1.0"), Some(1));
+        assert_eq!(parse_major("12.3"), Some(12));
+        assert_eq!(parse_major("1"), None);
+        assert_eq!(parse_major("x.1"), None);
+        assert_eq!(format_version(), "1.0");
+    }
+
+    #[test]
+    fn merged_rules_keep_order_and_skip_duplicates() {
+        let a = MatchRules {
+            ignore: vec!["/user".into()],
+            holes: vec![],
+        };
+        let b = MatchRules {
+            ignore: vec!["/user".into(), "/metadata".into()],
+            holes: vec![Hole {
+                name: "d".into(),
+                regex: r"\d+".into(),
+                within: None,
+            }],
+        };
+        let m = a.merged(&b);
+        assert_eq!(m.ignore, vec!["/user", "/metadata"]);
+        assert_eq!(m.holes.len(), 1);
+    }
+}

@@ -1,0 +1,171 @@
+//! Reading and writing cassette files: version check on load, secret scan and atomic
+//! replace on save.
+
+use std::io::Write;
+use std::path::Path;
+
+use serde::Deserialize;
+
+use super::format::{parse_major, Cassette, FORMAT_MAJOR};
+use crate::error::{Error, Result};
+use crate::redact;
+
+/// Load and version-check a cassette.
+pub fn load(path: &Path) -> Result<Cassette> {
+    let bytes = std::fs::read(path).map_err(|source| Error::CassetteRead {
+        path: path.to_owned(),
+        source,
+    })?;
+    parse(path, &bytes)
+}
+
+/// Parse cassette bytes; `path` only names the file in errors.
+pub fn parse(path: &Path, bytes: &[u8]) -> Result<Cassette> {
+    // Check the version before the body: a newer major may not fit this model at all, and
+    // "upgrade agentproxy" is a better message than a schema error.
+    #[derive(Deserialize)]
+    struct Head {
+        format: Option<String>,
+    }
+    let corrupt = |e: serde_json::Error| Error::CassetteCorrupt {
+        path: path.to_owned(),
+        line: e.line(),
+        column: e.column(),
+        message: e.to_string(),
+    };
+    let head: Head = serde_json::from_slice(bytes).map_err(corrupt)?;
+    let found = head.format.ok_or_else(|| Error::CassetteCorrupt {
+        path: path.to_owned(),
+        line: 1,
+        column: 1,
+        message: "missing field `format`".into(),
+    })?;
+    match parse_major(&found) {
+        Some(major) if major == FORMAT_MAJOR => {}
+        Some(major) if major > FORMAT_MAJOR => {
+            return Err(Error::CassetteVersion {
+                path: path.to_owned(),
+                found,
+                supported: FORMAT_MAJOR,
+                hint: "it was written by a newer agentproxy; upgrade agentproxy to replay it",
+            })
+        }
+        _ => {
+            return Err(Error::CassetteVersion {
+                path: path.to_owned(),
+                found,
+                supported: FORMAT_MAJOR,
+                hint: "this is not a format agentproxy has written; re-record the cassette",
+            })
+        }
+    }
+    serde_json::from_slice(bytes).map_err(corrupt)
+}
+
+/// Serialize a cassette: pretty JSON, LF endings, trailing newline.
+pub fn to_bytes(cassette: &Cassette) -> Vec<u8> {
+    // Serializing plain data with string keys cannot fail.
+    let mut out = serde_json::to_vec_pretty(cassette).unwrap_or_default();
+    out.push(b'\n');
+    out
+}
+
+/// Scan for key-shaped secrets, then replace `path` atomically (temp file + rename), so a
+/// crash at any point leaves either the old cassette or the new one, never a torn file.
+pub fn save(path: &Path, cassette: &Cassette) -> Result<()> {
+    let value = serde_json::to_value(cassette).unwrap_or_default();
+    if let Some(hit) = redact::scan(&value) {
+        return Err(Error::SecretInCassette {
+            path: path.to_owned(),
+            pointer: hit.pointer,
+            kind: hit.kind,
+        });
+    }
+    let write_err = |source| Error::CassetteWrite {
+        path: path.to_owned(),
+        source,
+    };
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    std::fs::create_dir_all(dir).map_err(write_err)?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(write_err)?;
+    tmp.write_all(&to_bytes(cassette)).map_err(write_err)?;
+    tmp.as_file().sync_all().map_err(write_err)?;
+    tmp.persist(path).map_err(|e| write_err(e.error))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cassette::format::{format_version, MatchRules, Upstreams};
+
+    fn empty() -> Cassette {
+        Cassette {
+            format: format_version(),
+            recorder: "agentproxy test".into(),
+            recorded_at: "2026-01-01T00:00:00Z".into(),
+            upstreams: Upstreams {
+                openai: "http://127.0.0.1:1".into(),
+                anthropic: "http://127.0.0.1:2".into(),
+            },
+            match_rules: MatchRules::default(),
+            interactions: vec![],
+        }
+    }
+
+    #[test]
+    fn round_trips_and_ends_with_newline() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub/c.json");
+        save(&path, &empty()).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        assert!(bytes.ends_with(b"}\n"));
+        assert!(!bytes.contains(&b'\r'));
+        let back = load(&path).unwrap();
+        assert_eq!(back.upstreams, empty().upstreams);
+    }
+
+    #[test]
+    fn truncated_file_reports_position() {
+        let full = to_bytes(&empty());
+        let cut = &full[..full.len() / 2];
+        let err = parse(Path::new("c.json"), cut).unwrap_err();
+        match err {
+            Error::CassetteCorrupt { line, .. } => assert!(line > 1),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn newer_major_is_refused_with_upgrade_hint() {
+        let err = parse(Path::new("c.json"), br#"{"format":"2.0","whatever":true}"#).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("format 2.0"), "{msg}");
+        assert!(msg.contains("upgrade agentproxy"), "{msg}");
+    }
+
+    #[test]
+    fn newer_minor_with_unknown_fields_loads() {
+        let mut v = serde_json::to_value(empty()).unwrap();
+        v["format"] = "1.7".into();
+        v["added_later"] = serde_json::json!({"x": 1});
+        let c = parse(Path::new("c.json"), &serde_json::to_vec(&v).unwrap()).unwrap();
+        assert_eq!(c.format, "1.7");
+    }
+
+    #[test]
+    fn secret_blocks_the_write_and_keeps_the_old_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.json");
+        save(&path, &empty()).unwrap();
+        let before = std::fs::read(&path).unwrap();
+        let mut bad = empty();
+        bad.recorder = "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789".into();
+        let err = save(&path, &bad).unwrap_err();
+        assert!(err.to_string().contains("/recorder"), "{err}");
+        assert_eq!(std::fs::read(&path).unwrap(), before);
+    }
+}

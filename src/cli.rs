@@ -1,0 +1,214 @@
+//! Command-line types (clap) and the parsing of flag values; no I/O.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::cassette::format::Hole;
+use crate::matching::index::Repeat;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "agentproxy",
+    version,
+    about = "Record and replay the model traffic of LLM agents, so they can be tested deterministically",
+    long_about = "Record and replay the model traffic of LLM agents, so they can be tested deterministically.\n\n\
+agentproxy is a local HTTP proxy on the model API boundary. `record` runs a program against the real model and \
+writes every exchange to a cassette (secrets redacted); `replay` serves the cassette offline, and a request that was \
+not recorded fails loudly with a diff against the nearest recording.\n\n\
+Exit codes: 0 success; 1 a replayed request missed the cassette; 2 usage or configuration error \
+(bad flag, unreadable cassette); 3 execution error (upstream unreachable while recording, nothing recorded, \
+cassette refused by the secret scan). With `-- COMMAND`, a command that exits non-zero passes its status through \
+(128+N when killed by signal N).",
+    after_help = "Docs: docs/cassette-format.md, docs/benchmarks.md. Run `agentproxy COMMAND --help` for each command."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a program against the real model through the proxy and write a cassette.
+    #[command(
+        long_about = "Run a program against the real model through the proxy and write a cassette.\n\n\
+With `-- COMMAND`, the proxy listens on 127.0.0.1 (a free port), starts COMMAND with OPENAI_BASE_URL, \
+OPENAI_API_BASE, ANTHROPIC_BASE_URL and AGENTPROXY_URL pointing at it, waits for it, writes the cassette \
+atomically and exits with the command's status. Without a command it runs as a daemon: it prints the URL and \
+the `export` lines, and on SIGINT/SIGTERM drains in-flight requests and writes the cassette.\n\n\
+The program's own credentials are forwarded upstream and never written; values of environment variables whose \
+names contain KEY, TOKEN, SECRET, PASSWORD or CREDENTIAL are written as ${NAME}; a cassette that still holds \
+a key-shaped string is refused. A run that sent no request through the proxy fails and writes nothing.",
+        after_help = "Examples:\n  agentproxy record --cassette cassettes/demo.json -- python app.py\n  agentproxy record --upstream https://openrouter.ai/api --cassette c.json -- node agent.js"
+    )]
+    Record(RecordArgs),
+    /// Serve a cassette to a program: offline, deterministic, free.
+    #[command(
+        long_about = "Serve a cassette to a program: offline, deterministic, free.\n\n\
+No network is used. Each request is matched by the sha256 of its normalized body (keys sorted, `stream` and \
+`stream_options` removed, the cassette's and the flags' match rules applied); identical requests are served \
+their recordings in order. A request with no recording gets an HTTP 400 in the provider's error shape (type \
+agentproxy_cassette_miss, not retried by SDKs) and a report on stderr naming the nearest recorded request and \
+the first difference; the run then exits 1. Streamed recordings are served as streams, and converted when the \
+program asks for the other kind. Placeholder API keys are injected when the program has none, and known SDK \
+side traffic (tracing upload, price-map download) is switched off; -v lists what was set.",
+        after_help = "Examples:\n  agentproxy replay --cassette cassettes/demo.json -- python app.py\n  agentproxy replay --cassette c.json --match-ignore /user --repeat last -- pytest"
+    )]
+    Replay(ReplayArgs),
+}
+
+/// Options of every proxy session.
+#[derive(Debug, Args)]
+pub struct SessionArgs {
+    /// Cassette file to write (record) or serve (replay).
+    #[arg(long, value_name = "PATH", default_value = "cassettes/cassette.json")]
+    pub cassette: PathBuf,
+
+    /// Address to listen on; loopback only unless --allow-remote.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
+    pub listen: SocketAddr,
+
+    /// Allow --listen on a non-loopback address (anyone who reaches it can use your key).
+    #[arg(long)]
+    pub allow_remote: bool,
+
+    /// JSON pointer removed from request bodies before matching (`*` matches any key or
+    /// index), e.g. /user or /messages/*/name. Repeatable.
+    #[arg(long = "match-ignore", value_name = "POINTER")]
+    pub match_ignore: Vec<String>,
+
+    /// Named hole: every match of REGEX (only under POINTER, when given) becomes ${NAME}
+    /// before matching. Repeatable. Example: 'today=\d{4}-\d{2}-\d{2}'.
+    #[arg(long = "match-hole", value_name = "NAME[@POINTER]=REGEX", value_parser = parse_hole)]
+    pub match_hole: Vec<Hole>,
+
+    /// Largest request body accepted (bytes, or with a K/M/G suffix); larger gets HTTP 413.
+    #[arg(long, value_name = "SIZE", default_value = "32M", value_parser = parse_size)]
+    pub max_body_size: usize,
+
+    /// Only errors.
+    #[arg(short, long, conflicts_with = "verbose")]
+    pub quiet: bool,
+
+    /// More detail: injected variables, each request (repeat for debug logs).
+    #[arg(short, long, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+
+    /// Print a machine-readable summary on stdout when done.
+    #[arg(long)]
+    pub json: bool,
+
+    /// The program to run, after `--`. Without it agentproxy runs as a daemon.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct RecordArgs {
+    #[command(flatten)]
+    pub session: SessionArgs,
+
+    /// OpenAI-compatible upstream base URL (requests keep their /v1/… path).
+    #[arg(long, value_name = "URL", default_value = "https://api.openai.com", env = "AGENTPROXY_UPSTREAM")]
+    pub upstream: String,
+
+    /// Anthropic upstream base URL, for /v1/messages and requests with anthropic-version.
+    #[arg(long, value_name = "URL", default_value = "https://api.anthropic.com", env = "AGENTPROXY_ANTHROPIC_UPSTREAM")]
+    pub anthropic_upstream: String,
+
+    /// How long to wait for the upstream's response head (e.g. 30s, 10m); then HTTP 504.
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_duration)]
+    pub upstream_timeout: Duration,
+}
+
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    #[command(flatten)]
+    pub session: SessionArgs,
+
+    /// When a request's recordings are all used: `none` misses, `last` serves the last again.
+    #[arg(long, value_enum, default_value_t = Repeat::None)]
+    pub repeat: Repeat,
+
+    /// Pace replies by their recorded latency instead of answering at once.
+    #[arg(long)]
+    pub realtime: bool,
+}
+
+/// `NAME[@POINTER]=REGEX`; the regex is everything after the first `=`.
+pub fn parse_hole(s: &str) -> Result<Hole, String> {
+    let (head, regex) = s
+        .split_once('=')
+        .ok_or_else(|| format!("`{s}` is not NAME=REGEX or NAME@POINTER=REGEX"))?;
+    let (name, within) = match head.split_once('@') {
+        Some((n, p)) => (n, Some(p.to_owned())),
+        None => (head, None),
+    };
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+        return Err(format!("hole name `{name}` must be letters, digits, `_` or `-`"));
+    }
+    regex::Regex::new(regex).map_err(|e| format!("invalid regex for hole `{name}`: {e}"))?;
+    Ok(Hole {
+        name: name.to_owned(),
+        regex: regex.to_owned(),
+        within,
+    })
+}
+
+/// `1048576`, `512K`, `32M`, `1G` (binary multiples; a trailing `B`/`iB` is accepted).
+pub fn parse_size(s: &str) -> Result<usize, String> {
+    let t = s.trim();
+    let t = t.strip_suffix("iB").or_else(|| t.strip_suffix('B')).unwrap_or(t);
+    let (digits, mult) = match t.chars().last() {
+        Some('k' | 'K') => (&t[..t.len() - 1], 1usize << 10),
+        Some('m' | 'M') => (&t[..t.len() - 1], 1 << 20),
+        Some('g' | 'G') => (&t[..t.len() - 1], 1 << 30),
+        _ => (t, 1),
+    };
+    digits
+        .trim()
+        .parse::<usize>()
+        .ok()
+        .and_then(|n| n.checked_mul(mult))
+        .filter(|n| *n > 0)
+        .ok_or_else(|| format!("`{s}` is not a size like 1048576, 512K or 32M"))
+}
+
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    humantime::parse_duration(s).map_err(|e| format!("`{s}` is not a duration like 30s or 10m: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn holes() {
+        let h = parse_hole(r"today=\d{4}-\d{2}").unwrap();
+        assert_eq!((h.name.as_str(), h.regex.as_str(), h.within), ("today", r"\d{4}-\d{2}", None));
+        let h = parse_hole("id@/messages/0=a=b").unwrap();
+        assert_eq!((h.name.as_str(), h.regex.as_str()), ("id", "a=b"));
+        assert_eq!(h.within.as_deref(), Some("/messages/0"));
+        assert!(parse_hole("noequals").is_err());
+        assert!(parse_hole("bad name=x").is_err());
+        assert!(parse_hole("x=(").unwrap_err().contains("invalid regex"));
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("1024"), Ok(1024));
+        assert_eq!(parse_size("512K"), Ok(512 * 1024));
+        assert_eq!(parse_size("32M"), Ok(32 << 20));
+        assert_eq!(parse_size("1GiB"), Ok(1 << 30));
+        assert!(parse_size("0").is_err());
+        assert!(parse_size("lots").is_err());
+    }
+
+    #[test]
+    fn clap_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,16 @@
+//! One module per command: glue between the CLI, the proxy and the files.
+
+pub mod record;
+pub mod replay;
+mod session;
+
+use crate::cli::{Cli, Command};
+use crate::error::Result;
+
+/// Run the parsed command line; the exit code on success.
+pub async fn run(cli: Cli) -> Result<i32> {
+    match cli.command {
+        Command::Record(args) => record::run(args).await,
+        Command::Replay(args) => replay::run(args).await,
+    }
+}

@@ -1,0 +1,83 @@
+//! `agentproxy record`: forward to the upstream, write the cassette when the program exits.
+
+use std::time::SystemTime;
+
+use crate::cassette::format::{format_version, Upstreams};
+use crate::cassette::{store, Cassette};
+use crate::cli::RecordArgs;
+use crate::error::{Error, Result, EXIT_EXECUTION, EXIT_OK};
+use crate::proxy::{upstream::Upstream, Options, Proxy};
+use crate::redact::Secrets;
+
+use super::session;
+
+pub async fn run(args: RecordArgs) -> Result<i32> {
+    let s = &args.session;
+    let match_rules = session::flag_rules(s);
+    let rules = session::compile_rules(&match_rules)?;
+    let upstream = Upstream::new(&args.upstream, &args.anthropic_upstream, args.upstream_timeout)?;
+    let listener = session::bind(s).await?;
+    let proxy = Proxy::new(Options {
+        rules,
+        secrets: Secrets::from_vars(std::env::vars()),
+        max_body: s.max_body_size,
+        upstream: Some(upstream),
+        replay: None,
+        print_misses: !s.quiet,
+    });
+    let banner = format!("recording to {} via {}", s.cassette.display(), args.upstream);
+    let ended = session::run(s, listener, proxy, false, &banner).await?;
+    let out = &ended.outcome;
+    let child_failed = ended.child.filter(|c| *c != EXIT_OK);
+    if out.recorded.is_empty() {
+        if let Some(code) = child_failed {
+            eprintln!("agentproxy: the program exited with status {code} before any request was recorded; no cassette written");
+            return Ok(code);
+        }
+        return Err(Error::NothingRecorded {
+            injected: ended.injected.iter().map(|v| v.name.as_str()).collect::<Vec<_>>().join(", "),
+        });
+    }
+    let count = out.recorded.len();
+    let streamed = out.recorded.iter().filter(|i| i.response.events.is_some()).count();
+    let cassette = Cassette {
+        format: format_version(),
+        recorder: format!("agentproxy {}", env!("CARGO_PKG_VERSION")),
+        recorded_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
+        upstreams: Upstreams {
+            openai: args.upstream.clone(),
+            anthropic: args.anthropic_upstream.clone(),
+        },
+        match_rules,
+        interactions: ended.outcome.recorded,
+    };
+    store::save(&s.cassette, &cassette)?;
+    let errors = ended.outcome.upstream_errors.len();
+    if !s.quiet {
+        eprintln!(
+            "agentproxy: recorded {count} interaction(s) ({streamed} streamed) to {}",
+            s.cassette.display()
+        );
+        if errors > 0 {
+            eprintln!("agentproxy: {errors} request(s) could not reach the upstream and were not recorded");
+        }
+    }
+    let code = match child_failed {
+        Some(code) => code,
+        None if errors > 0 => EXIT_EXECUTION,
+        None => EXIT_OK,
+    };
+    if s.json {
+        let summary = serde_json::json!({
+            "command": "record",
+            "cassette": s.cassette,
+            "recorded": count,
+            "streamed": streamed,
+            "upstream_errors": ended.outcome.upstream_errors,
+            "program_exit": ended.child,
+            "exit_code": code,
+        });
+        println!("{summary}");
+    }
+    Ok(code)
+}

@@ -1,0 +1,79 @@
+//! `agentproxy replay`: serve a cassette with no network, report misses and unused recordings.
+
+use crate::cassette::{store, Interaction};
+use crate::cli::ReplayArgs;
+use crate::error::{Result, EXIT_FAILURE, EXIT_OK};
+use crate::matching::{self, normalize::Rules};
+use crate::proxy::{Options, Proxy, Replay};
+use crate::redact::Secrets;
+
+use super::session;
+
+pub async fn run(args: ReplayArgs) -> Result<i32> {
+    let s = &args.session;
+    let mut cassette = store::load(&s.cassette)?;
+    let flags = session::flag_rules(s);
+    let match_rules = cassette.match_rules.merged(&flags);
+    let rules = session::compile_rules(&match_rules)?;
+    if match_rules != cassette.match_rules {
+        // New tolerance changes what a key covers: recompute the recorded keys to match.
+        rekey(&mut cassette.interactions, &rules);
+    }
+    let total = cassette.interactions.len();
+    let listener = session::bind(s).await?;
+    let proxy = Proxy::new(Options {
+        rules,
+        secrets: Secrets::from_vars(std::env::vars()),
+        max_body: s.max_body_size,
+        upstream: None,
+        replay: Some(Replay::new(cassette.interactions, args.repeat, args.realtime)),
+        print_misses: !s.quiet,
+    });
+    let banner = format!("replaying {} ({total} interaction(s)), no network", s.cassette.display());
+    let ended = session::run(s, listener, proxy, true, &banner).await?;
+    let out = &ended.outcome;
+    let missed = out.misses.len();
+    let served = out.requests.saturating_sub(missed);
+    if !s.quiet {
+        eprintln!(
+            "agentproxy: served {served} request(s) from {}; {missed} missed; {} of {total} recording(s) unused",
+            s.cassette.display(),
+            out.unused.len()
+        );
+        for line in &out.unused {
+            eprintln!("agentproxy:   unused {line}");
+        }
+    }
+    let code = match ended.child {
+        Some(c) if c != EXIT_OK => c,
+        _ if missed > 0 => EXIT_FAILURE,
+        _ => EXIT_OK,
+    };
+    if s.json {
+        let summary = serde_json::json!({
+            "command": "replay",
+            "cassette": s.cassette,
+            "interactions": total,
+            "served": served,
+            "misses": out.misses,
+            "unused": out.unused,
+            "program_exit": ended.child,
+            "exit_code": code,
+        });
+        println!("{summary}");
+    }
+    Ok(code)
+}
+
+/// Recompute every interaction's key under `rules`.
+fn rekey(interactions: &mut [Interaction], rules: &Rules) {
+    for it in interactions {
+        it.key = matching::request_key(
+            &it.route,
+            &it.request.method,
+            &it.request.path,
+            it.request.body.as_ref(),
+            rules,
+        );
+    }
+}

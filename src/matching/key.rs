@@ -1,0 +1,75 @@
+//! The key of a request: sha256 over its route and the canonical JSON of its normalized body.
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+/// Hex sha256 of `route`, a newline and the canonical JSON of `normalized`.
+///
+/// `serde_json` is built without `preserve_order`, so object keys serialize sorted and
+/// compactly: the serialization *is* the canonical form, whatever order the SDK used.
+pub fn key(route: &str, normalized: &Value) -> String {
+    let mut h = Sha256::new();
+    h.update(route.as_bytes());
+    h.update(b"\n");
+    // Writing into a hasher cannot fail.
+    let _ = serde_json::to_writer(HashWriter(&mut h), normalized);
+    hex(&h.finalize())
+}
+
+/// Key of a body that is not JSON: route, then the raw bytes.
+pub fn key_raw(route: &str, bytes: &[u8]) -> String {
+    let mut h = Sha256::new();
+    h.update(route.as_bytes());
+    h.update(b"\n");
+    h.update(bytes);
+    hex(&h.finalize())
+}
+
+struct HashWriter<'a>(&'a mut Sha256);
+
+impl std::io::Write for HashWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.update(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(DIGITS[(b >> 4) as usize] as char);
+        s.push(DIGITS[(b & 0xf) as usize] as char);
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_order_and_whitespace_do_not_matter() {
+        let a: Value = serde_json::from_str(r#"{"model":"m","messages":[{"role":"user","content":"hi °"}]}"#).unwrap();
+        let b: Value = serde_json::from_str("{ \"messages\" : [ {\"content\":\"hi \\u00b0\", \"role\":\"user\"} ],\n \"model\":\"m\" }").unwrap();
+        assert_eq!(key("openai.chat", &a), key("openai.chat", &b));
+    }
+
+    #[test]
+    fn route_and_values_matter() {
+        let a = serde_json::json!({"model": "m"});
+        let b = serde_json::json!({"model": "n"});
+        assert_ne!(key("openai.chat", &a), key("openai.chat", &b));
+        assert_ne!(key("openai.chat", &a), key("http", &a));
+        assert_eq!(key("r", &a).len(), 64);
+    }
+
+    #[test]
+    fn raw_key_matches_known_digest() {
+        // printf 'r\nabc' | sha256sum
+        assert_eq!(key_raw("r", b"abc"), "124554ec7bcb0ffe2eca559f0e2461f7a2495b4a6491ba46def9d852d157f0c2");
+    }
+}

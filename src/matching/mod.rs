@@ -1,0 +1,31 @@
+//! How a replayed request finds its recording: normalization, keys, the FIFO index and the
+//! near-miss report.
+
+pub mod index;
+pub mod key;
+pub mod nearmiss;
+pub mod normalize;
+
+use crate::cassette::Body;
+
+/// The key of a request. Model routes hash their route name and normalized JSON body, so
+/// the path prefix and the SDK's key order do not matter; plain HTTP also hashes the method
+/// and path. A non-JSON body hashes its bytes.
+pub fn request_key(
+    route: &str,
+    method: &str,
+    path: &str,
+    body: Option<&Body>,
+    rules: &normalize::Rules,
+) -> String {
+    let scope = if route == "http" {
+        format!("http {method} {path}")
+    } else {
+        route.to_owned()
+    };
+    match body {
+        Some(Body::Json(v)) => key::key(&scope, &normalize::normalize(v, rules)),
+        Some(other) => key::key_raw(&scope, &other.to_bytes()),
+        None => key::key_raw(&scope, b""),
+    }
+}

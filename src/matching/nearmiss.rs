@@ -1,0 +1,332 @@
+//! The near-miss report: when a replayed request has no recording, find the nearest recorded
+//! request and explain the difference, envelope first (model, messages, roles, tools), then
+//! the first differing JSON path with a text diff of that value.
+
+use std::fmt::Write as _;
+
+use serde_json::Value;
+
+use crate::dialect;
+
+/// A recorded request the miss is compared against.
+pub struct Candidate<'a> {
+    /// Position in the cassette.
+    pub pos: usize,
+    pub route: &'a str,
+    /// The normalized recorded body (what its key was computed from).
+    pub body: &'a Value,
+}
+
+/// Which recorded request is nearest: fewest differing leaves, same route preferred,
+/// earliest on a tie.
+pub fn nearest(route: &str, body: &Value, candidates: &[Candidate<'_>]) -> Option<usize> {
+    let same_route = candidates.iter().any(|c| c.route == route);
+    candidates
+        .iter()
+        .filter(|c| !same_route || c.route == route)
+        .map(|c| (distance(body, c.body, DISTANCE_CAP), c.pos))
+        .min()
+        .map(|(_, pos)| pos)
+}
+
+/// Stop counting differences past this: the nearest candidate is rarely that far, and a
+/// capped count keeps a miss against a large cassette cheap.
+const DISTANCE_CAP: usize = 10_000;
+
+/// Number of differing leaves between two values, up to `cap`.
+fn distance(a: &Value, b: &Value, cap: usize) -> usize {
+    fn walk(a: &Value, b: &Value, acc: &mut usize, cap: usize) {
+        if *acc >= cap {
+            return;
+        }
+        match (a, b) {
+            (Value::Object(x), Value::Object(y)) => {
+                for (k, va) in x {
+                    match y.get(k) {
+                        Some(vb) => walk(va, vb, acc, cap),
+                        None => *acc += 1,
+                    }
+                }
+                *acc += y.keys().filter(|k| !x.contains_key(*k)).count();
+            }
+            (Value::Array(x), Value::Array(y)) => {
+                for (va, vb) in x.iter().zip(y) {
+                    walk(va, vb, acc, cap);
+                }
+                *acc += x.len().abs_diff(y.len());
+            }
+            _ if a == b => {}
+            _ => *acc += 1,
+        }
+    }
+    let mut acc = 0;
+    walk(a, b, &mut acc, cap);
+    acc
+}
+
+/// The first path (JSON pointer) where two values differ, with the value on each side
+/// (`None` where absent). `None` when they are equal.
+pub fn first_difference<'a>(
+    recorded: &'a Value,
+    now: &'a Value,
+) -> Option<(String, Option<&'a Value>, Option<&'a Value>)> {
+    fn walk<'a>(
+        a: &'a Value,
+        b: &'a Value,
+        path: &mut String,
+    ) -> Option<(String, Option<&'a Value>, Option<&'a Value>)> {
+        match (a, b) {
+            (Value::Object(x), Value::Object(y)) => {
+                // Both maps iterate sorted, so walking the union in order finds the first key.
+                let mut keys: Vec<&String> = x.keys().chain(y.keys()).collect();
+                keys.sort();
+                keys.dedup();
+                for k in keys {
+                    let len = path.len();
+                    path.push('/');
+                    path.push_str(&k.replace('~', "~0").replace('/', "~1"));
+                    let found = match (x.get(k), y.get(k)) {
+                        (Some(va), Some(vb)) => walk(va, vb, path),
+                        (va, vb) => Some((path.clone(), va, vb)),
+                    };
+                    if found.is_some() {
+                        return found;
+                    }
+                    path.truncate(len);
+                }
+                None
+            }
+            (Value::Array(x), Value::Array(y)) => {
+                for i in 0..x.len().max(y.len()) {
+                    let len = path.len();
+                    let _ = write!(path, "/{i}");
+                    let found = match (x.get(i), y.get(i)) {
+                        (Some(va), Some(vb)) => walk(va, vb, path),
+                        (va, vb) => Some((path.clone(), va, vb)),
+                    };
+                    if found.is_some() {
+                        return found;
+                    }
+                    path.truncate(len);
+                }
+                None
+            }
+            _ if a == b => None,
+            _ => Some((path.clone(), Some(a), Some(b))),
+        }
+    }
+    walk(recorded, now, &mut String::new())
+}
+
+/// Why a request missed, for the report.
+pub enum MissKind<'a> {
+    /// Nothing with this key was recorded; `nearest` is the closest recording, if any.
+    Unknown {
+        nearest: Option<(usize, &'a Value)>,
+    },
+    /// This exact request was recorded `recorded` times and all were served.
+    Exhausted { recorded: usize },
+}
+
+/// The human-readable report, one finding per line, indented under a headline.
+pub fn report(method: &str, path: &str, route: &str, body: &Value, kind: &MissKind<'_>) -> String {
+    let mut out = format!("cassette miss: {method} {path} ({route}) has no recording\n");
+    match kind {
+        MissKind::Exhausted { recorded } => {
+            let _ = writeln!(
+                out,
+                "  this exact request was recorded {recorded} time(s) and each recording was already served: the program made an extra call\n  hint: re-record, or pass `--repeat last` to serve the last recording again"
+            );
+        }
+        MissKind::Unknown { nearest: None } => {
+            let _ = writeln!(out, "  the cassette has no recorded request to compare with\n  hint: re-record with `agentproxy record`");
+        }
+        MissKind::Unknown {
+            nearest: Some((pos, recorded)),
+        } => {
+            let _ = writeln!(out, "  nearest recorded request: interaction #{pos}");
+            let envelope = envelope_diff(route, recorded, body);
+            if !envelope.is_empty() {
+                let _ = writeln!(out, "  envelope:");
+                for line in envelope {
+                    let _ = writeln!(out, "    {line}");
+                }
+            }
+            if let Some((at, was, now)) = first_difference(recorded, body) {
+                let at = if at.is_empty() { "/".to_owned() } else { at };
+                let _ = writeln!(out, "  first difference at {at}:");
+                for line in value_diff(was, now).lines() {
+                    let _ = writeln!(out, "    {line}");
+                }
+            }
+            let _ = writeln!(out, "  hint: if this change is intended, re-record; if the value is volatile, declare it with --match-ignore or --match-hole");
+        }
+    }
+    out
+}
+
+/// Envelope fields that differ, as `label: recorded X, now Y` lines.
+fn envelope_diff(route: &str, recorded: &Value, now: &Value) -> Vec<String> {
+    let (Some(a), Some(b)) = (
+        dialect::envelope(route, recorded),
+        dialect::envelope(route, now),
+    ) else {
+        return vec![];
+    };
+    a.into_iter()
+        .zip(b)
+        .filter(|(x, y)| x.1 != y.1)
+        .map(|(x, y)| format!("{}: recorded {}, now {}", x.0, x.1, y.1))
+        .collect()
+}
+
+/// A readable diff of one value: a line diff for multi-line text, `-`/`+` lines otherwise,
+/// with long common prefixes and suffixes elided.
+fn value_diff(was: Option<&Value>, now: Option<&Value>) -> String {
+    let render = |v: Option<&Value>| match v {
+        None => "<absent>".to_owned(),
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => serde_json::to_string_pretty(other).unwrap_or_default(),
+    };
+    let (a, b) = (render(was), render(now));
+    if a.contains('\n') || b.contains('\n') {
+        let diff = similar::TextDiff::from_lines(&a, &b);
+        let mut out = String::new();
+        for hunk in diff.unified_diff().context_radius(2).iter_hunks() {
+            let _ = write!(out, "{hunk}");
+        }
+        return format!("--- recorded\n+++ now\n{out}");
+    }
+    let (a, b) = elide_common(&a, &b);
+    format!("- {a}\n+ {b}")
+}
+
+/// Keep the differing middle of two one-line strings with some context around it.
+fn elide_common(a: &str, b: &str) -> (String, String) {
+    const CONTEXT: usize = 30;
+    let prefix = a
+        .char_indices()
+        .zip(b.chars())
+        .take_while(|((_, x), y)| x == y)
+        .last()
+        .map(|((i, c), _)| i + c.len_utf8())
+        .unwrap_or(0);
+    let suffix = a[prefix..]
+        .chars()
+        .rev()
+        .zip(b[prefix..].chars().rev())
+        .take_while(|(x, y)| x == y)
+        .map(|(c, _)| c.len_utf8())
+        .sum::<usize>();
+    let cut = |s: &str| {
+        let end = s.len() - suffix;
+        let start = floor_char(s, prefix.saturating_sub(CONTEXT));
+        let stop = ceil_char(s, (end + CONTEXT).min(s.len()));
+        format!(
+            "{}{}{}",
+            if start > 0 { "…" } else { "" },
+            &s[start..stop],
+            if stop < s.len() { "…" } else { "" }
+        )
+    };
+    (cut(a), cut(b))
+}
+
+fn floor_char(s: &str, mut i: usize) -> usize {
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+fn ceil_char(s: &str, mut i: usize) -> usize {
+    while !s.is_char_boundary(i) {
+        i += 1;
+    }
+    i
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn chat(content: &str, tools: &[&str]) -> Value {
+        json!({
+            "model": "gpt-4o-mini",
+            "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": content}],
+            "tools": tools.iter().map(|t| json!({"type": "function", "function": {"name": t, "parameters": {}}})).collect::<Vec<_>>()
+        })
+    }
+
+    #[test]
+    fn picks_the_request_with_fewest_differences() {
+        let a = chat("weather in Paris", &["get_weather"]);
+        let b = chat("weather in Lyon", &["get_weather", "get_time"]);
+        let now = chat("weather in Lyon", &["get_weather"]);
+        let cands = [
+            Candidate { pos: 0, route: "openai.chat", body: &a },
+            Candidate { pos: 1, route: "openai.chat", body: &b },
+        ];
+        // b differs by one added tool (one element), a by one string: tie → earliest.
+        assert_eq!(nearest("openai.chat", &now, &cands), Some(0));
+        let other = json!({"x": 1});
+        let cands = [Candidate { pos: 7, route: "http", body: &other }];
+        assert_eq!(nearest("openai.chat", &now, &cands), Some(7));
+        assert_eq!(nearest("openai.chat", &now, &[]), None);
+    }
+
+    #[test]
+    fn first_difference_finds_the_path() {
+        let a = chat("weather in Paris", &["get_weather"]);
+        let b = chat("weather in Lyon", &["get_weather"]);
+        let (path, was, now) = first_difference(&a, &b).unwrap();
+        assert_eq!(path, "/messages/1/content");
+        assert_eq!(was, Some(&json!("weather in Paris")));
+        assert_eq!(now, Some(&json!("weather in Lyon")));
+        assert!(first_difference(&a, &a).is_none());
+        let (short, long) = (json!({"a": [1]}), json!({"a": [1, 2]}));
+        let (path, was, now) = first_difference(&short, &long).unwrap();
+        assert_eq!((path.as_str(), was, now), ("/a/1", None, Some(&json!(2))));
+    }
+
+    #[test]
+    fn report_shows_envelope_then_path_and_diff() {
+        let recorded = chat("What's the weather in Paris?", &["get_weather"]);
+        let now = chat("What's the weather in Lyon?", &["get_weather", "get_time"]);
+        let r = report(
+            "POST",
+            "/v1/chat/completions",
+            "openai.chat",
+            &now,
+            &MissKind::Unknown { nearest: Some((3, &recorded)) },
+        );
+        insta::assert_snapshot!(r);
+    }
+
+    #[test]
+    fn report_for_an_extra_call() {
+        let body = chat("hi", &[]);
+        let r = report("POST", "/v1/chat/completions", "openai.chat", &body, &MissKind::Exhausted { recorded: 2 });
+        assert!(r.contains("recorded 2 time(s)"), "{r}");
+        assert!(r.contains("--repeat last"), "{r}");
+    }
+
+    #[test]
+    fn long_strings_are_elided_around_the_change() {
+        let a = format!("{}Paris{}", "x".repeat(100), "y".repeat(100));
+        let b = format!("{}Lyon{}", "x".repeat(100), "y".repeat(100));
+        let (ea, eb) = elide_common(&a, &b);
+        assert!(ea.starts_with('…') && ea.ends_with('…'), "{ea}");
+        assert!(ea.contains("Paris") && eb.contains("Lyon"));
+        assert!(ea.len() < 80, "{ea}");
+        let (ea, eb) = elide_common("°C", "°F");
+        assert_eq!((ea.as_str(), eb.as_str()), ("°C", "°F"));
+    }
+
+    #[test]
+    fn multiline_values_get_a_line_diff() {
+        let d = value_diff(Some(&json!("a\nb\nc")), Some(&json!("a\nB\nc")));
+        assert!(d.contains("-b") && d.contains("+B"), "{d}");
+    }
+}

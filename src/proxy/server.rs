@@ -1,0 +1,61 @@
+//! The accept loop: one task per connection, HTTP/1 and HTTP/2, graceful drain on shutdown.
+//! A bad connection is logged and never stops the loop.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use hyper_util::server::graceful::GracefulShutdown;
+use tokio::net::TcpListener;
+
+use super::{service, Proxy};
+
+/// How long in-flight requests may take to finish once shutdown starts.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Serve until `shutdown` resolves, then drain in-flight exchanges (bounded by
+/// [`DRAIN_TIMEOUT`]) so every completed response reaches the recording.
+pub async fn serve(listener: TcpListener, proxy: Arc<Proxy>, shutdown: impl Future<Output = ()>) {
+    let graceful = GracefulShutdown::new();
+    let builder = auto::Builder::new(TokioExecutor::new());
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) => {
+                    let _ = stream.set_nodelay(true);
+                    let proxy = proxy.clone();
+                    let svc = service_fn(move |req| {
+                        let proxy = proxy.clone();
+                        async move { Ok::<_, Infallible>(service::handle(proxy, req).await) }
+                    });
+                    let conn = builder.serve_connection(TokioIo::new(stream), svc).into_owned();
+                    let conn = graceful.watch(conn);
+                    tokio::spawn(async move {
+                        if let Err(e) = conn.await {
+                            tracing::debug!("connection from {peer} ended with an error: {e}");
+                        }
+                    });
+                }
+                Err(e) => {
+                    // Usually fd exhaustion: back off instead of spinning.
+                    tracing::warn!("failed to accept a connection: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+            () = &mut shutdown => break,
+        }
+    }
+    drop(listener);
+    if tokio::time::timeout(DRAIN_TIMEOUT, graceful.shutdown()).await.is_err() {
+        tracing::warn!("some connections were still open after {DRAIN_TIMEOUT:?}; closing them");
+    }
+    proxy.tasks.close();
+    if tokio::time::timeout(DRAIN_TIMEOUT, proxy.tasks.wait()).await.is_err() {
+        tracing::warn!("some upstream exchanges did not finish within {DRAIN_TIMEOUT:?}; they are not recorded");
+    }
+}

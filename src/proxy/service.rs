@@ -1,0 +1,226 @@
+//! One request: check the route, read and parse the body within the size limit, compute its
+//! key, then serve it from the cassette or forward it upstream (or answer a miss).
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{HeaderMap, Method, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Limited};
+use serde_json::Value;
+
+use super::body::{json_response, ProxyBody};
+use super::{record, replay, Proxy};
+use crate::cassette::Body;
+use crate::dialect::{self, openai_chat, Provider, Route};
+use crate::matching::{self, index::Lookup, nearmiss};
+
+/// A parsed request on its way through the proxy.
+pub(super) struct Exchange {
+    pub seq: u64,
+    pub route: Route,
+    pub provider: Provider,
+    pub method: Method,
+    pub path: String,
+    pub headers: HeaderMap,
+    /// The bytes to forward upstream: the program's own, with its real credentials.
+    pub raw: Bytes,
+    /// The redacted body, as stored in the cassette.
+    pub stored: Option<Body>,
+    pub key: String,
+}
+
+impl Exchange {
+    fn json(&self) -> Option<&Value> {
+        self.stored.as_ref().and_then(Body::as_json)
+    }
+
+    /// Does the program want a server-sent-event stream back?
+    pub fn wants_stream(&self) -> bool {
+        self.route == Route::OpenAiChat && self.json().is_some_and(openai_chat::wants_stream)
+    }
+
+    pub fn wants_usage(&self) -> bool {
+        self.route == Route::OpenAiChat && self.json().is_some_and(openai_chat::wants_usage)
+    }
+}
+
+pub async fn handle(proxy: Arc<Proxy>, req: Request<hyper::body::Incoming>) -> Response<ProxyBody> {
+    let (parts, body) = req.into_parts();
+    let path = parts
+        .uri
+        .path_and_query()
+        .map(|p| p.as_str().to_owned())
+        .unwrap_or_else(|| "/".into());
+    let provider = dialect::provider_of(&path, &parts.headers);
+    let error = |status, kind: &str, msg: String| {
+        json_response(status, &dialect::error_body(provider, kind, &format!("agentproxy: {msg}")))
+    };
+    if !path.starts_with("/v1/") {
+        return error(
+            StatusCode::NOT_FOUND,
+            "agentproxy_unknown_route",
+            format!(
+                "{} {path} is not a provider API path; agentproxy serves /v1/… (point the SDK at $OPENAI_BASE_URL or $ANTHROPIC_BASE_URL)",
+                parts.method
+            ),
+        );
+    }
+    proxy.lock().requests += 1;
+    let raw = match Limited::new(body, proxy.opts.max_body).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+            return error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "agentproxy_body_too_large",
+                format!(
+                    "the request body is larger than the limit of {} bytes; raise it with --max-body-size",
+                    proxy.opts.max_body
+                ),
+            )
+        }
+        Err(e) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "agentproxy_bad_request",
+                format!("failed to read the request body: {e}"),
+            )
+        }
+    };
+    let route = Route::of(&parts.method, &path);
+    let stored = match stored_body(&proxy, route, &raw) {
+        Ok(b) => b,
+        Err(e) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "invalid_request_error",
+                format!("the request body is not valid JSON ({e}); nothing was forwarded or recorded"),
+            )
+        }
+    };
+    let key = matching::request_key(
+        route.name(),
+        parts.method.as_str(),
+        &path,
+        stored.as_ref(),
+        &proxy.opts.rules,
+    );
+    let ex = Exchange {
+        seq: proxy.next_seq(),
+        route,
+        provider,
+        method: parts.method,
+        path,
+        headers: parts.headers,
+        raw,
+        stored,
+        key,
+    };
+    if let Some(rp) = &proxy.opts.replay {
+        let lookup = rp
+            .index
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take(&ex.key);
+        match lookup {
+            Lookup::Hit(pos) => return replay::serve(rp, &rp.interactions[pos], &ex).await,
+            miss if proxy.opts.upstream.is_none() => return answer_miss(&proxy, rp, &ex, miss),
+            _ => {}
+        }
+    }
+    match &proxy.opts.upstream {
+        Some(up) => record::forward(&proxy, up, ex).await,
+        // A proxy is built with a cassette, an upstream or both; without either, nothing matches.
+        None => error(
+            StatusCode::BAD_REQUEST,
+            "agentproxy_cassette_miss",
+            "no cassette and no upstream".into(),
+        ),
+    }
+}
+
+/// The body as it will be stored and keyed: parsed and redacted JSON when it is JSON (model
+/// routes must be), else text or bytes. Secret values are replaced by `${NAME}`.
+fn stored_body(proxy: &Proxy, route: Route, raw: &[u8]) -> Result<Option<Body>, serde_json::Error> {
+    if raw.is_empty() && !route.requires_json() {
+        return Ok(None);
+    }
+    match serde_json::from_slice::<Value>(raw) {
+        Ok(mut v) => {
+            proxy.opts.secrets.redact_value(&mut v);
+            Ok(Some(Body::Json(v)))
+        }
+        Err(e) if route.requires_json() => Err(e),
+        Err(_) => Ok(Some(match Body::from_bytes(raw) {
+            Body::Text(t) => Body::Text(proxy.opts.secrets.redact_str(&t).unwrap_or(t)),
+            other => other,
+        })),
+    }
+}
+
+/// A miss: report it (stderr and the outcome) and answer a non-retryable 4xx in the
+/// provider's error shape, so the SDK raises instead of retrying.
+fn answer_miss(
+    proxy: &Proxy,
+    rp: &super::Replay,
+    ex: &Exchange,
+    lookup: Lookup,
+) -> Response<ProxyBody> {
+    let normalized_now = ex
+        .json()
+        .map(|b| matching::normalize::normalize(b, &proxy.opts.rules))
+        .unwrap_or(Value::Null);
+    let report = match lookup {
+        Lookup::Exhausted { recorded } => nearmiss::report(
+            ex.method.as_str(),
+            &ex.path,
+            ex.route.name(),
+            &normalized_now,
+            &nearmiss::MissKind::Exhausted { recorded },
+        ),
+        _ => {
+            let recorded: Vec<(usize, &str, Value)> = rp
+                .interactions
+                .iter()
+                .enumerate()
+                .map(|(pos, i)| {
+                    let body = i
+                        .request
+                        .body
+                        .as_ref()
+                        .and_then(Body::as_json)
+                        .map(|b| matching::normalize::normalize(b, &proxy.opts.rules))
+                        .unwrap_or(Value::Null);
+                    (pos, i.route.as_str(), body)
+                })
+                .collect();
+            let candidates: Vec<nearmiss::Candidate<'_>> = recorded
+                .iter()
+                .map(|(pos, route, body)| nearmiss::Candidate { pos: *pos, route, body })
+                .collect();
+            let nearest = nearmiss::nearest(ex.route.name(), &normalized_now, &candidates)
+                .map(|pos| (pos, &recorded[pos].2));
+            nearmiss::report(
+                ex.method.as_str(),
+                &ex.path,
+                ex.route.name(),
+                &normalized_now,
+                &nearmiss::MissKind::Unknown { nearest },
+            )
+        }
+    };
+    if proxy.opts.print_misses {
+        eprint!("agentproxy: {report}");
+    }
+    proxy.lock().misses.push(report.clone());
+    let mut resp = json_response(
+        StatusCode::BAD_REQUEST,
+        &dialect::error_body(
+            ex.provider,
+            "agentproxy_cassette_miss",
+            &format!("agentproxy: {report}"),
+        ),
+    );
+    resp.headers_mut()
+        .insert("x-should-retry", http::HeaderValue::from_static("false"));
+    resp
+}

@@ -1,0 +1,139 @@
+//! The upstream client: a pooled hyper client with rustls, fixed base URLs chosen at start
+//! (a request can never pick its own upstream: no open relay), and a header timeout.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{HeaderMap, HeaderValue, Request, Response, Uri};
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper_util::client::legacy::{connect::HttpConnector, Client};
+use hyper_util::rt::{TokioExecutor, TokioTimer};
+
+use crate::dialect::Provider;
+use crate::error::{Error, Result};
+
+/// Headers that describe one hop, not the message, plus the ones the proxy recomputes.
+const NOT_FORWARDED: [&str; 11] = [
+    "connection",
+    "keep-alive",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+    "host",
+    "content-length",
+    "accept-encoding",
+];
+
+pub struct Upstream {
+    client: Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>,
+    openai: String,
+    anthropic: String,
+    timeout: Duration,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum UpstreamError {
+    #[error("upstream {url} did not answer within {secs}s")]
+    Timeout { url: String, secs: u64 },
+    #[error("failed to reach upstream {url}: {message}")]
+    Unreachable { url: String, message: String },
+}
+
+impl Upstream {
+    pub fn new(openai: &str, anthropic: &str, timeout: Duration) -> Result<Upstream> {
+        for base in [openai, anthropic] {
+            let uri: Uri = base
+                .parse()
+                .map_err(|e| Error::Usage(format!("invalid upstream URL `{base}`: {e}")))?;
+            if !matches!(uri.scheme_str(), Some("http" | "https")) || uri.host().is_none() {
+                return Err(Error::Usage(format!(
+                    "invalid upstream URL `{base}`: it must be http:// or https:// with a host"
+                )));
+            }
+        }
+        let mut http = HttpConnector::new();
+        // Streams are many small writes: Nagle would hold back every other SSE chunk.
+        http.set_nodelay(true);
+        http.enforce_http(false);
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_webpki_roots()
+            .https_or_http()
+            .enable_http1()
+            .enable_http2()
+            .wrap_connector(http);
+        let client = Client::builder(TokioExecutor::new())
+            .pool_timer(TokioTimer::new())
+            .pool_idle_timeout(Duration::from_secs(60))
+            .timer(TokioTimer::new())
+            .build(connector);
+        Ok(Upstream {
+            client,
+            openai: openai.trim_end_matches('/').to_owned(),
+            anthropic: anthropic.trim_end_matches('/').to_owned(),
+            timeout,
+        })
+    }
+
+    /// The full upstream URL for a request path: the provider's base joined with the path,
+    /// so a base with a prefix (`https://host/api`) keeps it.
+    pub fn url_for(&self, provider: Provider, path_and_query: &str) -> String {
+        let base = match provider {
+            Provider::OpenAi => &self.openai,
+            Provider::Anthropic => &self.anthropic,
+        };
+        format!("{base}{path_and_query}")
+    }
+
+    /// Send one request; the timeout covers connecting and the response head (a stream may
+    /// then take as long as the model needs).
+    pub async fn send(
+        &self,
+        method: http::Method,
+        url: &str,
+        headers: &HeaderMap,
+        body: Bytes,
+    ) -> Result<Response<Incoming>, UpstreamError> {
+        let unreachable = |message: String| UpstreamError::Unreachable {
+            url: url.to_owned(),
+            message,
+        };
+        let mut req = Request::builder()
+            .method(method)
+            .uri(url)
+            .body(Full::new(body))
+            .map_err(|e| unreachable(e.to_string()))?;
+        let out = req.headers_mut();
+        for (name, value) in headers {
+            if !NOT_FORWARDED.contains(&name.as_str()) {
+                out.append(name.clone(), value.clone());
+            }
+        }
+        // Ask for an uncompressed answer: it is what gets stored, and decoding is then only
+        // a fallback for servers that compress anyway.
+        out.insert(http::header::ACCEPT_ENCODING, HeaderValue::from_static("identity"));
+        match tokio::time::timeout(self.timeout, self.client.request(req)).await {
+            Err(_) => Err(UpstreamError::Timeout {
+                url: url.to_owned(),
+                secs: self.timeout.as_secs(),
+            }),
+            Ok(Err(e)) => Err(unreachable(error_chain(&e))),
+            Ok(Ok(resp)) => Ok(resp),
+        }
+    }
+}
+
+/// `e: cause: cause…` — hyper's top-level messages alone ("client error (Connect)") say little.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        cur = c.source();
+    }
+    s
+}

@@ -1,0 +1,96 @@
+//! The child process: start it with the injected environment, forward termination signals,
+//! and turn its end into an exit code (128+N when killed by signal N).
+
+use std::os::unix::process::ExitStatusExt;
+
+use tokio::signal::unix::{signal, SignalKind};
+
+use crate::error::{Error, Result};
+
+/// Run `command` to completion with `env` added, inheriting stdio. SIGTERM and SIGHUP are
+/// forwarded; SIGINT too, unless the terminal already delivered it to the child (same
+/// foreground process group), so a Ctrl-C is not seen twice.
+pub async fn run(command: &[String], env: &[(String, String)]) -> Result<i32> {
+    let (program, args) = command
+        .split_first()
+        .ok_or_else(|| Error::Usage("no command given after `--`".into()))?;
+    // Handlers go in before the spawn, so a signal in between cannot kill the proxy first.
+    let mut sigint = signal(SignalKind::interrupt()).map_err(|e| spawn_err(program, e))?;
+    let mut sigterm = signal(SignalKind::terminate()).map_err(|e| spawn_err(program, e))?;
+    let mut sighup = signal(SignalKind::hangup()).map_err(|e| spawn_err(program, e))?;
+    let mut child = tokio::process::Command::new(program)
+        .args(args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .spawn()
+        .map_err(|e| spawn_err(program, e))?;
+    let pid = child.id();
+    let forward = |sig: libc::c_int| {
+        if let Some(pid) = pid.and_then(|p| libc::pid_t::try_from(p).ok()) {
+            // SAFETY: kill(2) with a pid we spawned and a valid signal number has no memory effects.
+            unsafe {
+                libc::kill(pid, sig);
+            }
+        }
+    };
+    let status = loop {
+        tokio::select! {
+            status = child.wait() => break status.map_err(|source| Error::Wait { program: program.clone(), source })?,
+            _ = sigint.recv() => if !terminal_delivers_sigint() { forward(libc::SIGINT) },
+            _ = sigterm.recv() => forward(libc::SIGTERM),
+            _ = sighup.recv() => forward(libc::SIGHUP),
+        }
+    };
+    Ok(exit_code(status))
+}
+
+fn spawn_err(program: &str, source: std::io::Error) -> Error {
+    Error::Spawn {
+        program: program.to_owned(),
+        source,
+    }
+}
+
+/// The child's exit code, or 128+N when it was killed by signal N (the shell convention).
+pub fn exit_code(status: std::process::ExitStatus) -> i32 {
+    status
+        .code()
+        .or_else(|| status.signal().map(|s| 128 + s))
+        .unwrap_or(1)
+}
+
+/// Is the proxy in the terminal's foreground process group? Then a Ctrl-C reached the child
+/// (which shares that group) directly.
+fn terminal_delivers_sigint() -> bool {
+    // SAFETY: isatty, tcgetpgrp and getpgrp only read process state.
+    unsafe { libc::isatty(0) == 1 && libc::tcgetpgrp(0) == libc::getpgrp() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn passes_exit_status_and_env_through() {
+        let code = run(
+            &["sh".into(), "-c".into(), "test \"$X\" = yes && exit 7".into()],
+            &[("X".into(), "yes".into())],
+        )
+        .await
+        .unwrap();
+        assert_eq!(code, 7);
+    }
+
+    #[tokio::test]
+    async fn killed_by_signal_is_128_plus_n() {
+        let code = run(&["sh".into(), "-c".into(), "kill -TERM $$".into()], &[])
+            .await
+            .unwrap();
+        assert_eq!(code, 128 + libc::SIGTERM);
+    }
+
+    #[tokio::test]
+    async fn missing_program_is_a_spawn_error() {
+        let err = run(&["/nonexistent/agentproxy-test".into()], &[]).await.unwrap_err();
+        assert!(err.to_string().contains("failed to start"), "{err}");
+    }
+}

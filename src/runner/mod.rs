@@ -1,0 +1,4 @@
+//! Running the program under test: its environment and its process.
+
+pub mod child;
+pub mod env;

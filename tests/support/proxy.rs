@@ -1,0 +1,60 @@
+//! Start the real agentproxy binary in daemon mode for a test, and stop it like a user would.
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_agentproxy")
+}
+
+/// A daemon started with `agentproxy ARGS` and its URL, read from its `export` lines.
+pub struct Daemon {
+    child: Child,
+    pub url: String,
+}
+
+impl Daemon {
+    pub fn start(args: &[&str], cwd: &Path) -> Daemon {
+        let mut child = Command::new(bin())
+            .args(args)
+            .current_dir(cwd)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start agentproxy");
+        let stdout = child.stdout.take().unwrap();
+        let mut url = None;
+        for line in BufReader::new(stdout).lines().take(20) {
+            let line = line.unwrap();
+            if let Some(v) = line.strip_prefix("export AGENTPROXY_URL=") {
+                url = Some(v.trim_matches('\'').to_owned());
+                break;
+            }
+        }
+        let url = url.unwrap_or_else(|| {
+            let mut err = String::new();
+            child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+            panic!("daemon printed no AGENTPROXY_URL; stderr:\n{err}")
+        });
+        Daemon { child, url }
+    }
+
+    /// SIGINT, then wait: returns (exit code, stderr).
+    pub fn interrupt(mut self) -> (i32, String) {
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGINT);
+        }
+        let status = self.child.wait().unwrap();
+        let mut err = String::new();
+        self.child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+        (status.code().unwrap_or(-1), err)
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
