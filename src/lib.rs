@@ -12,3 +12,4 @@ pub mod matching;
 pub mod proxy;
 pub mod redact;
 pub mod runner;
+pub mod trajectory;

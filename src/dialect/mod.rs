@@ -6,6 +6,9 @@ pub mod sse;
 
 use serde_json::{json, Value};
 
+use crate::trajectory::{ModelCall, ToolCall};
+use sse::SseEvent;
+
 /// A route: the dialect and endpoint a request belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Route {
@@ -40,9 +43,66 @@ impl Route {
         }
     }
 
+    /// The route a cassette names; unknown names are plain HTTP.
+    pub fn from_name(name: &str) -> Route {
+        match name {
+            "openai.chat" => Route::OpenAiChat,
+            _ => Route::Http,
+        }
+    }
+
     /// Model routes must carry a JSON body; plain HTTP may carry anything.
     pub fn requires_json(self) -> bool {
         !matches!(self, Route::Http)
+    }
+
+    /// Does this request ask for a server-sent-event stream?
+    pub fn wants_stream(self, request: &Value) -> bool {
+        match self {
+            Route::OpenAiChat => openai_chat::wants_stream(request),
+            Route::Http => false,
+        }
+    }
+
+    /// The whole response assembled from a recorded stream; `None` when the route has no
+    /// assembled form.
+    pub fn assemble(self, events: &[SseEvent]) -> Option<Result<Value, String>> {
+        match self {
+            Route::OpenAiChat => Some(openai_chat::assemble(events).map_err(|e| e.to_string())),
+            Route::Http => None,
+        }
+    }
+
+    /// A stream synthesized from a whole response, shaped by what `request` asked for.
+    pub fn synthesize(self, response: &Value, request: &Value) -> Option<Vec<SseEvent>> {
+        match self {
+            Route::OpenAiChat => Some(openai_chat::synthesize(
+                response,
+                openai_chat::wants_usage(request),
+            )),
+            Route::Http => None,
+        }
+    }
+
+    /// The neutral model call of an exchange; `None` for plain HTTP.
+    pub fn extract(self, request: &Value, response: &Value) -> Option<ModelCall> {
+        match self {
+            Route::OpenAiChat => Some(openai_chat::extract(request, response)),
+            Route::Http => None,
+        }
+    }
+
+    /// Replace tool results in a request by mocks (see `openai_chat::rewrite_tool_results`).
+    pub fn rewrite_tool_results(
+        self,
+        request: &mut Value,
+        lookup: &dyn Fn(&str) -> Option<ToolCall>,
+        mock: &mut dyn FnMut(&ToolCall, usize) -> Option<Value>,
+    ) -> usize {
+        match self {
+            Route::OpenAiChat => openai_chat::rewrite_tool_results(request, lookup, mock),
+            Route::Http => 0,
+        }
     }
 }
 

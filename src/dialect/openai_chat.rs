@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use serde_json::{json, Map, Value};
 
 use super::sse::SseEvent;
+use crate::trajectory::{parse_arguments, result_text, ModelCall, ToolCall, ToolDef, ToolResult, Usage};
 
 /// The data of the event that ends a chat completions stream; it is not JSON.
 const DONE: &str = "[DONE]";
@@ -372,6 +373,140 @@ pub fn envelope(body: &Value) -> Vec<(&'static str, String)> {
         ("roles", format!("[{}]", roles.join(", "))),
         ("tools", format!("[{}]", tools.join(", "))),
     ]
+}
+
+/// Request fields that are not sampling parameters: the conversation itself and transport.
+const NOT_PARAMS: [&str; 5] = ["model", "messages", "tools", "stream", "stream_options"];
+
+/// The neutral model call of one chat exchange (`response` is the non-streamed or assembled
+/// `chat.completion`; an error body gives a call with no reply and no tool calls).
+pub fn extract(request: &Value, response: &Value) -> ModelCall {
+    let messages = request["messages"].as_array().map(Vec::as_slice).unwrap_or_default();
+    let system: Vec<String> = messages
+        .iter()
+        .filter(|m| matches!(m["role"].as_str(), Some("system" | "developer")))
+        .map(|m| content_text(&m["content"]))
+        .collect();
+    let tools = request["tools"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+        .iter()
+        .map(|t| ToolDef {
+            name: t["function"]["name"].as_str().unwrap_or_default().to_owned(),
+            parameters: t["function"]["parameters"].clone(),
+        })
+        .collect();
+    let calls_by_id = calls_in_history(messages);
+    let after_last_assistant = messages
+        .iter()
+        .rposition(|m| m["role"] == "assistant")
+        .map_or(0, |i| i + 1);
+    let tool_results = messages[after_last_assistant..]
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| {
+            let call_id = m["tool_call_id"].as_str().unwrap_or_default().to_owned();
+            ToolResult {
+                name: calls_by_id.get(&call_id).map(|c| c.name.clone()),
+                call_id,
+                content: m["content"].clone(),
+            }
+        })
+        .collect();
+    let message = &response["choices"][0]["message"];
+    let tool_calls = message["tool_calls"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+        .iter()
+        .map(tool_call)
+        .collect();
+    let usage = &response["usage"];
+    ModelCall {
+        route: "openai.chat".into(),
+        model: request["model"].as_str().unwrap_or_default().to_owned(),
+        system: (!system.is_empty()).then(|| system.join("\n\n")),
+        tools,
+        message_count: messages.len(),
+        tool_results,
+        tool_calls,
+        reply: message["content"].as_str().map(str::to_owned),
+        usage: Usage {
+            prompt: usage["prompt_tokens"].as_u64().unwrap_or(0),
+            completion: usage["completion_tokens"].as_u64().unwrap_or(0),
+            cached: usage["prompt_tokens_details"]["cached_tokens"].as_u64().unwrap_or(0),
+        },
+        params: request
+            .as_object()
+            .map(|o| {
+                o.iter()
+                    .filter(|(k, _)| !NOT_PARAMS.contains(&k.as_str()))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect()
+            })
+            .unwrap_or_default(),
+    }
+}
+
+/// Replace the content of `role: tool` messages by mocks. `mock(call, nth)` gets the call a
+/// result answers (looked up in the request's own history, else through `lookup`) and its
+/// 0-based occurrence among calls to that tool in the conversation; `Some` replaces the
+/// content. Returns how many results were replaced.
+pub fn rewrite_tool_results(
+    request: &mut Value,
+    lookup: &dyn Fn(&str) -> Option<ToolCall>,
+    mock: &mut dyn FnMut(&ToolCall, usize) -> Option<Value>,
+) -> usize {
+    let Some(messages) = request["messages"].as_array_mut() else {
+        return 0;
+    };
+    let calls_by_id = calls_in_history(messages);
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    let mut replaced = 0;
+    for m in messages.iter_mut().filter(|m| m["role"] == "tool") {
+        let id = m["tool_call_id"].as_str().unwrap_or_default();
+        let Some(call) = calls_by_id.get(id).cloned().or_else(|| lookup(id)) else {
+            continue;
+        };
+        let nth = seen.entry(call.name.clone()).or_default();
+        if let Some(v) = mock(&call, *nth) {
+            m["content"] = Value::String(result_text(&v));
+            replaced += 1;
+        }
+        *nth += 1;
+    }
+    replaced
+}
+
+fn calls_in_history(messages: &[Value]) -> BTreeMap<String, ToolCall> {
+    messages
+        .iter()
+        .filter(|m| m["role"] == "assistant")
+        .flat_map(|m| m["tool_calls"].as_array().map(Vec::as_slice).unwrap_or_default())
+        .filter_map(|c| Some((c["id"].as_str()?.to_owned(), tool_call(c))))
+        .collect()
+}
+
+fn tool_call(c: &Value) -> ToolCall {
+    ToolCall {
+        id: c["id"].as_str().unwrap_or_default().to_owned(),
+        name: c["function"]["name"].as_str().unwrap_or_default().to_owned(),
+        arguments: parse_arguments(c["function"]["arguments"].as_str().unwrap_or_default()),
+    }
+}
+
+/// Message content as text: a string, or the text parts of a content array.
+fn content_text(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
 }
 
 #[cfg(test)]
@@ -778,5 +913,64 @@ mod tests {
         let err = assemble(&[data_event("{oops")]).expect_err("not JSON");
         let source = std::error::Error::source(&err).expect("has a source");
         assert!(source.to_string().contains("line 1 column 2"), "{source}");
+    }
+
+    fn agent_request() -> Value {
+        json!({
+            "model": "gpt-4o-mini", "temperature": 0.2,
+            "messages": [
+                {"role": "system", "content": "Be brief."},
+                {"role": "user", "content": "Weather in Paris and Lyon?"},
+                {"role": "assistant", "content": null, "tool_calls": [
+                    {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\":\"Paris\"}"}},
+                    {"id": "call_2", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\":\"Lyon\"}"}}]},
+                {"role": "tool", "tool_call_id": "call_1", "content": "{\"temp_c\": 18, \"at\": \"12:01:07\"}"},
+                {"role": "tool", "tool_call_id": "call_2", "content": "{\"temp_c\": 20, \"at\": \"12:01:08\"}"}
+            ],
+            "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]
+        })
+    }
+
+    #[test]
+    fn extract_reads_the_neutral_call() {
+        let response = json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": null,
+            "tool_calls": [{"id": "call_9", "type": "function", "function": {"name": "book", "arguments": "{\"day\": 1}"}}]},
+            "finish_reason": "tool_calls"}],
+            "usage": {"prompt_tokens": 50, "completion_tokens": 7, "prompt_tokens_details": {"cached_tokens": 32}}});
+        let call = extract(&agent_request(), &response);
+        assert_eq!(call.model, "gpt-4o-mini");
+        assert_eq!(call.system.as_deref(), Some("Be brief."));
+        assert_eq!(call.message_count, 5);
+        assert_eq!(call.tools[0].name, "get_weather");
+        assert_eq!(call.tool_results.len(), 2);
+        assert_eq!(call.tool_results[1].name.as_deref(), Some("get_weather"));
+        assert_eq!(call.tool_calls, vec![ToolCall { id: "call_9".into(), name: "book".into(), arguments: json!({"day": 1}) }]);
+        assert_eq!(call.usage, Usage { prompt: 50, completion: 7, cached: 32 });
+        assert_eq!(call.params.get("temperature"), Some(&json!(0.2)));
+        assert!(!call.params.contains_key("messages"));
+        assert_eq!(call.reply, None);
+    }
+
+    #[test]
+    fn rewrite_replaces_tool_results_in_conversation_order() {
+        let mut req = agent_request();
+        let mut seen = vec![];
+        let n = rewrite_tool_results(&mut req, &|_| None, &mut |call, nth| {
+            seen.push((call.arguments["city"].as_str().unwrap().to_owned(), nth));
+            Some(json!({"temp_c": 10 + nth}))
+        });
+        assert_eq!(n, 2);
+        assert_eq!(seen, vec![("Paris".to_owned(), 0), ("Lyon".to_owned(), 1)]);
+        assert_eq!(req["messages"][3]["content"], json!("{\"temp_c\":10}"));
+        assert_eq!(req["messages"][4]["content"], json!("{\"temp_c\":11}"));
+    }
+
+    #[test]
+    fn rewrite_uses_the_session_lookup_for_calls_outside_the_request() {
+        let mut req = json!({"messages": [{"role": "tool", "tool_call_id": "call_x", "content": "old"}]});
+        let lookup = |id: &str| (id == "call_x").then(|| ToolCall { id: id.into(), name: "clock".into(), arguments: json!({}) });
+        let n = rewrite_tool_results(&mut req, &lookup, &mut |call, _| (call.name == "clock").then(|| json!("09:00")));
+        assert_eq!(n, 1);
+        assert_eq!(req["messages"][0]["content"], "09:00");
     }
 }

@@ -16,7 +16,7 @@ use super::service::Exchange;
 use super::upstream::{Upstream, UpstreamError};
 use super::Proxy;
 use crate::cassette::{Body, Interaction, RecordedRequest, RecordedResponse};
-use crate::dialect::{self, openai_chat, sse, Route};
+use crate::dialect::{self, sse};
 
 /// Response headers worth keeping: what a client needs to parse the body and pace retries.
 /// Everything else (request ids, dates, rate-limit counters) is volatile noise.
@@ -139,10 +139,11 @@ fn store(
             })
             .collect::<Vec<_>>()
     });
-    if let (Some(evs), Route::OpenAiChat, true) = (&events, ex.route, status.is_success()) {
-        match openai_chat::assemble(evs) {
-            Ok(message) => body = Some(Body::Json(message)),
-            Err(e) => tracing::warn!("failed to assemble the streamed reply: {e}; only its events are recorded"),
+    if let (Some(evs), true) = (&events, status.is_success()) {
+        match ex.route.assemble(evs) {
+            Some(Ok(message)) => body = Some(Body::Json(message)),
+            Some(Err(e)) => tracing::warn!("{e}; only the stream's events are recorded"),
+            None => {}
         }
     }
     let interaction = Interaction {

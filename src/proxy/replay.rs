@@ -10,7 +10,7 @@ use super::body::{chunks, full, paced_chunks, ProxyBody};
 use super::service::Exchange;
 use super::Replay;
 use crate::cassette::Interaction;
-use crate::dialect::{openai_chat, sse};
+use crate::dialect::sse;
 
 pub(super) async fn serve(rp: &Replay, it: &Interaction, ex: &Exchange) -> Response<ProxyBody> {
     let rec = &it.response;
@@ -23,7 +23,8 @@ pub(super) async fn serve(rp: &Replay, it: &Interaction, ex: &Exchange) -> Respo
             .body
             .as_ref()
             .and_then(|b| b.as_json())
-            .map(|c| openai_chat::synthesize(c, ex.wants_usage()).iter().map(sse::encode).collect()),
+            .and_then(|c| ex.synthesize(c))
+            .map(|evs| evs.iter().map(sse::encode).collect()),
         _ => None,
     };
     let latency = Duration::from_millis(if rp.realtime { it.latency_ms } else { 0 });

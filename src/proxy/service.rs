@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::body::{json_response, ProxyBody};
 use super::{record, replay, Proxy};
 use crate::cassette::Body;
-use crate::dialect::{self, openai_chat, Provider, Route};
+use crate::dialect::{self, Provider, Route};
 use crate::matching::{self, index::Lookup, nearmiss};
 
 /// A parsed request on its way through the proxy.
@@ -36,11 +36,12 @@ impl Exchange {
 
     /// Does the program want a server-sent-event stream back?
     pub fn wants_stream(&self) -> bool {
-        self.route == Route::OpenAiChat && self.json().is_some_and(openai_chat::wants_stream)
+        self.json().is_some_and(|b| self.route.wants_stream(b))
     }
 
-    pub fn wants_usage(&self) -> bool {
-        self.route == Route::OpenAiChat && self.json().is_some_and(openai_chat::wants_usage)
+    /// A stream synthesized from a whole recorded response, as this request wants it.
+    pub fn synthesize(&self, response: &Value) -> Option<Vec<crate::dialect::sse::SseEvent>> {
+        self.route.synthesize(response, self.json()?)
     }
 }
 
