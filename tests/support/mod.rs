@@ -1,0 +1,6 @@
+//! Helpers shared by the integration tests (`mod support;` in each `tests/*.rs`).
+
+// Each test binary compiles this module and uses only part of it.
+#![allow(dead_code)]
+
+pub mod fake_openai;
