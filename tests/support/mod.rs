@@ -1,5 +1,8 @@
-//! Shared test support. Each test binary uses a different part of it.
+//! Helpers shared by the integration tests (`mod support;` in each `tests/*.rs`).
+
+// Each test binary compiles this module and uses only part of it.
 #![allow(dead_code)]
 
+pub mod fake_openai;
 pub mod http;
 pub mod proxy;

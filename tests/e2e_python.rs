@@ -1,0 +1,252 @@
+//! End-to-end tests with the real `openai` Python SDK: each agent in `tests/e2e/` is
+//! recorded through the `agentproxy` binary against the fake upstream, then replayed from
+//! the cassette with no upstream and no API key, and must print exactly the same thing.
+//!
+//! The SDK lives in `.venv` at the repository root: run `scripts/setup-python.sh` first.
+//! A missing venv fails these tests (a silent skip would let CI go green without them);
+//! `AGENTPROXY_SKIP_PYTHON_E2E=1` skips them on purpose.
+
+mod support;
+
+use std::ffi::OsString;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::process::ExitStatus;
+use std::time::Duration;
+
+use support::fake_openai::FakeOpenAi;
+
+/// The key the record runs use. It has the `sk-` shape on purpose: the proxy must redact
+/// it, and the tests check that it never reaches the cassette.
+const API_KEY: &str = "sk-e2e-not-a-real-key-000000000000000000";
+/// Generous: four Python interpreters may start at once on a 2-core CI machine.
+const CHILD_TIMEOUT: Duration = Duration::from_secs(120);
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The venv's interpreter, or `None` when the tests are skipped on purpose.
+fn python() -> Option<PathBuf> {
+    if std::env::var_os("AGENTPROXY_SKIP_PYTHON_E2E").is_some_and(|v| v == "1") {
+        eprintln!("AGENTPROXY_SKIP_PYTHON_E2E=1: skipping the Python end-to-end test");
+        return None;
+    }
+    let python = repo().join(".venv/bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: run scripts/setup-python.sh to install the openai SDK \
+         (or set AGENTPROXY_SKIP_PYTHON_E2E=1 to skip these tests)",
+        python.display()
+    );
+    Some(python)
+}
+
+fn script(name: &str) -> OsString {
+    repo().join("tests/e2e").join(name).into_os_string()
+}
+
+/// One finished `agentproxy` run.
+struct Run {
+    status: ExitStatus,
+    stdout: String,
+    stderr: String,
+}
+
+impl fmt::Display for Run {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}\n--- stdout ---\n{}--- stderr ---\n{}",
+            self.status, self.stdout, self.stderr
+        )
+    }
+}
+
+/// Runs the agentproxy binary in an environment cleaned of anything that could steer it or
+/// the SDK from the developer's shell. `api_key` is the child's `OPENAI_API_KEY`, if any.
+async fn agentproxy(args: Vec<OsString>, api_key: Option<&str>) -> Run {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentproxy"));
+    command.args(args).current_dir(repo()).kill_on_drop(true);
+    for (name, _) in std::env::vars_os() {
+        let name_text = name.to_string_lossy();
+        if name_text.starts_with("OPENAI_") || name_text.starts_with("AGENTPROXY_") {
+            command.env_remove(&name);
+        }
+    }
+    if let Some(key) = api_key {
+        command.env("OPENAI_API_KEY", key);
+    }
+    // Unbuffered, so a child killed by the timeout still shows how far it got; UTF-8,
+    // because the replies contain "°"; no bytecode files written into tests/e2e.
+    command
+        .env("PYTHONUNBUFFERED", "1")
+        .env("PYTHONIOENCODING", "utf-8")
+        .env("PYTHONDONTWRITEBYTECODE", "1");
+    let output = tokio::time::timeout(CHILD_TIMEOUT, command.output())
+        .await
+        .unwrap_or_else(|_| panic!("agentproxy did not finish within {CHILD_TIMEOUT:?}"))
+        .expect("failed to start the agentproxy binary");
+    Run {
+        status: output.status,
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+/// A recorded cassette, and the fake that served it (still running, to catch a replay
+/// that reaches it).
+struct Recording {
+    _dir: tempfile::TempDir,
+    cassette: PathBuf,
+    fake: FakeOpenAi,
+    run: Run,
+}
+
+async fn record(python: &Path, name: &str) -> Recording {
+    let dir = tempfile::tempdir().expect("failed to create a temp dir");
+    let cassette = dir.path().join("c.json");
+    let fake = FakeOpenAi::start().await;
+    let args = vec![
+        "record".into(),
+        "--cassette".into(),
+        cassette.clone().into_os_string(),
+        "--upstream".into(),
+        fake.url().into(),
+        "--".into(),
+        python.into(),
+        script(name),
+    ];
+    let run = agentproxy(args, Some(API_KEY)).await;
+    assert!(run.status.success(), "record of {name} failed: {run}");
+    let requests = fake.requests();
+    assert!(
+        !requests.is_empty(),
+        "record of {name} sent nothing upstream: {run}"
+    );
+    let bearer = format!("Bearer {API_KEY}");
+    assert!(
+        requests
+            .iter()
+            .all(|r| r.header("authorization") == Some(bearer.as_str())),
+        "the proxy must forward the credential upstream"
+    );
+    let written = std::fs::read_to_string(&cassette).expect("record wrote no cassette");
+    assert!(
+        !written.contains(API_KEY),
+        "the API key leaked into the cassette:\n{written}"
+    );
+    Recording {
+        _dir: dir,
+        cassette,
+        fake,
+        run,
+    }
+}
+
+async fn replay(python: &Path, recording: &Recording, name: &str, question: Option<&str>) -> Run {
+    let mut args = vec![
+        "replay".into(),
+        "--cassette".into(),
+        recording.cassette.clone().into_os_string(),
+        "--".into(),
+        python.into(),
+        script(name),
+    ];
+    args.extend(question.map(OsString::from));
+    let served = recording.fake.request_count();
+    // No key at all: replay must start the SDK with its placeholder.
+    let run = agentproxy(args, None).await;
+    assert_eq!(
+        recording.fake.request_count(),
+        served,
+        "replay reached the upstream: {run}"
+    );
+    run
+}
+
+/// Records `name`, checks its output contains `expected`, replays it and compares.
+async fn record_then_replay(name: &str, expected: &[&str]) {
+    let Some(python) = python() else { return };
+    let recording = record(&python, name).await;
+    for line in expected {
+        assert!(
+            recording.run.stdout.contains(line),
+            "record of {name} did not print {line:?}: {}",
+            recording.run
+        );
+    }
+    let replayed = replay(&python, &recording, name, None).await;
+    assert!(
+        replayed.status.success(),
+        "replay of {name} failed: {replayed}"
+    );
+    assert_eq!(
+        replayed.stdout, recording.run.stdout,
+        "replay of {name} printed something else"
+    );
+    recording.fake.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn chat_tools_records_and_replays() {
+    record_then_replay(
+        "chat_tools.py",
+        &[
+            "finish: tool_calls\n",
+            r#"tool call: get_weather {"city": "Paris", "unit": "celsius"}"#,
+            "reply: It is 18°C and sunny in Paris.\n",
+        ],
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn chat_stream_records_and_replays() {
+    record_then_replay(
+        "chat_stream.py",
+        &[
+            r#"tool call: get_weather {"city": "Paris", "unit": "celsius"}"#,
+            r#"tool call: get_weather {"city": "Tokyo", "unit": "celsius"}"#,
+            "delta: '°C'\n",
+            "reply: It is 18°C and sunny in Paris. It is 22°C and cloudy in Tokyo.\n",
+            "usage: ",
+        ],
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn plain_http_records_and_replays() {
+    record_then_replay(
+        "plain_http.py",
+        &[
+            "models: gpt-4o gpt-4o-mini text-embedding-3-small\n",
+            "embedding 1: dims=8 ",
+        ],
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn replay_of_an_edited_prompt_misses_and_names_the_nearest_recording() {
+    let Some(python) = python() else { return };
+    let recording = record(&python, "chat_tools.py").await;
+    let replayed = replay(
+        &python,
+        &recording,
+        "chat_tools.py",
+        Some("What's the weather in Berlin?"),
+    )
+    .await;
+    assert_eq!(
+        replayed.status.code(),
+        Some(1),
+        "a miss must exit 1: {replayed}"
+    );
+    assert!(
+        replayed.stderr.contains("nearest recorded request"),
+        "no miss report: {replayed}"
+    );
+    recording.fake.stop().await;
+}
