@@ -2,6 +2,7 @@
 //! replace on save.
 
 use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use serde::Deserialize;
@@ -92,6 +93,8 @@ pub fn save(path: &Path, cassette: &Cassette) -> Result<()> {
     std::fs::create_dir_all(dir).map_err(write_err)?;
     let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(write_err)?;
     tmp.write_all(&to_bytes(cassette)).map_err(write_err)?;
+    // The temp file is created private; a cassette is meant to be committed and shared.
+    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o644)).map_err(write_err)?;
     tmp.as_file().sync_all().map_err(write_err)?;
     tmp.persist(path).map_err(|e| write_err(e.error))?;
     Ok(())

@@ -1,0 +1,58 @@
+//! The committed examples replay offline from their committed cassettes, exactly as the
+//! README tells a new user to run them.
+//!
+//! The cassettes were recorded against the test suite's scripted upstream; to re-record
+//! them after changing an example: `cargo test --test examples -- --ignored`.
+
+mod support;
+
+use std::path::Path;
+use std::process::Command;
+
+use support::fake_openai::FakeOpenAi;
+use support::proxy::bin;
+
+/// (cassette, command) of each example, relative to the repository root.
+const EXAMPLES: [(&str, &[&str]); 1] = [(
+    "cassettes/examples/weather-agent.json",
+    &["python3", "examples/weather-agent/agent.py"],
+)];
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn examples_replay_offline_without_a_key() {
+    for (cassette, command) in EXAMPLES {
+        let out = Command::new(bin())
+            .args(["replay", "--cassette", cassette, "--"])
+            .args(command)
+            .current_dir(repo())
+            .env_remove("OPENAI_API_KEY")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{cassette}: {stdout}\n{stderr}");
+        assert!(stdout.contains("tool: get_weather {\"city\": \"Paris\""), "{stdout}");
+        assert!(stdout.contains("assistant: "), "{stdout}");
+        assert!(stderr.contains("0 missed; 0 of"), "{stderr}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "re-records the committed example cassettes"]
+async fn rerecord_examples() {
+    let fake = FakeOpenAi::start().await;
+    for (cassette, command) in EXAMPLES {
+        let mut cmd = Command::new(bin());
+        cmd.args(["record", "--cassette", cassette, "--upstream", &fake.url(), "--"])
+            .args(command)
+            .current_dir(repo())
+            .env("OPENAI_API_KEY", "sk-example-not-a-real-key-0000000000000000");
+        let out = tokio::task::spawn_blocking(move || cmd.output().unwrap()).await.unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    fake.stop().await;
+}
