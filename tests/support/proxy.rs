@@ -16,8 +16,14 @@ pub struct Daemon {
 
 impl Daemon {
     pub fn start(args: &[&str], cwd: &Path) -> Daemon {
+        Daemon::start_with_env(args, cwd, &[])
+    }
+
+    /// Start with extra environment variables in the proxy's own environment.
+    pub fn start_with_env(args: &[&str], cwd: &Path, env: &[(&str, &str)]) -> Daemon {
         let mut child = Command::new(bin())
             .args(args)
+            .envs(env.iter().copied())
             .current_dir(cwd)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -1,0 +1,330 @@
+//! The real binary recording against the fake OpenAI upstream, then replaying with the
+//! upstream unused: streams, conversions between streamed and whole bodies, recorded
+//! errors, FIFO repeats, secrets, compression, timeouts, signals and concurrency.
+
+mod support;
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use support::fake_openai::FakeOpenAi;
+use support::{http, proxy::Daemon};
+
+const CHAT: &str = "/v1/chat/completions";
+
+fn weather_request(city: &str, stream: bool) -> Value {
+    let mut body = json!({
+        "model": "gpt-4o-mini",
+        "messages": [
+            {"role": "system", "content": "You are a weather bot."},
+            {"role": "user", "content": format!("What's the weather in {city} and Tokyo?")}
+        ],
+        "tools": [
+            {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}},
+            {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}
+        ]
+    });
+    if stream {
+        body["stream"] = json!(true);
+        body["stream_options"] = json!({"include_usage": true});
+    }
+    body
+}
+
+fn record_daemon(dir: &Path, fake: &FakeOpenAi, extra: &[&str]) -> Daemon {
+    let url = fake.url();
+    let mut args = vec!["record", "--cassette", "c.json", "--upstream", url.as_str()];
+    args.extend_from_slice(extra);
+    Daemon::start(&args, dir)
+}
+
+fn replay_daemon(dir: &Path) -> Daemon {
+    Daemon::start(&["replay", "--cassette", "c.json"], dir)
+}
+
+fn cassette(dir: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(dir.join("c.json")).expect("cassette written")).unwrap()
+}
+
+/// Run blocking client code off the runtime that drives the fake upstream.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    tokio::task::spawn_blocking(f).await.unwrap()
+}
+
+/// The SSE events of a body, as (event, data) pairs.
+fn events(body: &str) -> Vec<String> {
+    body.split("\n\n")
+        .filter(|e| !e.trim().is_empty())
+        .map(|e| e.trim_start_matches("data: ").to_owned())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn stream_replays_byte_for_byte_and_converts_both_ways() {
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let d = record_daemon(dir.path(), &fake, &[]);
+    let url = d.url.clone();
+    let (streamed, whole) = blocking(move || {
+        (
+            http::post_json(&url, CHAT, &weather_request("Paris", true)),
+            http::post_json(&url, CHAT, &weather_request("Oslo", false)),
+        )
+    })
+    .await;
+    assert_eq!(streamed.status, 200);
+    assert!(streamed.header("content-type").unwrap().starts_with("text/event-stream"));
+    let recorded_stream = streamed.text();
+    assert!(events(&recorded_stream).len() > 10, "{recorded_stream}");
+    let (code, err) = d.interrupt();
+    assert_eq!(code, 0, "{err}");
+    let c = cassette(dir.path());
+    let it = &c["interactions"][0];
+    // The assembled message carries both parallel tool calls with whole arguments.
+    let calls = &it["response"]["body"]["json"]["choices"][0]["message"]["tool_calls"];
+    assert_eq!(calls.as_array().unwrap().len(), 2, "{it}");
+    let args: Value = serde_json::from_str(calls[0]["function"]["arguments"].as_str().unwrap()).unwrap();
+    assert_eq!(args["city"], "Paris");
+    assert_eq!(it["response"]["events"].as_array().unwrap().last().unwrap()["data"], "[DONE]");
+
+    let before = fake.request_count();
+    // One recording per key here, each asked for twice (streamed and whole).
+    let d = Daemon::start(&["replay", "--cassette", "c.json", "--repeat", "last"], dir.path());
+    let url = d.url.clone();
+    let (same, assembled, whole_again, synthesized) = blocking(move || {
+        (
+            http::post_json(&url, CHAT, &weather_request("Paris", true)),
+            http::post_json(&url, CHAT, &weather_request("Paris", false)),
+            http::post_json(&url, CHAT, &weather_request("Oslo", false)),
+            http::post_json(&url, CHAT, &weather_request("Oslo", true)),
+        )
+    })
+    .await;
+    // A streaming client gets the recorded events, boundaries and bytes intact.
+    assert_eq!(same.text(), recorded_stream);
+    // A non-streaming client gets the assembled message.
+    assert_eq!(assembled.status, 200);
+    assert_eq!(assembled.json(), it["response"]["body"]["json"]);
+    // A whole recording serves a whole reply, and a stream synthesized from it.
+    assert_eq!(whole_again.json(), whole.json());
+    let synth = events(&synthesized.text());
+    assert_eq!(synth.last().map(String::as_str), Some("[DONE]"));
+    let chunks: Vec<Value> = synth[..synth.len() - 1].iter().map(|e| serde_json::from_str(e).unwrap()).collect();
+    assert!(chunks.iter().all(|c| c["id"] == whole.json()["id"]));
+    assert!(chunks.last().unwrap()["usage"].is_object(), "include_usage honoured");
+    let (code, err) = d.interrupt();
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(fake.request_count(), before, "replay must not touch the upstream");
+    fake.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn identical_requests_replay_in_recorded_order_and_errors_replay_as_recorded() {
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let d = record_daemon(dir.path(), &fake, &[]);
+    fake.fail_next(500, 1);
+    let url = d.url.clone();
+    let recorded = blocking(move || {
+        (0..3)
+            .map(|_| http::post_json(&url, CHAT, &weather_request("Rome", false)))
+            .map(|r| (r.status, r.text()))
+            .collect::<Vec<_>>()
+    })
+    .await;
+    assert_eq!(recorded[0].0, 500);
+    assert_eq!((recorded[1].0, recorded[2].0), (200, 200));
+    assert_ne!(recorded[1].1, recorded[2].1, "fresh ids per call");
+    let (code, err) = d.interrupt();
+    assert_eq!(code, 0, "{err}");
+
+    let d = replay_daemon(dir.path());
+    let url = d.url.clone();
+    let replayed = blocking(move || {
+        (0..3)
+            .map(|_| http::post_json(&url, CHAT, &weather_request("Rome", false)))
+            .map(|r| (r.status, r.text()))
+            .collect::<Vec<_>>()
+    })
+    .await;
+    assert_eq!(replayed[0].0, 500);
+    for (a, b) in recorded.iter().zip(&replayed).skip(1) {
+        assert_eq!(serde_json::from_str::<Value>(&a.1).unwrap(), serde_json::from_str::<Value>(&b.1).unwrap());
+    }
+    let (code, err) = d.interrupt();
+    assert_eq!(code, 0, "{err}");
+    fake.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn rate_limits_keep_their_retry_headers() {
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let d = record_daemon(dir.path(), &fake, &[]);
+    fake.fail_next(429, 1);
+    let url = d.url.clone();
+    let r = blocking(move || http::post_json(&url, CHAT, &weather_request("Lima", false))).await;
+    assert_eq!(r.status, 429);
+    d.interrupt();
+    let d = replay_daemon(dir.path());
+    let url = d.url.clone();
+    let r = blocking(move || http::post_json(&url, CHAT, &weather_request("Lima", false))).await;
+    assert_eq!(r.status, 429);
+    assert_eq!(r.header("retry-after"), Some("1"));
+    assert_eq!(r.json()["error"]["code"], "rate_limit_exceeded", "{}", r.text());
+    d.interrupt();
+    fake.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn secrets_never_reach_the_cassette() {
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let secret = "tok-very-secret-value-42";
+    let url = fake.url();
+    let d = Daemon::start_with_env(
+        &["record", "--cassette", "c.json", "--upstream", url.as_str()],
+        dir.path(),
+        &[("MY_SERVICE_TOKEN", secret)],
+    );
+    let mut body = weather_request("Paris", false);
+    body["messages"][0]["content"] = json!(format!("Use token {secret} for the calendar."));
+    let purl = d.url.clone();
+    let b = body.clone();
+    let r = blocking(move || http::post_json(&purl, CHAT, &b)).await;
+    assert_eq!(r.status, 200);
+    // The upstream got the real values, credentials included.
+    let logged = fake.requests().pop().unwrap();
+    assert!(logged.header("authorization").unwrap().starts_with("Bearer sk-test"));
+    assert!(String::from_utf8_lossy(&logged.body).contains(secret));
+    d.interrupt();
+    let text = std::fs::read_to_string(dir.path().join("c.json")).unwrap();
+    assert!(!text.contains(secret), "{text}");
+    assert!(text.contains("Use token ${MY_SERVICE_TOKEN} for the calendar."));
+    assert!(!text.contains("sk-test"), "authorization must not be stored");
+    assert!(!text.to_lowercase().contains("set-cookie"), "cookies must not be stored");
+    assert!(!text.contains("x-request-id"));
+    fake.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn compressed_upstream_answers_are_stored_decoded() {
+    let fake = FakeOpenAi::start().await;
+    fake.set_gzip(true);
+    let dir = tempfile::tempdir().unwrap();
+    let d = record_daemon(dir.path(), &fake, &[]);
+    let url = d.url.clone();
+    let r = blocking(move || http::post_json(&url, CHAT, &weather_request("Cairo", false))).await;
+    assert_eq!(r.status, 200);
+    assert!(r.header("content-encoding").is_none());
+    assert_eq!(r.json()["object"], "chat.completion");
+    d.interrupt();
+    let c = cassette(dir.path());
+    assert_eq!(c["interactions"][0]["response"]["body"]["json"]["object"], "chat.completion");
+    fake.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn slow_or_missing_upstreams_fail_clearly_and_record_nothing() {
+    let fake = FakeOpenAi::start().await;
+    fake.set_latency(Duration::from_secs(3));
+    let dir = tempfile::tempdir().unwrap();
+    let d = record_daemon(dir.path(), &fake, &["--upstream-timeout", "300ms"]);
+    let url = d.url.clone();
+    let r = blocking(move || http::post_json(&url, CHAT, &weather_request("Quito", false))).await;
+    assert_eq!(r.status, 504);
+    assert_eq!(r.json()["error"]["type"], "agentproxy_upstream_error");
+    let (code, err) = d.interrupt();
+    assert_eq!(code, 3, "{err}");
+    assert!(!dir.path().join("c.json").exists());
+    fake.stop().await;
+
+    // A refused connection: the fake is gone.
+    let gone = FakeOpenAi::start().await;
+    let gone_url = gone.url();
+    gone.stop().await;
+    let d = Daemon::start(&["record", "--cassette", "c.json", "--upstream", gone_url.as_str()], dir.path());
+    let url = d.url.clone();
+    let r = blocking(move || http::post_json(&url, CHAT, &weather_request("Quito", false))).await;
+    assert_eq!(r.status, 502);
+    assert!(r.json()["error"]["message"].as_str().unwrap().contains("failed to reach upstream"));
+    let (code, _) = d.interrupt();
+    assert_eq!(code, 3);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sigint_drains_in_flight_requests_into_the_cassette() {
+    let fake = FakeOpenAi::start().await;
+    fake.set_latency(Duration::from_millis(800));
+    let dir = tempfile::tempdir().unwrap();
+    let d = record_daemon(dir.path(), &fake, &[]);
+    let url = d.url.clone();
+    let pending = tokio::task::spawn_blocking(move || http::post_json(&url, CHAT, &weather_request("Bern", true)));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (code, err) = blocking(move || d.interrupt()).await;
+    let r = pending.await.unwrap();
+    assert_eq!(r.status, 200);
+    assert!(r.text().contains("[DONE]"));
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(cassette(dir.path())["interactions"].as_array().unwrap().len(), 1);
+    fake.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sigkill_during_record_keeps_the_previous_cassette() {
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let d = record_daemon(dir.path(), &fake, &[]);
+    let url = d.url.clone();
+    blocking(move || http::post_json(&url, CHAT, &weather_request("Oslo", false))).await;
+    d.interrupt();
+    let before = std::fs::read(dir.path().join("c.json")).unwrap();
+    let d = record_daemon(dir.path(), &fake, &[]);
+    let url = d.url.clone();
+    blocking(move || http::post_json(&url, CHAT, &weather_request("Riga", false))).await;
+    drop(d); // SIGKILL
+    assert_eq!(std::fs::read(dir.path().join("c.json")).unwrap(), before);
+    fake.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sixty_four_concurrent_clients_lose_nothing() {
+    const N: usize = 64;
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let d = record_daemon(dir.path(), &fake, &[]);
+    let cities: Vec<String> = (0..N).map(|i| format!("City{i}")).collect();
+    let fan_out = |url: String, cities: Vec<String>| {
+        blocking(move || {
+            let handles: Vec<_> = cities
+                .into_iter()
+                .enumerate()
+                .map(|(i, city)| {
+                    let url = url.clone();
+                    std::thread::spawn(move || {
+                        let r = http::post_json(&url, CHAT, &weather_request(&city, i % 2 == 0));
+                        (r.status, r.text())
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect::<Vec<_>>()
+        })
+    };
+    let recorded = fan_out(d.url.clone(), cities.clone()).await;
+    assert!(recorded.iter().all(|(s, _)| *s == 200));
+    let (code, err) = d.interrupt();
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(cassette(dir.path())["interactions"].as_array().unwrap().len(), N);
+
+    let d = replay_daemon(dir.path());
+    let replayed = fan_out(d.url.clone(), cities).await;
+    for ((s1, b1), (s2, b2)) in recorded.iter().zip(&replayed) {
+        assert_eq!((*s1, *s2), (200, 200));
+        assert_eq!(b1, b2, "every client gets its own recording back");
+    }
+    let (code, err) = d.interrupt();
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("0 missed; 0 of 64 recording(s) unused"), "{err}");
+    fake.stop().await;
+}
