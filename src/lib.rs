@@ -11,5 +11,6 @@ pub mod error;
 pub mod matching;
 pub mod proxy;
 pub mod redact;
+pub mod report;
 pub mod runner;
 pub mod trajectory;

@@ -1,0 +1,122 @@
+//! The result of a test run, as data: what each case and turn did and which assertions
+//! held. Renderers (console, JSON, Markdown, JUnit) read only this.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::trajectory::Usage;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RunReport {
+    pub cases: Vec<CaseReport>,
+    pub summary: Summary,
+    pub duration_ms: u64,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Summary {
+    pub passed: usize,
+    pub failed: usize,
+    pub errors: usize,
+    pub skipped: usize,
+}
+
+impl Summary {
+    pub fn of(cases: &[CaseReport]) -> Summary {
+        let mut s = Summary::default();
+        for c in cases {
+            match c.status {
+                Status::Passed => s.passed += 1,
+                Status::Failed => s.failed += 1,
+                Status::Error => s.errors += 1,
+                Status::Skipped => s.skipped += 1,
+            }
+        }
+        s
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Passed,
+    /// An assertion failed or a request missed the cassette.
+    Failed,
+    /// The program crashed or timed out, or the case could not run.
+    Error,
+    Skipped,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CaseReport {
+    /// The spec file the case comes from.
+    pub spec: String,
+    pub name: String,
+    pub status: Status,
+    /// `replay`, `record` or `update`: what this case actually did.
+    pub mode: String,
+    pub cassette: String,
+    pub duration_ms: u64,
+    pub turns: Vec<TurnReport>,
+    /// Assertions of the case-level `expect`, over the whole conversation.
+    pub assertions: Vec<AssertionResult>,
+    /// Near-miss reports of requests that were not in the cassette.
+    pub misses: Vec<String>,
+    pub warnings: Vec<String>,
+    /// Why the case could not complete (crash, timeout), with the tail of its stderr.
+    pub error: Option<String>,
+    /// Token usage summed over every model call of the case.
+    pub usage: Usage,
+    /// Trajectory diff against the previous cassette, after a re-record.
+    pub diff: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TurnReport {
+    pub index: usize,
+    pub input: String,
+    /// The last assistant message the model produced in this turn.
+    pub reply: Option<String>,
+    /// What the program printed (or answered, for `url:` apps) in this turn.
+    pub output: String,
+    pub tool_calls: Vec<CallReport>,
+    pub assertions: Vec<AssertionResult>,
+    pub model_calls: usize,
+    pub usage: Usage,
+    /// Summed recorded latency of the turn's model calls.
+    pub latency_ms: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CallReport {
+    pub name: String,
+    pub arguments: Value,
+    /// The result the model was told, when the program sent it back (mocked or real).
+    pub result: Option<Value>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct AssertionResult {
+    pub passed: bool,
+    /// What was asserted, e.g. `calls: get_weather {city: {contains: Paris}}`.
+    pub what: String,
+    /// Why it failed (empty when it passed).
+    pub message: String,
+    pub expected: Option<String>,
+    pub actual: Option<String>,
+    /// JSON path of the failing value, e.g. `passengers.0.name`.
+    pub path: Option<String>,
+    /// The nearest candidate call, when a call was missing.
+    pub nearest: Option<String>,
+}
+
+impl CaseReport {
+    /// Every failed assertion of the case, turn ones first.
+    pub fn failures(&self) -> impl Iterator<Item = (Option<usize>, &AssertionResult)> {
+        self.turns
+            .iter()
+            .flat_map(|t| t.assertions.iter().map(move |a| (Some(t.index), a)))
+            .chain(self.assertions.iter().map(|a| (None, a)))
+            .filter(|(_, a)| !a.passed)
+    }
+}
