@@ -24,6 +24,8 @@ pub async fn run(args: RecordArgs) -> Result<i32> {
         upstream: Some(upstream),
         replay: None,
         print_misses: !s.quiet,
+        mocks: None,
+        log_exchanges: false,
     });
     let banner = format!("recording to {} via {}", s.cassette.display(), args.upstream);
     let ended = session::run(s, listener, proxy, false, &banner).await?;

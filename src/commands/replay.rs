@@ -28,6 +28,8 @@ pub async fn run(args: ReplayArgs) -> Result<i32> {
         upstream: None,
         replay: Some(Replay::new(cassette.interactions, args.repeat, args.realtime)),
         print_misses: !s.quiet,
+        mocks: None,
+        log_exchanges: false,
     });
     let banner = format!("replaying {} ({total} interaction(s)), no network", s.cassette.display());
     let ended = session::run(s, listener, proxy, true, &banner).await?;

@@ -8,16 +8,28 @@ pub mod server;
 mod service;
 pub mod upstream;
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
 
 use tokio_util::task::TaskTracker;
 
 use crate::cassette::Interaction;
 use crate::matching::index::{Index, Repeat};
 use crate::matching::normalize::Rules;
+use crate::dialect::Route;
 use crate::redact::Secrets;
+use crate::trajectory::ToolCall;
 use upstream::Upstream;
+
+/// Tool mocks: given the call a tool result answers and its 0-based occurrence among the
+/// calls to that tool in the conversation, the result the model should be told instead.
+pub type Mocks = Arc<dyn Fn(&ToolCall, usize) -> Option<Value> + Send + Sync>;
+
+/// No turn set: the session is not driven by the test runner.
+const NO_TURN: usize = usize::MAX;
 
 /// What a session serves from a cassette.
 pub struct Replay {
@@ -49,6 +61,10 @@ pub struct Options {
     pub replay: Option<Replay>,
     /// Print each miss report on stderr as it happens.
     pub print_misses: bool,
+    /// Replace tool results in requests before they are matched, recorded or forwarded.
+    pub mocks: Option<Mocks>,
+    /// Keep every exchange served or recorded (for the test runner's trajectories).
+    pub log_exchanges: bool,
 }
 
 pub struct Proxy {
@@ -58,11 +74,17 @@ pub struct Proxy {
     seq: AtomicU64,
     /// Upstream exchanges that must finish (and be recorded) before the cassette is written.
     tasks: TaskTracker,
+    /// The test runner's current turn, stamped on each exchange as it arrives.
+    turn: AtomicUsize,
 }
 
 #[derive(Default)]
 struct State {
     recorded: Vec<(u64, Interaction)>,
+    exchanges: Vec<(u64, Interaction)>,
+    /// Tool calls seen in responses this session, by call id, so a tool result can be
+    /// mocked even when its call is not in the request (Responses `previous_response_id`).
+    calls: HashMap<String, ToolCall>,
     misses: Vec<String>,
     upstream_errors: Vec<String>,
     requests: usize,
@@ -73,6 +95,9 @@ struct State {
 pub struct Outcome {
     /// New recordings, in request arrival order.
     pub recorded: Vec<Interaction>,
+    /// With `log_exchanges`: every exchange served or recorded, in arrival order, each
+    /// stamped with its turn.
+    pub exchanges: Vec<Interaction>,
     /// One report per missed request.
     pub misses: Vec<String>,
     pub upstream_errors: Vec<String>,
@@ -89,7 +114,44 @@ impl Proxy {
             state: Mutex::default(),
             seq: AtomicU64::new(0),
             tasks: TaskTracker::new(),
+            turn: AtomicUsize::new(NO_TURN),
         }
+    }
+
+    /// Stamp the exchanges that arrive from now on with this turn.
+    pub fn set_turn(&self, turn: usize) {
+        self.turn.store(turn, Ordering::SeqCst);
+    }
+
+    fn current_turn(&self) -> Option<usize> {
+        Some(self.turn.load(Ordering::SeqCst)).filter(|t| *t != NO_TURN)
+    }
+
+    /// Remember a finished exchange: in the log, and its tool calls for later mocks.
+    fn note_exchange(&self, seq: u64, it: &Interaction) {
+        if !self.opts.log_exchanges && self.opts.mocks.is_none() {
+            return;
+        }
+        let calls = match (&it.request.body, &it.response.body) {
+            (Some(req), Some(resp)) if self.opts.mocks.is_some() => req
+                .as_json()
+                .zip(resp.as_json())
+                .and_then(|(q, r)| Route::from_name(&it.route).extract(q, r))
+                .map(|call| call.tool_calls)
+                .unwrap_or_default(),
+            _ => vec![],
+        };
+        let mut st = self.lock();
+        for c in calls {
+            st.calls.insert(c.id.clone(), c);
+        }
+        if self.opts.log_exchanges {
+            st.exchanges.push((seq, it.clone()));
+        }
+    }
+
+    fn known_call(&self, id: &str) -> Option<ToolCall> {
+        self.lock().calls.get(id).cloned()
     }
 
     /// The interactions being replayed, if any.
@@ -102,6 +164,8 @@ impl Proxy {
         let mut st = self.lock();
         let mut recorded = std::mem::take(&mut st.recorded);
         recorded.sort_by_key(|(seq, _)| *seq);
+        let mut exchanges = std::mem::take(&mut st.exchanges);
+        exchanges.sort_by_key(|(seq, _)| *seq);
         let unused = match &self.opts.replay {
             Some(r) => {
                 let positions = r.index.lock().map(|ix| ix.unused()).unwrap_or_default();
@@ -117,6 +181,7 @@ impl Proxy {
         };
         Outcome {
             recorded: recorded.into_iter().map(|(_, i)| i).collect(),
+            exchanges: exchanges.into_iter().map(|(_, i)| i).collect(),
             misses: std::mem::take(&mut st.misses),
             upstream_errors: std::mem::take(&mut st.upstream_errors),
             unused,

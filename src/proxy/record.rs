@@ -149,7 +149,7 @@ fn store(
     let interaction = Interaction {
         route: ex.route.name().to_owned(),
         key: ex.key,
-        turn: None,
+        turn: ex.turn,
         request: RecordedRequest {
             method: ex.method.to_string(),
             path: ex.path,
@@ -164,6 +164,7 @@ fn store(
         },
         latency_ms: u64::try_from(latency.as_millis()).unwrap_or(u64::MAX),
     };
+    proxy.note_exchange(ex.seq, &interaction);
     proxy.lock().recorded.push((ex.seq, interaction));
 }
 

@@ -17,6 +17,8 @@ use crate::matching::{self, index::Lookup, nearmiss};
 /// A parsed request on its way through the proxy.
 pub(super) struct Exchange {
     pub seq: u64,
+    /// The test runner's turn when the request arrived.
+    pub turn: Option<usize>,
     pub route: Route,
     pub provider: Provider,
     pub method: Method,
@@ -88,7 +90,7 @@ pub async fn handle(proxy: Arc<Proxy>, req: Request<hyper::body::Incoming>) -> R
         }
     };
     let route = Route::of(&parts.method, &path);
-    let stored = match stored_body(&proxy, route, &raw) {
+    let (raw, stored) = match prepare_body(&proxy, route, raw) {
         Ok(b) => b,
         Err(e) => {
             return error(
@@ -107,6 +109,7 @@ pub async fn handle(proxy: Arc<Proxy>, req: Request<hyper::body::Incoming>) -> R
     );
     let ex = Exchange {
         seq: proxy.next_seq(),
+        turn: proxy.current_turn(),
         route,
         provider,
         method: parts.method,
@@ -123,7 +126,15 @@ pub async fn handle(proxy: Arc<Proxy>, req: Request<hyper::body::Incoming>) -> R
             .unwrap_or_else(|p| p.into_inner())
             .take(&ex.key);
         match lookup {
-            Lookup::Hit(pos) => return replay::serve(rp, &rp.interactions[pos], &ex).await,
+            Lookup::Hit(pos) => {
+                let it = &rp.interactions[pos];
+                if proxy.opts.log_exchanges || proxy.opts.mocks.is_some() {
+                    let mut served = it.clone();
+                    served.turn = ex.turn;
+                    proxy.note_exchange(ex.seq, &served);
+                }
+                return replay::serve(rp, it, &ex).await;
+            }
             miss if proxy.opts.upstream.is_none() => return answer_miss(&proxy, rp, &ex, miss),
             _ => {}
         }
@@ -139,22 +150,33 @@ pub async fn handle(proxy: Arc<Proxy>, req: Request<hyper::body::Incoming>) -> R
     }
 }
 
-/// The body as it will be stored and keyed: parsed and redacted JSON when it is JSON (model
-/// routes must be), else text or bytes. Secret values are replaced by `${NAME}`.
-fn stored_body(proxy: &Proxy, route: Route, raw: &[u8]) -> Result<Option<Body>, serde_json::Error> {
+/// The bytes to forward and the body as it will be stored and keyed. A JSON body (model
+/// routes must be JSON) gets its tool results mocked first, so the mock is what is
+/// matched, recorded and forwarded; then secret values become `${NAME}` in the stored copy.
+fn prepare_body(proxy: &Proxy, route: Route, raw: Bytes) -> Result<(Bytes, Option<Body>), serde_json::Error> {
     if raw.is_empty() && !route.requires_json() {
-        return Ok(None);
+        return Ok((raw, None));
     }
-    match serde_json::from_slice::<Value>(raw) {
+    match serde_json::from_slice::<Value>(&raw) {
         Ok(mut v) => {
+            let mut raw = raw;
+            if let Some(mocks) = &proxy.opts.mocks {
+                let lookup = |id: &str| proxy.known_call(id);
+                if route.rewrite_tool_results(&mut v, &lookup, &mut |c, n| mocks(c, n)) > 0 {
+                    raw = Bytes::from(serde_json::to_vec(&v)?);
+                }
+            }
             proxy.opts.secrets.redact_value(&mut v);
-            Ok(Some(Body::Json(v)))
+            Ok((raw, Some(Body::Json(v))))
         }
         Err(e) if route.requires_json() => Err(e),
-        Err(_) => Ok(Some(match Body::from_bytes(raw) {
-            Body::Text(t) => Body::Text(proxy.opts.secrets.redact_str(&t).unwrap_or(t)),
-            other => other,
-        })),
+        Err(_) => {
+            let stored = match Body::from_bytes(&raw) {
+                Body::Text(t) => Body::Text(proxy.opts.secrets.redact_str(&t).unwrap_or(t)),
+                other => other,
+            };
+            Ok((raw, Some(stored)))
+        }
     }
 }
 
