@@ -328,3 +328,41 @@ async fn sixty_four_concurrent_clients_lose_nothing() {
     assert!(err.contains("0 missed; 0 of 64 recording(s) unused"), "{err}");
     fake.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sigint_with_a_command_stops_the_program_and_keeps_what_was_recorded() {
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    // One request through the proxy, then the program hangs until it is interrupted.
+    let script = r#"
+import json, os, sys, time, urllib.request
+body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]}).encode()
+req = urllib.request.Request(os.environ["OPENAI_BASE_URL"] + "/chat/completions", data=body,
+                             headers={"content-type": "application/json"})
+print(json.load(urllib.request.urlopen(req))["choices"][0]["message"]["content"], flush=True)
+time.sleep(60)
+"#;
+    let mut child = std::process::Command::new(support::proxy::bin())
+        .args(["record", "--cassette", "c.json", "--upstream", &fake.url(), "--", "python3", "-c", script])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let line = blocking(move || {
+        let mut l = String::new();
+        std::io::BufRead::read_line(&mut stdout, &mut l).unwrap();
+        l
+    })
+    .await;
+    assert!(line.contains("You said: hi"), "{line}");
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let status = blocking(move || child.wait().unwrap()).await;
+    // Python dies of the forwarded SIGINT (KeyboardInterrupt, exit 130 or 1), and its status passes through.
+    assert_ne!(status.code(), Some(0));
+    assert_eq!(cassette(dir.path())["interactions"].as_array().unwrap().len(), 1);
+    fake.stop().await;
+}

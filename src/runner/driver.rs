@@ -1,0 +1,262 @@
+//! Driving a `command:` program through the turns of a case: input on stdin (and as
+//! `AGENTPROXY_INPUT` and `{input}`), a turn's output read from stdout up to its reply line,
+//! stderr kept as a tail for error reports, and a deadline for the whole case.
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+
+use regex::Regex;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdin, ChildStdout};
+use tokio::time::Instant;
+
+/// Lines of stderr kept for the report of a crashed or timed-out program.
+const STDERR_TAIL: usize = 40;
+
+/// How to start the program of a case.
+#[derive(Debug, Clone)]
+pub struct CommandApp {
+    pub argv: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub cwd: Option<PathBuf>,
+    /// A turn ends at the first stdout line matching this; without it, at the first line.
+    pub reply_until: Option<Regex>,
+}
+
+/// Why a case's program could not be driven to the end.
+#[derive(Debug, thiserror::Error)]
+pub enum DriveError {
+    #[error("failed to start `{program}`: {source}")]
+    Spawn { program: String, source: std::io::Error },
+    #[error("the program timed out after {secs:.1}s")]
+    Timeout { secs: f64, stderr: String },
+    #[error("the program exited before answering turn {turn}")]
+    EndedEarly { turn: usize, stderr: String },
+    #[error("failed to talk to the program: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+impl DriveError {
+    /// The tail of the program's stderr, when there is one.
+    pub fn stderr(&self) -> Option<&str> {
+        match self {
+            DriveError::Timeout { stderr, .. } | DriveError::EndedEarly { stderr, .. } => Some(stderr),
+            _ => None,
+        }
+    }
+}
+
+/// A running program.
+pub struct Running {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: Lines<BufReader<ChildStdout>>,
+    stderr: Arc<Mutex<VecDeque<String>>>,
+    deadline: Instant,
+    reply_until: Option<Regex>,
+    started: std::time::Instant,
+}
+
+/// How the program ended.
+pub struct Finished {
+    pub code: i32,
+    /// Whatever it printed after the last turn's reply line.
+    pub trailing_output: String,
+    pub stderr: String,
+}
+
+impl CommandApp {
+    /// Start the program; `first_input` is also given as `AGENTPROXY_INPUT` and `{input}`.
+    pub fn start(&self, first_input: &str, deadline: Instant) -> Result<Running, DriveError> {
+        let argv: Vec<String> = self.argv.iter().map(|a| a.replace("{input}", first_input)).collect();
+        let (program, args) = argv.split_first().ok_or_else(|| DriveError::Spawn {
+            program: String::new(),
+            source: std::io::Error::other("empty command"),
+        })?;
+        let mut cmd = tokio::process::Command::new(program);
+        cmd.args(args)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .env("AGENTPROXY_INPUT", first_input)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            // Its own process group, so a timeout can stop the program and its children.
+            .process_group(0)
+            .kill_on_drop(true);
+        if let Some(cwd) = &self.cwd {
+            cmd.current_dir(cwd);
+        }
+        let mut child = cmd.spawn().map_err(|source| DriveError::Spawn {
+            program: program.clone(),
+            source,
+        })?;
+        let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
+        if let Some(err) = child.stderr.take() {
+            let tail = stderr_tail.clone();
+            tokio::spawn(async move {
+                let mut lines = BufReader::new(err).lines();
+                while let Ok(Some(line)) = lines.next_line().await {
+                    let mut t = tail.lock().unwrap_or_else(|p| p.into_inner());
+                    if t.len() == STDERR_TAIL {
+                        t.pop_front();
+                    }
+                    t.push_back(line);
+                }
+            });
+        }
+        let stdout = child.stdout.take().ok_or_else(|| std::io::Error::other("no stdout"))?;
+        Ok(Running {
+            stdin: child.stdin.take(),
+            child,
+            stdout: BufReader::new(stdout).lines(),
+            stderr: stderr_tail,
+            deadline,
+            reply_until: self.reply_until.clone(),
+            started: std::time::Instant::now(),
+        })
+    }
+}
+
+impl Running {
+    /// Send one turn's input line and read the output up to the reply line (inclusive).
+    pub async fn turn(&mut self, index: usize, input: &str) -> Result<String, DriveError> {
+        self.send(input).await?;
+        let mut output = String::new();
+        loop {
+            let line = match tokio::time::timeout_at(self.deadline, self.stdout.next_line()).await {
+                Err(_) => return Err(self.timeout()),
+                Ok(r) => r?,
+            };
+            let Some(line) = line else {
+                return Err(DriveError::EndedEarly {
+                    turn: index + 1,
+                    stderr: self.stderr_tail(),
+                });
+            };
+            output.push_str(&line);
+            output.push('\n');
+            if self.reply_until.as_ref().is_none_or(|re| re.is_match(&line)) {
+                return Ok(output);
+            }
+        }
+    }
+
+    /// Send the only input of a single-turn case; its output is everything up to the exit.
+    pub async fn send(&mut self, input: &str) -> Result<(), DriveError> {
+        if let Some(stdin) = &mut self.stdin {
+            // A program that does not read stdin may have closed it: that is fine.
+            let line = format!("{}\n", input.replace('\n', " "));
+            if stdin.write_all(line.as_bytes()).await.is_ok() {
+                let _ = stdin.flush().await;
+            }
+        }
+        Ok(())
+    }
+
+    /// Close stdin and wait for the program to exit, collecting what it still prints.
+    pub async fn finish(mut self) -> Result<Finished, DriveError> {
+        drop(self.stdin.take());
+        let mut trailing = String::new();
+        loop {
+            match tokio::time::timeout_at(self.deadline, self.stdout.next_line()).await {
+                Err(_) => return Err(self.timeout()),
+                Ok(Ok(Some(line))) => {
+                    trailing.push_str(&line);
+                    trailing.push('\n');
+                }
+                Ok(Ok(None)) => break,
+                Ok(Err(e)) => return Err(e.into()),
+            }
+        }
+        let status = match tokio::time::timeout_at(self.deadline, self.child.wait()).await {
+            Err(_) => return Err(self.timeout()),
+            Ok(s) => s?,
+        };
+        // Give the stderr reader a moment to drain what the program wrote last.
+        tokio::task::yield_now().await;
+        Ok(Finished {
+            code: super::child::exit_code(status),
+            trailing_output: trailing,
+            stderr: self.stderr_tail(),
+        })
+    }
+
+    fn timeout(&mut self) -> DriveError {
+        if let Some(pid) = self.child.id().and_then(|p| libc::pid_t::try_from(p).ok()) {
+            // SAFETY: signalling the process group we created; no memory is touched.
+            unsafe {
+                libc::kill(-pid, libc::SIGKILL);
+            }
+        }
+        DriveError::Timeout {
+            secs: self.started.elapsed().as_secs_f64(),
+            stderr: self.stderr_tail(),
+        }
+    }
+
+    fn stderr_tail(&self) -> String {
+        let t = self.stderr.lock().unwrap_or_else(|p| p.into_inner());
+        t.iter().map(|l| format!("{l}\n")).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn app(script: &str, reply_until: Option<&str>) -> CommandApp {
+        CommandApp {
+            argv: vec!["sh".into(), "-c".into(), script.into()],
+            env: vec![],
+            cwd: None,
+            reply_until: reply_until.map(|r| Regex::new(r).unwrap()),
+        }
+    }
+
+    fn soon() -> Instant {
+        Instant::now() + Duration::from_secs(10)
+    }
+
+    #[tokio::test]
+    async fn turns_read_up_to_the_reply_line() {
+        let script = r#"while read line; do echo "tool: x"; echo "bot: got $line"; done; echo bye"#;
+        let mut r = app(script, Some("^bot:")).start("first", soon()).unwrap();
+        assert_eq!(r.turn(0, "first").await.unwrap(), "tool: x\nbot: got first\n");
+        assert_eq!(r.turn(1, "second").await.unwrap(), "tool: x\nbot: got second\n");
+        let f = r.finish().await.unwrap();
+        assert_eq!((f.code, f.trailing_output.as_str()), (0, "bye\n"));
+    }
+
+    #[tokio::test]
+    async fn input_reaches_env_and_arguments() {
+        let a = CommandApp {
+            argv: vec!["sh".into(), "-c".into(), r#"echo "$AGENTPROXY_INPUT|$0""#.into(), "{input}".into()],
+            ..app("", None)
+        };
+        let mut r = a.start("hello there", soon()).unwrap();
+        r.send("hello there").await.unwrap();
+        let f = r.finish().await.unwrap();
+        assert_eq!(f.trailing_output, "hello there|hello there\n");
+    }
+
+    #[tokio::test]
+    async fn a_hung_program_times_out_with_its_stderr() {
+        let mut r = app("echo starting >&2; sleep 30", None)
+            .start("x", Instant::now() + Duration::from_millis(300))
+            .unwrap();
+        let err = r.turn(0, "x").await.unwrap_err();
+        assert!(matches!(err, DriveError::Timeout { .. }), "{err}");
+        assert!(err.stderr().unwrap().contains("starting"));
+    }
+
+    #[tokio::test]
+    async fn a_program_that_dies_mid_conversation_is_reported() {
+        let mut r = app("read a; echo one; echo boom >&2; exit 3", None).start("x", soon()).unwrap();
+        assert_eq!(r.turn(0, "a").await.unwrap(), "one\n");
+        let err = r.turn(1, "b").await.unwrap_err();
+        assert!(matches!(err, DriveError::EndedEarly { turn: 2, .. }), "{err}");
+    }
+}
