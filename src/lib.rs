@@ -1,1 +1,3 @@
 //! agentproxy: a record/replay proxy that makes LLM agents testable deterministically.
+
+pub mod assert;
