@@ -1,8 +1,10 @@
 //! agentproxy: a record/replay proxy that makes LLM agents testable deterministically.
 //!
-//! Pure modules (`cassette::format`, `dialect`, `matching`, `redact`) take values and return
-//! values; I/O lives in `proxy`, `runner`, `cassette::store` and `commands`.
+//! Pure modules (`assert`, `cassette::format`, `dialect`, `matching`, `redact`, `report`,
+//! `trajectory`) take values and return values; I/O lives in `proxy`, `runner`,
+//! `cassette::store` and `commands`.
 
+pub mod assert;
 pub mod cassette;
 pub mod cli;
 pub mod commands;

@@ -1,0 +1,17 @@
+//! Assertions over what an agent did: argument and text matchers, and checks on the sequence of
+//! tool calls of a turn or a case. Pure: values in, verdicts out; the spec layer compiles the
+//! YAML into these types and the runner feeds them the observed trajectory.
+
+pub mod calls;
+mod check;
+mod json;
+mod keys;
+pub mod matchers;
+
+pub use calls::{
+    check_calls, CallExpectation, CallsSpec, Count, Failure, FailureKind, ObservedCall, Order,
+};
+pub use matchers::{MatchContext, Matcher, MatcherError, Mismatch};
+
+#[cfg(test)]
+mod tests;
