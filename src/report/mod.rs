@@ -1,6 +1,14 @@
 //! The result of a test run, as data: what each case and turn did and which assertions
 //! held. Renderers (console, JSON, Markdown, JUnit) read only this.
 
+pub mod console;
+pub mod json;
+pub mod junit;
+pub mod markdown;
+#[cfg(test)]
+mod sample;
+mod text;
+
 use serde::Serialize;
 use serde_json::Value;
 

@@ -1,0 +1,262 @@
+//! `--report junit`: the run as JUnit XML, for CI systems that show test results.
+//!
+//! Written with `quick-junit`, the writer nextest uses: one `<testsuite>` per spec file, one
+//! `<testcase>` per case (`classname` = the spec file, `name` = the case name, `time`). A
+//! failed case has a `<failure>` whose `message` is its first failed assertion (or first
+//! miss) and whose text is every failure and miss report; an erroring case an `<error>`
+//! with the error text; a skipped case `<skipped>`. `<system-out>` holds the turn
+//! transcript, headed by the case's mode, cassette and token usage. `quick-junit` drops escape sequences and characters XML cannot carry, so a
+//! coloured stderr tail still gives a valid document.
+
+use std::time::Duration;
+
+use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
+
+use super::console::transcript;
+use super::text::{self, clean};
+use super::{AssertionResult, CaseReport, RunReport, Status};
+
+/// One failed assertion as a line: `turn 2: reply: {regex: '6[0-9]'}: the turn has no reply`.
+fn failure_line(turn: Option<usize>, a: &AssertionResult) -> String {
+    let scope = match turn {
+        Some(n) => format!("turn {n}: "),
+        None => "case: ".to_owned(),
+    };
+    if a.message.is_empty() {
+        format!("{scope}{}", a.what)
+    } else {
+        format!("{scope}{}: {}", a.what, a.message)
+    }
+}
+
+/// Every failure of a case with its values, then its miss reports and warnings.
+fn failure_body(c: &CaseReport) -> String {
+    let mut out = String::new();
+    for (turn, a) in c.failures() {
+        out.push_str(&failure_line(turn, a));
+        out.push('\n');
+        for (label, value) in [
+            ("expected", &a.expected),
+            ("actual", &a.actual),
+            ("path", &a.path),
+            ("nearest", &a.nearest),
+        ] {
+            if let Some(v) = value {
+                out.push_str(&format!("    {label}: {}\n", v.replace('\n', "\n      ")));
+            }
+        }
+    }
+    for m in &c.misses {
+        out.push_str(m);
+        out.push('\n');
+    }
+    for w in &c.warnings {
+        out.push_str(&format!("warning: {w}\n"));
+    }
+    out
+}
+
+fn status(c: &CaseReport) -> TestCaseStatus {
+    match c.status {
+        Status::Passed => TestCaseStatus::success(),
+        Status::Skipped => {
+            let mut s = TestCaseStatus::skipped();
+            if let Some(e) = &c.error {
+                s.set_message(clean(e));
+            }
+            s
+        }
+        Status::Failed => {
+            let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            let first = c.failures().next();
+            let (message, ty) = match (first, c.misses.first()) {
+                (Some((turn, a)), _) => (failure_line(turn, a), "assertion"),
+                (None, Some(m)) => (
+                    m.lines().next().unwrap_or_default().to_owned(),
+                    "cassette_miss",
+                ),
+                (None, None) => (text::reason(c), "failure"),
+            };
+            s.set_message(clean(&message));
+            s.set_type(ty);
+            s.set_description(clean(&failure_body(c)));
+            s
+        }
+        Status::Error => {
+            let mut s = TestCaseStatus::non_success(NonSuccessKind::Error);
+            let error = c.error.as_deref().unwrap_or("the case could not run");
+            s.set_message(clean(error.lines().next().unwrap_or_default()));
+            s.set_type("error");
+            let mut body = clean(error);
+            let failures = failure_body(c);
+            if !failures.is_empty() {
+                body.push_str("\n\n");
+                body.push_str(&clean(&failures));
+            }
+            s.set_description(body);
+            s
+        }
+    }
+}
+
+fn test_case(c: &CaseReport) -> TestCase {
+    let mut tc = TestCase::new(clean(&c.name), status(c));
+    tc.set_classname(clean(&c.spec));
+    tc.set_time(Duration::from_millis(c.duration_ms));
+    tc.set_assertions(
+        c.turns.iter().map(|t| t.assertions.len()).sum::<usize>() + c.assertions.len(),
+    );
+    // Mode, cassette and tokens go in the transcript's first line rather than in
+    // `<properties>`: the common JUnit schemas only allow properties on a testsuite.
+    let mut out = format!(
+        "mode {}, cassette {}, {} tokens\n",
+        c.mode,
+        c.cassette,
+        text::usage(&c.usage)
+    );
+    out.push_str(&transcript(c));
+    if let Some(d) = &c.diff {
+        out.push_str("trajectory changed:\n");
+        for line in d.lines() {
+            out.push_str(&format!("    {line}\n"));
+        }
+    }
+    tc.set_system_out(out);
+    tc
+}
+
+/// The report as JUnit XML, ending with a newline.
+pub fn render(report: &RunReport) -> String {
+    let mut junit = Report::new("agentproxy");
+    junit.set_time(Duration::from_millis(report.duration_ms));
+    for spec in text::spec_order(&report.cases) {
+        let mut suite = TestSuite::new(clean(spec));
+        let cases: Vec<&CaseReport> = report.cases.iter().filter(|c| c.spec == spec).collect();
+        suite.set_time(Duration::from_millis(
+            cases.iter().map(|c| c.duration_ms).sum(),
+        ));
+        suite.add_test_cases(cases.into_iter().map(test_case));
+        junit.add_test_suite(suite);
+    }
+    // Cannot fail when writing to memory: quick-xml errs only on I/O.
+    let mut xml = junit.to_string().unwrap_or_default();
+    if !xml.ends_with('\n') {
+        xml.push('\n');
+    }
+    xml
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::sample;
+
+    fn attr<'a>(n: roxmltree::Node<'a, '_>, name: &str) -> &'a str {
+        n.attribute(name)
+            .unwrap_or_else(|| panic!("no {name} on <{}>", n.tag_name().name()))
+    }
+
+    #[test]
+    fn junit_report_snapshot() {
+        insta::assert_snapshot!(render(&sample::run()));
+    }
+
+    #[test]
+    fn junit_parses_as_xml_with_suites_cases_and_counts() {
+        let xml = render(&sample::run());
+        let doc = roxmltree::Document::parse(&xml).expect("well-formed XML");
+        let root = doc.root_element();
+        assert_eq!(root.tag_name().name(), "testsuites");
+        assert_eq!(attr(root, "tests"), "5");
+        assert_eq!(attr(root, "failures"), "2");
+        assert_eq!(attr(root, "errors"), "1");
+        assert_eq!(attr(root, "skipped"), "1");
+        assert_eq!(attr(root, "time"), "5.231");
+
+        let suites: Vec<_> = root
+            .children()
+            .filter(|n| n.has_tag_name("testsuite"))
+            .collect();
+        assert_eq!(suites.len(), 2);
+        assert_eq!(attr(suites[0], "name"), "specs/weather.yaml");
+        assert_eq!(attr(suites[0], "tests"), "3");
+        assert_eq!(attr(suites[0], "failures"), "1");
+        assert_eq!(attr(suites[0], "errors"), "0");
+        assert_eq!(attr(suites[0], "skipped"), "1");
+        assert_eq!(attr(suites[1], "name"), "specs/booking.yaml");
+        assert_eq!(attr(suites[1], "tests"), "2");
+        assert_eq!(attr(suites[1], "failures"), "1");
+        assert_eq!(attr(suites[1], "errors"), "1");
+
+        let cases: Vec<_> = doc
+            .descendants()
+            .filter(|n| n.has_tag_name("testcase"))
+            .collect();
+        assert_eq!(cases.len(), 5);
+        for c in &cases {
+            let suite = c.parent().expect("parent");
+            assert_eq!(attr(*c, "classname"), attr(suite, "name"));
+        }
+        let by_name = |name: &str| {
+            *cases
+                .iter()
+                .find(|c| attr(**c, "name") == name)
+                .expect(name)
+        };
+
+        let paris = by_name("paris");
+        assert_eq!(attr(paris, "time"), "0.842");
+        assert!(paris
+            .children()
+            .all(|n| !n.has_tag_name("failure") && !n.has_tag_name("error")));
+        let out = paris
+            .children()
+            .find(|n| n.has_tag_name("system-out"))
+            .expect("system-out");
+        assert!(out
+            .text()
+            .unwrap_or_default()
+            .contains("get_weather {\"city\":\"Paris\"}"));
+
+        let follow = by_name("follow-up | °F");
+        let failure = follow
+            .children()
+            .find(|n| n.has_tag_name("failure"))
+            .expect("failure");
+        assert_eq!(
+            attr(failure, "message"),
+            "turn 2: reply: {regex: '6[0-9]'}: the turn has no reply: the model call missed the cassette"
+        );
+        let body = failure.text().unwrap_or_default();
+        assert!(body.contains("case: never: [delete_account]"));
+        assert!(body.contains("cassette miss: POST /v1/chat/completions"));
+
+        let book = by_name("book flight");
+        let failure = book
+            .children()
+            .find(|n| n.has_tag_name("failure"))
+            .expect("failure");
+        assert!(failure
+            .text()
+            .unwrap_or_default()
+            .contains("path: passengers.0.name"));
+
+        let cancel = by_name("cancel");
+        let error = cancel
+            .children()
+            .find(|n| n.has_tag_name("error"))
+            .expect("error");
+        assert_eq!(
+            attr(error, "message"),
+            "the program exited with status 1 before replying"
+        );
+        assert!(error
+            .text()
+            .unwrap_or_default()
+            .contains("KeyError: 'LX345'"));
+        assert!(!xml.contains('\u{1b}'));
+
+        let tokyo = by_name("tokyo <later>");
+        assert!(tokyo.children().any(|n| n.has_tag_name("skipped")));
+    }
+}

@@ -1,0 +1,208 @@
+//! A realistic run report for the renderers' tests: two spec files; a passing, a failing,
+//! a skipped, an erroring and a multi-turn case; tool calls, misses, warnings, a diff,
+//! unicode, a `|` and `<` in names, and ANSI escapes in a stderr tail.
+
+use serde_json::json;
+
+use super::{AssertionResult, CallReport, CaseReport, RunReport, Status, Summary, TurnReport};
+use crate::trajectory::Usage;
+
+fn usage(prompt: u64, completion: u64, cached: u64) -> Usage {
+    Usage {
+        prompt,
+        completion,
+        cached,
+    }
+}
+
+fn pass(what: &str) -> AssertionResult {
+    AssertionResult {
+        passed: true,
+        what: what.into(),
+        message: String::new(),
+        expected: None,
+        actual: None,
+        path: None,
+        nearest: None,
+    }
+}
+
+fn case(spec: &str, name: &str, status: Status, duration_ms: u64) -> CaseReport {
+    CaseReport {
+        spec: spec.into(),
+        name: name.into(),
+        status,
+        mode: "replay".into(),
+        cassette: format!("cassettes/{}.json", name.replace(' ', "-")),
+        duration_ms,
+        turns: Vec::new(),
+        assertions: Vec::new(),
+        misses: Vec::new(),
+        warnings: Vec::new(),
+        error: None,
+        usage: Usage::default(),
+        diff: None,
+    }
+}
+
+fn sum_usage(c: &mut CaseReport) {
+    for t in &c.turns {
+        c.usage += t.usage;
+    }
+}
+
+const MISS: &str = "cassette miss: POST /v1/chat/completions (openai.chat) has no recording
+  nearest recorded request: interaction #3
+  envelope:
+    tools: recorded [get_weather], now [get_weather, get_time]
+  first difference at /messages/3/content:
+    - And in Fahrenheit?
+    + And in Fahrenheit, please?
+  hint: if this change is intended, re-record; if the value is volatile, declare it with --match-ignore or --match-hole";
+
+pub(crate) fn run() -> RunReport {
+    let weather = "specs/weather.yaml";
+    let booking = "specs/booking.yaml";
+
+    let mut paris = case(weather, "paris", Status::Passed, 842);
+    paris.turns.push(TurnReport {
+        index: 1,
+        input: "What's the weather in Paris?".into(),
+        reply: Some("It's 18°C and sunny in Paris ☀️".into()),
+        output: "It's 18°C and sunny in Paris ☀️".into(),
+        tool_calls: vec![CallReport {
+            name: "get_weather".into(),
+            arguments: json!({"city": "Paris"}),
+            result: Some(json!({"temp_c": 18, "sky": "sunny"})),
+        }],
+        assertions: vec![
+            pass("calls: get_weather {city: {contains: Paris}}"),
+            pass("reply: {contains: \"18\"}"),
+        ],
+        model_calls: 2,
+        usage: usage(412, 38, 256),
+        latency_ms: 731,
+    });
+    sum_usage(&mut paris);
+
+    let mut follow = case(weather, "follow-up | °F", Status::Failed, 1570);
+    follow.turns.push(TurnReport {
+        index: 1,
+        input: "Weather in Paris?".into(),
+        reply: Some("Sunny, 18°C.".into()),
+        output: "Sunny, 18°C.".into(),
+        tool_calls: vec![CallReport {
+            name: "get_weather".into(),
+            arguments: json!({"city": "Paris", "units": "metric"}),
+            result: Some(json!({"temp_c": 18, "sky": "sunny"})),
+        }],
+        assertions: vec![pass("calls: [get_weather]")],
+        model_calls: 2,
+        usage: usage(398, 21, 0),
+        latency_ms: 655,
+    });
+    follow.turns.push(TurnReport {
+        index: 2,
+        input: "And in Fahrenheit?".into(),
+        reply: None,
+        output: "Error code: 400 - agentproxy_cassette_miss".into(),
+        tool_calls: Vec::new(),
+        assertions: vec![
+            pass("calls: []"),
+            AssertionResult {
+                passed: false,
+                what: "reply: {regex: '6[0-9]'}".into(),
+                message: "the turn has no reply: the model call missed the cassette".into(),
+                expected: Some("a reply matching /6[0-9]/".into()),
+                actual: None,
+                path: None,
+                nearest: None,
+            },
+        ],
+        model_calls: 1,
+        usage: usage(0, 0, 0),
+        latency_ms: 0,
+    });
+    follow.assertions.push(AssertionResult {
+        passed: false,
+        what: "never: [delete_account]".into(),
+        message: "`delete_account` was called in turn 1".into(),
+        expected: Some("no call to delete_account".into()),
+        actual: Some("delete_account {\"user\":\"me\"}".into()),
+        path: None,
+        nearest: None,
+    });
+    follow.misses.push(MISS.into());
+    follow
+        .warnings
+        .push("mocked tool `get_time` was never called".into());
+    sum_usage(&mut follow);
+
+    let mut skipped = case(weather, "tokyo <later>", Status::Skipped, 0);
+    skipped.mode = "replay".into();
+
+    let mut book = case(booking, "book flight", Status::Failed, 2204);
+    book.mode = "record".into();
+    book.turns.push(TurnReport {
+        index: 1,
+        input: "Book me a flight to Zürich for Zoë and me, tomorrow".into(),
+        reply: Some("I checked the visa rules.\nShall I book it?".into()),
+        output: "I checked the visa rules.\nShall I book it?\n".into(),
+        tool_calls: vec![
+            CallReport {
+                name: "search_flights".into(),
+                arguments: json!({"to": "ZRH", "date": "2025-06-02"}),
+                result: Some(json!([{"id": "LX345", "price": 212.5}])),
+            },
+            CallReport {
+                name: "check_visa".into(),
+                arguments: json!({"country": "CH", "passengers": [{"name": "Zoe"}, {"name": "me"}]}),
+                result: Some(json!({"required": false})),
+            },
+        ],
+        assertions: vec![
+            pass("calls: search_flights {to: ZRH}"),
+            AssertionResult {
+                passed: false,
+                what: "calls: create_booking {passengers.0.name: Zoë}".into(),
+                message: "create_booking was not called".into(),
+                expected: Some("create_booking {\"passengers\":[{\"name\":\"Zoë\"}]}".into()),
+                actual: Some("search_flights, check_visa".into()),
+                path: Some("passengers.0.name".into()),
+                nearest: Some("check_visa {\"passengers\":[{\"name\":\"Zoe\"}]} (name: \"Zoe\" ≠ \"Zoë\")".into()),
+            },
+        ],
+        model_calls: 3,
+        usage: usage(1830, 164, 1024),
+        latency_ms: 2011,
+    });
+    book.diff = Some(
+        "now also calls `check_visa` before `create_booking`\n  - create_booking {\"flight\":\"LX345\"}\n  + check_visa {\"country\":\"CH\"}"
+            .into(),
+    );
+    sum_usage(&mut book);
+
+    let mut crash = case(booking, "cancel", Status::Error, 312);
+    crash.turns.push(TurnReport {
+        index: 1,
+        input: "Cancel booking LX345".into(),
+        reply: None,
+        output: String::new(),
+        tool_calls: Vec::new(),
+        assertions: Vec::new(),
+        model_calls: 0,
+        usage: Usage::default(),
+        latency_ms: 0,
+    });
+    crash.error = Some(
+        "the program exited with status 1 before replying\nstderr (last 3 lines):\n  File \"app.py\", line 42, in cancel\n    booking = BOOKINGS[ref]\n\u{1b}[31mKeyError\u{1b}[0m: 'LX345'"
+            .into(),
+    );
+
+    let cases = vec![paris, follow, skipped, book, crash];
+    RunReport {
+        summary: Summary::of(&cases),
+        cases,
+        duration_ms: 5231,
+    }
+}

@@ -1,0 +1,188 @@
+//! Small text helpers shared by the renderers: durations, token counts, compact JSON,
+//! the summary counts. Pure functions, so every renderer says the same thing the same way.
+
+use std::borrow::Cow;
+
+use serde_json::Value;
+
+use super::{CaseReport, RunReport, Summary};
+use crate::trajectory::Usage;
+
+/// A duration in seconds with two decimals: `2.41s`. One form everywhere, so a case time
+/// in the console, the Markdown table and the summary line compare at a glance.
+pub(crate) fn secs(ms: u64) -> String {
+    format!("{}.{:02}s", ms / 1000, (ms % 1000) / 10)
+}
+
+/// `120 prompt / 30 completion / 0 cached`.
+pub(crate) fn usage(u: &Usage) -> String {
+    format!(
+        "{} prompt / {} completion / {} cached",
+        u.prompt, u.completion, u.cached
+    )
+}
+
+/// JSON on one line, as a tool call's arguments are shown next to its name.
+pub(crate) fn compact(v: &Value) -> String {
+    // Serializing a `Value` cannot fail: its map keys are always strings.
+    serde_json::to_string(v).unwrap_or_default()
+}
+
+/// At most `max` characters, with `…` when cut. Long tool results must not bury a report.
+pub(crate) fn truncate(s: &str, max: usize) -> Cow<'_, str> {
+    match s.char_indices().nth(max) {
+        None => Cow::Borrowed(s),
+        Some((at, _)) => Cow::Owned(format!("{}…", &s[..at])),
+    }
+}
+
+/// Text that came from the program, the model or a cassette, made safe to print: escape
+/// sequences removed (a cassette from an untrusted branch must not drive the terminal, and
+/// a stderr tail's colours are noise in a file), other control characters except newline
+/// and tab dropped.
+pub(crate) fn clean(s: &str) -> String {
+    anstream::adapter::strip_str(s)
+        .to_string()
+        .chars()
+        .filter(|&c| !c.is_control() || c == '\n' || c == '\t')
+        .collect()
+}
+
+/// `spec::name`, the way pytest names a test: unique across spec files.
+pub(crate) fn label(case: &CaseReport) -> String {
+    format!("{}::{}", case.spec, case.name)
+}
+
+/// `n thing` / `n things`.
+pub(crate) fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// The counts of the closing line: `3 passed, 1 failed`, then `, 1 error` / `, 2 errors`
+/// only when there are errors and `, 1 skipped` only when cases were skipped.
+///
+/// With no errors the line is exactly `N passed, N failed[, N skipped]`, the plain form CI
+/// log readers look for alone on a line. Errors are not folded into `failed` (they exit 3,
+/// not 1), so a run with errors carries its count rather than hide it.
+pub(crate) fn counts(s: &Summary) -> Vec<(usize, &'static str)> {
+    let mut parts = vec![(s.passed, "passed"), (s.failed, "failed")];
+    if s.errors > 0 {
+        parts.push((s.errors, if s.errors == 1 { "error" } else { "errors" }));
+    }
+    if s.skipped > 0 {
+        parts.push((s.skipped, "skipped"));
+    }
+    parts
+}
+
+/// [`counts`] joined: `3 passed, 1 failed, 1 error`.
+pub(crate) fn summary_line(s: &Summary) -> String {
+    counts(s)
+        .iter()
+        .map(|(n, w)| format!("{n} {w}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `ran 5 cases from 2 specs in 5.23s`: the line above the summary line.
+pub(crate) fn run_line(report: &RunReport) -> String {
+    let specs = spec_order(&report.cases).len();
+    format!(
+        "ran {} from {} in {}",
+        count(report.cases.len(), "case", "cases"),
+        count(specs, "spec", "specs"),
+        secs(report.duration_ms)
+    )
+}
+
+/// The spec files of a run in order of first appearance.
+pub(crate) fn spec_order(cases: &[CaseReport]) -> Vec<&str> {
+    let mut specs: Vec<&str> = Vec::new();
+    for c in cases {
+        if !specs.contains(&c.spec.as_str()) {
+            specs.push(&c.spec);
+        }
+    }
+    specs
+}
+
+/// Why a case did not pass, in a few words: `2 assertions failed, 1 cassette miss`, or the
+/// first line of its error. Empty for a passing case.
+pub(crate) fn reason(case: &CaseReport) -> String {
+    if let Some(e) = &case.error {
+        return e.lines().next().unwrap_or_default().to_owned();
+    }
+    let mut parts = Vec::new();
+    let failed = case.failures().count();
+    if failed > 0 {
+        parts.push(format!(
+            "{} failed",
+            count(failed, "assertion", "assertions")
+        ));
+    }
+    if !case.misses.is_empty() {
+        parts.push(count(case.misses.len(), "cassette miss", "cassette misses"));
+    }
+    parts.join(", ")
+}
+
+/// Model calls over every turn of the case.
+pub(crate) fn model_calls(case: &CaseReport) -> usize {
+    case.turns.iter().map(|t| t.model_calls).sum()
+}
+
+/// Tool calls over every turn of the case.
+pub(crate) fn tool_calls(case: &CaseReport) -> usize {
+    case.turns.iter().map(|t| t.tool_calls.len()).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secs_has_two_decimals() {
+        assert_eq!(secs(0), "0.00s");
+        assert_eq!(secs(7), "0.00s");
+        assert_eq!(secs(2414), "2.41s");
+        assert_eq!(secs(61_050), "61.05s");
+    }
+
+    #[test]
+    fn truncate_counts_characters_not_bytes() {
+        assert_eq!(truncate("héllo", 10), "héllo");
+        assert_eq!(truncate("héllo wörld", 5), "héllo…");
+    }
+
+    #[test]
+    fn summary_line_starts_with_passed_and_failed() {
+        let s = Summary {
+            passed: 3,
+            failed: 1,
+            errors: 0,
+            skipped: 0,
+        };
+        assert_eq!(summary_line(&s), "3 passed, 1 failed");
+        let s = Summary {
+            passed: 3,
+            failed: 0,
+            errors: 0,
+            skipped: 2,
+        };
+        assert_eq!(summary_line(&s), "3 passed, 0 failed, 2 skipped");
+        let s = Summary {
+            passed: 0,
+            failed: 1,
+            errors: 2,
+            skipped: 1,
+        };
+        assert_eq!(summary_line(&s), "0 passed, 1 failed, 2 errors, 1 skipped");
+        let s = Summary {
+            passed: 0,
+            failed: 0,
+            errors: 1,
+            skipped: 0,
+        };
+        assert_eq!(summary_line(&s), "0 passed, 0 failed, 1 error");
+    }
+}
