@@ -1,7 +1,8 @@
 //! agentproxy: a record/replay proxy that makes LLM agents testable deterministically.
 //!
-//! Pure modules (`cassette::format`, `dialect`, `matching`, `redact`) take values and return
-//! values; I/O lives in `proxy`, `runner`, `cassette::store` and `commands`.
+//! Pure modules (`cassette::format`, `dialect`, `matching`, `redact`, `spec` but for its file
+//! loaders) take values and return values; I/O lives in `proxy`, `runner`, `cassette::store`
+//! and `commands`.
 
 pub mod cassette;
 pub mod cli;
@@ -12,4 +13,5 @@ pub mod matching;
 pub mod proxy;
 pub mod redact;
 pub mod runner;
+pub mod spec;
 pub mod trajectory;
