@@ -1,5 +1,5 @@
 # Build stage: compile a release binary.
-FROM rust:1.85-slim-bookworm AS build
+FROM rust:1.89-slim-bookworm AS build
 WORKDIR /src
 COPY Cargo.toml Cargo.lock ./
 COPY src ./src

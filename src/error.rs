@@ -74,6 +74,9 @@ pub enum Error {
 
     #[error("failed to set up the upstream client: {0}")]
     Tls(String),
+
+    #[error(transparent)]
+    Spec(#[from] crate::spec::SpecError),
 }
 
 impl Error {
@@ -85,7 +88,8 @@ impl Error {
             | Error::CassetteCorrupt { .. }
             | Error::CassetteVersion { .. }
             | Error::Bind { .. }
-            | Error::Tls(_) => EXIT_USAGE,
+            | Error::Tls(_)
+            | Error::Spec(_) => EXIT_USAGE,
             Error::SecretInCassette { .. }
             | Error::CassetteWrite { .. }
             | Error::Spawn { .. }

@@ -1,8 +1,11 @@
 //! agentproxy: a record/replay proxy that makes LLM agents testable deterministically.
 //!
 //! Pure modules (`assert`, `cassette::format`, `dialect`, `matching`, `redact`, `report`,
-//! `trajectory`) take values and return values; I/O lives in `proxy`, `runner`,
+//! Pure modules (`cassette::format`, `dialect`, `matching`, `redact`, `spec` but for its file
 //! `cassette::store` and `commands`.
+//! `trajectory`) take values and return values; I/O lives in `proxy`, `runner`,
+//! and `commands`.
+//! loaders) take values and return values; I/O lives in `proxy`, `runner`, `cassette::store`
 
 pub mod assert;
 pub mod cassette;
@@ -15,4 +18,5 @@ pub mod proxy;
 pub mod redact;
 pub mod report;
 pub mod runner;
+pub mod spec;
 pub mod trajectory;

@@ -1,0 +1,320 @@
+//! The `cases:` of a spec: cases, turns, expectations and call expressions.
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::model::*;
+use super::read::*;
+use super::yaml::{Kind, Node, Pos};
+
+impl Builder<'_> {
+    // ---------------------------------------------------------------- cases
+
+    pub(super) fn cases(&self, node: &Node, app: &App) -> R<Vec<Case>> {
+        let items = self.list(node, "cases", "cases")?;
+        if items.is_empty() {
+            return Err(self.err_hint(
+                node.at,
+                "`cases` is empty",
+                "add at least one `- name: ...` with `input: ...`",
+            ));
+        }
+        let mut names: HashMap<String, u32> = HashMap::new();
+        let mut slugs: HashMap<String, (String, u32)> = HashMap::new();
+        let mut cases = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            let (case, name_at) = self.case(item, &index("cases", i), app)?;
+            if let Some(line) = names.insert(case.name.clone(), name_at.line) {
+                return Err(self.err_hint(
+                    name_at,
+                    format!("duplicate case name `{}` (also at line {line})", case.name),
+                    "each case records its own cassette, named after the case: make the names unique",
+                ));
+            }
+            if case.slug.is_empty() {
+                return Err(self.err_hint(
+                    name_at,
+                    format!(
+                        "case name `{}` has no ASCII letter or digit to name its cassette file",
+                        case.name
+                    ),
+                    "add a few letters or digits to the name",
+                ));
+            }
+            if let Some((other, line)) =
+                slugs.insert(case.slug.clone(), (case.name.clone(), name_at.line))
+            {
+                return Err(self.err_hint(
+                    name_at,
+                    format!(
+                        "case `{}` would share the cassette file `{}.json` with case `{other}` (line {line})",
+                        case.name, case.slug
+                    ),
+                    "cassette file names keep only letters and digits of the case name, lowercased: rename one of the cases",
+                ));
+            }
+            cases.push(case);
+        }
+        Ok(cases)
+    }
+
+    /// The case and the position of its name (for duplicate reports).
+    pub(super) fn case(&self, node: &Node, path: &str, app: &App) -> R<(Case, Pos)> {
+        let f = self.fields(node, node.at, path, "case", CASE_KEYS)?;
+        let Some(name_node) = f.get("name") else {
+            return Err(self.err(f.owner, format!("`{path}` is missing `name`")));
+        };
+        let name = self.non_empty_string(name_node, &f.path("name"))?;
+        let expect = match f.get("expect") {
+            Some(e) => self.expect(e, &f.path("expect"))?,
+            None => None,
+        };
+        let (turns, expect) = match (f.entry("input"), f.entry("turns")) {
+            (Some((ik, _)), Some((tk, _))) => {
+                return Err(self.err_hint(
+                    ik.at.max(tk.at),
+                    format!("case `{name}` has both `input` and `turns`"),
+                    "use `input` for a single turn, or `turns: [{input: ...}, ...]` for several",
+                ))
+            }
+            (None, None) => return Err(self.err_hint(
+                f.owner,
+                format!("case `{name}` has no `input` or `turns`"),
+                "add `input: ...` for a single turn, or `turns: [{input: ...}, ...]` for several",
+            )),
+            (Some((_, input)), None) => {
+                let turn = Turn {
+                    at: node.at,
+                    input: self.input(input, &f.path("input"))?,
+                    expect,
+                };
+                (vec![turn], None)
+            }
+            (None, Some((_, t))) => (self.turns(t, &f.path("turns"))?, expect),
+        };
+        let env = match f.entry("env") {
+            Some((k, _)) if matches!(app.target, Target::Url(_)) => {
+                return Err(self.err_hint(
+                    k.at,
+                    format!("`{}` only applies to `command:` apps", f.path("env")),
+                    "a `url:` app is already running: configure it where it is started",
+                ))
+            }
+            Some((_, v)) => self.env(v, &f.path("env"))?,
+            None => BTreeMap::new(),
+        };
+        let skip = match f.get("skip") {
+            None => None,
+            Some(s) => match &s.kind {
+                Kind::Bool(true) => Some(String::new()),
+                Kind::Bool(false) => None,
+                Kind::Str(reason) => Some(reason.clone()),
+                _ => {
+                    return Err(self.wrong_type(
+                        s,
+                        "`true`, `false` or a reason (a string)",
+                        &f.path("skip"),
+                    ))
+                }
+            },
+        };
+        let slug = super::slug(&name);
+        Ok((
+            Case {
+                at: node.at,
+                name,
+                slug,
+                turns,
+                expect,
+                env,
+                skip,
+            },
+            name_node.at,
+        ))
+    }
+
+    pub(super) fn input(&self, node: &Node, path: &str) -> R<String> {
+        self.string(node, path)
+    }
+
+    pub(super) fn turns(&self, node: &Node, path: &str) -> R<Vec<Turn>> {
+        let items = self.list(node, path, "turns")?;
+        if items.is_empty() {
+            return Err(self.err_hint(
+                node.at,
+                format!("`{path}` is empty"),
+                "add at least one `- input: ...`",
+            ));
+        }
+        items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| {
+                let tpath = index(path, i);
+                let f = self.fields(item, item.at, &tpath, "turn", TURN_KEYS)?;
+                let Some(input) = f.get("input") else {
+                    return Err(self.err(f.owner, format!("`{tpath}` is missing `input`")));
+                };
+                let expect = match f.get("expect") {
+                    Some(e) => self.expect(e, &f.path("expect"))?,
+                    None => None,
+                };
+                Ok(Turn {
+                    at: item.at,
+                    input: self.input(input, &f.path("input"))?,
+                    expect,
+                })
+            })
+            .collect()
+    }
+
+    pub(super) fn expect(&self, node: &Node, path: &str) -> R<Option<Expect>> {
+        if node.is_null() {
+            return Ok(None);
+        }
+        let f = self.fields(node, node.at, path, "expect", EXPECT_KEYS)?;
+        let calls = f
+            .get("calls")
+            .map(|n| self.calls(n, &f.path("calls")))
+            .transpose()?;
+        let orders: Vec<(&str, Order)> = Order::ALL.iter().map(|o| (o.as_str(), *o)).collect();
+        let order = f
+            .get("order")
+            .map(|n| self.word(n, &f.path("order"), &orders))
+            .transpose()?
+            .unwrap_or_default();
+        let strict = f
+            .get("strict")
+            .map(|n| self.boolean(n, &f.path("strict")))
+            .transpose()?
+            .unwrap_or(false);
+        let mut allow = Vec::new();
+        if let Some((k, n)) = f.entry("allow") {
+            for (i, item) in self
+                .list(n, &f.path("allow"), "tool names")?
+                .iter()
+                .enumerate()
+            {
+                allow.push(self.non_empty_string(item, &index(&f.path("allow"), i))?);
+            }
+            if !strict {
+                return Err(self.err_hint(
+                    k.at,
+                    format!("`{}` has no effect without `strict: true`", f.path("allow")),
+                    "add `strict: true` to forbid calls that are neither listed nor allowed",
+                ));
+            }
+        }
+        let never = f
+            .get("never")
+            .map(|n| self.calls(n, &f.path("never")))
+            .transpose()?
+            .unwrap_or_default();
+        let count = f
+            .get("count")
+            .map(|n| self.count(n, &f.path("count")))
+            .transpose()?;
+        let reply = f
+            .get("reply")
+            .map(|n| self.matcher(n, &f.path("reply"), MatcherKind::Text))
+            .transpose()?;
+        let output = f
+            .get("output")
+            .map(|n| self.matcher(n, &f.path("output"), MatcherKind::Text))
+            .transpose()?;
+        Ok(Some(Expect {
+            at: node.at,
+            calls,
+            order,
+            strict,
+            allow,
+            never,
+            count,
+            reply,
+            output,
+        }))
+    }
+
+    pub(super) fn calls(&self, node: &Node, path: &str) -> R<Vec<CallExpr>> {
+        let items = self.list(node, path, "calls (tool names, or `{tool: arguments}`)")?;
+        items
+            .iter()
+            .enumerate()
+            .map(|(i, n)| self.call(n, &index(path, i)))
+            .collect()
+    }
+
+    pub(super) fn call(&self, node: &Node, path: &str) -> R<CallExpr> {
+        match &node.kind {
+            Kind::Str(tool) if !tool.is_empty() => Ok(CallExpr {
+                at: node.at,
+                tool: tool.clone(),
+                args: None,
+            }),
+            Kind::Map(entries) if entries.len() == 1 => {
+                let (k, v) = &entries[0];
+                let Some(tool) = k.as_str().filter(|s| !s.is_empty()) else {
+                    return Err(self.err(
+                        k.at,
+                        format!("expected a tool name in `{path}`, found {}", k.describe()),
+                    ));
+                };
+                let args = if v.is_null() {
+                    None
+                } else {
+                    Some(self.matcher(v, &join(path, tool), MatcherKind::Args)?)
+                };
+                Ok(CallExpr {
+                    at: node.at,
+                    tool: tool.to_owned(),
+                    args,
+                })
+            }
+            Kind::Map(entries) if entries.len() > 1 => {
+                let keys: Vec<String> = entries
+                    .iter()
+                    .map(|(k, _)| format!("`{}`", k.scalar_text().unwrap_or_default()))
+                    .collect();
+                Err(self.err_hint(
+                    entries[1].0.at,
+                    format!("`{path}` has {} keys ({}); a call is one tool name with its arguments", keys.len(), keys.join(", ")),
+                    "write each call as its own list item, and all of one call's arguments in one mapping: `- get_weather: {city: Paris, unit: c}`",
+                ))
+            }
+            _ => Err(self.wrong_type(node, "a tool name or `{tool: arguments}`", path)),
+        }
+    }
+
+    pub(super) fn count(&self, node: &Node, path: &str) -> R<Count> {
+        match &node.kind {
+            Kind::Number(_) => {
+                let n = self.unsigned(node, path)?;
+                Ok(Count {
+                    min: Some(n),
+                    max: Some(n),
+                })
+            }
+            Kind::Map(_) => {
+                let f = self.fields(node, node.at, path, "count", COUNT_KEYS)?;
+                let min = f
+                    .get("min")
+                    .map(|n| self.unsigned(n, &f.path("min")))
+                    .transpose()?;
+                let max = f
+                    .get("max")
+                    .map(|n| self.unsigned(n, &f.path("max")))
+                    .transpose()?;
+                match (min, max) {
+                    (None, None) => {
+                        Err(self.err(node.at, format!("`{path}` needs `min`, `max` or both")))
+                    }
+                    (Some(lo), Some(hi)) if lo > hi => Err(self.err(
+                        node.at,
+                        format!("`{path}` has `min` {lo} greater than `max` {hi}"),
+                    )),
+                    _ => Ok(Count { min, max }),
+                }
+            }
+            _ => Err(self.wrong_type(node, "a number or `{min, max}`", path)),
+        }
+    }
+}

@@ -1,0 +1,140 @@
+//! Test specs: the YAML model of `agentproxy test`, its loading and validation, and the
+//! layering of run settings (CLI > spec > `AGENTPROXY_*` env > defaults).
+//!
+//! Pure but for [`load`] and [`load_all`], which read files: no process, no network, no
+//! `std::env` (settings are read through a closure). Every error in a spec is found at load
+//! time and reported as `file:line:column: message`, with a hint where one helps; all of
+//! them are configuration errors (exit code 2).
+//!
+//! The text is parsed by `serde-saphyr` into a tree of nodes that keep their positions
+//! (`yaml`); `read` has the typed accessors that turn mismatches into located errors, and
+//! `build` and `cases` use them to read the tree into the `model` types.
+
+mod build;
+mod cases;
+mod error;
+mod model;
+mod read;
+mod resolve;
+mod yaml;
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+pub use error::SpecError;
+pub use model::{
+    App, CallExpr, Case, Count, Execution, Expect, MockKind, MockRule, Mode, Order, Pos, Spec,
+    Target, ToolMock, Turn, Verbosity, SPEC_VERSION,
+};
+pub use read::{AcceptAnyMatcher, MatcherKind, MatcherProblem, ValidateMatcher};
+pub use resolve::{
+    resolve, CliOverrides, Origin, Origins, Resolved, DEFAULT_PARALLEL, DEFAULT_TIMEOUT,
+    ENV_CASSETTE_DIR, ENV_MODE, ENV_PARALLEL, ENV_TIMEOUT, ENV_VERBOSITY,
+};
+
+/// Parse and validate the text of a spec. `file` is where it came from: it names the file
+/// in errors and anchors the spec's relative paths (`cassettes`, `app.cwd`).
+pub fn parse(src: &str, file: &Path, validate: &dyn ValidateMatcher) -> Result<Spec, SpecError> {
+    let root = yaml::parse(src).map_err(|e| SpecError::Invalid {
+        file: file.to_path_buf(),
+        at: e.at,
+        message: format!("invalid YAML: {}", e.message),
+        hint: None,
+    })?;
+    read::Builder::new(file, validate).spec(&root)
+}
+
+/// Read, parse and validate one spec file.
+pub fn load(path: &Path, validate: &dyn ValidateMatcher) -> Result<Spec, SpecError> {
+    let src = std::fs::read_to_string(path).map_err(|e| read_error(path, e))?;
+    parse(&src, path, validate)
+}
+
+/// The spec files named by `paths`, in order: a file as it is, a directory as its `*.yaml`
+/// and `*.yml` files (not recursive), sorted by name. A file named twice is kept once.
+pub fn spec_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, SpecError> {
+    let mut out = Vec::new();
+    let mut seen = HashSet::new();
+    for path in paths {
+        let meta = std::fs::metadata(path).map_err(|e| read_error(path, e))?;
+        let files = if meta.is_dir() {
+            let mut files = Vec::new();
+            for entry in std::fs::read_dir(path).map_err(|e| read_error(path, e))? {
+                let entry = entry.map_err(|e| read_error(path, e))?;
+                let p = entry.path();
+                let is_yaml = p.extension().and_then(|e| e.to_str()).is_some_and(|e| {
+                    e.eq_ignore_ascii_case("yaml") || e.eq_ignore_ascii_case("yml")
+                });
+                if is_yaml && p.is_file() {
+                    files.push(p);
+                }
+            }
+            if files.is_empty() {
+                return Err(SpecError::EmptyDir { dir: path.clone() });
+            }
+            files.sort();
+            files
+        } else {
+            vec![path.clone()]
+        };
+        for f in files {
+            if seen.insert(f.clone()) {
+                out.push(f);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Load every spec named by `paths` (see [`spec_files`]); the first error stops.
+pub fn load_all(paths: &[PathBuf], validate: &dyn ValidateMatcher) -> Result<Vec<Spec>, SpecError> {
+    spec_files(paths)?
+        .iter()
+        .map(|p| load(p, validate))
+        .collect()
+}
+
+fn read_error(path: &Path, source: std::io::Error) -> SpecError {
+    let hint = (source.kind() == std::io::ErrorKind::NotFound).then(|| {
+        "`agentproxy test` takes spec files (*.yaml) or directories that hold them".to_owned()
+    });
+    SpecError::Read {
+        path: path.to_path_buf(),
+        source,
+        hint,
+    }
+}
+
+/// The cassette file stem of a case name: ASCII letters and digits lowercased, every run
+/// of other characters one `-`, none at either end, at most 80 characters
+/// (`"Paris: 3-day trip!"` → `paris-3-day-trip`). Non-ASCII letters count as "other", so
+/// names stay portable across file systems; a name with no ASCII letter or digit is a
+/// load error.
+pub fn slug(name: &str) -> String {
+    const MAX: usize = 80;
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.is_empty() && !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    out.truncate(MAX);
+    while out.ends_with('-') {
+        out.pop();
+    }
+    out
+}
+
+/// `value` with `${agentproxy.url}` replaced by `url` (the proxy base with `/v1`) and
+/// `${agentproxy.base}` by `base` (without it). Other text, other `${...}` included, is
+/// kept as it is.
+pub fn expand_env_value(value: &str, url: &str, base: &str) -> String {
+    value
+        .replace("${agentproxy.url}", url)
+        .replace("${agentproxy.base}", base)
+}
+
+#[cfg(test)]
+mod tests;

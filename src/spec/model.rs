@@ -1,0 +1,373 @@
+//! The spec model: what a loaded, validated spec file says, with no YAML left in it.
+//!
+//! Every value here has been checked at load time (types, regexes, durations, matcher
+//! syntax), so the runner never meets a spec error halfway through a run. Matcher
+//! expressions stay `serde_json::Value`; `crate::assert` compiles them.
+//!
+//! The doc comments on these types are the reference for `docs/spec-reference.md`: each
+//! field says its YAML key, its type, its default and its meaning.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::cassette::format::MatchRules;
+use crate::matching::index::Repeat;
+
+pub use super::yaml::Pos;
+
+/// The spec format version this build reads (`version:` at the top of a spec, optional).
+pub const SPEC_VERSION: u32 = 1;
+
+/// One spec file.
+///
+/// Top-level keys: `version`, `name`, `app` (required), `cassettes`, `match`, `tools`,
+/// `execution`, `cases` (required, at least one).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Spec {
+    /// The file the spec was read from, as given (used in messages and reports).
+    pub file: PathBuf,
+    /// `name:` (string). Default: the file name without its extension.
+    pub name: String,
+    /// `app:` (required): the program under test and how to drive it.
+    pub app: App,
+    /// `cassettes:` (string): the directory that holds one cassette per case,
+    /// `<dir>/<case slug>.json`. A relative path is relative to the spec file's directory
+    /// (already joined here). `None` when the key is absent; see
+    /// [`resolve`](super::resolve) for the default and the CLI/env overrides.
+    pub cassettes: Option<PathBuf>,
+    /// `match.ignore` and `match.holes`: the tolerance used to compute request keys; it is
+    /// written into every cassette recorded from this spec.
+    pub match_rules: MatchRules,
+    /// `match.repeat` (`none` | `last`, default `none`): what a replayed request gets once
+    /// every recording of its key has been served: a miss, or the last recording again.
+    pub repeat: Repeat,
+    /// `tools:`: mocks by tool name (a mapping). What the *model* is told each tool returned.
+    pub tools: BTreeMap<String, ToolMock>,
+    /// `execution:`: run settings that the command line and the environment can override.
+    pub execution: Execution,
+    /// `cases:` (required, a non-empty list), in file order.
+    pub cases: Vec<Case>,
+}
+
+impl Spec {
+    /// The directory of the spec file, against which its relative paths were resolved.
+    pub fn dir(&self) -> &Path {
+        spec_dir(&self.file)
+    }
+}
+
+/// The directory relative paths in a spec are resolved against: the file's parent, or `.`.
+pub(crate) fn spec_dir(file: &Path) -> &Path {
+    match file.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
+/// `app:` — the program under test. Exactly one of `command` and `url`.
+///
+/// Keys: `command`, `url`, `env`, `timeout`, `reply_until`, `cwd`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct App {
+    /// `command:` or `url:`.
+    pub target: Target,
+    /// `env:` (mapping of name to scalar): variables set for the program, applied after the
+    /// ones agentproxy injects. Numbers and booleans are taken as their text (`8080`,
+    /// `true`). Values may contain `${agentproxy.url}` (the proxy's base URL with `/v1`)
+    /// and `${agentproxy.base}` (without it); see [`expand_env_value`](super::expand_env_value).
+    /// Any other `${agentproxy.…}` is a load error; other `${…}` text is left as it is.
+    /// For `url:` apps the program is already running, so `env` is refused there.
+    pub env: BTreeMap<String, String>,
+    /// `timeout:` (duration such as `30s`, `2m`, `1m30s`): the longest the runner waits for
+    /// the program's answer to one turn. `None`: only the case timeout
+    /// ([`Resolved::timeout`](super::Resolved)) applies.
+    pub timeout: Option<Duration>,
+    /// `reply_until:` (regex, `command:` apps only): a turn ends at the first stdout line
+    /// that matches it. `None`: a turn ends at the program's next stdout line.
+    /// The regex is valid (checked at load).
+    pub reply_until: Option<String>,
+    /// `cwd:` (string): the directory the program runs in. Relative to the spec file's
+    /// directory; default: the spec file's directory (already resolved here). `command:`
+    /// apps only.
+    pub cwd: PathBuf,
+}
+
+/// How the program under test is reached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// `command:` — started once per case with the proxy injected.
+    ///
+    /// A string is split like a POSIX shell would (quotes and backslashes; no variables,
+    /// globs, pipes or redirections: write `[sh, -c, "..."]` for those). A list is taken
+    /// as the argument vector, numbers and booleans as their text. Never empty. An
+    /// argument containing `{input}` has it replaced by the turn's input.
+    Command(Vec<String>),
+    /// `url:` (an `http://` or `https://` URL) — a running service, sent one
+    /// `POST {"input": ..., "session": ...}` per turn; the response body is the turn's output.
+    Url(String),
+}
+
+/// `tools.<name>:` — the mock of one tool. Three forms:
+///
+/// ```yaml
+/// tools:
+///   get_weather:                 # rules: the first whose `when` matches wins
+///     - when: {city: Paris}
+///       result: {temp_c: 18}
+///     - result: {temp_c: 20}     # no `when`: the fallback, only allowed last
+///   get_time:
+///     results: ["09:00", "09:05"]   # one per call, in order
+///   get_user:
+///     result: {id: 7}             # the same for every call
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolMock {
+    /// Where the tool's key is, for warnings such as "mocked tool never called".
+    pub at: Pos,
+    pub kind: MockKind,
+}
+
+/// The three forms of a tool mock. A result is any YAML value: a string is given to the
+/// model as it is, any other value as its JSON text.
+#[derive(Debug, Clone, PartialEq)]
+pub enum MockKind {
+    /// `{result: value}`: every call gets `value`.
+    Fixed(Value),
+    /// `{results: [v1, v2, ...]}` (non-empty): the n-th call in a case gets the n-th value;
+    /// a call past the end fails the case (add a value, or use rules).
+    Sequence(Vec<Value>),
+    /// A list of rules `{when?, result}`. Each call gets the result of the first rule whose
+    /// `when` matcher matches the call's arguments; a rule without `when` matches anything
+    /// and may only be the last one. When no rule matches, the program's own tool result
+    /// is passed on unchanged.
+    Rules(Vec<MockRule>),
+}
+
+/// One `- when: ... result: ...` rule of a tool mock.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MockRule {
+    /// Where the rule starts.
+    pub at: Pos,
+    /// `when:` (argument matcher, optional): which calls this rule answers. The same matcher
+    /// language as call arguments; validated at load.
+    pub when: Option<Value>,
+    /// `result:` (required, any value).
+    pub result: Value,
+}
+
+/// `execution:` — run settings. Each is `None` when the spec does not set it; the command
+/// line beats these and these beat `AGENTPROXY_*` variables (see [`resolve`](super::resolve)).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Execution {
+    /// `mode:` (`replay` | `record` | `auto` | `update`).
+    pub mode: Option<Mode>,
+    /// `parallel:` (integer ≥ 1): how many cases run at once.
+    pub parallel: Option<usize>,
+    /// `timeout:` (duration): the longest one case may take, all turns included; the
+    /// program is then stopped and the case fails with an execution error.
+    pub timeout: Option<Duration>,
+    /// `verbosity:` (`quiet` | `normal` | `verbose` | `debug`).
+    pub verbosity: Option<Verbosity>,
+}
+
+/// How cassettes are used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum)]
+pub enum Mode {
+    /// Serve cassettes only; never touch the network. A missing cassette fails the case.
+    Replay,
+    /// Always run against the real model and (re)write every cassette.
+    Record,
+    /// Record the cases that have no cassette, replay the others.
+    Auto,
+    /// Replay what matches; record the requests that miss into the case's cassette.
+    Update,
+}
+
+impl Mode {
+    pub const ALL: [Mode; 4] = [Mode::Replay, Mode::Record, Mode::Auto, Mode::Update];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Replay => "replay",
+            Mode::Record => "record",
+            Mode::Auto => "auto",
+            Mode::Update => "update",
+        }
+    }
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How much the runner prints.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, clap::ValueEnum)]
+pub enum Verbosity {
+    /// One line per case (`-q`).
+    Quiet,
+    /// Progress and failures.
+    #[default]
+    Normal,
+    /// Also every turn, tool call and injected variable (`-v`).
+    Verbose,
+    /// Also debug logs (`-vv`).
+    Debug,
+}
+
+impl Verbosity {
+    pub const ALL: [Verbosity; 4] = [
+        Verbosity::Quiet,
+        Verbosity::Normal,
+        Verbosity::Verbose,
+        Verbosity::Debug,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verbosity::Quiet => "quiet",
+            Verbosity::Normal => "normal",
+            Verbosity::Verbose => "verbose",
+            Verbosity::Debug => "debug",
+        }
+    }
+}
+
+/// One `cases:` item.
+///
+/// Keys: `name` (required), `input` or `turns` (exactly one), `expect`, `env`, `skip`.
+/// `input: X` with `expect: E` is short for `turns: [{input: X, expect: E}]`: the
+/// expectation then belongs to that single turn and [`Case::expect`] is `None`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Case {
+    /// Where the case starts.
+    pub at: Pos,
+    /// `name:` (string, non-empty, unique in the file).
+    pub name: String,
+    /// The cassette file stem: see [`slug`](super::slug). Unique in the file.
+    pub slug: String,
+    /// `turns:` (non-empty list), or the one turn of `input:`.
+    pub turns: Vec<Turn>,
+    /// `expect:` next to `turns:`: checked against the whole conversation (every turn's
+    /// calls in order; `reply` is the last turn's reply, `output` the whole output).
+    pub expect: Option<Expect>,
+    /// `env:` (mapping): like `app.env`, applied after it (a case's value wins).
+    pub env: BTreeMap<String, String>,
+    /// `skip:` — `true`, or a string giving the reason. `Some(reason)` when skipped
+    /// (`skip: true` gives an empty reason); `skip: false` or absent is `None`.
+    pub skip: Option<String>,
+}
+
+impl Case {
+    /// `<dir>/<slug>.json`.
+    pub fn cassette_path(&self, dir: &Path) -> PathBuf {
+        dir.join(format!("{}.json", self.slug))
+    }
+}
+
+/// One `turns:` item: `{input, expect?}`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Turn {
+    /// Where the turn starts.
+    pub at: Pos,
+    /// `input:` (string, required): what the user says. Sent as `AGENTPROXY_INPUT`, as one
+    /// line on stdin and in place of `{input}` in the command (command apps), or as the
+    /// `input` of the POST body (url apps). Numbers are refused: quote them.
+    pub input: String,
+    /// `expect:`: checked against this turn only.
+    pub expect: Option<Expect>,
+}
+
+/// `expect:` — assertions on a turn or, at case level, on the whole conversation.
+///
+/// Keys: `calls`, `order`, `strict`, `allow`, `never`, `count`, `reply`, `output`.
+/// Every key is optional; an absent key asserts nothing.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Expect {
+    /// Where the block starts.
+    pub at: Pos,
+    /// `calls:` (list of [`CallExpr`]): calls that must be made, compared per `order`.
+    /// `calls: []` asserts that no tool was called at all, whatever `order` and `strict` say.
+    /// `None` when absent.
+    pub calls: Option<Vec<CallExpr>>,
+    /// `order:` (`subsequence` | `exact` | `unordered`, default `subsequence`).
+    pub order: Order,
+    /// `strict:` (boolean, default false): no call may be made other than those listed
+    /// in `calls` and the tool names in `allow`.
+    pub strict: bool,
+    /// `allow:` (list of tool names): calls that `strict` tolerates. Only with `strict: true`.
+    pub allow: Vec<String>,
+    /// `never:` (list of [`CallExpr`]): calls that must not happen. With arguments, only the
+    /// calls whose arguments match are forbidden.
+    pub never: Vec<CallExpr>,
+    /// `count:` (integer, or `{min, max}`): how many tool calls in total.
+    pub count: Option<Count>,
+    /// `reply:` (text matcher): the last assistant message the model produced, read at the
+    /// model boundary. A bare string means "contains"; validated at load.
+    pub reply: Option<Value>,
+    /// `output:` (text matcher): what the program printed on stdout for the turn (command
+    /// apps) or answered (url apps).
+    pub output: Option<Value>,
+}
+
+/// How `calls:` are compared with the calls made.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum Order {
+    /// The listed calls appear in this order, other calls may come between them.
+    #[default]
+    Subsequence,
+    /// The calls made are exactly the listed ones, in this order.
+    Exact,
+    /// Each listed call is matched by a distinct call made, in any order (maximum matching,
+    /// so a broad matcher does not steal the only call a narrow one accepts).
+    Unordered,
+}
+
+impl Order {
+    pub const ALL: [Order; 3] = [Order::Subsequence, Order::Exact, Order::Unordered];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Order::Subsequence => "subsequence",
+            Order::Exact => "exact",
+            Order::Unordered => "unordered",
+        }
+    }
+}
+
+/// One expected (or forbidden) tool call. In YAML either a bare tool name, meaning any
+/// arguments, or a mapping with exactly one key, the tool name, whose value is an argument
+/// matcher:
+///
+/// ```yaml
+/// calls:
+///   - get_weather                          # any arguments
+///   - get_weather: {city: {contains: Paris}}
+///   - get_weather: null                    # same as the bare name
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallExpr {
+    /// Where the item is.
+    pub at: Pos,
+    /// The tool (function) name, compared exactly.
+    pub tool: String,
+    /// The argument matcher, validated at load; `None` accepts any arguments.
+    pub args: Option<Value>,
+}
+
+/// `count: n` (exactly n, written `min == max`) or `count: {min?, max?}` (at least one).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Count {
+    pub min: Option<u64>,
+    pub max: Option<u64>,
+}
+
+impl Count {
+    pub fn contains(&self, n: u64) -> bool {
+        self.min.is_none_or(|m| n >= m) && self.max.is_none_or(|m| n <= m)
+    }
+}

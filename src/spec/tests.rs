@@ -1,0 +1,650 @@
+//! Spec loading: a realistic spec parses to the expected model, and every kind of error
+//! renders with the right file, line and column.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::*;
+use crate::cassette::format::{Hole, MatchRules};
+use crate::matching::index::Repeat;
+
+/// A stand-in for the matcher compiler: `regex` operands must compile, and an object key
+/// `bogus` is an unknown operator, reported with its path like the real compiler does.
+fn check(expr: &Value, _kind: MatcherKind) -> Result<(), MatcherProblem> {
+    fn walk(v: &Value, path: &mut Vec<String>) -> Result<(), MatcherProblem> {
+        match v {
+            Value::Object(map) => {
+                for (k, item) in map {
+                    path.push(k.clone());
+                    if k == "bogus" {
+                        return Err(MatcherProblem {
+                            path: path.clone(),
+                            message: "unknown operator `bogus`".into(),
+                            hint: Some("see the matcher reference".into()),
+                        });
+                    }
+                    if k == "regex" {
+                        let src = item.as_str().unwrap_or_default();
+                        if let Err(e) = regex::Regex::new(src) {
+                            return Err(MatcherProblem {
+                                path: path.clone(),
+                                message: format!(
+                                    "invalid regex `{src}`: {}",
+                                    e.to_string().lines().last().unwrap_or("")
+                                ),
+                                hint: None,
+                            });
+                        }
+                    }
+                    walk(item, path)?;
+                    path.pop();
+                }
+                Ok(())
+            }
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    path.push(i.to_string());
+                    walk(item, path)?;
+                    path.pop();
+                }
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+    walk(expr, &mut Vec::new())
+}
+
+fn load_str(src: &str) -> Result<Spec, SpecError> {
+    parse(src, Path::new("specs/weather.yaml"), &check)
+}
+
+/// The error text for `src`, or a panic if it loads.
+fn error(src: &str) -> String {
+    match load_str(src) {
+        Ok(spec) => panic!("expected an error, got {spec:#?}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+const FULL: &str = r#"
+version: 1
+name: Weather assistant
+app:
+  command: python app.py --model "gpt 4o"
+  env: {LOG_LEVEL: warning, PORT: 8080, BASE: "${agentproxy.base}/x"}
+  timeout: 30s
+  reply_until: '^DONE'
+cassettes: cassettes/weather
+match:
+  ignore: [/user, /messages/*/name]
+  holes: [{name: today, regex: '\d{4}-\d{2}-\d{2}'}, {name: id, regex: 'req_\w+', in: /metadata}]
+  repeat: last
+tools:
+  get_weather:
+    - when: {city: Paris}
+      result: {temp_c: 18, sky: sunny}
+    - result: {temp_c: 20, sky: cloudy}
+  get_time:
+    results: ["09:00", "09:05"]
+  get_user:
+    result: {id: 7}
+execution:
+  mode: replay
+  parallel: 4
+  timeout: 2m
+  verbosity: verbose
+cases:
+  - name: paris
+    input: What's the weather in Paris?
+    expect:
+      calls:
+        - get_weather: {city: {contains: Paris}}
+      strict: true
+      allow: [get_time]
+      never: [delete_account, {transfer: {amount: {gt: 100}}}]
+      count: {min: 1, max: 3}
+      reply: {contains: "18"}
+  - name: Follow up, twice!
+    env: {LOG_LEVEL: debug}
+    skip: flaky upstream
+    turns:
+      - input: Weather in Paris?
+        expect: {calls: [get_weather], order: exact}
+      - input: And in Fahrenheit?
+        expect: {calls: [], reply: {regex: '6[0-9]'}, output: done}
+    expect:
+      count: 1
+"#;
+
+#[test]
+fn a_full_spec_parses_to_the_model() {
+    let spec = load_str(FULL).unwrap();
+    let expected = Spec {
+        file: "specs/weather.yaml".into(),
+        name: "Weather assistant".into(),
+        app: App {
+            target: Target::Command(vec![
+                "python".into(),
+                "app.py".into(),
+                "--model".into(),
+                "gpt 4o".into(),
+            ]),
+            env: BTreeMap::from([
+                ("BASE".into(), "${agentproxy.base}/x".into()),
+                ("LOG_LEVEL".into(), "warning".into()),
+                ("PORT".into(), "8080".into()),
+            ]),
+            timeout: Some(Duration::from_secs(30)),
+            reply_until: Some("^DONE".into()),
+            cwd: "specs".into(),
+        },
+        cassettes: Some("specs/cassettes/weather".into()),
+        match_rules: MatchRules {
+            ignore: vec!["/user".into(), "/messages/*/name".into()],
+            holes: vec![
+                Hole {
+                    name: "today".into(),
+                    regex: r"\d{4}-\d{2}-\d{2}".into(),
+                    within: None,
+                },
+                Hole {
+                    name: "id".into(),
+                    regex: r"req_\w+".into(),
+                    within: Some("/metadata".into()),
+                },
+            ],
+        },
+        repeat: Repeat::Last,
+        tools: BTreeMap::from([
+            (
+                "get_weather".into(),
+                ToolMock {
+                    at: Pos::new(15, 3),
+                    kind: MockKind::Rules(vec![
+                        MockRule {
+                            at: Pos::new(16, 7),
+                            when: Some(json!({"city": "Paris"})),
+                            result: json!({"temp_c": 18, "sky": "sunny"}),
+                        },
+                        MockRule {
+                            at: Pos::new(18, 7),
+                            when: None,
+                            result: json!({"temp_c": 20, "sky": "cloudy"}),
+                        },
+                    ]),
+                },
+            ),
+            (
+                "get_time".into(),
+                ToolMock {
+                    at: Pos::new(19, 3),
+                    kind: MockKind::Sequence(vec![json!("09:00"), json!("09:05")]),
+                },
+            ),
+            (
+                "get_user".into(),
+                ToolMock {
+                    at: Pos::new(21, 3),
+                    kind: MockKind::Fixed(json!({"id": 7})),
+                },
+            ),
+        ]),
+        execution: Execution {
+            mode: Some(Mode::Replay),
+            parallel: Some(4),
+            timeout: Some(Duration::from_secs(120)),
+            verbosity: Some(Verbosity::Verbose),
+        },
+        cases: vec![
+            Case {
+                at: Pos::new(29, 5),
+                name: "paris".into(),
+                slug: "paris".into(),
+                turns: vec![Turn {
+                    at: Pos::new(29, 5),
+                    input: "What's the weather in Paris?".into(),
+                    expect: Some(Expect {
+                        at: Pos::new(32, 7),
+                        calls: Some(vec![CallExpr {
+                            at: Pos::new(33, 11),
+                            tool: "get_weather".into(),
+                            args: Some(json!({"city": {"contains": "Paris"}})),
+                        }]),
+                        order: Order::Subsequence,
+                        strict: true,
+                        allow: vec!["get_time".into()],
+                        never: vec![
+                            CallExpr {
+                                at: Pos::new(36, 15),
+                                tool: "delete_account".into(),
+                                args: None,
+                            },
+                            CallExpr {
+                                at: Pos::new(36, 31),
+                                tool: "transfer".into(),
+                                args: Some(json!({"amount": {"gt": 100}})),
+                            },
+                        ],
+                        count: Some(Count {
+                            min: Some(1),
+                            max: Some(3),
+                        }),
+                        reply: Some(json!({"contains": "18"})),
+                        output: None,
+                    }),
+                }],
+                expect: None,
+                env: BTreeMap::new(),
+                skip: None,
+            },
+            Case {
+                at: Pos::new(39, 5),
+                name: "Follow up, twice!".into(),
+                slug: "follow-up-twice".into(),
+                turns: vec![
+                    Turn {
+                        at: Pos::new(43, 9),
+                        input: "Weather in Paris?".into(),
+                        expect: Some(Expect {
+                            at: Pos::new(44, 17),
+                            calls: Some(vec![CallExpr {
+                                at: Pos::new(44, 26),
+                                tool: "get_weather".into(),
+                                args: None,
+                            }]),
+                            order: Order::Exact,
+                            ..Expect::default()
+                        }),
+                    },
+                    Turn {
+                        at: Pos::new(45, 9),
+                        input: "And in Fahrenheit?".into(),
+                        expect: Some(Expect {
+                            at: Pos::new(46, 17),
+                            calls: Some(vec![]),
+                            reply: Some(json!({"regex": "6[0-9]"})),
+                            output: Some(json!("done")),
+                            ..Expect::default()
+                        }),
+                    },
+                ],
+                expect: Some(Expect {
+                    at: Pos::new(48, 7),
+                    count: Some(Count {
+                        min: Some(1),
+                        max: Some(1),
+                    }),
+                    ..Expect::default()
+                }),
+                env: BTreeMap::from([("LOG_LEVEL".into(), "debug".into())]),
+                skip: Some("flaky upstream".into()),
+            },
+        ],
+    };
+    assert_eq!(spec, expected);
+    assert_eq!(spec.dir(), Path::new("specs"));
+    assert_eq!(
+        spec.cases[1].cassette_path(Path::new("specs/cassettes/weather")),
+        PathBuf::from("specs/cassettes/weather/follow-up-twice.json")
+    );
+}
+
+#[test]
+fn a_minimal_spec_gets_defaults() {
+    let spec = parse(
+        "app: {url: 'http://127.0.0.1:8088/chat'}\ncases: [{name: a, input: hi}]\n",
+        Path::new("s.yaml"),
+        &check,
+    )
+    .unwrap();
+    assert_eq!(spec.name, "s");
+    assert_eq!(
+        spec.app.target,
+        Target::Url("http://127.0.0.1:8088/chat".into())
+    );
+    assert_eq!(spec.app.cwd, PathBuf::from("."));
+    assert_eq!(spec.cassettes, None);
+    assert_eq!(spec.repeat, Repeat::None);
+    assert!(spec.match_rules.is_empty() && spec.tools.is_empty());
+    assert_eq!(spec.execution, Execution::default());
+    assert_eq!(spec.cases[0].turns[0].expect, None);
+}
+
+#[test]
+fn command_lists_placeholders_skip_and_empty_blocks() {
+    let spec = load_str(
+        "app:\n  command: [node, agent.js, --retries, 3, '{input}']\n  cwd: ../app\nmatch:\ntools:\nexecution:\ncases:\n  - name: a\n    input: hi\n    skip: true\n    expect:\n  - name: b\n    input: hi\n    skip: false\n    expect: {calls: [{x: null}]}\n",
+    )
+    .unwrap();
+    assert_eq!(
+        spec.app.target,
+        Target::Command(vec![
+            "node".into(),
+            "agent.js".into(),
+            "--retries".into(),
+            "3".into(),
+            "{input}".into()
+        ])
+    );
+    assert_eq!(spec.app.cwd, PathBuf::from("specs/../app"));
+    assert_eq!(spec.cases[0].skip, Some(String::new()));
+    assert_eq!(spec.cases[0].turns[0].expect, None);
+    assert_eq!(spec.cases[1].skip, None);
+    let calls = spec.cases[1].turns[0]
+        .expect
+        .as_ref()
+        .unwrap()
+        .calls
+        .as_ref()
+        .unwrap();
+    assert_eq!((calls[0].tool.as_str(), &calls[0].args), ("x", &None));
+}
+
+#[test]
+fn slugs_are_lowercase_dashed_and_bounded() {
+    assert_eq!(slug("Paris: 3-day trip!"), "paris-3-day-trip");
+    assert_eq!(slug("  --Hello__World--  "), "hello-world");
+    assert_eq!(slug("café au lait"), "caf-au-lait");
+    assert_eq!(slug("天気"), "");
+    assert_eq!(slug(&"ab-".repeat(50)).len(), 80);
+    assert!(!slug(&"a ".repeat(100)).ends_with('-'));
+}
+
+#[test]
+fn env_placeholders_expand() {
+    assert_eq!(
+        expand_env_value(
+            "${agentproxy.url}|${agentproxy.base}|${HOME}",
+            "http://h/v1",
+            "http://h"
+        ),
+        "http://h/v1|http://h|${HOME}"
+    );
+}
+
+/// Each error kind: (spec text, exact message). Line and column are the point of the test.
+#[test]
+fn errors_point_at_file_line_and_column() {
+    let app = "app: {command: a}\n";
+    let cases: &[(&str, String)] = &[
+        // YAML syntax, located by the parser.
+        ("app: {command: a\n", "specs/weather.yaml:1:6: invalid YAML: unclosed bracket '{'".into()),
+        ("app: {command: a}\napp: {command: b}\ncases: []\n", "specs/weather.yaml:2:1: invalid YAML: duplicate mapping key `app` is not allowed here".into()),
+        ("", "specs/weather.yaml:1:1: the spec is empty\n  hint: a spec is a mapping with at least `app:` and `cases:`".into()),
+        ("- a\n", "specs/weather.yaml:1:1: expected a mapping at the top of the spec, found a list".into()),
+        // Unknown keys, with suggestions and places.
+        (
+            &format!("{app}cases:\n  - name: a\n    input: hi\n    expct: {{}}\n"),
+            "specs/weather.yaml:5:5: unknown key `expct` in case; expected one of: name, input, turns, expect, env, skip (did you mean `expect`?)".into(),
+        ),
+        (
+            &format!("{app}cases:\n  - name: a\n    input: hi\n    reply: x\n"),
+            "specs/weather.yaml:5:5: unknown key `reply` in case; expected one of: name, input, turns, expect, env, skip\n  hint: `reply` belongs under `expect:`".into(),
+        ),
+        (
+            "command: python app.py\n",
+            "specs/weather.yaml:1:1: unknown key `command` in the spec; expected one of: version, name, app, cassettes, match, tools, execution, cases\n  hint: `command` belongs under `app:`".into(),
+        ),
+        (
+            &format!("{app}execution: {{mdoe: replay}}\n"),
+            "specs/weather.yaml:2:13: unknown key `mdoe` in execution; expected one of: mode, parallel, timeout, verbosity (did you mean `mode`?)".into(),
+        ),
+        (
+            &format!("{app}tools:\n  t: {{when: {{a: 1}}, result: 2}}\n"),
+            "specs/weather.yaml:3:7: unknown key `when` in mock; expected one of: result, results\n  hint: a mock with `when:` is a list of rules, each starting with `- `: `- when: {...}` then `result: ...`".into(),
+        ),
+        (
+            "app: {command: a}\ntimeout: 5s\n",
+            "specs/weather.yaml:2:1: unknown key `timeout` in the spec; expected one of: version, name, app, cassettes, match, tools, execution, cases\n  hint: `timeout` belongs under `execution:` (for a whole case) or `app:` (for one turn)".into(),
+        ),
+        (
+            "app: python app.py\n",
+            "specs/weather.yaml:1:6: expected a mapping for `app`, found a string\n  hint: to start a program for each case, write `app: {command: python app.py}`".into(),
+        ),
+        // Missing keys and exclusive keys.
+        ("name: x\n", "specs/weather.yaml:1:1: the spec has no `app:`\n  hint: add `app: {command: ...}` to start a program, or `app: {url: ...}` to drive a running service".into()),
+        (app, "specs/weather.yaml:1:1: the spec has no `cases:`\n  hint: add `cases:` with at least one `- name: ...` and `input: ...`".into()),
+        (
+            "app:\n  command: a\n  url: http://x\n",
+            "specs/weather.yaml:3:3: `app` has both `command` and `url`; it needs exactly one\n  hint: `command` starts the program for each case; `url` drives a service that is already running".into(),
+        ),
+        (
+            "app:\n  env: {A: b}\n",
+            "specs/weather.yaml:1:1: `app` needs `command` or `url`\n  hint: `command: python app.py` starts the program for each case; `url: http://127.0.0.1:8080/chat` drives a running service".into(),
+        ),
+        (
+            "app: {url: 'http://x', env: {A: b}}\n",
+            "specs/weather.yaml:1:24: `app.env` only applies to `command:` apps\n  hint: a `url:` app is already running: configure it where it is started".into(),
+        ),
+        (&format!("{app}cases:\n  - input: hi\n"), "specs/weather.yaml:3:5: `cases[0]` is missing `name`".into()),
+        (
+            &format!("{app}cases:\n  - name: a\n"),
+            "specs/weather.yaml:3:5: case `a` has no `input` or `turns`\n  hint: add `input: ...` for a single turn, or `turns: [{input: ...}, ...]` for several".into(),
+        ),
+        (
+            &format!("{app}cases:\n  - name: a\n    input: hi\n    turns: []\n"),
+            "specs/weather.yaml:5:5: case `a` has both `input` and `turns`\n  hint: use `input` for a single turn, or `turns: [{input: ...}, ...]` for several".into(),
+        ),
+        (
+            &format!("{app}cases:\n  - name: a\n    turns: []\n"),
+            "specs/weather.yaml:4:12: `cases[0].turns` is empty\n  hint: add at least one `- input: ...`".into(),
+        ),
+        (&format!("{app}cases: []\n"), "specs/weather.yaml:2:8: `cases` is empty\n  hint: add at least one `- name: ...` with `input: ...`".into()),
+        (&format!("{app}cases:\n  - name: a\n    turns: [{{expect: {{}}}}]\n"), "specs/weather.yaml:4:13: `cases[0].turns[0]` is missing `input`".into()),
+        // Wrong types.
+        (
+            &format!("{app}cases:\n  - name: a\n    input: 42\n"),
+            "specs/weather.yaml:4:12: expected a string for `cases[0].input`, found a number\n  hint: quote it to make it a string: \"42\"".into(),
+        ),
+        ("app: {command: {a: b}}\n", "specs/weather.yaml:1:16: expected a string or a list of strings for `app.command`, found a mapping".into()),
+        (&format!("{app}execution: {{parallel: 0}}\n"), "specs/weather.yaml:2:23: `execution.parallel` must be a whole number of at least 1, found 0".into()),
+        (&format!("{app}execution: {{parallel: many}}\n"), "specs/weather.yaml:2:23: expected a whole number for `execution.parallel`, found a string".into()),
+        (
+            &format!("{app}cases:\n  - {{name: a, input: b, expect: {{strict: yes}}}}\n"),
+            "specs/weather.yaml:3:42: expected `true` or `false` for `cases[0].expect.strict`, found a string".into(),
+        ),
+        (&format!("{app}cases:\n  - {{name: a, input: b, skip: 1}}\n"), "specs/weather.yaml:3:31: expected `true`, `false` or a reason (a string) for `cases[0].skip`, found a number".into()),
+        // Values: durations, modes, regexes, pointers, URLs, commands.
+        (
+            "app: {command: a, timeout: 60}\n",
+            "specs/weather.yaml:1:28: expected a duration like 30s, 2m or 1m30s for `app.timeout`, found a number\n  hint: add a unit: `60s` for seconds".into(),
+        ),
+        (
+            "app: {command: a, timeout: soon}\n",
+            "specs/weather.yaml:1:28: invalid duration `soon` for `app.timeout`: expected number at 0; expected a duration like 30s, 2m or 1m30s".into(),
+        ),
+        (&format!("{app}execution:\n  timeout: 0s\n"), "specs/weather.yaml:3:12: `execution.timeout` must be longer than zero".into()),
+        (
+            &format!("{app}execution:\n  mode: replya\n"),
+            "specs/weather.yaml:3:9: unknown value `replya` for `execution.mode`; expected one of replay, record, auto, update (did you mean `replay`?)".into(),
+        ),
+        (&format!("{app}match: {{repeat: always}}\n"), "specs/weather.yaml:2:17: unknown value `always` for `match.repeat`; expected one of none, last".into()),
+        ("app: {command: a, reply_until: '(done'}\n", "specs/weather.yaml:1:32: invalid regex `(done` in `app.reply_until`: unclosed group".into()),
+        (
+            &format!("{app}match:\n  holes:\n    - name: d\n      regex: '[0-9'\n"),
+            "specs/weather.yaml:5:14: invalid regex `[0-9` in `match.holes[0].regex`: unclosed character class".into(),
+        ),
+        (
+            &format!("{app}match:\n  holes: [{{name: 'a b', regex: x}}]\n"),
+            "specs/weather.yaml:3:18: invalid hole name `a b`: use letters, digits, `_` or `-`".into(),
+        ),
+        (
+            &format!("{app}match:\n  holes: [{{name: a, regex: x}}, {{name: a, regex: y}}]\n"),
+            "specs/weather.yaml:3:39: duplicate hole name `a` (also at line 3)".into(),
+        ),
+        (
+            &format!("{app}match:\n  holes: [{{name: a}}]\n"),
+            "specs/weather.yaml:3:11: `match.holes[0]` is missing `regex`\n  hint: a hole is `{name: today, regex: '\\d{4}-\\d{2}-\\d{2}'}`, optionally with `in: /pointer`".into(),
+        ),
+        (
+            &format!("{app}match:\n  ignore: [/a, user]\n"),
+            "specs/weather.yaml:3:16: invalid JSON pointer `user` in `match.ignore[1]`: it must start with `/`\n  hint: write a path into the request body such as `/user` or `/messages/*/name`".into(),
+        ),
+        (
+            "app: {url: 'ftp://x/y'}\n",
+            "specs/weather.yaml:1:12: invalid URL `ftp://x/y` for `app.url`\n  hint: write an http:// or https:// URL such as http://127.0.0.1:8080/chat".into(),
+        ),
+        (
+            "app: {command: 'python \"app.py'}\n",
+            "specs/weather.yaml:1:16: cannot split `app.command` into arguments: missing closing quote\n  hint: check the quotes, or write the command as a list: [python, app.py]".into(),
+        ),
+        ("app: {command: ''}\n", "specs/weather.yaml:1:16: `app.command` is empty".into()),
+        (
+            "app:\n  command: a\n  env: {URL: '${agentproxy.uri}'}\n",
+            "specs/weather.yaml:3:14: unknown placeholder `${agentproxy.uri}` in `app.env.URL`; expected `${agentproxy.url}` or `${agentproxy.base}` (did you mean `${agentproxy.url}`?)".into(),
+        ),
+        (
+            "app:\n  command: a\n  env: {EMPTY: }\n",
+            "specs/weather.yaml:3:14: expected a string, number or boolean for `app.env.EMPTY`, found nothing (null)\n  hint: write `\"\"` for an empty value".into(),
+        ),
+        ("version: 2\n", "specs/weather.yaml:1:10: spec version 2 is newer than this agentproxy reads (1)\n  hint: upgrade agentproxy".into()),
+        // Cases: duplicates and cassette names.
+        (
+            &format!("{app}cases:\n  - {{name: a, input: x}}\n  - {{name: a, input: y}}\n"),
+            "specs/weather.yaml:4:12: duplicate case name `a` (also at line 3)\n  hint: each case records its own cassette, named after the case: make the names unique".into(),
+        ),
+        (
+            &format!("{app}cases:\n  - {{name: Paris trip, input: x}}\n  - {{name: paris-trip, input: y}}\n"),
+            "specs/weather.yaml:4:12: case `paris-trip` would share the cassette file `paris-trip.json` with case `Paris trip` (line 3)\n  hint: cassette file names keep only letters and digits of the case name, lowercased: rename one of the cases".into(),
+        ),
+        (
+            &format!("{app}cases:\n  - {{name: '???', input: x}}\n"),
+            "specs/weather.yaml:3:12: case name `???` has no ASCII letter or digit to name its cassette file\n  hint: add a few letters or digits to the name".into(),
+        ),
+        // Expectations.
+        (
+            &format!("{app}cases:\n  - name: a\n    input: x\n    expect:\n      calls:\n        - get_weather: {{city: {{regex: '(x'}}}}\n"),
+            "specs/weather.yaml:7:32: invalid matcher in `cases[0].expect.calls[0].get_weather.city.regex`: invalid regex `(x`: error: unclosed group".into(),
+        ),
+        (
+            &format!("{app}cases:\n  - name: a\n    input: x\n    expect:\n      reply:\n        any_of:\n          - {{contains: a}}\n          - {{bogus: 1}}\n"),
+            "specs/weather.yaml:9:14: invalid matcher in `cases[0].expect.reply.any_of[1].bogus`: unknown operator `bogus`\n  hint: see the matcher reference".into(),
+        ),
+        (
+            &format!("{app}cases:\n  - name: a\n    input: x\n    expect: {{calls: [{{a: 1, b: 2}}]}}\n"),
+            "specs/weather.yaml:5:29: `cases[0].expect.calls[0]` has 2 keys (`a`, `b`); a call is one tool name with its arguments\n  hint: write each call as its own list item, and all of one call's arguments in one mapping: `- get_weather: {city: Paris, unit: c}`".into(),
+        ),
+        (
+            &format!("{app}cases:\n  - name: a\n    input: x\n    expect: {{calls: [1]}}\n"),
+            "specs/weather.yaml:5:22: expected a tool name or `{tool: arguments}` for `cases[0].expect.calls[0]`, found a number".into(),
+        ),
+        (
+            &format!("{app}cases:\n  - name: a\n    input: x\n    expect: {{allow: [t]}}\n"),
+            "specs/weather.yaml:5:14: `cases[0].expect.allow` has no effect without `strict: true`\n  hint: add `strict: true` to forbid calls that are neither listed nor allowed".into(),
+        ),
+        (
+            &format!("{app}cases:\n  - name: a\n    input: x\n    expect: {{count: {{min: 3, max: 1}}}}\n"),
+            "specs/weather.yaml:5:21: `cases[0].expect.count` has `min` 3 greater than `max` 1".into(),
+        ),
+        (
+            &format!("{app}cases:\n  - name: a\n    input: x\n    expect: {{count: -1}}\n"),
+            "specs/weather.yaml:5:21: `cases[0].expect.count` must be a whole number of at least 0, found -1".into(),
+        ),
+        (
+            &format!("{app}cases:\n  - name: a\n    input: x\n    expect: {{order: random}}\n"),
+            "specs/weather.yaml:5:21: unknown value `random` for `cases[0].expect.order`; expected one of subsequence, exact, unordered".into(),
+        ),
+        (
+            &format!("{app}cases:\n  - name: a\n    turns:\n      - input: x\n        expect: {{calls: [t], expect: {{}}}}\n"),
+            "specs/weather.yaml:6:30: unknown key `expect` in expect; expected one of: calls, order, strict, allow, never, count, reply, output\n  hint: `expect` belongs one level up: this is already an `expect:` block".into(),
+        ),
+        // Mocks.
+        (
+            &format!("{app}tools:\n  t:\n    - result: 1\n    - when: {{a: 1}}\n      result: 2\n"),
+            "specs/weather.yaml:5:7: this rule of `tools.t` can never match: the rule at line 4 has no `when` and answers every call\n  hint: the fallback rule (the one without `when`) must be the last".into(),
+        ),
+        (&format!("{app}tools:\n  t:\n    - when: {{a: 1}}\n"), "specs/weather.yaml:4:7: `tools.t[0]` is missing `result`".into()),
+        (
+            &format!("{app}tools:\n  t:\n    - when: {{a: {{bogus: 1}}}}\n      result: 1\n"),
+            "specs/weather.yaml:4:18: invalid matcher in `tools.t[0].when.a.bogus`: unknown operator `bogus`\n  hint: see the matcher reference".into(),
+        ),
+        (
+            &format!("{app}tools:\n  t: [{{when: , result: 1}}]\n"),
+            "specs/weather.yaml:3:12: `tools.t[0].when` is empty\n  hint: remove `when:` to make this rule the fallback".into(),
+        ),
+        (&format!("{app}tools:\n  t: {{results: []}}\n"), "specs/weather.yaml:3:16: `tools.t.results` is empty".into()),
+        (&format!("{app}tools:\n  t: {{result: 1, results: [2]}}\n"), "specs/weather.yaml:3:18: `tools.t` has both `result` and `results`; use one".into()),
+        (
+            &format!("{app}tools:\n  t: {{}}\n"),
+            "specs/weather.yaml:3:3: `tools.t` needs `result` or `results`\n  hint: `result: ...` answers every call; `results: [...]` answers one call each, in order".into(),
+        ),
+        (
+            &format!("{app}tools:\n  get_time: '09:00'\n"),
+            "specs/weather.yaml:3:13: expected a list of rules or a mapping with `result` or `results` for `tools.get_time`, found a string\n  hint: to answer every call the same way, write `get_time: {result: ...}`".into(),
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (src, want) in cases {
+        let got = error(src);
+        if &got != want {
+            failures.push(format!("spec:\n{src}\n  want: {want}\n  got:  {got}\n"));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} wrong:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn files_and_directories_load_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = "app: {command: a}\ncases: [{name: a, input: x}]\n";
+    for f in ["b.yaml", "a.yml", "notes.txt"] {
+        std::fs::write(dir.path().join(f), spec).unwrap();
+    }
+    std::fs::create_dir(dir.path().join("sub.yaml")).unwrap();
+    let b = dir.path().join("b.yaml");
+    let files = spec_files(&[dir.path().to_path_buf(), b.clone()]).unwrap();
+    assert_eq!(files, vec![dir.path().join("a.yml"), b.clone()]);
+    let specs = load_all(std::slice::from_ref(&b), &AcceptAnyMatcher).unwrap();
+    assert_eq!(specs[0].name, "b");
+    assert_eq!(specs[0].app.cwd, dir.path());
+
+    let empty = tempfile::tempdir().unwrap();
+    let e = spec_files(&[empty.path().to_path_buf()]).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "no spec in {}: it has no *.yaml or *.yml file",
+            empty.path().display()
+        )
+    );
+    let missing = dir.path().join("nope.yaml");
+    let e = load(&missing, &AcceptAnyMatcher).unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with(&format!("failed to read spec {}: ", missing.display())),
+        "{e}"
+    );
+    assert!(e.to_string().ends_with(
+        "\n  hint: `agentproxy test` takes spec files (*.yaml) or directories that hold them"
+    ));
+
+    std::fs::write(
+        dir.path().join("c.yaml"),
+        "app: {command: a}\ncases: [{name: a, input: x, expct: 1}]\n",
+    )
+    .unwrap();
+    let e = load_all(&[dir.path().to_path_buf()], &AcceptAnyMatcher).unwrap_err();
+    assert!(
+        e.to_string().starts_with(&format!(
+            "{}:2:29: unknown key `expct`",
+            dir.path().join("c.yaml").display()
+        )),
+        "{e}"
+    );
+}
+
+#[test]
+fn spec_errors_exit_with_code_2() {
+    let e: crate::error::Error = load_str("").unwrap_err().into();
+    assert_eq!(e.exit_code(), crate::error::EXIT_USAGE);
+}
