@@ -57,6 +57,99 @@ side traffic (tracing upload, price-map download) is switched off; -v lists what
         after_help = "Examples:\n  agentproxy replay --cassette cassettes/demo.json -- python app.py\n  agentproxy replay --cassette c.json --match-ignore /user --repeat last -- pytest"
     )]
     Replay(ReplayArgs),
+    /// Run the cases of YAML specs: drive the program, mock tools, assert calls and replies.
+    #[command(
+        long_about = "Run the cases of one or more YAML specs (files, or directories of *.yaml / *.yml).\n\n\
+Each case starts the program (`app.command`) with the proxy injected, or drives a running service \
+(`app.url`), through its turns; its model traffic is served from, or recorded into, one cassette per case \
+(`cassettes:`/<case>.json). Tool mocks (`tools:`) replace the tool results the model is told. Each turn's \
+and each case's `expect:` is checked: tool calls (ordered subsequence by default, `order: exact | unordered`, \
+`strict` + `allow`, `never`, `count`, argument matchers), `reply` and `output`.\n\n\
+Modes: replay (cassettes only, never the network; the default when CI is set), record (always re-record), \
+auto (record what has no cassette, replay the rest; the default otherwise), update (replay what matches, \
+record what misses). Settings come from the flags, then the spec's `execution:`, then AGENTPROXY_MODE, \
+AGENTPROXY_PARALLEL, AGENTPROXY_TIMEOUT, AGENTPROXY_VERBOSITY and AGENTPROXY_CASSETTE_DIR, then defaults.\n\n\
+Exit codes: 0 all cases passed; 1 an assertion failed or a request missed its cassette; 2 a spec or flag \
+is invalid (file:line:column and a hint); 3 a program crashed or timed out, or the upstream failed while \
+recording. The grammar is in docs/spec-reference.md.",
+        after_help = "Examples:\n  agentproxy test specs/\n  agentproxy test weather.yaml --case paris --report junit -o junit.xml\n  agentproxy test specs/ --mode record --parallel 4"
+    )]
+    Test(TestArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct TestArgs {
+    /// Spec files, or directories of *.yaml / *.yml specs.
+    #[arg(value_name = "SPEC|DIR", required = true)]
+    pub specs: Vec<PathBuf>,
+
+    /// replay | record | auto | update (default: auto, or replay when CI is set).
+    #[arg(long, value_enum)]
+    pub mode: Option<crate::spec::Mode>,
+
+    /// Run only the case with this name (repeatable).
+    #[arg(long = "case", value_name = "NAME")]
+    pub cases: Vec<String>,
+
+    /// Run only the cases whose name matches this glob (`*`, `?`, `[...]`).
+    #[arg(long, value_name = "GLOB")]
+    pub filter: Option<String>,
+
+    /// How many cases run at once (turns within a case stay sequential).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub parallel: Option<u16>,
+
+    /// The longest one case may take, all turns included (e.g. 60s, 5m).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub timeout: Option<Duration>,
+
+    /// Directory of the cassettes, instead of each spec's `cassettes:`.
+    #[arg(long, value_name = "DIR")]
+    pub cassettes: Option<PathBuf>,
+
+    /// Write a report: json, markdown or junit (repeatable; pair each with -o).
+    #[arg(long = "report", value_name = "FORMAT")]
+    pub reports: Vec<ReportFormat>,
+
+    /// File for the report given at the same position (default: stdout).
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub outputs: Vec<PathBuf>,
+
+    /// OpenAI-compatible upstream used when recording.
+    #[arg(long, value_name = "URL", default_value = "https://api.openai.com", env = "AGENTPROXY_UPSTREAM")]
+    pub upstream: String,
+
+    /// Anthropic upstream used when recording.
+    #[arg(long, value_name = "URL", default_value = "https://api.anthropic.com", env = "AGENTPROXY_ANTHROPIC_UPSTREAM")]
+    pub anthropic_upstream: String,
+
+    /// How long to wait for the upstream's response head when recording.
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_duration)]
+    pub upstream_timeout: Duration,
+
+    /// Where the proxy listens. `url:` apps need a fixed port (their service was started
+    /// with OPENAI_BASE_URL pointing at it); cases then run one at a time.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
+    pub listen: SocketAddr,
+
+    /// Largest request body accepted (bytes, or with a K/M/G suffix).
+    #[arg(long, value_name = "SIZE", default_value = "32M", value_parser = parse_size)]
+    pub max_body_size: usize,
+
+    /// One line per case.
+    #[arg(short, long, conflicts_with = "verbose")]
+    pub quiet: bool,
+
+    /// Each turn's input, tool calls and reply (-vv: also tool results and output).
+    #[arg(short, long, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReportFormat {
+    Json,
+    Markdown,
+    Junit,
 }
 
 /// Options of every proxy session.

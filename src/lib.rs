@@ -1,11 +1,8 @@
 //! agentproxy: a record/replay proxy that makes LLM agents testable deterministically.
 //!
 //! Pure modules (`assert`, `cassette::format`, `dialect`, `matching`, `redact`, `report`,
-//! Pure modules (`cassette::format`, `dialect`, `matching`, `redact`, `spec` but for its file
-//! `cassette::store` and `commands`.
-//! `trajectory`) take values and return values; I/O lives in `proxy`, `runner`,
-//! and `commands`.
-//! loaders) take values and return values; I/O lives in `proxy`, `runner`, `cassette::store`
+//! `spec` but for its file loaders, `trajectory`) take values and return values; I/O lives in
+//! `proxy`, `runner`, `cassette::store` and `commands`.
 
 pub mod assert;
 pub mod cassette;

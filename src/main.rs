@@ -5,6 +5,7 @@ fn main() {
     let verbosity = match &cli.command {
         agentproxy::cli::Command::Record(a) => (a.session.quiet, a.session.verbose),
         agentproxy::cli::Command::Replay(a) => (a.session.quiet, a.session.verbose),
+        agentproxy::cli::Command::Test(a) => (a.quiet, a.verbose.saturating_sub(1)),
     };
     let level = match verbosity {
         (true, _) => "error",

@@ -3,6 +3,7 @@
 pub mod record;
 pub mod replay;
 mod session;
+pub mod test;
 
 use crate::cli::{Cli, Command};
 use crate::error::Result;
@@ -12,5 +13,6 @@ pub async fn run(cli: Cli) -> Result<i32> {
     match cli.command {
         Command::Record(args) => record::run(args).await,
         Command::Replay(args) => replay::run(args).await,
+        Command::Test(args) => test::run(args).await,
     }
 }

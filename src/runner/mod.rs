@@ -1,6 +1,9 @@
 //! Running the program under test: its environment and its process.
 
+pub mod case;
 pub mod child;
 pub mod driver;
 pub mod env;
+pub mod evaluate;
+pub mod mocks;
 pub mod url;

@@ -6,10 +6,12 @@
 //!
 //! The chat script, which tests can rely on:
 //! - last message `user`, a tool the script knows (`get_weather` or `get_time`) offered and
-//!   `tool_choice` not `"none"`: the first such tool in `tools` order is called with the
-//!   first capitalised word that does not start a sentence as `city` (`"Paris"` if none);
+//!   `tool_choice` not `"none"`: the tool whose keyword (`weather`, `time`) the question
+//!   mentions first (else the first such tool in `tools` order) is called with the first
+//!   capitalised word that does not start a sentence as `city` (`"Paris"` if none);
 //!   `get_weather` also gets `"unit": "celsius"`. With two or more tools offered and two
-//!   such words, two parallel calls, one per city (unless `parallel_tool_calls: false`);
+//!   such words, two parallel calls, one per city (unless `parallel_tool_calls: false`),
+//!   pairing the mentioned tools with the cities in order;
 //! - last message(s) `tool`: one sentence per result, `It is {temp_c}°C and {sky} in
 //!   {city}.` for a weather result, `It is {time} in {city}.` for a time result, `The tool
 //!   said: {content}` otherwise;
@@ -325,24 +327,44 @@ fn plan_tool_calls(request: &Value, text: &str) -> Vec<(String, Value)> {
         .iter()
         .filter_map(|t| t.pointer("/function/name")?.as_str())
         .collect();
-    let Some(name) = names.iter().find(|n| SCRIPTED_TOOLS.contains(n)) else {
-        return Vec::new();
-    };
+    // Tools named by their keyword in the question ("weather", "time"), in the order the
+    // question mentions them; else the first scripted tool offered.
+    let lower = text.to_lowercase();
+    let mut mentioned: Vec<(usize, &str)> = names
+        .iter()
+        .copied()
+        .filter(|n| SCRIPTED_TOOLS.contains(n))
+        .filter_map(|n| Some((lower.find(n.trim_start_matches("get_"))?, n)))
+        .collect();
+    mentioned.sort();
+    let mut chosen: Vec<&str> = mentioned.into_iter().map(|(_, n)| n).collect();
+    if chosen.is_empty() {
+        let Some(first) = names.iter().find(|n| SCRIPTED_TOOLS.contains(n)) else {
+            return Vec::new();
+        };
+        chosen.push(first);
+    }
     let cities = capitalised_words(text);
     let parallel = names.len() >= 2 && cities.len() >= 2 && request["parallel_tool_calls"] != false;
-    let targets: Vec<&str> = if parallel {
-        cities.iter().take(2).map(String::as_str).collect()
+    let targets: Vec<(&str, &str)> = if parallel {
+        // Two cities: one call each, pairing the mentioned tools with the cities in order.
+        cities
+            .iter()
+            .take(2)
+            .enumerate()
+            .map(|(i, c)| (*chosen.get(i).unwrap_or(&chosen[0]), c.as_str()))
+            .collect()
     } else {
-        vec![cities.first().map_or("Paris", String::as_str)]
+        vec![(chosen[0], cities.first().map_or("Paris", String::as_str))]
     };
     targets
         .into_iter()
-        .map(|city| {
-            let args = match *name {
+        .map(|(name, city)| {
+            let args = match name {
                 "get_weather" => json!({"city": city, "unit": "celsius"}),
                 _ => json!({"city": city}),
             };
-            ((*name).to_owned(), args)
+            (name.to_owned(), args)
         })
         .collect()
 }

@@ -1,0 +1,145 @@
+//! `agentproxy test`: load specs, pick cases, run them (in parallel when asked), report.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::Value;
+
+use crate::assert::Matcher;
+use crate::cli::{ReportFormat, TestArgs};
+use crate::error::{Error, Result, EXIT_EXECUTION, EXIT_FAILURE, EXIT_OK};
+use crate::report::console::{Console, ConsoleOptions};
+use crate::report::{self, CaseReport, RunReport, Summary};
+use crate::runner::case::{self, Settings};
+use crate::spec::{self, MatcherKind, MatcherProblem};
+
+pub async fn run(args: TestArgs) -> Result<i32> {
+    let started = Instant::now();
+    if args.outputs.len() > args.reports.len() {
+        return Err(Error::Usage("more -o files than --report formats; give one --report per -o".into()));
+    }
+    let specs = spec::load_all(&args.specs, &validate_matcher).map_err(|e| Error::Usage(e.to_string()))?;
+    let filter = args
+        .filter
+        .as_deref()
+        .map(|g| globset::Glob::new(g).map(|g| g.compile_matcher()))
+        .transpose()
+        .map_err(|e| Error::Usage(format!("invalid --filter: {e}")))?;
+    let env = |name: &str| std::env::var(name).ok();
+    let cli = spec::CliOverrides {
+        mode: args.mode,
+        parallel: args.parallel.map(usize::from),
+        timeout: args.timeout,
+        verbosity: None,
+        cassette_dir: args.cassettes.clone(),
+    };
+
+    // Every (spec, case, settings) to run, in file order.
+    let mut jobs = vec![];
+    let mut parallel = 1;
+    for sp in specs {
+        let resolved = spec::resolve(&cli, &sp, &env).map_err(|e| Error::Usage(e.to_string()))?;
+        parallel = parallel.max(resolved.parallel);
+        let settings = Settings {
+            mode: resolved.mode,
+            cassette_dir: resolved.cassette_dir.clone(),
+            timeout: resolved.timeout,
+            upstream: args.upstream.clone(),
+            anthropic_upstream: args.anthropic_upstream.clone(),
+            upstream_timeout: args.upstream_timeout,
+            listen: args.listen,
+            max_body: args.max_body_size,
+        };
+        let sp = Arc::new(sp);
+        for (i, c) in sp.cases.iter().enumerate() {
+            let by_name = args.cases.is_empty() || args.cases.iter().any(|n| *n == c.name);
+            let by_glob = filter.as_ref().is_none_or(|g| g.is_match(&c.name));
+            if by_name && by_glob {
+                jobs.push((sp.clone(), i, settings.clone()));
+            }
+        }
+    }
+    if jobs.is_empty() {
+        return Err(Error::Usage("no case matches --case / --filter".into()));
+    }
+    // A fixed listen port can serve one case at a time.
+    if args.listen.port() != 0 {
+        parallel = 1;
+    }
+
+    let console = Arc::new(Console::new(
+        ConsoleOptions {
+            quiet: args.quiet,
+            verbose: args.verbose,
+            ..Default::default()
+        },
+        jobs.len(),
+    ));
+    let permits = Arc::new(tokio::sync::Semaphore::new(parallel));
+    let mut handles = Vec::with_capacity(jobs.len());
+    for (sp, i, settings) in jobs {
+        let permits = permits.clone();
+        let console = console.clone();
+        handles.push(tokio::spawn(async move {
+            let _permit = permits.acquire_owned().await;
+            let c = &sp.cases[i];
+            console.case_started(&sp.file.display().to_string(), &c.name);
+            let report = case::run(&sp, c, &settings).await;
+            console.case_finished(&report);
+            report
+        }));
+    }
+    let mut cases: Vec<CaseReport> = Vec::with_capacity(handles.len());
+    for h in handles {
+        cases.push(h.await.map_err(|e| Error::Usage(format!("a case panicked: {e}")))?);
+    }
+    let run = RunReport {
+        summary: Summary::of(&cases),
+        cases,
+        duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+    };
+    console.finish(&run);
+    write_reports(&args, &run)?;
+    Ok(if run.summary.errors > 0 {
+        EXIT_EXECUTION
+    } else if run.summary.failed > 0 {
+        EXIT_FAILURE
+    } else {
+        EXIT_OK
+    })
+}
+
+/// Load-time validation of matcher expressions, so a bad regex is a spec error with its
+/// file:line:column, not a failure halfway through a run.
+fn validate_matcher(expr: &Value, kind: MatcherKind) -> std::result::Result<(), MatcherProblem> {
+    let compiled = match kind {
+        MatcherKind::Args => Matcher::compile(expr),
+        MatcherKind::Text => Matcher::compile_text(expr),
+    };
+    compiled.map(|_| ()).map_err(|e| MatcherProblem {
+        path: e.path,
+        message: e.message,
+        hint: e.hint,
+    })
+}
+
+fn write_reports(args: &TestArgs, run: &RunReport) -> Result<()> {
+    for (i, format) in args.reports.iter().enumerate() {
+        let text = match format {
+            ReportFormat::Json => report::json::render(run),
+            ReportFormat::Markdown => report::markdown::render(run),
+            ReportFormat::Junit => report::junit::render(run),
+        };
+        match args.outputs.get(i) {
+            Some(path) => {
+                if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                    std::fs::create_dir_all(dir).map_err(|e| Error::Usage(format!("failed to create {}: {e}", dir.display())))?;
+                }
+                std::fs::write(path, text)
+                    .map_err(|e| Error::Usage(format!("failed to write report {}: {e}", path.display())))?
+            }
+            None => print!("{text}"),
+        }
+    }
+    Ok(())
+}

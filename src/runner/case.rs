@@ -1,0 +1,321 @@
+//! One case of a spec, end to end: choose what the cassette is used for, start a proxy
+//! session, drive the program through the turns, write the cassette when recording, and
+//! evaluate the expectations into a case report.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use regex::Regex;
+use tokio::net::TcpListener;
+
+use super::driver::{CommandApp, DriveError};
+use super::env;
+use super::evaluate;
+use super::mocks::MockSet;
+use super::url::UrlApp;
+use crate::cassette::format::{format_version, Upstreams};
+use crate::cassette::{store, Cassette};
+use crate::matching::{self, normalize::Rules};
+use crate::proxy::{server, upstream::Upstream, Options, Outcome, Proxy, Replay};
+use crate::redact::Secrets;
+use crate::report::{CaseReport, Status};
+use crate::spec::{Case, Mode, Spec, Target};
+use crate::trajectory::Usage;
+
+/// Run settings shared by every case of a run.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub mode: Mode,
+    pub cassette_dir: PathBuf,
+    /// The longest a case may take, all turns included.
+    pub timeout: Duration,
+    pub upstream: String,
+    pub anthropic_upstream: String,
+    pub upstream_timeout: Duration,
+    /// Where the proxy listens; a fixed port is needed for `url:` apps.
+    pub listen: SocketAddr,
+    pub max_body: usize,
+}
+
+/// What the case's cassette is used for in this run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Use {
+    Replay,
+    Record,
+    Update,
+}
+
+impl Use {
+    fn name(self) -> &'static str {
+        match self {
+            Use::Replay => "replay",
+            Use::Record => "record",
+            Use::Update => "update",
+        }
+    }
+}
+
+/// Run one case; every outcome, failures and errors included, becomes a report.
+pub async fn run(spec: &Spec, case: &Case, s: &Settings) -> CaseReport {
+    let started = Instant::now();
+    let cassette_path = case.cassette_path(&s.cassette_dir);
+    let mut report = CaseReport {
+        spec: spec.file.display().to_string(),
+        name: case.name.clone(),
+        status: Status::Passed,
+        mode: String::new(),
+        cassette: cassette_path.display().to_string(),
+        duration_ms: 0,
+        turns: vec![],
+        assertions: vec![],
+        misses: vec![],
+        warnings: vec![],
+        error: None,
+        usage: Usage::default(),
+        diff: None,
+    };
+    if let Some(reason) = &case.skip {
+        report.status = Status::Skipped;
+        report.mode = "skip".into();
+        report.warnings.push(if reason.is_empty() { "skipped".into() } else { format!("skipped: {reason}") });
+        return report;
+    }
+    if let Err(message) = run_inner(spec, case, s, cassette_path, &mut report).await {
+        report.status = Status::Error;
+        report.error = Some(message);
+    }
+    report.duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    report
+}
+
+async fn run_inner(
+    spec: &Spec,
+    case: &Case,
+    s: &Settings,
+    cassette_path: PathBuf,
+    report: &mut CaseReport,
+) -> Result<(), String> {
+    let existing = if cassette_path.exists() {
+        Some(store::load(&cassette_path).map_err(|e| e.to_string())?)
+    } else {
+        None
+    };
+    let usage = match (s.mode, existing.is_some()) {
+        (Mode::Replay, false) => {
+            return Err(format!(
+                "no cassette at {}; record it with `agentproxy test --mode record`",
+                cassette_path.display()
+            ))
+        }
+        (Mode::Replay, true) | (Mode::Auto, true) => Use::Replay,
+        (Mode::Record, _) | (Mode::Auto, false) => Use::Record,
+        (Mode::Update, _) => Use::Update,
+    };
+    report.mode = usage.name().into();
+    let match_rules = match (&existing, usage) {
+        (Some(c), Use::Replay | Use::Update) => c.match_rules.merged(&spec.match_rules),
+        _ => spec.match_rules.clone(),
+    };
+    let rules = Rules::compile(&match_rules).map_err(|e| e.to_string())?;
+    let replay = match (existing, usage) {
+        (Some(mut c), Use::Replay | Use::Update) => {
+            if c.match_rules != match_rules {
+                for it in &mut c.interactions {
+                    it.key = matching::request_key(&it.route, &it.request.method, &it.request.path, it.request.body.as_ref(), &rules);
+                }
+            }
+            Some(Replay::new(c.interactions, spec.repeat, false))
+        }
+        _ => None,
+    };
+    let upstream = match usage {
+        Use::Replay => None,
+        Use::Record | Use::Update => Some(
+            Upstream::new(&s.upstream, &s.anthropic_upstream, s.upstream_timeout).map_err(|e| e.to_string())?,
+        ),
+    };
+    let mocks = Arc::new(MockSet::compile(&spec.tools)?);
+    let proxy = Arc::new(Proxy::new(Options {
+        rules,
+        secrets: Secrets::from_vars(std::env::vars()),
+        max_body: s.max_body,
+        upstream,
+        replay,
+        print_misses: false,
+        mocks: (!mocks.is_empty()).then(|| {
+            let m = mocks.clone();
+            Arc::new(move |c: &crate::trajectory::ToolCall, n: usize| m.result_for(c, n)) as crate::proxy::Mocks
+        }),
+        log_exchanges: true,
+    }));
+    let listener = TcpListener::bind(s.listen)
+        .await
+        .map_err(|e| format!("failed to listen on {}: {e}", s.listen))?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    let base = format!("http://{addr}");
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(server::serve(listener, proxy.clone(), async {
+        let _ = stop_rx.await;
+    }));
+
+    let driven = drive(spec, case, s, &proxy, &base, usage).await;
+    let _ = stop_tx.send(());
+    let _ = server.await;
+    let outcome = proxy.outcome();
+
+    let (outputs, drive_error) = match driven {
+        Ok(o) => (o, None),
+        Err((partial, e)) => (partial, Some(e)),
+    };
+    let (turns, assertions) = evaluate::evaluate(case, &outcome.exchanges, &outputs);
+    report.turns = turns;
+    report.assertions = assertions;
+    for t in &report.turns {
+        report.usage += t.usage;
+    }
+    report.misses = outcome.misses.clone();
+    let called: std::collections::BTreeSet<&str> =
+        report.turns.iter().flat_map(|t| t.tool_calls.iter().map(|c| c.name.as_str())).collect();
+    for name in mocks.names().filter(|n| !called.contains(n)) {
+        report.warnings.push(format!("mocked tool `{name}` was never called"));
+    }
+    let mock_problems = mocks.problems();
+
+    if usage != Use::Replay {
+        save_cassette(spec, s, &cassette_path, &match_rules, usage, &outcome)?;
+    }
+    if let Some(e) = drive_error {
+        if report.misses.is_empty() {
+            return Err(e);
+        }
+        // The program failed because a request missed: that is the test failure to report.
+        report.error = Some(e);
+    }
+    if !outcome.upstream_errors.is_empty() {
+        return Err(format!("the upstream failed while recording: {}", outcome.upstream_errors.join("; ")));
+    }
+    let failed = !report.misses.is_empty()
+        || !mock_problems.is_empty()
+        || report.failures().next().is_some();
+    report.warnings.extend(mock_problems);
+    if failed {
+        report.status = Status::Failed;
+    }
+    Ok(())
+}
+
+/// Write the case's cassette after a record or update run. A record run that saw no
+/// request at all is an error: the program bypassed the proxy.
+fn save_cassette(
+    spec: &Spec,
+    s: &Settings,
+    path: &std::path::Path,
+    match_rules: &crate::cassette::MatchRules,
+    usage: Use,
+    outcome: &Outcome,
+) -> Result<(), String> {
+    if outcome.recorded.is_empty() {
+        if usage == Use::Record && outcome.requests == 0 {
+            return Err(format!(
+                "the program made no request through the proxy, so no cassette was written; {} must read OPENAI_BASE_URL, OPENAI_API_BASE or ANTHROPIC_BASE_URL",
+                spec.file.display()
+            ));
+        }
+        return Ok(());
+    }
+    // Update keeps what was replayed and adds what was recorded, in the order of the run.
+    let interactions = match usage {
+        Use::Update => outcome.exchanges.clone(),
+        _ => outcome.recorded.clone(),
+    };
+    let cassette = Cassette {
+        format: format_version(),
+        recorder: format!("agentproxy {}", env!("CARGO_PKG_VERSION")),
+        recorded_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+        upstreams: Upstreams {
+            openai: s.upstream.clone(),
+            anthropic: s.anthropic_upstream.clone(),
+        },
+        match_rules: match_rules.clone(),
+        interactions,
+    };
+    store::save(path, &cassette).map_err(|e| e.to_string())
+}
+
+/// Drive the program through the turns. On failure, the outputs of the turns that did
+/// complete come back with the error, so the report still shows them.
+async fn drive(
+    spec: &Spec,
+    case: &Case,
+    s: &Settings,
+    proxy: &Proxy,
+    base: &str,
+    usage: Use,
+) -> Result<Vec<String>, (Vec<String>, String)> {
+    let mut outputs = Vec::with_capacity(case.turns.len());
+    let deadline = tokio::time::Instant::now() + s.timeout;
+    let turn_timeout = spec.app.timeout.unwrap_or(s.timeout);
+    match &spec.app.target {
+        Target::Url(url) => {
+            let app = UrlApp::new(url, &case.slug);
+            for (i, turn) in case.turns.iter().enumerate() {
+                proxy.set_turn(i);
+                match app.turn(&turn.input, turn_timeout).await {
+                    Ok(out) => outputs.push(out),
+                    Err(e) => return Err((outputs, e.to_string())),
+                }
+            }
+            Ok(outputs)
+        }
+        Target::Command(argv) => {
+            let v1 = format!("{base}/v1");
+            let mut vars: Vec<(String, String)> = env::injected(base, usage == Use::Replay, &|n| std::env::var_os(n).is_some())
+                .into_iter()
+                .map(|v| (v.name, v.value))
+                .collect();
+            for (k, v) in spec.app.env.iter().chain(&case.env) {
+                vars.push((k.clone(), crate::spec::expand_env_value(v, &v1, base)));
+            }
+            let app = CommandApp {
+                argv: argv.clone(),
+                env: vars,
+                cwd: Some(spec.app.cwd.clone()),
+                reply_until: spec.app.reply_until.as_deref().and_then(|r| Regex::new(r).ok()),
+            };
+            let first = case.turns.first().map(|t| t.input.as_str()).unwrap_or_default();
+            let crash = |e: DriveError| {
+                let tail = e.stderr().filter(|t| !t.is_empty()).map(|t| format!("\n--- stderr (tail) ---\n{t}")).unwrap_or_default();
+                format!("{e}{tail}")
+            };
+            let mut running = app.start(first, deadline).map_err(|e| (vec![], crash(e)))?;
+            if case.turns.len() == 1 {
+                proxy.set_turn(0);
+                running.send(first).await.map_err(|e| (vec![], crash(e)))?;
+                outputs.push(String::new());
+            } else {
+                for (i, turn) in case.turns.iter().enumerate() {
+                    proxy.set_turn(i);
+                    match running.turn(i, &turn.input).await {
+                        Ok(out) => outputs.push(out),
+                        Err(e) => return Err((outputs, crash(e))),
+                    }
+                }
+            }
+            let finished = running.finish().await.map_err(|e| (outputs.clone(), crash(e)))?;
+            if let Some(last) = outputs.last_mut() {
+                last.push_str(&finished.trailing_output);
+            }
+            if finished.code != 0 {
+                let tail = if finished.stderr.is_empty() {
+                    String::new()
+                } else {
+                    format!("\n--- stderr (tail) ---\n{}", finished.stderr)
+                };
+                return Err((outputs, format!("the program exited with status {}{tail}", finished.code)));
+            }
+            Ok(outputs)
+        }
+    }
+}

@@ -1,0 +1,253 @@
+//! Turning what a case did (its exchanges and the program's output) into turn reports and
+//! assertion verdicts. Pure: no I/O.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use crate::assert::{self, CallExpectation, CallsSpec, MatchContext, Matcher, ObservedCall};
+use crate::cassette::{Body, Interaction};
+use crate::dialect::Route;
+use crate::report::{AssertionResult, CallReport, TurnReport};
+use crate::spec::{Case, Expect, Order};
+use crate::trajectory::{ModelCall, ToolCall, Usage};
+
+/// What one turn did at the model boundary.
+#[derive(Debug, Default)]
+struct TurnTrace {
+    calls: Vec<(ToolCall, Option<Value>)>,
+    reply: Option<String>,
+    usage: Usage,
+    latency_ms: u64,
+    model_calls: usize,
+}
+
+/// The model calls of a case's exchanges, with the turn each was made in.
+pub fn model_calls(exchanges: &[Interaction]) -> Vec<(usize, ModelCall, u64)> {
+    exchanges
+        .iter()
+        .filter_map(|it| {
+            let req = it.request.body.as_ref().and_then(Body::as_json)?;
+            let resp = it.response.body.as_ref().and_then(Body::as_json)?;
+            let call = Route::from_name(&it.route).extract(req, resp)?;
+            Some((it.turn.unwrap_or(0), call, it.latency_ms))
+        })
+        .collect()
+}
+
+/// Evaluate a case: one report per turn (with its own assertions), and the case-level
+/// assertions over the whole conversation.
+pub fn evaluate(
+    case: &Case,
+    exchanges: &[Interaction],
+    outputs: &[String],
+) -> (Vec<TurnReport>, Vec<AssertionResult>) {
+    let calls = model_calls(exchanges);
+    let schemas: HashMap<String, Value> = calls
+        .iter()
+        .flat_map(|(_, c, _)| c.tools.iter().map(|t| (t.name.clone(), t.parameters.clone())))
+        .collect();
+    // The result the model was told for each call, wherever in the case it was sent back.
+    let results: HashMap<String, Value> = calls
+        .iter()
+        .flat_map(|(_, c, _)| c.tool_results.iter().map(|r| (r.call_id.clone(), r.content.clone())))
+        .collect();
+    let mut traces: Vec<TurnTrace> = (0..case.turns.len()).map(|_| TurnTrace::default()).collect();
+    for (turn, call, latency) in calls {
+        let Some(t) = traces.get_mut(turn) else { continue };
+        t.model_calls += 1;
+        t.usage += call.usage;
+        t.latency_ms += latency;
+        if call.reply.as_deref().is_some_and(|r| !r.is_empty()) {
+            t.reply = call.reply.clone();
+        }
+        for tc in call.tool_calls {
+            let result = results.get(&tc.id).cloned();
+            t.calls.push((tc, result));
+        }
+    }
+    let turns: Vec<TurnReport> = case
+        .turns
+        .iter()
+        .zip(traces.iter())
+        .enumerate()
+        .map(|(index, (turn, trace))| {
+            let output = outputs.get(index).cloned().unwrap_or_default();
+            let assertions = turn
+                .expect
+                .as_ref()
+                .map(|e| check(e, &trace.calls, trace.reply.as_deref(), &output, &schemas))
+                .unwrap_or_default();
+            TurnReport {
+                index,
+                input: turn.input.clone(),
+                reply: trace.reply.clone(),
+                output,
+                tool_calls: trace
+                    .calls
+                    .iter()
+                    .map(|(c, r)| CallReport {
+                        name: c.name.clone(),
+                        arguments: c.arguments.clone(),
+                        result: r.clone(),
+                    })
+                    .collect(),
+                assertions,
+                model_calls: trace.model_calls,
+                usage: trace.usage,
+                latency_ms: trace.latency_ms,
+            }
+        })
+        .collect();
+    let case_assertions = match &case.expect {
+        None => vec![],
+        Some(e) => {
+            let all_calls: Vec<(ToolCall, Option<Value>)> =
+                traces.iter().flat_map(|t| t.calls.iter().cloned()).collect();
+            let reply = traces.iter().rev().find_map(|t| t.reply.as_deref());
+            check(e, &all_calls, reply, &outputs.concat(), &schemas)
+        }
+    };
+    (turns, case_assertions)
+}
+
+/// Check one `expect:` block.
+fn check(
+    e: &Expect,
+    calls: &[(ToolCall, Option<Value>)],
+    reply: Option<&str>,
+    output: &str,
+    schemas: &HashMap<String, Value>,
+) -> Vec<AssertionResult> {
+    let mut out = vec![];
+    let asserts_calls = e.calls.is_some() || !e.never.is_empty() || e.count.is_some() || e.strict;
+    if asserts_calls {
+        let observed: Vec<ObservedCall> = calls
+            .iter()
+            .map(|(c, _)| ObservedCall {
+                name: c.name.clone(),
+                arguments: c.arguments.clone(),
+                schema: schemas.get(&c.name).cloned(),
+            })
+            .collect();
+        match calls_spec(e) {
+            Err(msg) => out.push(failed("calls", msg)),
+            Ok(spec) => {
+                let what = describe_calls(&spec);
+                let failures = assert::check_calls(&spec, &observed);
+                if failures.is_empty() {
+                    out.push(passed(what.clone()));
+                }
+                for f in failures {
+                    out.push(AssertionResult {
+                        passed: false,
+                        what: what.clone(),
+                        message: f.message.clone(),
+                        expected: Some(f.expected.clone()),
+                        actual: Some(f.actual.clone()),
+                        path: f.path.clone(),
+                        nearest: f.nearest.clone(),
+                    });
+                }
+            }
+        }
+    }
+    if let Some(expr) = &e.reply {
+        out.push(check_text("reply", expr, reply));
+    }
+    if let Some(expr) = &e.output {
+        out.push(check_text("output", expr, Some(output.trim_end())));
+    }
+    out
+}
+
+fn calls_spec(e: &Expect) -> Result<CallsSpec, String> {
+    let compile = |c: &crate::spec::CallExpr| -> Result<CallExpectation, String> {
+        Ok(CallExpectation {
+            name: c.tool.clone(),
+            args: c.args.as_ref().map(Matcher::compile).transpose().map_err(|e| e.to_string())?,
+        })
+    };
+    let calls = e.calls.as_deref().unwrap_or_default();
+    let to_usize = |n: Option<u64>| n.map(|v| usize::try_from(v).unwrap_or(usize::MAX));
+    Ok(CallsSpec {
+        calls: calls.iter().map(compile).collect::<Result<_, _>>()?,
+        order: match e.order {
+            Order::Subsequence => assert::Order::Subsequence,
+            Order::Exact => assert::Order::Exact,
+            Order::Unordered => assert::Order::Unordered,
+        },
+        // `calls: []` means no tool at all.
+        strict: e.strict || e.calls.as_ref().is_some_and(Vec::is_empty),
+        allow: e.allow.clone(),
+        never: e.never.iter().map(compile).collect::<Result<_, _>>()?,
+        count: e.count.map(|c| match (c.min, c.max) {
+            (Some(a), Some(b)) if a == b => assert::Count::Exactly(to_usize(Some(a)).unwrap_or(0)),
+            (min, max) => assert::Count::Range {
+                min: to_usize(min),
+                max: to_usize(max),
+            },
+        }),
+    })
+}
+
+fn describe_calls(spec: &CallsSpec) -> String {
+    let mut parts = vec![];
+    if !spec.calls.is_empty() || spec.strict {
+        let list: Vec<String> = spec.calls.iter().map(|c| c.to_string()).collect();
+        parts.push(format!("calls [{}]", list.join(", ")));
+    }
+    if !spec.never.is_empty() {
+        let list: Vec<String> = spec.never.iter().map(|c| c.to_string()).collect();
+        parts.push(format!("never [{}]", list.join(", ")));
+    }
+    if let Some(c) = &spec.count {
+        parts.push(format!("count {c}"));
+    }
+    parts.join("; ")
+}
+
+fn check_text(what: &str, expr: &Value, actual: Option<&str>) -> AssertionResult {
+    let matcher = match Matcher::compile_text(expr) {
+        Ok(m) => m,
+        Err(e) => return failed(what, e.to_string()),
+    };
+    let label = format!("{what} {matcher}");
+    let value = actual.map(|s| Value::String(s.to_owned()));
+    match matcher.check(value.as_ref(), &MatchContext::default()) {
+        Ok(()) => passed(label),
+        Err(m) => AssertionResult {
+            passed: false,
+            what: label,
+            message: format!("{what} does not match"),
+            expected: Some(m.expected),
+            actual: Some(m.actual),
+            path: (!m.path.is_empty()).then_some(m.path),
+            nearest: None,
+        },
+    }
+}
+
+fn passed(what: String) -> AssertionResult {
+    AssertionResult {
+        passed: true,
+        what,
+        message: String::new(),
+        expected: None,
+        actual: None,
+        path: None,
+        nearest: None,
+    }
+}
+
+fn failed(what: &str, message: String) -> AssertionResult {
+    AssertionResult {
+        passed: false,
+        what: what.to_owned(),
+        message,
+        expected: None,
+        actual: None,
+        path: None,
+        nearest: None,
+    }
+}
