@@ -458,7 +458,7 @@ pub fn rewrite_tool_results(
     lookup: &dyn Fn(&str) -> Option<ToolCall>,
     mock: &mut dyn FnMut(&ToolCall, usize) -> Option<Value>,
 ) -> usize {
-    let Some(messages) = request["messages"].as_array_mut() else {
+    let Some(messages) = request.get_mut("messages").and_then(Value::as_array_mut) else {
         return 0;
     };
     let calls_by_id = calls_in_history(messages);
