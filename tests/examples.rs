@@ -18,6 +18,9 @@ const EXAMPLES: [(&str, &[&str]); 1] = [(
     &["python3", "examples/weather-agent/agent.py"],
 )];
 
+/// Example specs, run by `agentproxy test`; their cassettes are committed.
+const SPECS: [&str; 2] = ["examples/travel-agent/travel.yaml", "examples/chat/chat.yaml"];
+
 fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
@@ -41,10 +44,33 @@ fn examples_replay_offline_without_a_key() {
     }
 }
 
+#[test]
+fn example_specs_pass_offline() {
+    for spec in SPECS {
+        let out = Command::new(bin())
+            .args(["test", spec, "--mode", "replay"])
+            .current_dir(repo())
+            .env_remove("OPENAI_API_KEY")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{spec}:\n{stderr}");
+        assert!(stderr.contains(" passed, 0 failed"), "{stderr}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "re-records the committed example cassettes"]
 async fn rerecord_examples() {
     let fake = FakeOpenAi::start().await;
+    for spec in SPECS {
+        let mut cmd = Command::new(bin());
+        cmd.args(["test", spec, "--mode", "record", "--upstream", &fake.url()])
+            .current_dir(repo())
+            .env("OPENAI_API_KEY", "sk-example-not-a-real-key-0000000000000000");
+        let out = tokio::task::spawn_blocking(move || cmd.output().unwrap()).await.unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
     for (cassette, command) in EXAMPLES {
         let mut cmd = Command::new(bin());
         cmd.args(["record", "--cassette", cassette, "--upstream", &fake.url(), "--"])

@@ -81,6 +81,7 @@ pub struct CaseReport {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct TurnReport {
+    /// The turn's number, from 1.
     pub index: usize,
     pub input: String,
     /// The last assistant message the model produced in this turn.

@@ -79,7 +79,7 @@ pub fn evaluate(
                 .map(|e| check(e, &trace.calls, trace.reply.as_deref(), &output, &schemas))
                 .unwrap_or_default();
             TurnReport {
-                index,
+                index: index + 1,
                 input: turn.input.clone(),
                 reply: trace.reply.clone(),
                 output,
