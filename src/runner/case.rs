@@ -183,7 +183,8 @@ async fn run_inner(
     }
     let mock_problems = mocks.problems();
 
-    if usage != Use::Replay {
+    // A crashed program's own error says more than "nothing was recorded".
+    if usage != Use::Replay && (drive_error.is_none() || !outcome.recorded.is_empty()) {
         save_cassette(spec, s, &cassette_path, &match_rules, usage, &outcome)?;
     }
     if let Some(e) = drive_error {

@@ -1,0 +1,233 @@
+//! `agentproxy test` end to end: example specs replayed offline, a broken expectation, a
+//! cassette miss, spec errors, crashes, reports, filters, record runs against the fake
+//! upstream, and the `url:` driver.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use support::fake_openai::FakeOpenAi;
+use support::proxy::bin;
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn run_in(dir: &Path, args: &[&str]) -> Run {
+    let out: Output = Command::new(bin())
+        .args(args)
+        .current_dir(dir)
+        .env_remove("CI")
+        .env_remove("OPENAI_API_KEY")
+        .output()
+        .unwrap();
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// A spec in a temp dir that drives the stdlib weather agent of the README example.
+fn weather_spec(dir: &Path, cases: &str) -> PathBuf {
+    let agent = repo().join("examples/weather-agent/agent.py");
+    let path = dir.join("weather.yaml");
+    std::fs::write(
+        &path,
+        format!(
+            "name: weather\napp:\n  command: [python3, {agent}]\ncassettes: cassettes\ntools:\n  get_weather:\n    - when: {{city: Paris}}\n      result: {{city: Paris, temp_c: 21, sky: windy}}\n    - result: {{city: elsewhere, temp_c: 0, sky: grey}}\ncases:\n{cases}",
+            agent = agent.display()
+        ),
+    )
+    .unwrap();
+    path
+}
+
+const PARIS: &str = "  - name: paris\n    input: What's the weather in Paris?\n    expect:\n      calls:\n        - get_weather: {city: Paris}\n      reply: '21°C'\n";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn record_then_replay_with_mocks_and_a_broken_expectation() {
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_owned();
+    weather_spec(&d, PARIS);
+    let url = fake.url();
+    let rec = tokio::task::spawn_blocking({
+        let d = d.clone();
+        move || run_in(&d, &["test", "weather.yaml", "--mode", "record", "--upstream", &url])
+    })
+    .await
+    .unwrap();
+    assert_eq!(rec.code, 0, "{}", rec.stderr);
+    // The model was told the mock (21°C, windy), not what the program's tool returned (18°C).
+    let cassette = std::fs::read_to_string(d.join("cassettes/paris.json")).unwrap();
+    assert!(cassette.contains(r#"\"temp_c\":21"#), "{cassette}");
+    assert!(cassette.contains("\"turn\": 0"));
+
+    let count = fake.request_count();
+    let replay = run_in(&d, &["test", "weather.yaml", "--mode", "replay"]);
+    assert_eq!(replay.code, 0, "{}", replay.stderr);
+    assert!(replay.stderr.contains("1 passed, 0 failed"), "{}", replay.stderr);
+    assert_eq!(fake.request_count(), count, "replay must not reach the upstream");
+
+    // The same recording, asserted wrongly: exit 1 and a readable failure.
+    weather_spec(&d, &PARIS.replace("city: Paris}", "city: London}"));
+    let broken = run_in(&d, &["test", "weather.yaml", "--mode", "replay", "--report", "junit", "-o", "out/junit.xml", "--report", "json", "-o", "out/report.json", "--report", "markdown", "-o", "out/report.md"]);
+    assert_eq!(broken.code, 1, "{}", broken.stderr);
+    assert!(broken.stderr.contains("FAIL"), "{}", broken.stderr);
+    assert!(broken.stderr.contains("London") && broken.stderr.contains("Paris"), "{}", broken.stderr);
+    assert!(broken.stderr.contains("0 passed, 1 failed"), "{}", broken.stderr);
+
+    let junit = std::fs::read_to_string(d.join("out/junit.xml")).unwrap();
+    let doc = roxmltree::Document::parse(&junit).expect("JUnit output is XML");
+    let cases: Vec<_> = doc.descendants().filter(|n| n.has_tag_name("testcase")).collect();
+    assert_eq!(cases.len(), 1);
+    assert_eq!(cases[0].attribute("name"), Some("paris"));
+    assert!(cases[0].children().any(|n| n.has_tag_name("failure")));
+    let suites = doc.descendants().find(|n| n.has_tag_name("testsuites")).unwrap();
+    assert_eq!(suites.attribute("failures"), Some("1"));
+
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.join("out/report.json")).unwrap()).unwrap();
+    assert_eq!(json["summary"]["failed"], 1);
+    assert_eq!(json["cases"][0]["turns"][0]["tool_calls"][0]["arguments"]["city"], "Paris");
+    assert!(json["cases"][0]["usage"]["prompt"].as_u64().unwrap() > 0);
+    let md = std::fs::read_to_string(d.join("out/report.md")).unwrap();
+    assert!(md.contains("paris") && md.contains("London"), "{md}");
+    fake.stop().await;
+}
+
+#[test]
+fn a_changed_input_misses_the_cassette_and_fails_with_the_nearest_recording() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir_all(d.join("cassettes")).unwrap();
+    std::fs::copy(
+        repo().join("cassettes/examples/travel-agent/paris-weather.json"),
+        d.join("cassettes/paris.json"),
+    )
+    .unwrap();
+    let agent = repo().join("examples/travel-agent/agent.py");
+    let python = repo().join(".venv/bin/python");
+    std::fs::write(
+        d.join("s.yaml"),
+        format!(
+            "app:\n  command: [{}, {}]\ncassettes: cassettes\ncases:\n  - name: paris\n    input: What's the weather in Lyon?\n",
+            python.display(),
+            agent.display()
+        ),
+    )
+    .unwrap();
+    let r = run_in(d, &["test", "s.yaml", "--mode", "replay"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("nearest recorded request"), "{}", r.stderr);
+    assert!(r.stderr.contains("Lyon"), "{}", r.stderr);
+}
+
+#[test]
+fn spec_errors_name_file_line_and_column_with_a_hint() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("bad.yaml"),
+        "app:\n  command: python3 x.py\ncases:\n  - name: a\n    input: hi\n    expct:\n      calls: [x]\n",
+    )
+    .unwrap();
+    let r = run_in(dir.path(), &["test", "bad.yaml"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("bad.yaml:6:5"), "{}", r.stderr);
+    assert!(r.stderr.contains("did you mean `expect`"), "{}", r.stderr);
+
+    std::fs::write(
+        dir.path().join("regex.yaml"),
+        "app:\n  command: python3 x.py\ncases:\n  - name: a\n    input: hi\n    expect:\n      reply: {regex: '(unclosed'}\n",
+    )
+    .unwrap();
+    let r = run_in(dir.path(), &["test", "regex.yaml"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("regex.yaml:7:"), "{}", r.stderr);
+}
+
+#[test]
+fn a_crashing_program_is_an_execution_error_with_its_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("crash.yaml"),
+        "app:\n  command: [sh, -c, 'echo the agent fell over >&2; exit 4']\ncases:\n  - name: crash\n    input: hi\n",
+    )
+    .unwrap();
+    // Record mode so the missing cassette is not the reason; the program never calls the model.
+    let r = run_in(dir.path(), &["test", "crash.yaml", "--mode", "record", "--upstream", "http://127.0.0.1:9"]);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(r.stderr.contains("the agent fell over"), "{}", r.stderr);
+    assert!(r.stderr.contains("status 4"), "{}", r.stderr);
+}
+
+#[test]
+fn filters_select_cases_and_parallel_runs_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cases = String::new();
+    for i in 0..4 {
+        cases.push_str(&format!("  - name: case {i}\n    input: hi\n    expect: {{output: 'got hi'}}\n"));
+    }
+    std::fs::write(
+        dir.path().join("echo.yaml"),
+        format!("app:\n  command: [sh, -c, 'read l; echo got $l']\ncases:\n{cases}"),
+    )
+    .unwrap();
+    // No model call at all: replay mode needs cassettes, so record against nothing.
+    let r = run_in(dir.path(), &["test", "echo.yaml", "--mode", "record", "--upstream", "http://127.0.0.1:9", "--case", "case 1", "--case", "case 3", "-q"]);
+    // Programs that never call the model are errors in record mode (they bypassed the proxy).
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(r.stderr.contains("0 passed, 0 failed, 2 errors"), "{}", r.stderr);
+    assert!(r.stderr.contains("no request through the proxy"), "{}", r.stderr);
+    let r = run_in(dir.path(), &["test", "echo.yaml", "--filter", "case [02]", "--mode", "record", "--upstream", "http://127.0.0.1:9", "--parallel", "4", "-q"]);
+    assert!(r.stderr.contains("2 errors"), "{}", r.stderr);
+    let r = run_in(dir.path(), &["test", "echo.yaml", "--case", "nope"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stdout.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn url_apps_are_driven_turn_by_turn_over_http() {
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_owned();
+    // A free port for the proxy, which the running service is configured with.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut service = Command::new("python3")
+        .arg(repo().join("tests/fixtures/url_app.py"))
+        .env("OPENAI_BASE_URL", format!("http://127.0.0.1:{port}/v1"))
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(service.stdout.take().unwrap()), &mut line).unwrap();
+    let app_port = line.trim().to_owned();
+    std::fs::write(
+        d.join("svc.yaml"),
+        format!(
+            "app:\n  url: http://127.0.0.1:{app_port}/chat\ncassettes: cassettes\ncases:\n  - name: two turns\n    turns:\n      - input: Hello\n        expect: {{output: 'You said: Hello'}}\n      - input: Again\n        expect: {{reply: 'You said: Again', output: {{equals: 'You said: Again'}}}}\n"
+        ),
+    )
+    .unwrap();
+    let url = fake.url();
+    let listen = format!("127.0.0.1:{port}");
+    let r = tokio::task::spawn_blocking({
+        let d = d.clone();
+        move || run_in(&d, &["test", "svc.yaml", "--mode", "record", "--upstream", &url, "--listen", &listen])
+    })
+    .await
+    .unwrap();
+    let _ = service.kill();
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let c: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.join("cassettes/two-turns.json")).unwrap()).unwrap();
+    let turns: Vec<_> = c["interactions"].as_array().unwrap().iter().map(|i| i["turn"].clone()).collect();
+    assert_eq!(turns, vec![serde_json::json!(0), serde_json::json!(1)]);
+    fake.stop().await;
+}
