@@ -225,6 +225,7 @@ async fn url_apps_are_driven_turn_by_turn_over_http() {
     .await
     .unwrap();
     let _ = service.kill();
+    let _ = service.wait();
     assert_eq!(r.code, 0, "{}", r.stderr);
     let c: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.join("cassettes/two-turns.json")).unwrap()).unwrap();
     let turns: Vec<_> = c["interactions"].as_array().unwrap().iter().map(|i| i["turn"].clone()).collect();

@@ -52,7 +52,7 @@ pub async fn run(args: TestArgs) -> Result<i32> {
         };
         let sp = Arc::new(sp);
         for (i, c) in sp.cases.iter().enumerate() {
-            let by_name = args.cases.is_empty() || args.cases.iter().any(|n| *n == c.name);
+            let by_name = args.cases.is_empty() || args.cases.contains(&c.name);
             let by_glob = filter.as_ref().is_none_or(|g| g.is_match(&c.name));
             if by_name && by_glob {
                 jobs.push((sp.clone(), i, settings.clone()));
