@@ -3,6 +3,7 @@ FROM rust:1.89-slim-bookworm AS build
 WORKDIR /src
 COPY Cargo.toml Cargo.lock ./
 COPY src ./src
+COPY benches ./benches
 RUN cargo build --release --locked --bin agentproxy
 
 # Runtime stage: a small image running as a non-root user.
