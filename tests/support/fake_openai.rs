@@ -1,8 +1,9 @@
 //! A fake OpenAI upstream for the test suite, served in-process on `127.0.0.1:0`.
 //!
 //! It answers `POST /v1/chat/completions` (plain and streamed, with a small deterministic
-//! tool-calling script), `GET /v1/models` and `POST /v1/embeddings`, in OpenAI's own wire
-//! shapes, and logs every request it receives.
+//! tool-calling script), `POST /v1/responses` (the Responses API, see
+//! `fake_openai_responses.rs`), `GET /v1/models` and `POST /v1/embeddings`, in OpenAI's own
+//! wire shapes, and logs every request it receives.
 //!
 //! The *content* of every answer is a function of the request, so a recorded run and its
 //! replay print the same thing. The volatile values are not: like the real API, each answer
@@ -38,6 +39,8 @@ use tokio::task::JoinHandle;
 // `mod support;` or through the benchmark's `#[path]`.
 #[path = "fake_openai_model.rs"]
 mod model;
+#[path = "fake_openai_responses.rs"]
+mod responses;
 
 use model::{chat, embeddings, injected_failure, models, random_token, Answer};
 
@@ -86,6 +89,7 @@ pub struct FakeOpenAi {
 struct Shared {
     log: Mutex<Vec<LoggedRequest>>,
     control: Mutex<Control>,
+    responses: responses::Store,
 }
 
 struct Control {
@@ -117,6 +121,7 @@ impl FakeOpenAi {
                 fail_status: StatusCode::INTERNAL_SERVER_ERROR,
                 fail_remaining: 0,
             }),
+            responses: responses::Store::default(),
         });
         let (shutdown, shutdown_rx) = watch::channel(());
         let server = tokio::spawn(serve(listener, Arc::clone(&shared), shutdown_rx));
@@ -142,8 +147,9 @@ impl FakeOpenAi {
         lock(&self.shared.log).len()
     }
 
-    /// The next `times` model calls (chat completions and embeddings) answer `status` in
-    /// OpenAI's error shape; a 429 also carries `retry-after`. Replaces any pending failures.
+    /// The next `times` model calls (chat completions, responses and embeddings) answer
+    /// `status` in OpenAI's error shape; a 429 also carries `retry-after`. Replaces any
+    /// pending failures.
     pub fn fail_next(&self, status: u16, times: usize) {
         let status = StatusCode::from_u16(status)
             .unwrap_or_else(|_| panic!("fake upstream: {status} is not an HTTP status"));
@@ -240,7 +246,10 @@ async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
     });
 
     let model_call = parts.method == Method::POST
-        && matches!(parts.uri.path(), "/v1/chat/completions" | "/v1/embeddings");
+        && matches!(
+            parts.uri.path(),
+            "/v1/chat/completions" | "/v1/responses" | "/v1/embeddings"
+        );
     let (latency, gzip, failure) = {
         let mut control = lock(&shared.control);
         let failure = (model_call && control.fail_remaining > 0).then(|| {
@@ -259,6 +268,9 @@ async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
         ),
         (None, &Method::POST, "/v1/chat/completions") => {
             chat(json.as_ref().unwrap_or(&Value::Null))
+        }
+        (None, &Method::POST, "/v1/responses") => {
+            responses::create(&shared.responses, json.as_ref().unwrap_or(&Value::Null))
         }
         (None, &Method::POST, "/v1/embeddings") => {
             embeddings(json.as_ref().unwrap_or(&Value::Null))

@@ -272,7 +272,7 @@ impl Envelope {
 
 /// Splits `text` into pieces of uneven char counts (never inside a UTF-8 sequence: a JSON
 /// string cannot carry half a character).
-fn fragments(text: &str) -> Vec<&str> {
+pub(super) fn fragments(text: &str) -> Vec<&str> {
     let mut pieces = Vec::new();
     let mut rest = text;
     for size in FRAGMENT_SIZES.iter().cycle() {

@@ -1,0 +1,139 @@
+//! The example agents of the two newer dialects pass their specs offline from their
+//! committed cassettes: `examples/anthropic-agent` (the `anthropic` SDK, Messages API) and
+//! `examples/responses-agent` (the `openai` SDK's Responses API with
+//! `previous_response_id`), each run by `agentproxy test --mode replay` exactly as a user
+//! would run it.
+//!
+//! The cassettes were recorded against the test suite's fake upstreams, not a real model.
+//! To re-record them after changing an example:
+//! `cargo test --test examples_dialects -- --ignored`.
+//!
+//! The examples run on the SDKs in `.venv` (`scripts/setup-python.sh`);
+//! `AGENTPROXY_SKIP_PYTHON_E2E=1` skips these tests on purpose.
+
+mod support;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use support::fake_anthropic::FakeAnthropic;
+use support::fake_openai::FakeOpenAi;
+use support::proxy::bin;
+
+/// (spec, number of cases) of each example, relative to the repository root.
+const SPECS: [(&str, usize); 2] = [
+    ("examples/anthropic-agent/anthropic.yaml", 2),
+    ("examples/responses-agent/responses.yaml", 3),
+];
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// False when the Python tests are skipped on purpose; a missing venv is a failure.
+fn have_python() -> bool {
+    if std::env::var_os("AGENTPROXY_SKIP_PYTHON_E2E").is_some_and(|v| v == "1") {
+        eprintln!("AGENTPROXY_SKIP_PYTHON_E2E=1: skipping the example specs");
+        return false;
+    }
+    assert!(
+        repo().join(".venv/bin/python").exists(),
+        ".venv is missing: run scripts/setup-python.sh (or set AGENTPROXY_SKIP_PYTHON_E2E=1)"
+    );
+    true
+}
+
+/// `agentproxy ARGS` from the repository root, with no key, no CI-set mode and no upstream
+/// from the developer's shell.
+fn agentproxy(args: &[&str], keys: bool) -> Command {
+    let mut command = Command::new(bin());
+    command.args(args).current_dir(repo());
+    for (name, _) in std::env::vars_os() {
+        let text = name.to_string_lossy();
+        if ["OPENAI_", "ANTHROPIC_", "AGENTPROXY_"]
+            .iter()
+            .any(|prefix| text.starts_with(prefix))
+        {
+            command.env_remove(&name);
+        }
+    }
+    command.env_remove("CI").env("PYTHONDONTWRITEBYTECODE", "1");
+    if keys {
+        command
+            .env(
+                "OPENAI_API_KEY",
+                "sk-example-not-a-real-key-0000000000000000",
+            )
+            .env(
+                "ANTHROPIC_API_KEY",
+                "sk-ant-example-not-a-real-key-0000000000000000",
+            );
+    }
+    command
+}
+
+fn describe(out: &Output) -> String {
+    format!(
+        "{}\n--- stdout ---\n{}--- stderr ---\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+#[test]
+fn dialect_example_specs_pass_offline() {
+    if !have_python() {
+        return;
+    }
+    for (spec, cases) in SPECS {
+        let out = agentproxy(&["test", spec, "--mode", "replay"], false)
+            .output()
+            .expect("failed to run agentproxy");
+        assert!(out.status.success(), "{spec}: {}", describe(&out));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let summary = stderr.lines().last().unwrap_or_default();
+        assert_eq!(
+            summary,
+            format!("{cases} passed, 0 failed"),
+            "{spec}: {}",
+            describe(&out)
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "re-records the committed example cassettes of the dialect examples"]
+async fn rerecord_dialect_examples() {
+    assert!(have_python(), "re-recording needs the SDKs in .venv");
+    let openai = FakeOpenAi::start().await;
+    let anthropic = FakeAnthropic::start().await;
+    for (spec, cases) in SPECS {
+        let mut command = agentproxy(
+            &[
+                "test",
+                spec,
+                "--mode",
+                "record",
+                "--upstream",
+                &openai.url(),
+                "--anthropic-upstream",
+                &anthropic.url(),
+            ],
+            true,
+        );
+        let out = tokio::task::spawn_blocking(move || command.output())
+            .await
+            .expect("the blocking task ran")
+            .expect("failed to run agentproxy");
+        assert!(out.status.success(), "{spec}: {}", describe(&out));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.ends_with(&format!("{cases} passed, 0 failed\n")),
+            "{spec}: {}",
+            describe(&out)
+        );
+    }
+    openai.stop().await;
+    anthropic.stop().await;
+}
