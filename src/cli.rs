@@ -75,6 +75,81 @@ recording. The grammar is in docs/spec-reference.md.",
         after_help = "Examples:\n  agentproxy test specs/\n  agentproxy test weather.yaml --case paris --report junit -o junit.xml\n  agentproxy test specs/ --mode record --parallel 4"
     )]
     Test(TestArgs),
+    /// Trajectory diff of two cassettes: what the agent did, apart from what it was told.
+    #[command(
+        long_about = "Trajectory diff of two cassettes: what the agent did, apart from what it was told.\n\n\
+Not a JSON diff. Turn by turn, what the agent *did*: tool calls added, removed or moved, arguments changed \
+(by path, old → new), the reply, the number of model calls. Then what it was *told*: system prompt, user \
+messages, tool definitions and tool results (as line diffs), model, request parameters. Volatile values \
+(ids, timestamps, fingerprints, usage, latency) are never reported, and the cassettes' match rules \
+(ignored fields, holes) are applied first.\n\n\
+With --spec (and --case, unless the spec has a single case), each change is tagged asserted (a spec \
+assertion depends on it) or incidental; without a spec every change in what the agent did counts as \
+asserted. The last line is the verdict: identical, benign (only incidental changes) or regression.\n\n\
+Exit codes: 0 done (whatever the verdict, unless --check); 1 the verdict is regression and --check was \
+given; 2 a cassette or the spec cannot be read. Format: docs/trajectory-diff.md.",
+        after_help = "Examples:\n  agentproxy diff cassettes/paris.json /tmp/paris.json\n  \
+agentproxy diff old.json new.json --spec weather.yaml --case paris --check\n  \
+agentproxy diff old.json new.json --spec weather.yaml --case paris --format markdown > comment.md\n  \
+git show HEAD:cassettes/paris.json > /tmp/old.json && agentproxy diff /tmp/old.json cassettes/paris.json"
+    )]
+    Diff(DiffArgs),
+    /// Show a cassette's trajectory: turns, model calls, tool calls, results, replies.
+    #[command(
+        long_about = "Show a cassette's trajectory, readable: turn by turn, each model call with only what it \
+added to the conversation (the system prompt, tools and parameters when they first appear or change; new user \
+messages; the tool results it sends back, as the model was told them, mocks included), the tool calls the model \
+asked for with their arguments, its reply, token usage and latency. Calls the upstream did not answer (a 429 \
+that was retried) and plain HTTP requests are listed where they happened.\n\n\
+Exit codes: 0 shown; 2 the cassette cannot be read.",
+        after_help = "Examples:\n  agentproxy show cassettes/paris.json\n  agentproxy show cassettes/paris.json --json | jq '.totals'"
+    )]
+    Show(ShowArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The cassette before (e.g. the committed one).
+    #[arg(value_name = "OLD")]
+    pub old: PathBuf,
+
+    /// The cassette after (e.g. the re-recorded one).
+    #[arg(value_name = "NEW")]
+    pub new: PathBuf,
+
+    /// Spec file whose case says which changes are asserted.
+    #[arg(long, value_name = "FILE")]
+    pub spec: Option<PathBuf>,
+
+    /// The case of --spec the cassettes belong to (needed when the spec has several).
+    #[arg(long, value_name = "NAME", requires = "spec")]
+    pub case: Option<String>,
+
+    /// text, markdown (a pull-request comment) or json.
+    #[arg(long, value_enum, default_value_t = DiffFormat::Text)]
+    pub format: DiffFormat,
+
+    /// Exit 1 when the verdict is `regression`.
+    #[arg(long)]
+    pub check: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DiffFormat {
+    Text,
+    Markdown,
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// The cassette to show.
+    #[arg(value_name = "CASSETTE")]
+    pub cassette: PathBuf,
+
+    /// Print the trajectory as JSON instead.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

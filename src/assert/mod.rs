@@ -7,11 +7,14 @@ mod check;
 mod json;
 mod keys;
 pub mod matchers;
+mod paths;
 
 pub use calls::{
     check_calls, CallExpectation, CallsSpec, Count, Failure, FailureKind, ObservedCall, Order,
 };
 pub use matchers::{MatchContext, Matcher, MatcherError, Mismatch};
+pub use paths::Touched;
+pub(crate) use json::join_path;
 
 #[cfg(test)]
 mod tests;

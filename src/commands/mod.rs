@@ -1,8 +1,10 @@
 //! One module per command: glue between the CLI, the proxy and the files.
 
+pub mod diff;
 pub mod record;
 pub mod replay;
 mod session;
+pub mod show;
 pub mod test;
 
 use crate::cli::{Cli, Command};
@@ -14,5 +16,7 @@ pub async fn run(cli: Cli) -> Result<i32> {
         Command::Record(args) => record::run(args).await,
         Command::Replay(args) => replay::run(args).await,
         Command::Test(args) => test::run(args).await,
+        Command::Diff(args) => diff::run(args),
+        Command::Show(args) => show::run(args),
     }
 }

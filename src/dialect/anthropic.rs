@@ -429,7 +429,6 @@ pub fn extract(request: &Value, response: &Value) -> ModelCall {
         .as_array()
         .map(Vec::as_slice)
         .unwrap_or_default();
-    let calls_by_id = calls_in_history(messages);
     let after_last_assistant = messages
         .iter()
         .rposition(|m| m["role"] == "assistant")
@@ -441,7 +440,7 @@ pub fn extract(request: &Value, response: &Value) -> ModelCall {
         .map(|b| {
             let call_id = b["tool_use_id"].as_str().unwrap_or_default().to_owned();
             ToolResult {
-                name: calls_by_id.get(&call_id).map(|c| c.name.clone()),
+                name: call_name(messages, &call_id),
                 call_id,
                 content: b["content"].clone(),
             }
@@ -529,6 +528,20 @@ pub fn rewrite_tool_results(
 }
 
 /// The `tool_use` blocks of the assistant messages, by id.
+/// The name of the history's `tool_use` block `id`, searched from the end: a result
+/// usually answers the last assistant message, so a long history is not walked for
+/// every request.
+fn call_name(messages: &[Value], id: &str) -> Option<String> {
+    messages
+        .iter()
+        .rev()
+        .filter(|m| m["role"] == "assistant")
+        .flat_map(blocks_of)
+        .find(|b| block_type(b) == "tool_use" && b["id"] == id)
+        .and_then(|b| b["name"].as_str())
+        .map(str::to_owned)
+}
+
 fn calls_in_history(messages: &[Value]) -> BTreeMap<String, ToolCall> {
     messages
         .iter()

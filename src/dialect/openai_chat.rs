@@ -397,7 +397,6 @@ pub fn extract(request: &Value, response: &Value) -> ModelCall {
             parameters: t["function"]["parameters"].clone(),
         })
         .collect();
-    let calls_by_id = calls_in_history(messages);
     let after_last_assistant = messages
         .iter()
         .rposition(|m| m["role"] == "assistant")
@@ -408,7 +407,7 @@ pub fn extract(request: &Value, response: &Value) -> ModelCall {
         .map(|m| {
             let call_id = m["tool_call_id"].as_str().unwrap_or_default().to_owned();
             ToolResult {
-                name: calls_by_id.get(&call_id).map(|c| c.name.clone()),
+                name: call_name(messages, &call_id),
                 call_id,
                 content: m["content"].clone(),
             }
@@ -477,6 +476,20 @@ pub fn rewrite_tool_results(
         *nth += 1;
     }
     replaced
+}
+
+/// The name of the history's tool call `id`, searched from the end: a result usually
+/// answers the last assistant message, so a long history is not walked (nor its
+/// arguments parsed) for every request.
+fn call_name(messages: &[Value], id: &str) -> Option<String> {
+    messages
+        .iter()
+        .rev()
+        .filter(|m| m["role"] == "assistant")
+        .flat_map(|m| m["tool_calls"].as_array().map(Vec::as_slice).unwrap_or_default())
+        .find(|c| c["id"] == id)
+        .and_then(|c| c["function"]["name"].as_str())
+        .map(str::to_owned)
 }
 
 fn calls_in_history(messages: &[Value]) -> BTreeMap<String, ToolCall> {

@@ -6,6 +6,23 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::Value;
 
+mod align;
+pub mod asserted;
+pub mod diff;
+mod extract;
+pub mod markdown;
+pub mod messages;
+pub mod render;
+pub mod show;
+pub mod textdiff;
+mod told;
+
+pub use asserted::{asserted, Asserted};
+pub use diff::{diff, diff_cassettes, TrajectoryDiff, Verdict};
+pub use markdown::render_markdown;
+pub use render::{render_json, render_text};
+pub use show::{show, show_json};
+
 /// A tool call the model asked for.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ToolCall {
@@ -85,3 +102,6 @@ pub fn result_text(v: &Value) -> String {
 pub fn parse_arguments(raw: &str) -> Value {
     serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_owned()))
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,82 @@
+//! `agentproxy diff`: the trajectory diff of two cassettes, tagged against a spec case
+//! when one is given, rendered as text, Markdown or JSON.
+
+use serde_json::Value;
+
+use crate::assert::Matcher;
+use crate::cassette::store;
+use crate::cli::{DiffArgs, DiffFormat};
+use crate::error::{Error, Result, EXIT_FAILURE, EXIT_OK};
+use crate::spec::{self, Case, MatcherKind, MatcherProblem};
+use crate::trajectory::{self, Asserted, Verdict};
+
+pub fn run(args: DiffArgs) -> Result<i32> {
+    // Parsing dominates on large cassettes: read both at once.
+    let (old, new) = std::thread::scope(|s| {
+        let old = s.spawn(|| store::load(&args.old));
+        let new = store::load(&args.new);
+        (old.join(), new)
+    });
+    let old = old.map_err(|_| Error::Usage(format!("failed to read {}", args.old.display())))??;
+    let new = new?;
+    let asserted = match &args.spec {
+        Some(path) => trajectory::asserted(&spec_case(path, args.case.as_deref())?),
+        None => Asserted::everything(),
+    };
+    let mut d = trajectory::diff_cassettes(&old, &new, &asserted);
+    d.old_name = Some(args.old.display().to_string());
+    d.new_name = Some(args.new.display().to_string());
+    let out = match args.format {
+        DiffFormat::Text => trajectory::render_text(&d),
+        DiffFormat::Markdown => trajectory::render_markdown(&d),
+        DiffFormat::Json => trajectory::render_json(&d),
+    };
+    print!("{out}");
+    Ok(if args.check && d.verdict == Verdict::Regression {
+        EXIT_FAILURE
+    } else {
+        EXIT_OK
+    })
+}
+
+/// The case named `name` in the spec at `path`; with no name, the spec's only case.
+fn spec_case(path: &std::path::Path, name: Option<&str>) -> Result<Case> {
+    let sp = spec::load(path, &validate_matcher)?;
+    let names = || {
+        sp.cases
+            .iter()
+            .map(|c| format!("`{}`", c.name))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match name {
+        Some(n) => sp.cases.iter().find(|c| c.name == n).cloned().ok_or_else(|| {
+            Error::Usage(format!(
+                "{} has no case named `{n}`\n  hint: its cases are {}",
+                path.display(),
+                names()
+            ))
+        }),
+        None if sp.cases.len() == 1 => Ok(sp.cases[0].clone()),
+        None => Err(Error::Usage(format!(
+            "{} has {} cases; say which one the cassettes belong to with --case NAME\n  hint: its cases are {}",
+            path.display(),
+            sp.cases.len(),
+            names()
+        ))),
+    }
+}
+
+/// Matchers are compiled at load, so a bad one is a spec error with its position (the
+/// same check `agentproxy test` makes).
+fn validate_matcher(expr: &Value, kind: MatcherKind) -> std::result::Result<(), MatcherProblem> {
+    let compiled = match kind {
+        MatcherKind::Args => Matcher::compile(expr),
+        MatcherKind::Text => Matcher::compile_text(expr),
+    };
+    compiled.map(|_| ()).map_err(|e| MatcherProblem {
+        path: e.path,
+        message: e.message,
+        hint: e.hint,
+    })
+}

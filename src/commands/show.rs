@@ -1,0 +1,16 @@
+//! `agentproxy show`: print a cassette's trajectory (text or JSON).
+
+use crate::cassette::store;
+use crate::cli::ShowArgs;
+use crate::error::{Result, EXIT_OK};
+use crate::trajectory;
+
+pub fn run(args: ShowArgs) -> Result<i32> {
+    let cassette = store::load(&args.cassette)?;
+    if args.json {
+        print!("{}", trajectory::show_json(&cassette));
+    } else {
+        print!("{}", trajectory::show(&cassette));
+    }
+    Ok(EXIT_OK)
+}

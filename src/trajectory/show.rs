@@ -1,0 +1,313 @@
+//! `agentproxy show`: a recording's trajectory for a human (or, as JSON, for tools).
+//!
+//! Turn by turn, each model call with only what it added to the conversation (not the
+//! whole history again): the system prompt, tools and parameters when they first appear or
+//! change, the new user messages and tool results (as the model was told them, mocks
+//! included), then the tool calls the model asked for, its reply, token usage and latency.
+//! Plain HTTP interactions are listed where they happened.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::extract::{self, Step};
+use super::messages::Message;
+use super::render::clean;
+use super::{result_text, ToolCall, Usage};
+use crate::cassette::Cassette;
+
+/// A recording, read for showing.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Shown {
+    pub recorder: String,
+    pub recorded_at: String,
+    pub turns: Vec<ShownTurn>,
+    pub totals: Totals,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ShownTurn {
+    /// 0-based (the text form numbers turns from 1).
+    pub turn: usize,
+    pub steps: Vec<ShownStep>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ShownStep {
+    ModelCall(ShownCall),
+    /// A model call the upstream did not answer (a 429 the SDK retried, a 5xx, a stream
+    /// cut short): not part of the trajectory, listed where it happened.
+    Failed {
+        route: String,
+        model: String,
+        status: u16,
+        latency_ms: u64,
+        /// The provider's error message, when the body has one.
+        error: Option<String>,
+    },
+    /// An interaction on any other path, recorded as plain HTTP.
+    Http {
+        method: String,
+        path: String,
+        status: u16,
+        latency_ms: u64,
+    },
+}
+
+/// One model call.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ShownCall {
+    /// 1-based among the turn's model calls.
+    pub number: usize,
+    pub route: String,
+    pub model: String,
+    pub status: u16,
+    pub latency_ms: u64,
+    pub usage: Usage,
+    /// The system prompt, when it is the first or differs from the previous call's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub system: Option<String>,
+    /// The offered tools' names, when they are the first or differ from the previous call's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<String>>,
+    /// Request parameters (`temperature`, …), when they are the first or changed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub params: Option<BTreeMap<String, Value>>,
+    /// What this request added to the conversation.
+    pub messages: Vec<Message>,
+    /// The tool calls the model asked for.
+    pub tool_calls: Vec<ToolCall>,
+    pub reply: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Totals {
+    /// Answered model calls.
+    pub model_calls: usize,
+    /// Model calls the upstream did not answer.
+    pub failed_calls: usize,
+    pub tool_calls: usize,
+    pub usage: Usage,
+    pub latency_ms: u64,
+}
+
+/// Read a cassette for showing.
+pub fn read(cassette: &Cassette) -> Shown {
+    let steps = extract::steps(&cassette.interactions, None);
+    let mut turns: Vec<ShownTurn> = Vec::new();
+    let mut totals = Totals::default();
+    let mut previous: Option<&Step<'_>> = None;
+    for s in &steps {
+        if turns.last().is_none_or(|t| t.turn != s.turn) {
+            turns.push(ShownTurn {
+                turn: s.turn,
+                steps: Vec::new(),
+            });
+        }
+        let Some(turn) = turns.last_mut() else {
+            continue;
+        };
+        totals.latency_ms += s.it.latency_ms;
+        let Some(call) = &s.call else {
+            turn.steps.push(ShownStep::Http {
+                method: s.it.request.method.clone(),
+                path: s.it.request.path.clone(),
+                status: s.it.response.status,
+                latency_ms: s.it.latency_ms,
+            });
+            continue;
+        };
+        if s.model_call().is_none() {
+            totals.failed_calls += 1;
+            let body =
+                s.it.response
+                    .body
+                    .as_ref()
+                    .and_then(crate::cassette::Body::as_json);
+            turn.steps.push(ShownStep::Failed {
+                route: call.route.clone(),
+                model: call.model.clone(),
+                status: s.it.response.status,
+                latency_ms: s.it.latency_ms,
+                error: body
+                    .and_then(|b| b["error"]["message"].as_str())
+                    .map(str::to_owned),
+            });
+            continue;
+        }
+        let prev = previous.and_then(|p| p.call.as_ref());
+        let names =
+            |c: &super::ModelCall| c.tools.iter().map(|t| t.name.clone()).collect::<Vec<_>>();
+        let changed = |f: &dyn Fn(&super::ModelCall) -> bool| prev.is_none_or(f);
+        let number = 1 + turn
+            .steps
+            .iter()
+            .filter(|x| matches!(x, ShownStep::ModelCall(_)))
+            .count();
+        totals.model_calls += 1;
+        totals.tool_calls += call.tool_calls.len();
+        totals.usage += call.usage;
+        turn.steps.push(ShownStep::ModelCall(ShownCall {
+            number,
+            route: call.route.clone(),
+            model: call.model.clone(),
+            status: s.it.response.status,
+            latency_ms: s.it.latency_ms,
+            usage: call.usage,
+            system: call
+                .system
+                .clone()
+                .filter(|_| changed(&|p| p.system != call.system)),
+            tools: Some(names(call)).filter(|n| !n.is_empty() && changed(&|p| names(p) != *n)),
+            params: Some(call.params.clone())
+                .filter(|p| !p.is_empty() && changed(&|q| q.params != *p)),
+            messages: s.new.clone(),
+            tool_calls: call.tool_calls.clone(),
+            reply: call.reply.clone().filter(|r| !r.is_empty()),
+        }));
+        previous = Some(s);
+    }
+    Shown {
+        recorder: cassette.recorder.clone(),
+        recorded_at: cassette.recorded_at.clone(),
+        turns,
+        totals,
+    }
+}
+
+/// The trajectory as JSON (the serde form of [`Shown`]), ending with a newline.
+pub fn show_json(cassette: &Cassette) -> String {
+    // Serializing these types cannot fail: every map key is a string.
+    let mut s = serde_json::to_string_pretty(&read(cassette)).unwrap_or_default();
+    s.push('\n');
+    s
+}
+
+/// The trajectory as text, ending with a newline.
+pub fn show(cassette: &Cassette) -> String {
+    let shown = read(cassette);
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "recorded {} by {}",
+        clean(&shown.recorded_at),
+        clean(&shown.recorder)
+    );
+    for t in &shown.turns {
+        let _ = writeln!(out, "\nturn {}", t.turn + 1);
+        for s in &t.steps {
+            match s {
+                ShownStep::Http {
+                    method,
+                    path,
+                    status,
+                    latency_ms,
+                } => {
+                    let _ = writeln!(
+                        out,
+                        "  HTTP {} {} → {status} · {latency_ms} ms",
+                        clean(method),
+                        clean(path)
+                    );
+                }
+                ShownStep::ModelCall(c) => call_text(&mut out, c),
+                ShownStep::Failed {
+                    route,
+                    model,
+                    status,
+                    latency_ms,
+                    error,
+                } => {
+                    let _ = writeln!(
+                        out,
+                        "  failed call · {} · {} · HTTP {status} · {latency_ms} ms",
+                        clean(route),
+                        clean(model)
+                    );
+                    if let Some(e) = error {
+                        field(&mut out, "error:", e);
+                    }
+                }
+            }
+        }
+    }
+    let t = &shown.totals;
+    let failed = match t.failed_calls {
+        0 => String::new(),
+        n => format!(" (and {n} failed)"),
+    };
+    let _ = writeln!(
+        out,
+        "\ntotal: {} model call{}{failed}, {} tool call{}, {} tokens, {} ms",
+        t.model_calls,
+        if t.model_calls == 1 { "" } else { "s" },
+        t.tool_calls,
+        if t.tool_calls == 1 { "" } else { "s" },
+        usage(&t.usage),
+        t.latency_ms
+    );
+    out
+}
+
+fn usage(u: &Usage) -> String {
+    format!(
+        "{} prompt / {} completion / {} cached",
+        u.prompt, u.completion, u.cached
+    )
+}
+
+/// `label text`, continuation lines aligned under the text.
+fn field(out: &mut String, label: &str, text: &str) {
+    const INDENT: &str = "    ";
+    let pad = " ".repeat(INDENT.len() + label.chars().count() + 1);
+    let text = clean(text);
+    let mut lines = text.lines();
+    let _ = writeln!(out, "{INDENT}{label} {}", lines.next().unwrap_or_default());
+    for l in lines {
+        let _ = writeln!(out, "{}", format!("{pad}{l}").trim_end());
+    }
+}
+
+fn call_text(out: &mut String, c: &ShownCall) {
+    let _ = writeln!(
+        out,
+        "  model call {} · {} · {} · {} ms · {} tokens",
+        c.number,
+        clean(&c.route),
+        clean(&c.model),
+        c.latency_ms,
+        usage(&c.usage)
+    );
+    if let Some(s) = &c.system {
+        field(out, "system:", s);
+    }
+    if let Some(t) = &c.tools {
+        field(out, "tools:", &t.join(", "));
+    }
+    if let Some(p) = &c.params {
+        let list: Vec<String> = p.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        field(out, "params:", &list.join(" "));
+    }
+    for m in &c.messages {
+        match m {
+            Message::Text { role, text } => field(out, &format!("{role}:"), text),
+            Message::ToolCall { name, arguments } => {
+                field(out, "assistant:", &format!("→ {name} {arguments}"))
+            }
+            Message::ToolResult { name, content, .. } => {
+                let name = name.as_deref().unwrap_or("tool");
+                field(out, &format!("← {name}:"), &result_text(content))
+            }
+            Message::Other { role, item } => field(out, &format!("{role}:"), &format!("[{item}]")),
+        }
+    }
+    for tc in &c.tool_calls {
+        field(out, &format!("→ {}", tc.name), &tc.arguments.to_string());
+    }
+    if let Some(r) = &c.reply {
+        field(out, "reply:", r);
+    }
+}
