@@ -4,6 +4,7 @@ pub mod record;
 pub mod replay;
 mod session;
 pub mod test;
+pub mod doctor;
 
 use crate::cli::{Cli, Command};
 use crate::error::Result;
@@ -14,5 +15,6 @@ pub async fn run(cli: Cli) -> Result<i32> {
         Command::Record(args) => record::run(args).await,
         Command::Replay(args) => replay::run(args).await,
         Command::Test(args) => test::run(args).await,
+        Command::Doctor(args) => doctor::run(args).await,
     }
 }

@@ -2,6 +2,7 @@
 //! recorded and missed) and the HTTP layers around it.
 
 mod body;
+pub mod doctor;
 mod record;
 mod replay;
 pub mod server;
