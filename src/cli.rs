@@ -160,6 +160,13 @@ pub struct TestArgs {
     /// Each turn's input, tool calls and reply (-vv: also tool results and output).
     #[arg(short, long, action = clap::ArgAction::Count)]
     pub verbose: u8,
+
+    /// Run each case with a cassette twice against its recording (served by position, so a
+    /// drifting program still runs) and report every request value that differed between
+    /// the two runs, with the `match.holes`, `match.ignore` or `tools:` entry that would
+    /// stabilise it. Expectations are not evaluated; exit 1 if anything differed.
+    #[arg(long, conflicts_with = "mode")]
+    pub check_determinism: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
