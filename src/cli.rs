@@ -105,6 +105,23 @@ Exit codes: 0 shown; 2 the cassette cannot be read.",
         after_help = "Examples:\n  agentproxy show cassettes/paris.json\n  agentproxy show cassettes/paris.json --json | jq '.totals'"
     )]
     Show(ShowArgs),
+    /// Check that a program honours the injected URL: canned replies, a report of what arrived.
+    #[command(
+        long_about = "Check that a program honours the injected URL, before recording it.\n\n\
+The proxy starts in doctor mode: every chat completions, Responses and Anthropic Messages request gets a \
+canned reply in its own dialect (streamed when asked), any other path a 404, and nothing is forwarded or \
+recorded. COMMAND runs once, with the same variables record and replay inject, each pointing at its own \
+path prefix (OPENAI_BASE_URL at /v1, OPENAI_API_BASE at /_via/OPENAI_API_BASE/v1, ANTHROPIC_BASE_URL at \
+/_via/ANTHROPIC_BASE_URL, AGENTPROXY_URL at /_via/AGENTPROXY_URL) so the report can tell which one the \
+program read. It gets --input as a line on stdin and as AGENTPROXY_INPUT; its output is captured.\n\n\
+The report lists the requests by route, the client that sent them and which credential header they \
+carried (never its value), which variables were honoured, and the program's exit status. When nothing \
+arrived it says which SDK reads which variable and what to map in a spec's app.env.\n\n\
+Exit codes: 0 at least one model request arrived; 1 none did; 2 usage error; 3 the program could not \
+be started.",
+        after_help = "Examples:\n  agentproxy doctor -- python app.py\n  agentproxy doctor --input 'What is the weather in Paris?' --timeout 2m -- node agent.js\n  agentproxy doctor --json -- python app.py"
+    )]
+    Doctor(DoctorArgs),
 }
 
 #[derive(Debug, Args)]
@@ -218,6 +235,13 @@ pub struct TestArgs {
     /// Each turn's input, tool calls and reply (-vv: also tool results and output).
     #[arg(short, long, action = clap::ArgAction::Count)]
     pub verbose: u8,
+
+    /// Run each case with a cassette twice against its recording (served by position, so a
+    /// drifting program still runs) and report every request value that differed between
+    /// the two runs, with the `match.holes`, `match.ignore` or `tools:` entry that would
+    /// stabilise it. Expectations are not evaluated; exit 1 if anything differed.
+    #[arg(long, conflicts_with = "mode")]
+    pub check_determinism: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -346,6 +370,29 @@ pub fn parse_size(s: &str) -> Result<usize, String> {
 
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     humantime::parse_duration(s).map_err(|e| format!("`{s}` is not a duration like 30s or 10m: {e}"))
+}
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// The input the program is given: a line on stdin and AGENTPROXY_INPUT.
+    #[arg(long, value_name = "TEXT", default_value = "Hello from agentproxy doctor")]
+    pub input: String,
+
+    /// The longest the program may run; then it is stopped and the report written.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
+    pub timeout: Duration,
+
+    /// Address to listen on (loopback only).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
+    pub listen: SocketAddr,
+
+    /// Print the report as JSON on stdout instead of text.
+    #[arg(long)]
+    pub json: bool,
+
+    /// The program to check, after `--`.
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
 }
 
 #[cfg(test)]

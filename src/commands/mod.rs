@@ -6,6 +6,7 @@ pub mod replay;
 mod session;
 pub mod show;
 pub mod test;
+pub mod doctor;
 
 use crate::cli::{Cli, Command};
 use crate::error::Result;
@@ -18,5 +19,6 @@ pub async fn run(cli: Cli) -> Result<i32> {
         Command::Test(args) => test::run(args).await,
         Command::Diff(args) => diff::run(args),
         Command::Show(args) => show::run(args),
+        Command::Doctor(args) => doctor::run(args).await,
     }
 }

@@ -11,6 +11,7 @@ use crate::error::{Error, Result, EXIT_EXECUTION, EXIT_FAILURE, EXIT_OK};
 use crate::report::console::{Console, ConsoleOptions};
 use crate::report::{self, CaseReport, RunReport, Summary};
 use crate::runner::case::{self, Settings};
+use crate::runner::determinism;
 use crate::spec::{self, MatcherKind, MatcherProblem};
 
 pub async fn run(args: TestArgs) -> Result<i32> {
@@ -77,6 +78,7 @@ pub async fn run(args: TestArgs) -> Result<i32> {
     ));
     let permits = Arc::new(tokio::sync::Semaphore::new(parallel));
     let mut handles = Vec::with_capacity(jobs.len());
+    let (check_determinism, quiet) = (args.check_determinism, args.quiet);
     for (sp, i, settings) in jobs {
         let permits = permits.clone();
         let console = console.clone();
@@ -84,6 +86,9 @@ pub async fn run(args: TestArgs) -> Result<i32> {
             let _permit = permits.acquire_owned().await;
             let c = &sp.cases[i];
             console.case_started(&sp.file.display().to_string(), &c.name);
+            if check_determinism {
+                return check_determinism_of(&sp, c, &settings, &console, quiet).await;
+            }
             let report = case::run(&sp, c, &settings).await;
             console.case_finished(&report);
             report
@@ -107,6 +112,23 @@ pub async fn run(args: TestArgs) -> Result<i32> {
     } else {
         EXIT_OK
     })
+}
+
+/// `--check-determinism`: run the case twice against its recording and print, after its
+/// block, the spec entries that would stabilise what differed.
+async fn check_determinism_of(sp: &spec::Spec, c: &spec::Case, settings: &Settings, console: &Console, quiet: bool) -> CaseReport {
+    let checked = determinism::check(sp, c, settings).await;
+    console.case_finished(&checked.report);
+    if let Some(yaml) = checked.suggestion.filter(|_| !quiet) {
+        let indented: String = yaml.lines().map(|l| format!("    {l}\n")).collect();
+        console.note(&format!(
+            "    to stabilise {}::{}, add to the spec (a new tools: mock needs a re-record, since it changes what the model is told):\n{}",
+            sp.file.display(),
+            c.name,
+            indented.trim_end()
+        ));
+    }
+    checked.report
 }
 
 /// Load-time validation of matcher expressions, so a bad regex is a spec error with its

@@ -87,6 +87,38 @@ impl Index {
     }
 }
 
+/// The lenient index of a determinism check: the n-th request on a route within a turn
+/// gets the n-th interaction recorded on that route in that turn, whatever its body, so a
+/// program whose requests drift still runs to its end. Past the last recording of a
+/// (route, turn) the last one is served again.
+#[derive(Debug)]
+pub struct ByPosition {
+    queues: HashMap<(String, Option<usize>), Queue>,
+}
+
+impl ByPosition {
+    /// Build from `(route, turn)` pairs in recorded order.
+    pub fn new<'a>(slots: impl IntoIterator<Item = (&'a str, Option<usize>)>) -> ByPosition {
+        let mut queues: HashMap<(String, Option<usize>), Queue> = HashMap::new();
+        for (i, (route, turn)) in slots.into_iter().enumerate() {
+            queues.entry((route.to_owned(), turn)).or_default().items.push(i);
+        }
+        ByPosition { queues }
+    }
+
+    /// The interaction for the next request on `route` in `turn`. A cassette recorded
+    /// outside the test runner has no turns: its interactions serve every turn.
+    pub fn take(&mut self, route: &str, turn: Option<usize>) -> Option<usize> {
+        let key = [(route.to_owned(), turn), (route.to_owned(), None)]
+            .into_iter()
+            .find(|k| self.queues.contains_key(k))?;
+        let q = self.queues.get_mut(&key)?;
+        let pos = q.items.get(q.next).or(q.items.last()).copied()?;
+        q.next += 1;
+        Some(pos)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -120,5 +152,27 @@ mod tests {
         ix.take("a");
         ix.take("c");
         assert_eq!(ix.unused(), vec![1, 2]);
+    }
+
+    #[test]
+    fn by_position_serves_route_and_turn_in_order_then_repeats_the_last() {
+        let slots = [
+            ("openai.chat", Some(0)),
+            ("openai.chat", Some(0)),
+            ("http", Some(0)),
+            ("openai.chat", Some(1)),
+        ];
+        let mut ix = ByPosition::new(slots.iter().map(|(r, t)| (*r, *t)));
+        assert_eq!(ix.take("openai.chat", Some(1)), Some(3));
+        assert_eq!(ix.take("openai.chat", Some(0)), Some(0));
+        assert_eq!(ix.take("openai.chat", Some(0)), Some(1));
+        assert_eq!(ix.take("openai.chat", Some(0)), Some(1));
+        assert_eq!(ix.take("http", Some(0)), Some(2));
+        assert_eq!(ix.take("openai.chat", Some(2)), None);
+        assert_eq!(ix.take("anthropic.messages", Some(0)), None);
+        // No turns recorded: every turn draws from the one queue.
+        let mut ix = ByPosition::new([("openai.chat", None), ("openai.chat", None)]);
+        assert_eq!(ix.take("openai.chat", Some(0)), Some(0));
+        assert_eq!(ix.take("openai.chat", Some(3)), Some(1));
     }
 }

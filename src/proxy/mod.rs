@@ -2,6 +2,7 @@
 //! recorded and missed) and the HTTP layers around it.
 
 mod body;
+pub mod doctor;
 mod record;
 mod replay;
 pub mod server;
@@ -17,7 +18,7 @@ use serde_json::Value;
 use tokio_util::task::TaskTracker;
 
 use crate::cassette::Interaction;
-use crate::matching::index::{Index, Repeat};
+use crate::matching::index::{ByPosition, Index, Repeat};
 use crate::matching::normalize::Rules;
 use crate::dialect::Route;
 use crate::redact::Secrets;
@@ -37,6 +38,8 @@ pub struct Replay {
     index: Mutex<Index>,
     /// Serve streams paced by their recorded latency.
     pub realtime: bool,
+    /// Determinism check: serve by position instead of by key (see [`Replay::lenient`]).
+    by_position: Option<Mutex<ByPosition>>,
 }
 
 impl Replay {
@@ -47,7 +50,23 @@ impl Replay {
             interactions,
             index: Mutex::new(index),
             realtime,
+            by_position: None,
         }
+    }
+
+    /// Serve each model request the recording at the same position for its route and
+    /// turn, whatever its body, so a program whose requests drift still runs to its end
+    /// (the determinism check). The served exchange is logged with the request as it
+    /// arrived, not as it was recorded.
+    pub fn lenient(mut self) -> Replay {
+        let slots = self.interactions.iter().map(|i| (i.route.as_str(), i.turn));
+        self.by_position = Some(Mutex::new(ByPosition::new(slots)));
+        self
+    }
+
+    fn take_by_position(&self, route: &str, turn: Option<usize>) -> Option<usize> {
+        let ix = self.by_position.as_ref()?;
+        ix.lock().unwrap_or_else(|p| p.into_inner()).take(route, turn)
     }
 }
 

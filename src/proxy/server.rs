@@ -6,12 +6,15 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use http::{Request, Response};
+use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 
+use super::body::ProxyBody;
 use super::{service, Proxy};
 
 /// How long in-flight requests may take to finish once shutdown starts.
@@ -20,6 +23,25 @@ const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
 /// Serve until `shutdown` resolves, then drain in-flight exchanges (bounded by
 /// [`DRAIN_TIMEOUT`]) so every completed response reaches the recording.
 pub async fn serve(listener: TcpListener, proxy: Arc<Proxy>, shutdown: impl Future<Output = ()>) {
+    let handler = {
+        let proxy = proxy.clone();
+        move |req| service::handle(proxy.clone(), req)
+    };
+    accept_loop(listener, handler, shutdown).await;
+    proxy.tasks.close();
+    if tokio::time::timeout(DRAIN_TIMEOUT, proxy.tasks.wait()).await.is_err() {
+        tracing::warn!("some upstream exchanges did not finish within {DRAIN_TIMEOUT:?}; they are not recorded");
+    }
+}
+
+/// Accept connections and answer each request with `handler` until `shutdown` resolves,
+/// then let open connections finish (bounded by [`DRAIN_TIMEOUT`]). Shared by the proxy
+/// and doctor mode.
+pub(crate) async fn accept_loop<H, F>(listener: TcpListener, handler: H, shutdown: impl Future<Output = ()>)
+where
+    H: Fn(Request<Incoming>) -> F + Clone + Send + Sync + 'static,
+    F: Future<Output = Response<ProxyBody>> + Send + 'static,
+{
     let graceful = GracefulShutdown::new();
     let builder = auto::Builder::new(TokioExecutor::new());
     tokio::pin!(shutdown);
@@ -28,10 +50,10 @@ pub async fn serve(listener: TcpListener, proxy: Arc<Proxy>, shutdown: impl Futu
             accepted = listener.accept() => match accepted {
                 Ok((stream, peer)) => {
                     let _ = stream.set_nodelay(true);
-                    let proxy = proxy.clone();
+                    let handler = handler.clone();
                     let svc = service_fn(move |req| {
-                        let proxy = proxy.clone();
-                        async move { Ok::<_, Infallible>(service::handle(proxy, req).await) }
+                        let answer = handler(req);
+                        async move { Ok::<_, Infallible>(answer.await) }
                     });
                     let conn = builder.serve_connection(TokioIo::new(stream), svc).into_owned();
                     let conn = graceful.watch(conn);
@@ -53,9 +75,5 @@ pub async fn serve(listener: TcpListener, proxy: Arc<Proxy>, shutdown: impl Futu
     drop(listener);
     if tokio::time::timeout(DRAIN_TIMEOUT, graceful.shutdown()).await.is_err() {
         tracing::warn!("some connections were still open after {DRAIN_TIMEOUT:?}; closing them");
-    }
-    proxy.tasks.close();
-    if tokio::time::timeout(DRAIN_TIMEOUT, proxy.tasks.wait()).await.is_err() {
-        tracing::warn!("some upstream exchanges did not finish within {DRAIN_TIMEOUT:?}; they are not recorded");
     }
 }

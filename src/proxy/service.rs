@@ -120,6 +120,9 @@ pub async fn handle(proxy: Arc<Proxy>, req: Request<hyper::body::Incoming>) -> R
         key,
     };
     if let Some(rp) = &proxy.opts.replay {
+        if let Some(pos) = rp.take_by_position(ex.route.name(), ex.turn) {
+            return serve_by_position(&proxy, rp, pos, &ex).await;
+        }
         let lookup = rp
             .index
             .lock()
@@ -148,6 +151,19 @@ pub async fn handle(proxy: Arc<Proxy>, req: Request<hyper::body::Incoming>) -> R
             "no cassette and no upstream".into(),
         ),
     }
+}
+
+/// Lenient replay (determinism check): serve the recording at `pos` and log the exchange
+/// with the request as it arrived, so two runs can be compared.
+async fn serve_by_position(proxy: &Proxy, rp: &super::Replay, pos: usize, ex: &Exchange) -> Response<ProxyBody> {
+    let it = &rp.interactions[pos];
+    let mut served = it.clone();
+    served.turn = ex.turn;
+    served.request.method = ex.method.to_string();
+    served.request.path = ex.path.clone();
+    served.request.body = ex.stored.clone();
+    proxy.note_exchange(ex.seq, &served);
+    replay::serve(rp, it, ex).await
 }
 
 /// The bytes to forward and the body as it will be stored and keyed. A JSON body (model

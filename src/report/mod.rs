@@ -8,6 +8,7 @@ pub mod markdown;
 #[cfg(test)]
 mod sample;
 mod text;
+pub mod doctor;
 
 use serde::Serialize;
 use serde_json::Value;

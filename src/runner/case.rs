@@ -41,7 +41,7 @@ pub struct Settings {
 
 /// What the case's cassette is used for in this run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Use {
+pub(super) enum Use {
     Replay,
     Record,
     Update,
@@ -247,7 +247,7 @@ fn save_cassette(
 
 /// Drive the program through the turns. On failure, the outputs of the turns that did
 /// complete come back with the error, so the report still shows them.
-async fn drive(
+pub(super) async fn drive(
     spec: &Spec,
     case: &Case,
     s: &Settings,

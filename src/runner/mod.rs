@@ -7,3 +7,4 @@ pub mod env;
 pub mod evaluate;
 pub mod mocks;
 pub mod url;
+pub mod determinism;

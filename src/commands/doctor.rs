@@ -1,0 +1,138 @@
+//! `agentproxy doctor`: run a program once against a proxy in doctor mode (canned replies,
+//! nothing forwarded or recorded) and report which injected variables it honours.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use tokio::net::TcpListener;
+use tokio::time::Instant;
+
+use crate::cli::DoctorArgs;
+use crate::error::{Error, Result, EXIT_FAILURE, EXIT_OK};
+use crate::proxy::doctor::{self, via_prefix, Doctor};
+use crate::report::doctor::{diagnose, render, Observed, ProgramEnd};
+use crate::runner::driver::{CommandApp, DriveError};
+use crate::runner::env::{self, Injected};
+
+/// The variable whose URL keeps the plain `/v1` path (the one most clients read); every
+/// other URL variable gets its own `/_via/NAME` prefix.
+const PLAIN_VAR: &str = "OPENAI_BASE_URL";
+/// Largest request body the doctor reads (to see `model` and `stream`).
+const MAX_BODY: usize = 32 << 20;
+/// Largest file on the command line scanned for variable names.
+const MAX_SOURCE: u64 = 1 << 20;
+
+pub async fn run(args: DoctorArgs) -> Result<i32> {
+    if !args.listen.ip().is_loopback() {
+        return Err(Error::Usage(format!(
+            "refusing to listen on {}: doctor mode listens on loopback only",
+            args.listen
+        )));
+    }
+    let listener = TcpListener::bind(args.listen).await.map_err(|source| Error::Bind {
+        addr: args.listen.to_string(),
+        source,
+    })?;
+    let addr = listener.local_addr().map_err(|source| Error::Bind {
+        addr: args.listen.to_string(),
+        source,
+    })?;
+    let base = format!("http://{addr}");
+    let injected = doctor_variables(&base);
+    let state = Arc::new(Doctor::new(MAX_BODY, PLAIN_VAR));
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(doctor::serve(listener, state.clone(), async {
+        let _ = stop_rx.await;
+    }));
+    if !args.json {
+        eprintln!(
+            "agentproxy doctor: canned replies on {base}; running `{}` once (timeout {})",
+            shell_words::join(&args.command),
+            humantime::format_duration(args.timeout)
+        );
+    }
+    let app = CommandApp {
+        argv: args.command.clone(),
+        env: injected.iter().map(|v| (v.name.clone(), v.value.clone())).collect(),
+        cwd: None,
+        reply_until: None,
+    };
+    let ran = run_program(&app, &args.input, Instant::now() + args.timeout).await;
+    let _ = stop_tx.send(());
+    let _ = server.await;
+    let (program, stdout, stderr) = ran?;
+    let report = diagnose(Observed {
+        sources: read_sources(&args.command),
+        command: args.command,
+        injected,
+        arrivals: state.arrivals(),
+        program,
+        stdout,
+        stderr,
+        base,
+    });
+    if args.json {
+        let text = serde_json::to_string_pretty(&report).map_err(|e| Error::Usage(format!("failed to render the report: {e}")))?;
+        println!("{text}");
+    } else {
+        print!("{}", render(&report));
+    }
+    Ok(if report.ok { EXIT_OK } else { EXIT_FAILURE })
+}
+
+/// What record and replay inject, with every URL variable but [`PLAIN_VAR`] moved under
+/// its own `/_via/NAME` prefix, so the path a request arrives on names the variable.
+fn doctor_variables(base: &str) -> Vec<Injected> {
+    env::injected(base, true, &|name| std::env::var_os(name).is_some())
+        .into_iter()
+        .map(|mut v| {
+            if v.name != PLAIN_VAR {
+                if let Some(rest) = v.value.strip_prefix(base) {
+                    v.value = format!("{base}{}{rest}", via_prefix(&v.name));
+                }
+            }
+            v
+        })
+        .collect()
+}
+
+/// Run the program to its end (or the deadline, or Ctrl-C): how it ended, its stdout and
+/// the tail of its stderr.
+async fn run_program(app: &CommandApp, input: &str, deadline: Instant) -> Result<(ProgramEnd, String, String)> {
+    let mut running = app.start(input, deadline).map_err(|e| match e {
+        DriveError::Spawn { program, source } => Error::Spawn { program, source },
+        other => Error::Spawn {
+            program: app.argv.first().cloned().unwrap_or_default(),
+            source: std::io::Error::other(other.to_string()),
+        },
+    })?;
+    // A program that does not read stdin may have closed it; that is not an error.
+    let _ = running.send(input).await;
+    // Dropping the running program (on Ctrl-C) kills it.
+    tokio::select! {
+        finished = running.finish() => Ok(match finished {
+            Ok(f) => (ProgramEnd::Exited { code: f.code }, f.trailing_output, f.stderr),
+            Err(DriveError::Timeout { secs, stderr }) => (ProgramEnd::TimedOut { after_secs: secs }, String::new(), stderr),
+            Err(e) => {
+                return Err(Error::Wait {
+                    program: app.argv.first().cloned().unwrap_or_default(),
+                    source: std::io::Error::other(e.to_string()),
+                })
+            }
+        }),
+        _ = tokio::signal::ctrl_c() => Ok((ProgramEnd::Interrupted, String::new(), String::new())),
+    }
+}
+
+/// The text of the files named on the command line (the program's scripts), for the
+/// variable names they mention; binaries and large files are skipped.
+fn read_sources(command: &[String]) -> Vec<String> {
+    command
+        .iter()
+        .map(Path::new)
+        .filter(|p| p.metadata().is_ok_and(|m| m.is_file() && m.len() <= MAX_SOURCE))
+        .filter_map(|p| std::fs::read(p).ok())
+        .filter(|bytes| !bytes.contains(&0))
+        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+        .collect()
+}
