@@ -14,6 +14,10 @@
 //! 4. time to start replaying a 1,000- and a 10,000-interaction cassette;
 //! 5. peak RSS (VmHWM) of the proxy in each.
 
+// The binary's allocator, so the in-process figures (scenario 0) are the binary's.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod daemon;
 mod load;
 mod scenarios;
