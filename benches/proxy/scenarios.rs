@@ -512,15 +512,17 @@ pub fn stream(ctx: &mut Ctx, rss: &mut Vec<(String, u64)>) -> Result<(), String>
 pub fn startup(ctx: &mut Ctx, rss: &mut Vec<(String, u64)>) -> Result<(), String> {
     let cfg = ctx.cfg;
     println!("\n4. time to start replaying: spawn of `agentproxy replay` daemon to the first 200 (warm page cache), {} runs each", cfg.startup_runs);
-    println!("   interactions   | cassette MB | to export line ms | to first 200 ms [min-max] | peak RSS MB");
+    println!("   interactions | mean request KB | cassette MB | to export line ms | to first 200 ms [min-max] | MB/s | peak RSS MB");
     for &(n, max_kb) in &cfg.startup_sizes {
         let t = std::time::Instant::now();
         let path = ctx.dir.path().join(format!("startup-{n}-{max_kb}.json"));
-        let (size, first_body) = {
+        let (size, first_body, mean_kb) = {
             let exchanges = workload::generate(n, max_kb, SEED);
+            let wire: usize = exchanges.iter().map(|e| e.wire.len()).sum();
             (
                 workload::write_cassette(&path, &exchanges)?,
                 exchanges[0].wire.clone(),
+                wire as f64 / exchanges.len().max(1) as f64 / 1024.0,
             )
         };
         let gen = t.elapsed();
@@ -549,13 +551,14 @@ pub fn startup(ctx: &mut Ctx, rss: &mut Vec<(String, u64)>) -> Result<(), String
             .iter()
             .fold((f64::MAX, f64::MIN), |(lo, hi), r| (lo.min(*r), hi.max(*r)));
         let peak_m = median(peak);
+        let first_m = median(first);
         println!(
-            "   {:>14} | {:>11.1} | {:>17.0} | {:>8.0} [{lo:.0}-{hi:.0}]{:>9} | {:>8.1}   (cassette generated and written in {:.1} s)",
-            format!("{n} (<={max_kb}KB)"),
+            "   {n:>12} | {mean_kb:>15.1} | {:>11.1} | {:>17.0} | {:>15.0} {:<9} | {:>4.0} | {:>11.1}   (generated and written in {:.1} s)",
             mb(size),
             median(ready),
-            median(first),
-            "",
+            first_m,
+            format!("[{lo:.0}-{hi:.0}]"),
+            mb(size) / (first_m / 1e3),
             peak_m / (1024.0 * 1024.0),
             gen.as_secs_f64()
         );
