@@ -2,6 +2,7 @@
 //! `ignore` pointers removed and `holes` filled, so equal-in-meaning requests are equal values.
 
 use regex::Regex;
+use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::Value;
 
 use crate::cassette::MatchRules;
@@ -34,6 +35,11 @@ pub enum RuleError {
 }
 
 impl Rules {
+    /// No `ignore` pointers and no holes: normalizing only removes the transport fields.
+    pub fn is_empty(&self) -> bool {
+        self.ignore.is_empty() && self.holes.is_empty()
+    }
+
     pub fn compile(rules: &MatchRules) -> Result<Rules, RuleError> {
         let ignore = rules
             .ignore
@@ -97,6 +103,25 @@ pub fn normalize(body: &Value, rules: &Rules) -> Value {
         }
     }
     v
+}
+
+/// A body seen without its top-level transport fields: it serializes exactly as
+/// `normalize(body, &Rules::default())` does, without copying the body. Replay computes the
+/// key of every request; the copy `normalize` makes cost as much as hashing it.
+pub struct WithoutTransport<'a>(pub &'a Value);
+
+impl Serialize for WithoutTransport<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let Value::Object(map) = self.0 else {
+            return self.0.serialize(s);
+        };
+        let kept = |k: &String| !TRANSPORT_FIELDS.contains(&k.as_str());
+        let mut out = s.serialize_map(Some(map.keys().filter(|k| kept(k)).count()))?;
+        for (k, v) in map.iter().filter(|(k, _)| kept(k)) {
+            out.serialize_entry(k, v)?;
+        }
+        out.end()
+    }
 }
 
 /// Remove what a pointer (with `*` wildcards) designates. Array elements are replaced by
@@ -195,6 +220,23 @@ mod tests {
             normalize(&body, &Rules::default()),
             json!({"model": "m", "messages": [{"stream": 1}]})
         );
+    }
+
+    #[test]
+    fn the_view_without_transport_serializes_like_normalize() {
+        for body in [
+            json!({"model": "m", "stream": true, "stream_options": {"include_usage": true},
+                   "messages": [{"role": "user", "content": "hi \u{b0} \"q\"", "stream": 1}], "n": 1.5}),
+            json!({"stream": false}),
+            json!({}),
+            json!(["not", "an", "object"]),
+            json!("text"),
+        ] {
+            assert_eq!(
+                serde_json::to_string(&WithoutTransport(&body)).unwrap(),
+                serde_json::to_string(&normalize(&body, &Rules::default())).unwrap()
+            );
+        }
     }
 
     #[test]

@@ -1,0 +1,148 @@
+//! Where replay's time goes, in process and single-threaded: the steps agentproxy takes for
+//! every request body before it can look the key up (parse, redact, normalize, hash, free),
+//! each timed per request over the workload, beside floors for comparison (only hashing the
+//! raw bytes; only validating the JSON).
+//!
+//! These are the library's public functions in the order `proxy::service::handle` calls them.
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use serde_json::Value;
+
+use agentproxy::cassette::Body;
+use agentproxy::matching::{key, normalize, request_key};
+use agentproxy::redact::Secrets;
+
+#[derive(Default, Clone, Copy)]
+struct Times {
+    parse: Duration,
+    redact: Duration,
+    key: Duration,
+    free: Duration,
+}
+
+/// Print µs per request for each step, over at least `min_time` of repetitions.
+pub fn run(bodies: &[Bytes], min_time: Duration) {
+    let secrets = Secrets::from_vars([(
+        "OPENAI_API_KEY".to_owned(),
+        super::daemon::API_KEY.to_owned(),
+    )]);
+    let rules = normalize::Rules::default();
+    let bytes: usize = bodies.iter().map(Bytes::len).sum();
+    // Each step's figure is its fastest pass: the machine is shared, and a pass another
+    // process interrupted says nothing about agentproxy.
+    let mut best: Option<Times> = None;
+    let mut passes = 0u32;
+    let started = Instant::now();
+    let mut sink = 0usize;
+    while passes < 3 || started.elapsed() < min_time {
+        let mut t = Times::default();
+        for b in bodies {
+            let t0 = Instant::now();
+            let mut v: Value = serde_json::from_slice(b).unwrap_or(Value::Null);
+            let t1 = Instant::now();
+            secrets.redact_value(&mut v);
+            let t2 = Instant::now();
+            let body = Body::Json(v);
+            let k = request_key(
+                "openai.chat",
+                "POST",
+                "/v1/chat/completions",
+                Some(&body),
+                &rules,
+            );
+            let t3 = Instant::now();
+            sink += k.len();
+            drop(body);
+            let t4 = Instant::now();
+            t.parse += t1 - t0;
+            t.redact += t2 - t1;
+            t.key += t3 - t2;
+            t.free += t4 - t3;
+        }
+        best = Some(match best {
+            None => t,
+            Some(b) => Times {
+                parse: b.parse.min(t.parse),
+                redact: b.redact.min(t.redact),
+                key: b.key.min(t.key),
+                free: b.free.min(t.free),
+            },
+        });
+        passes += 1;
+    }
+    let t = best.unwrap_or_default();
+    let n = bodies.len() as f64;
+    let per = |d: Duration| d.as_secs_f64() * 1e6 / n;
+    let mbps = |d: Duration| bytes as f64 / d.as_secs_f64().max(1e-9) / 1e6;
+    // For comparison: normalizing by copy (what match rules need), and the floors.
+    let (mut norm, mut raw, mut validate) = (Duration::MAX, Duration::MAX, Duration::MAX);
+    for _ in 0..3 {
+        let (mut a, mut b, mut c) = (Duration::ZERO, Duration::ZERO, Duration::ZERO);
+        for body in bodies {
+            let v: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+            let t0 = Instant::now();
+            let nv = normalize::normalize(&v, &rules);
+            drop(nv);
+            let t1 = Instant::now();
+            sink += key::key_raw("openai.chat", body).len();
+            let t2 = Instant::now();
+            sink += usize::from(serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok());
+            let t3 = Instant::now();
+            a += t1 - t0;
+            b += t2 - t1;
+            c += t3 - t2;
+        }
+        norm = norm.min(a);
+        raw = raw.min(b);
+        validate = validate.min(c);
+    }
+    let total = t.parse + t.redact + t.key + t.free;
+    println!(
+        "\n0. replay's per-request work, in process, 1 thread, {} bodies (mean {:.1} KB), fastest of {passes} passes",
+        bodies.len(),
+        bytes as f64 / bodies.len() as f64 / 1024.0
+    );
+    println!("   step                                         | µs/request | MB/s");
+    println!(
+        "   parse body to serde_json::Value              | {:>10.1} | {:>5.0}",
+        per(t.parse),
+        mbps(t.parse)
+    );
+    println!(
+        "   redact (1 secret in the environment)         | {:>10.1} |",
+        per(t.redact)
+    );
+    println!(
+        "   request_key (normalize, canonical sha256)    | {:>10.1} | {:>5.0}",
+        per(t.key),
+        mbps(t.key)
+    );
+    println!(
+        "   free the parsed body                         | {:>10.1} |",
+        per(t.free)
+    );
+    println!(
+        "   total                                        | {:>10.1} | {:>5.0}",
+        per(total),
+        mbps(total)
+    );
+    println!(
+        "   (a copy of the body and its free: what normalize costs with match rules) | {:.1}",
+        per(norm)
+    );
+    println!(
+        "   floor: sha256 of the raw bytes only          | {:>10.1} | {:>5.0}",
+        per(raw),
+        mbps(raw)
+    );
+    println!(
+        "   floor: validate JSON without building it     | {:>10.1} | {:>5.0}",
+        per(validate),
+        mbps(validate)
+    );
+    if sink == 0 {
+        println!("   (nothing hashed)");
+    }
+}
