@@ -5,7 +5,8 @@
 //! replayed serially and with `--parallel 4`. The baseline runs the same program 100 times
 //! directly against the fake upstream. Overhead per case = (replay run − baseline) / 100.
 //!
-//! Run: `cargo bench --bench runner` (`-- --cases N` for another count). Figures are
+//! Run: `cargo bench --bench runner` (`-- --cases N` for another count); `cargo test
+//! --all-targets` runs it with 3 cases. Figures are
 //! recorded in docs/benchmarks.md. This is a measurement, never a pass/fail test.
 
 #[allow(dead_code)]
@@ -47,7 +48,8 @@ fn main() {
         .position(|a| a == "--cases")
         .and_then(|i| args.get(i + 1))
         .and_then(|n| n.parse().ok())
-        .unwrap_or(100);
+        // Under `cargo test --all-targets` (no `--bench` argument): a few cases, to keep it working.
+        .unwrap_or(if args.iter().any(|a| a == "--bench") { 100 } else { 3 });
     let rt = tokio::runtime::Runtime::new().unwrap();
     let fake = rt.block_on(fake_openai::FakeOpenAi::start());
     let dir = tempfile::tempdir().unwrap();
