@@ -71,6 +71,19 @@ async fn record_then_replay_with_mocks_and_a_broken_expectation() {
     assert!(cassette.contains(r#"\"temp_c\":21"#), "{cassette}");
     assert!(cassette.contains("\"turn\": 0"));
 
+    // Re-recording the same behaviour: the trajectory diff says so.
+    let url = fake.url();
+    let again = tokio::task::spawn_blocking({
+        let d = d.clone();
+        move || run_in(&d, &["test", "weather.yaml", "--mode", "record", "--upstream", &url, "--report", "json", "-o", "rerecord.json"])
+    })
+    .await
+    .unwrap();
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    let rerecord: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.join("rerecord.json")).unwrap()).unwrap();
+    let diff = rerecord["cases"][0]["diff"].as_str().expect("a diff after a re-record");
+    assert!(diff.contains("identical"), "{diff}");
+
     let count = fake.request_count();
     let replay = run_in(&d, &["test", "weather.yaml", "--mode", "replay"]);
     assert_eq!(replay.code, 0, "{}", replay.stderr);

@@ -80,10 +80,11 @@ pub async fn run(args: TestArgs) -> Result<i32> {
     let mut handles = Vec::with_capacity(jobs.len());
     let (check_determinism, quiet) = (args.check_determinism, args.quiet);
     for (sp, i, settings) in jobs {
-        let permits = permits.clone();
+        // Taking the permit before spawning keeps cases starting in file order.
+        let permit = permits.clone().acquire_owned().await;
         let console = console.clone();
         handles.push(tokio::spawn(async move {
-            let _permit = permits.acquire_owned().await;
+            let _permit = permit;
             let c = &sp.cases[i];
             console.case_started(&sp.file.display().to_string(), &c.name);
             if check_determinism {

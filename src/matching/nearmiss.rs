@@ -159,7 +159,7 @@ pub fn report(method: &str, path: &str, route: &str, body: &Value, kind: &MissKi
                     let _ = writeln!(out, "    {line}");
                 }
             }
-            let _ = writeln!(out, "  hint: if this change is intended, re-record; if the value is volatile, declare it with --match-ignore or --match-hole");
+            let _ = writeln!(out, "  hint: if this change is intended, re-record; if the value is volatile, declare it (a spec's `match:` block or `tools:` mock, or --match-ignore / --match-hole)");
         }
     }
     out

@@ -119,6 +119,8 @@ async fn run_inner(
         _ => spec.match_rules.clone(),
     };
     let rules = Rules::compile(&match_rules).map_err(|e| e.to_string())?;
+    // The cassette a record or update run replaces, for the trajectory diff.
+    let previous = if usage == Use::Replay { None } else { existing.clone() };
     let replay = match (existing, usage) {
         (Some(mut c), Use::Replay | Use::Update) => {
             if c.match_rules != match_rules {
@@ -185,7 +187,11 @@ async fn run_inner(
 
     // A crashed program's own error says more than "nothing was recorded".
     if usage != Use::Replay && (drive_error.is_none() || !outcome.recorded.is_empty()) {
-        save_cassette(spec, s, &cassette_path, &match_rules, usage, &outcome)?;
+        let saved = save_cassette(spec, s, &cassette_path, &match_rules, usage, &outcome)?;
+        if let (Some(old), Some(new)) = (&previous, &saved) {
+            let d = crate::trajectory::diff_cassettes(old, new, &crate::trajectory::asserted(case));
+            report.diff = Some(crate::trajectory::render_text(&d));
+        }
     }
     if let Some(e) = drive_error {
         if report.misses.is_empty() {
@@ -216,7 +222,7 @@ fn save_cassette(
     match_rules: &crate::cassette::MatchRules,
     usage: Use,
     outcome: &Outcome,
-) -> Result<(), String> {
+) -> Result<Option<Cassette>, String> {
     if outcome.recorded.is_empty() {
         if usage == Use::Record && outcome.requests == 0 {
             return Err(format!(
@@ -224,7 +230,7 @@ fn save_cassette(
                 spec.file.display()
             ));
         }
-        return Ok(());
+        return Ok(None);
     }
     // Update keeps what was replayed and adds what was recorded, in the order of the run.
     let interactions = match usage {
@@ -242,7 +248,8 @@ fn save_cassette(
         match_rules: match_rules.clone(),
         interactions,
     };
-    store::save(path, &cassette).map_err(|e| e.to_string())
+    store::save(path, &cassette).map_err(|e| e.to_string())?;
+    Ok(Some(cassette))
 }
 
 /// Drive the program through the turns. On failure, the outputs of the turns that did
