@@ -245,3 +245,43 @@ async fn url_apps_are_driven_turn_by_turn_over_http() {
     assert_eq!(turns, vec![serde_json::json!(0), serde_json::json!(1)]);
     fake.stop().await;
 }
+
+/// Re-record after the model changed (it now also calls get_weather for London): the diff
+/// names the new call, and the verdict depends on what the spec asserts.
+#[tokio::test(flavor = "multi_thread")]
+async fn rerecord_with_a_changed_model_reports_regression_or_benign() {
+    let fake = FakeOpenAi::start().await;
+    for (expect, verdict) in [
+        ("    expect:\n      never:\n        - get_weather: {city: London}\n", "regression"),
+        ("", "benign"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().to_owned();
+        let agent = repo().join("examples/weather-agent/agent.py");
+        let spec = |model: &str| {
+            format!(
+                "app:\n  command: [python3, {}]\n  env: {{AGENT_MODEL: {model}}}\ncassettes: cassettes\ncases:\n  - name: paris\n    input: What's the weather in Paris?\n{expect}",
+                agent.display()
+            )
+        };
+        let url = fake.url();
+        let record = move |d: PathBuf, text: String| {
+            let url = url.clone();
+            tokio::task::spawn_blocking(move || {
+                std::fs::write(d.join("s.yaml"), text).unwrap();
+                run_in(&d, &["test", "s.yaml", "--mode", "record", "--upstream", &url, "--report", "json", "-o", "r.json"])
+            })
+        };
+        let first = record.clone()(d.clone(), spec("gpt-4o-mini")).await.unwrap();
+        assert_eq!(first.code, 0, "{}", first.stderr);
+        let second = record(d.clone(), spec("gpt-4o-mini-eager")).await.unwrap();
+        let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.join("r.json")).unwrap()).unwrap();
+        let diff = report["cases"][0]["diff"].as_str().expect("a diff after the re-record");
+        assert!(diff.contains("London"), "{diff}");
+        assert!(diff.contains(verdict), "expected {verdict}:\n{diff}");
+        // A record run asserts too: the forbidden call fails it, but the cassette is written.
+        assert_eq!(second.code, if verdict == "regression" { 1 } else { 0 }, "{}", second.stderr);
+        assert!(std::fs::read_to_string(d.join("cassettes/paris.json")).unwrap().contains("London"));
+    }
+    fake.stop().await;
+}

@@ -15,7 +15,8 @@
 //! - last message(s) `tool`: one sentence per result, `It is {temp_c}°C and {sky} in
 //!   {city}.` for a weather result, `It is {time} in {city}.` for a time result, `The tool
 //!   said: {content}` otherwise;
-//! - anything else: `You said: {last user text}`.
+//! - anything else: `You said: {last user text}`;
+//! - a model whose name ends in `-eager` makes one extra call of the same tool, for London.
 
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
@@ -316,6 +317,22 @@ fn script(request: &Value, messages: &[Value]) -> Reply {
 }
 
 fn plan_tool_calls(request: &Value, text: &str) -> Vec<(String, Value)> {
+    let mut calls = plan_scripted_calls(request, text);
+    // A "new model version" that behaves differently: it also checks London, so tests can
+    // re-record and see the trajectory diff name the extra call.
+    if request["model"].as_str().is_some_and(|m| m.ends_with("-eager")) {
+        if let Some((name, _)) = calls.first().cloned() {
+            let args = match name.as_str() {
+                "get_weather" => json!({"city": "London", "unit": "celsius"}),
+                _ => json!({"city": "London"}),
+            };
+            calls.push((name, args));
+        }
+    }
+    calls
+}
+
+fn plan_scripted_calls(request: &Value, text: &str) -> Vec<(String, Value)> {
     if request["tool_choice"] == "none" {
         return Vec::new();
     }
