@@ -31,7 +31,12 @@ fn bin() -> &'static str {
 
 fn agentproxy(dir: &Path, args: &[&str]) -> Duration {
     let started = Instant::now();
-    let out = Command::new(bin()).args(args).current_dir(dir).env_remove("CI").output().unwrap();
+    let out = Command::new(bin())
+        .args(args)
+        .current_dir(dir)
+        .env_remove("CI")
+        .output()
+        .unwrap();
     let took = started.elapsed();
     assert!(
         out.status.success(),
@@ -49,19 +54,37 @@ fn main() {
         .and_then(|i| args.get(i + 1))
         .and_then(|n| n.parse().ok())
         // Under `cargo test --all-targets` (no `--bench` argument): a few cases, to keep it working.
-        .unwrap_or(if args.iter().any(|a| a == "--bench") { 100 } else { 3 });
+        .unwrap_or(if args.iter().any(|a| a == "--bench") {
+            100
+        } else {
+            3
+        });
     let rt = tokio::runtime::Runtime::new().unwrap();
     let fake = rt.block_on(fake_openai::FakeOpenAi::start());
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("app.py"), PROGRAM).unwrap();
-    let mut spec = String::from("app:\n  command: [python3, app.py]\ncassettes: cassettes\ncases:\n");
+    let mut spec =
+        String::from("app:\n  command: [python3, app.py]\ncassettes: cassettes\ncases:\n");
     for i in 0..cases {
-        spec.push_str(&format!("  - name: case {i}\n    input: hello {i}\n    expect: {{reply: 'hello {i}'}}\n"));
+        spec.push_str(&format!(
+            "  - name: case {i}\n    input: hello {i}\n    expect: {{reply: 'hello {i}'}}\n"
+        ));
     }
     std::fs::write(dir.path().join("spec.yaml"), spec).unwrap();
 
     let upstream = fake.url();
-    agentproxy(dir.path(), &["test", "spec.yaml", "--mode", "record", "--upstream", &upstream, "-q"]);
+    agentproxy(
+        dir.path(),
+        &[
+            "test",
+            "spec.yaml",
+            "--mode",
+            "record",
+            "--upstream",
+            &upstream,
+            "-q",
+        ],
+    );
 
     // Baseline: the program alone, calling the fake upstream directly, one after the other.
     let started = Instant::now();
@@ -78,12 +101,36 @@ fn main() {
     let baseline = started.elapsed();
 
     let serial = agentproxy(dir.path(), &["test", "spec.yaml", "--mode", "replay", "-q"]);
-    let parallel = agentproxy(dir.path(), &["test", "spec.yaml", "--mode", "replay", "-q", "--parallel", "4"]);
+    let parallel = agentproxy(
+        dir.path(),
+        &[
+            "test",
+            "spec.yaml",
+            "--mode",
+            "replay",
+            "-q",
+            "--parallel",
+            "4",
+        ],
+    );
     rt.block_on(fake.stop());
 
-    let per_case = |total: Duration| (total.as_secs_f64() - baseline.as_secs_f64()) * 1000.0 / cases as f64;
+    let per_case =
+        |total: Duration| (total.as_secs_f64() - baseline.as_secs_f64()) * 1000.0 / cases as f64;
     println!("runner overhead, {cases} replayed cases of a one-request python3 program");
-    println!("  program alone, serial:        {:>8.2} s ({:.1} ms/case)", baseline.as_secs_f64(), baseline.as_secs_f64() * 1000.0 / cases as f64);
-    println!("  agentproxy test, serial:      {:>8.2} s (+{:.1} ms/case)", serial.as_secs_f64(), per_case(serial));
-    println!("  agentproxy test, --parallel 4:{:>8.2} s ({:.2}x the serial baseline)", parallel.as_secs_f64(), parallel.as_secs_f64() / baseline.as_secs_f64());
+    println!(
+        "  program alone, serial:        {:>8.2} s ({:.1} ms/case)",
+        baseline.as_secs_f64(),
+        baseline.as_secs_f64() * 1000.0 / cases as f64
+    );
+    println!(
+        "  agentproxy test, serial:      {:>8.2} s (+{:.1} ms/case)",
+        serial.as_secs_f64(),
+        per_case(serial)
+    );
+    println!(
+        "  agentproxy test, --parallel 4:{:>8.2} s ({:.2}x the serial baseline)",
+        parallel.as_secs_f64(),
+        parallel.as_secs_f64() / baseline.as_secs_f64()
+    );
 }

@@ -208,11 +208,21 @@ pub struct TestArgs {
     pub outputs: Vec<PathBuf>,
 
     /// OpenAI-compatible upstream used when recording.
-    #[arg(long, value_name = "URL", default_value = "https://api.openai.com", env = "AGENTPROXY_UPSTREAM")]
+    #[arg(
+        long,
+        value_name = "URL",
+        default_value = "https://api.openai.com",
+        env = "AGENTPROXY_UPSTREAM"
+    )]
     pub upstream: String,
 
     /// Anthropic upstream used when recording.
-    #[arg(long, value_name = "URL", default_value = "https://api.anthropic.com", env = "AGENTPROXY_ANTHROPIC_UPSTREAM")]
+    #[arg(
+        long,
+        value_name = "URL",
+        default_value = "https://api.anthropic.com",
+        env = "AGENTPROXY_ANTHROPIC_UPSTREAM"
+    )]
     pub anthropic_upstream: String,
 
     /// How long to wait for the upstream's response head when recording.
@@ -303,11 +313,21 @@ pub struct RecordArgs {
     pub session: SessionArgs,
 
     /// OpenAI-compatible upstream base URL (requests keep their /v1/… path).
-    #[arg(long, value_name = "URL", default_value = "https://api.openai.com", env = "AGENTPROXY_UPSTREAM")]
+    #[arg(
+        long,
+        value_name = "URL",
+        default_value = "https://api.openai.com",
+        env = "AGENTPROXY_UPSTREAM"
+    )]
     pub upstream: String,
 
     /// Anthropic upstream base URL, for /v1/messages and requests with anthropic-version.
-    #[arg(long, value_name = "URL", default_value = "https://api.anthropic.com", env = "AGENTPROXY_ANTHROPIC_UPSTREAM")]
+    #[arg(
+        long,
+        value_name = "URL",
+        default_value = "https://api.anthropic.com",
+        env = "AGENTPROXY_ANTHROPIC_UPSTREAM"
+    )]
     pub anthropic_upstream: String,
 
     /// How long to wait for the upstream's response head (e.g. 30s, 10m); then HTTP 504.
@@ -338,8 +358,14 @@ pub fn parse_hole(s: &str) -> Result<Hole, String> {
         Some((n, p)) => (n, Some(p.to_owned())),
         None => (head, None),
     };
-    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
-        return Err(format!("hole name `{name}` must be letters, digits, `_` or `-`"));
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        return Err(format!(
+            "hole name `{name}` must be letters, digits, `_` or `-`"
+        ));
     }
     regex::Regex::new(regex).map_err(|e| format!("invalid regex for hole `{name}`: {e}"))?;
     Ok(Hole {
@@ -352,7 +378,10 @@ pub fn parse_hole(s: &str) -> Result<Hole, String> {
 /// `1048576`, `512K`, `32M`, `1G` (binary multiples; a trailing `B`/`iB` is accepted).
 pub fn parse_size(s: &str) -> Result<usize, String> {
     let t = s.trim();
-    let t = t.strip_suffix("iB").or_else(|| t.strip_suffix('B')).unwrap_or(t);
+    let t = t
+        .strip_suffix("iB")
+        .or_else(|| t.strip_suffix('B'))
+        .unwrap_or(t);
     let (digits, mult) = match t.chars().last() {
         Some('k' | 'K') => (&t[..t.len() - 1], 1usize << 10),
         Some('m' | 'M') => (&t[..t.len() - 1], 1 << 20),
@@ -369,13 +398,18 @@ pub fn parse_size(s: &str) -> Result<usize, String> {
 }
 
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    humantime::parse_duration(s).map_err(|e| format!("`{s}` is not a duration like 30s or 10m: {e}"))
+    humantime::parse_duration(s)
+        .map_err(|e| format!("`{s}` is not a duration like 30s or 10m: {e}"))
 }
 
 #[derive(Debug, Args)]
 pub struct DoctorArgs {
     /// The input the program is given: a line on stdin and AGENTPROXY_INPUT.
-    #[arg(long, value_name = "TEXT", default_value = "Hello from agentproxy doctor")]
+    #[arg(
+        long,
+        value_name = "TEXT",
+        default_value = "Hello from agentproxy doctor"
+    )]
     pub input: String,
 
     /// The longest the program may run; then it is stopped and the report written.
@@ -402,7 +436,10 @@ mod tests {
     #[test]
     fn holes() {
         let h = parse_hole(r"today=\d{4}-\d{2}").unwrap();
-        assert_eq!((h.name.as_str(), h.regex.as_str(), h.within), ("today", r"\d{4}-\d{2}", None));
+        assert_eq!(
+            (h.name.as_str(), h.regex.as_str(), h.within),
+            ("today", r"\d{4}-\d{2}", None)
+        );
         let h = parse_hole("id@/messages/0=a=b").unwrap();
         assert_eq!((h.name.as_str(), h.regex.as_str()), ("id", "a=b"));
         assert_eq!(h.within.as_deref(), Some("/messages/0"));

@@ -24,12 +24,16 @@ fn main() {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("AGENTPROXY_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("agentproxy={level}"))),
+            tracing_subscriber::EnvFilter::try_from_env("AGENTPROXY_LOG").unwrap_or_else(|_| {
+                tracing_subscriber::EnvFilter::new(format!("agentproxy={level}"))
+            }),
         )
         .without_time()
         .init();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("agentproxy: failed to start the async runtime: {e}");

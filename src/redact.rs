@@ -189,7 +189,8 @@ mod tests {
 
     #[test]
     fn scan_finds_key_shapes_with_their_path() {
-        let v = json!({"a": [{"b": "ok"}, {"c": "Authorization: Bearer abcdefghijklmnopqrstuvwxyz"}]});
+        let v =
+            json!({"a": [{"b": "ok"}, {"c": "Authorization: Bearer abcdefghijklmnopqrstuvwxyz"}]});
         assert_eq!(
             scan(&v),
             Some(SecretHit {
@@ -199,7 +200,10 @@ mod tests {
         );
         let v = json!({"k": "sk-ant-api03-abcdefghijklmnopqrstuvwxyz"});
         assert_eq!(scan(&v).unwrap().kind, "Anthropic API key");
-        assert_eq!(scan(&json!({"k": "AKIAIOSFODNN7EXAMPLE"})).unwrap().kind, "AWS access key id");
+        assert_eq!(
+            scan(&json!({"k": "AKIAIOSFODNN7EXAMPLE"})).unwrap().kind,
+            "AWS access key id"
+        );
     }
 
     #[test]

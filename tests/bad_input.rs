@@ -9,27 +9,49 @@ use serde_json::json;
 use support::{http, proxy::bin, proxy::Daemon};
 
 fn run(args: &[&str], cwd: &std::path::Path) -> (i32, String) {
-    let out = Command::new(bin()).args(args).current_dir(cwd).output().unwrap();
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stderr).into_owned())
+    let out = Command::new(bin())
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 /// A one-interaction cassette written through the library, so its key is the real one.
 fn write_cassette(path: &std::path::Path, request: serde_json::Value, reply: serde_json::Value) {
-    use agentproxy::cassette::{format, store, Body, Cassette, Interaction, RecordedRequest, RecordedResponse};
+    use agentproxy::cassette::{
+        format, store, Body, Cassette, Interaction, RecordedRequest, RecordedResponse,
+    };
     let body = Body::Json(request);
     let rules = agentproxy::matching::normalize::Rules::default();
-    let key = agentproxy::matching::request_key("openai.chat", "POST", "/v1/chat/completions", Some(&body), &rules);
+    let key = agentproxy::matching::request_key(
+        "openai.chat",
+        "POST",
+        "/v1/chat/completions",
+        Some(&body),
+        &rules,
+    );
     let c = Cassette {
         format: format::format_version(),
         recorder: "test".into(),
         recorded_at: "2026-01-01T00:00:00Z".into(),
-        upstreams: format::Upstreams { openai: "http://127.0.0.1:9".into(), anthropic: "http://127.0.0.1:9".into() },
+        upstreams: format::Upstreams {
+            openai: "http://127.0.0.1:9".into(),
+            anthropic: "http://127.0.0.1:9".into(),
+        },
         match_rules: Default::default(),
         interactions: vec![Interaction {
             route: "openai.chat".into(),
             key,
             turn: None,
-            request: RecordedRequest { method: "POST".into(), path: "/v1/chat/completions".into(), body: Some(body) },
+            request: RecordedRequest {
+                method: "POST".into(),
+                path: "/v1/chat/completions".into(),
+                body: Some(body),
+            },
             response: RecordedResponse {
                 status: 200,
                 headers: [("content-type".to_string(), "application/json".to_string())].into(),
@@ -56,7 +78,10 @@ fn completion(text: &str) -> serde_json::Value {
 #[test]
 fn missing_cassette_is_a_usage_error() {
     let dir = tempfile::tempdir().unwrap();
-    let (code, err) = run(&["replay", "--cassette", "nope.json", "--", "true"], dir.path());
+    let (code, err) = run(
+        &["replay", "--cassette", "nope.json", "--", "true"],
+        dir.path(),
+    );
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("failed to read cassette nope.json"), "{err}");
 }
@@ -68,7 +93,10 @@ fn truncated_cassette_names_path_and_position() {
     write_cassette(&path, chat("hi"), completion("hello"));
     let full = std::fs::read(&path).unwrap();
     std::fs::write(&path, &full[..full.len() * 2 / 3]).unwrap();
-    let (code, err) = run(&["replay", "--cassette", "c.json", "--", "true"], dir.path());
+    let (code, err) = run(
+        &["replay", "--cassette", "c.json", "--", "true"],
+        dir.path(),
+    );
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("cassette c.json is broken at line"), "{err}");
 }
@@ -76,16 +104,29 @@ fn truncated_cassette_names_path_and_position() {
 #[test]
 fn newer_major_version_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("c.json"), r#"{"format": "9.0", "interactions": []}"#).unwrap();
-    let (code, err) = run(&["replay", "--cassette", "c.json", "--", "true"], dir.path());
+    std::fs::write(
+        dir.path().join("c.json"),
+        r#"{"format": "9.0", "interactions": []}"#,
+    )
+    .unwrap();
+    let (code, err) = run(
+        &["replay", "--cassette", "c.json", "--", "true"],
+        dir.path(),
+    );
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("has format 9.0") && err.contains("upgrade agentproxy"), "{err}");
+    assert!(
+        err.contains("has format 9.0") && err.contains("upgrade agentproxy"),
+        "{err}"
+    );
 }
 
 #[test]
 fn non_loopback_listen_needs_allow_remote() {
     let dir = tempfile::tempdir().unwrap();
-    let (code, err) = run(&["record", "--listen", "0.0.0.0:0", "--", "true"], dir.path());
+    let (code, err) = run(
+        &["record", "--listen", "0.0.0.0:0", "--", "true"],
+        dir.path(),
+    );
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--allow-remote"), "{err}");
 }
@@ -93,7 +134,10 @@ fn non_loopback_listen_needs_allow_remote() {
 #[test]
 fn bad_hole_regex_is_a_usage_error() {
     let dir = tempfile::tempdir().unwrap();
-    let (code, err) = run(&["record", "--match-hole", "d=([", "--", "true"], dir.path());
+    let (code, err) = run(
+        &["record", "--match-hole", "d=([", "--", "true"],
+        dir.path(),
+    );
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("invalid regex for hole `d`"), "{err}");
 }
@@ -102,11 +146,22 @@ fn bad_hole_regex_is_a_usage_error() {
 fn a_program_that_bypasses_the_proxy_records_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let (code, err) = run(
-        &["record", "--upstream", "http://127.0.0.1:9", "--cassette", "c.json", "--", "true"],
+        &[
+            "record",
+            "--upstream",
+            "http://127.0.0.1:9",
+            "--cassette",
+            "c.json",
+            "--",
+            "true",
+        ],
         dir.path(),
     );
     assert_eq!(code, 3, "{err}");
-    assert!(err.contains("no request through the proxy") && err.contains("OPENAI_BASE_URL"), "{err}");
+    assert!(
+        err.contains("no request through the proxy") && err.contains("OPENAI_BASE_URL"),
+        "{err}"
+    );
     assert!(!dir.path().join("c.json").exists());
 }
 
@@ -114,7 +169,10 @@ fn a_program_that_bypasses_the_proxy_records_nothing() {
 fn daemon_replay_answers_bad_requests_in_the_provider_shape() {
     let dir = tempfile::tempdir().unwrap();
     write_cassette(&dir.path().join("c.json"), chat("hi"), completion("hello"));
-    let d = Daemon::start(&["replay", "--cassette", "c.json", "--max-body-size", "4K"], dir.path());
+    let d = Daemon::start(
+        &["replay", "--cassette", "c.json", "--max-body-size", "4K"],
+        dir.path(),
+    );
 
     let ok = http::post_json(&d.url, "/v1/chat/completions", &chat("hi"));
     assert_eq!(ok.status, 200, "{}", ok.text());
@@ -127,7 +185,10 @@ fn daemon_replay_answers_bad_requests_in_the_provider_shape() {
     let big = json!({"model": "m", "messages": [{"role": "user", "content": "x".repeat(5000)}]});
     let too_big = http::post_json(&d.url, "/v1/chat/completions", &big);
     assert_eq!(too_big.status, 413);
-    assert!(too_big.json()["error"]["message"].as_str().unwrap().contains("--max-body-size"));
+    assert!(too_big.json()["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("--max-body-size"));
 
     let unknown = http::request(&d.url, "GET", "/favicon.ico", &[], b"");
     assert_eq!(unknown.status, 404);
@@ -145,17 +206,32 @@ fn daemon_replay_answers_bad_requests_in_the_provider_shape() {
 
     let (code, err) = d.interrupt();
     assert_eq!(code, 1, "{err}");
-    assert!(err.contains("nearest recorded request: interaction #0"), "{err}");
-    assert!(err.contains("first difference at /messages/0/content"), "{err}");
-    assert!(err.contains("- hi\n") && err.contains("+ hi there"), "{err}");
+    assert!(
+        err.contains("nearest recorded request: interaction #0"),
+        "{err}"
+    );
+    assert!(
+        err.contains("first difference at /messages/0/content"),
+        "{err}"
+    );
+    assert!(
+        err.contains("- hi\n") && err.contains("+ hi there"),
+        "{err}"
+    );
 }
 
 #[test]
 fn unused_recordings_are_listed() {
     let dir = tempfile::tempdir().unwrap();
     write_cassette(&dir.path().join("c.json"), chat("hi"), completion("hello"));
-    let (code, err) = run(&["replay", "--cassette", "c.json", "--", "true"], dir.path());
+    let (code, err) = run(
+        &["replay", "--cassette", "c.json", "--", "true"],
+        dir.path(),
+    );
     assert_eq!(code, 0, "{err}");
     assert!(err.contains("1 of 1 recording(s) unused"), "{err}");
-    assert!(err.contains("unused #0 POST /v1/chat/completions (openai.chat)"), "{err}");
+    assert!(
+        err.contains("unused #0 POST /v1/chat/completions (openai.chat)"),
+        "{err}"
+    );
 }

@@ -15,7 +15,10 @@ fn repo() -> &'static Path {
 }
 
 fn app() -> String {
-    repo().join("tests/fixtures/doctor_app.py").display().to_string()
+    repo()
+        .join("tests/fixtures/doctor_app.py")
+        .display()
+        .to_string()
 }
 
 struct Run {
@@ -41,14 +44,22 @@ fn doctor(args: &[&str]) -> Run {
 }
 
 fn json_of(run: &Run) -> Value {
-    serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("not JSON ({e}):\n{}\n{}", run.stdout, run.stderr))
+    serde_json::from_str(&run.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}):\n{}\n{}", run.stdout, run.stderr))
 }
 
 const CANNED: &str = "This is a canned reply from agentproxy doctor";
 
 #[test]
 fn a_program_that_reads_openai_base_url_is_ok() {
-    let r = doctor(&["--input", "Hello there", "--", "python3", &app(), "base_url"]);
+    let r = doctor(&[
+        "--input",
+        "Hello there",
+        "--",
+        "python3",
+        &app(),
+        "base_url",
+    ]);
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
     for expected in [
         "requests: 1 model call, 0 other",
@@ -72,11 +83,23 @@ fn a_program_that_reads_openai_api_base_is_told_apart_by_its_path() {
     assert_eq!(j["honoured"], serde_json::json!(["OPENAI_API_BASE"]));
     let a = &j["arrivals"][0];
     assert_eq!(a["api_path"], "/v1/chat/completions");
-    assert!(a["path"].as_str().unwrap().starts_with("/_via/OPENAI_API_BASE/v1/"), "{a}");
+    assert!(
+        a["path"]
+            .as_str()
+            .unwrap()
+            .starts_with("/_via/OPENAI_API_BASE/v1/"),
+        "{a}"
+    );
     assert_eq!(a["route"], "openai.chat");
     // The program got the canned reply and printed it.
-    assert!(j["stdout_tail"][0].as_str().unwrap().starts_with(CANNED), "{j}");
-    assert_eq!(j["program"], serde_json::json!({"kind": "exited", "code": 0}));
+    assert!(
+        j["stdout_tail"][0].as_str().unwrap().starts_with(CANNED),
+        "{j}"
+    );
+    assert_eq!(
+        j["program"],
+        serde_json::json!({"kind": "exited", "code": 0})
+    );
 }
 
 #[test]
@@ -86,9 +109,15 @@ fn an_anthropic_streaming_client_gets_a_canned_event_stream() {
     let j = json_of(&r);
     assert_eq!(j["honoured"], serde_json::json!(["ANTHROPIC_BASE_URL"]));
     let a = &j["arrivals"][0];
-    assert_eq!((a["route"].as_str(), a["stream"].as_bool()), (Some("anthropic.messages"), Some(true)));
+    assert_eq!(
+        (a["route"].as_str(), a["stream"].as_bool()),
+        (Some("anthropic.messages"), Some(true))
+    );
     assert_eq!(a["auth"], serde_json::json!(["x-api-key"]));
-    assert!(j["stdout_tail"][0].as_str().unwrap().starts_with(CANNED), "{j}");
+    assert!(
+        j["stdout_tail"][0].as_str().unwrap().starts_with(CANNED),
+        "{j}"
+    );
 }
 
 #[test]
@@ -105,30 +134,67 @@ fn a_program_that_ignores_every_variable_fails_with_advice() {
         "Its files mention MY_LLM_URL.",
         "app:\n      env:\n        MY_LLM_URL: ${agentproxy.url}\n",
     ] {
-        assert!(r.stdout.contains(expected), "missing {expected:?} in:\n{}", r.stdout);
+        assert!(
+            r.stdout.contains(expected),
+            "missing {expected:?} in:\n{}",
+            r.stdout
+        );
     }
 }
 
 #[test]
 fn the_suggested_check_of_a_mapped_variable_names_it() {
     // What the advice above says to run, on a free port.
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let listen = format!("127.0.0.1:{port}");
     let mapped = format!("MY_LLM_URL=http://127.0.0.1:{port}/_via/MY_LLM_URL/v1");
-    let r = doctor(&["--listen", &listen, "--", "env", &mapped, "python3", &app(), "own"]);
+    let r = doctor(&[
+        "--listen",
+        &listen,
+        "--",
+        "env",
+        &mapped,
+        "python3",
+        &app(),
+        "own",
+    ]);
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
-    assert!(r.stdout.contains("ok: the program honours MY_LLM_URL."), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("ok: the program honours MY_LLM_URL."),
+        "{}",
+        r.stdout
+    );
 }
 
 #[test]
 fn plain_http_gets_a_404_that_says_doctor_mode_and_is_not_enough() {
     let r = doctor(&["--", "python3", &app(), "models"]);
     assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
-    assert!(r.stdout.contains("GET /v1/models  → http (404)  via OPENAI_BASE_URL"), "{}", r.stdout);
+    assert!(
+        r.stdout
+            .contains("GET /v1/models  → http (404)  via OPENAI_BASE_URL"),
+        "{}",
+        r.stdout
+    );
     assert!(r.stdout.contains("none was a model call"), "{}", r.stdout);
-    assert!(r.stdout.contains("no model call reached the proxy, although the program honours OPENAI_BASE_URL"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains(
+            "no model call reached the proxy, although the program honours OPENAI_BASE_URL"
+        ),
+        "{}",
+        r.stdout
+    );
     // The program saw the doctor's explanation.
-    assert!(r.stdout.contains("HTTP 404: agentproxy doctor: GET /v1/models is not a model route"), "{}", r.stdout);
+    assert!(
+        r.stdout
+            .contains("HTTP 404: agentproxy doctor: GET /v1/models is not a model route"),
+        "{}",
+        r.stdout
+    );
 }
 
 #[test]
@@ -146,7 +212,11 @@ fn venv_python() -> Option<PathBuf> {
         return None;
     }
     let python = repo().join(".venv/bin/python");
-    assert!(python.exists(), "{} is missing: run scripts/setup-python.sh", python.display());
+    assert!(
+        python.exists(),
+        "{} is missing: run scripts/setup-python.sh",
+        python.display()
+    );
     Some(python)
 }
 
@@ -154,7 +224,12 @@ fn venv_python() -> Option<PathBuf> {
 fn the_real_openai_sdk_accepts_the_doctor_paths_and_replies() {
     let Some(python) = venv_python() else { return };
     let script = repo().join("tests/e2e/doctor_sdk.py");
-    let r = doctor(&["--json", "--", python.to_str().unwrap(), script.to_str().unwrap()]);
+    let r = doctor(&[
+        "--json",
+        "--",
+        python.to_str().unwrap(),
+        script.to_str().unwrap(),
+    ]);
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
     let j = json_of(&r);
     assert_eq!(j["honoured"], serde_json::json!(["OPENAI_API_BASE"]));
@@ -164,9 +239,27 @@ fn the_real_openai_sdk_accepts_the_doctor_paths_and_replies() {
         .iter()
         .map(|a| (a["route"].as_str().unwrap(), a["stream"].as_bool().unwrap()))
         .collect();
-    assert_eq!(routes, [("openai.chat", false), ("openai.chat", true), ("openai.responses", false)]);
-    assert!(j["arrivals"][0]["client"].as_str().unwrap().starts_with("OpenAI/Python"), "{j}");
-    let out: Vec<&str> = j["stdout_tail"].as_array().unwrap().iter().map(|l| l.as_str().unwrap()).collect();
+    assert_eq!(
+        routes,
+        [
+            ("openai.chat", false),
+            ("openai.chat", true),
+            ("openai.responses", false)
+        ]
+    );
+    assert!(
+        j["arrivals"][0]["client"]
+            .as_str()
+            .unwrap()
+            .starts_with("OpenAI/Python"),
+        "{j}"
+    );
+    let out: Vec<&str> = j["stdout_tail"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap())
+        .collect();
     for (i, label) in ["chat:", "stream:", "responses:"].iter().enumerate() {
         assert!(out[i].starts_with(&format!("{label} {CANNED}")), "{out:?}");
     }

@@ -19,7 +19,10 @@ const EXAMPLES: [(&str, &[&str]); 1] = [(
 )];
 
 /// Example specs, run by `agentproxy test`; their cassettes are committed.
-const SPECS: [&str; 2] = ["examples/travel-agent/travel.yaml", "examples/chat/chat.yaml"];
+const SPECS: [&str; 2] = [
+    "examples/travel-agent/travel.yaml",
+    "examples/chat/chat.yaml",
+];
 
 fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -38,7 +41,10 @@ fn examples_replay_offline_without_a_key() {
         let stdout = String::from_utf8_lossy(&out.stdout);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "{cassette}: {stdout}\n{stderr}");
-        assert!(stdout.contains("tool: get_weather {\"city\": \"Paris\""), "{stdout}");
+        assert!(
+            stdout.contains("tool: get_weather {\"city\": \"Paris\""),
+            "{stdout}"
+        );
         assert!(stdout.contains("assistant: "), "{stdout}");
         assert!(stderr.contains("0 missed; 0 of"), "{stderr}");
     }
@@ -67,18 +73,43 @@ async fn rerecord_examples() {
         let mut cmd = Command::new(bin());
         cmd.args(["test", spec, "--mode", "record", "--upstream", &fake.url()])
             .current_dir(repo())
-            .env("OPENAI_API_KEY", "sk-example-not-a-real-key-0000000000000000");
-        let out = tokio::task::spawn_blocking(move || cmd.output().unwrap()).await.unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            .env(
+                "OPENAI_API_KEY",
+                "sk-example-not-a-real-key-0000000000000000",
+            );
+        let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
+            .await
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     for (cassette, command) in EXAMPLES {
         let mut cmd = Command::new(bin());
-        cmd.args(["record", "--cassette", cassette, "--upstream", &fake.url(), "--"])
-            .args(command)
-            .current_dir(repo())
-            .env("OPENAI_API_KEY", "sk-example-not-a-real-key-0000000000000000");
-        let out = tokio::task::spawn_blocking(move || cmd.output().unwrap()).await.unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        cmd.args([
+            "record",
+            "--cassette",
+            cassette,
+            "--upstream",
+            &fake.url(),
+            "--",
+        ])
+        .args(command)
+        .current_dir(repo())
+        .env(
+            "OPENAI_API_KEY",
+            "sk-example-not-a-real-key-0000000000000000",
+        );
+        let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
+            .await
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     fake.stop().await;
 }

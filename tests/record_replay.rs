@@ -74,7 +74,10 @@ async fn stream_replays_byte_for_byte_and_converts_both_ways() {
     })
     .await;
     assert_eq!(streamed.status, 200);
-    assert!(streamed.header("content-type").unwrap().starts_with("text/event-stream"));
+    assert!(streamed
+        .header("content-type")
+        .unwrap()
+        .starts_with("text/event-stream"));
     let recorded_stream = streamed.text();
     assert!(events(&recorded_stream).len() > 10, "{recorded_stream}");
     let (code, err) = d.interrupt();
@@ -84,13 +87,20 @@ async fn stream_replays_byte_for_byte_and_converts_both_ways() {
     // The assembled message carries both parallel tool calls with whole arguments.
     let calls = &it["response"]["body"]["json"]["choices"][0]["message"]["tool_calls"];
     assert_eq!(calls.as_array().unwrap().len(), 2, "{it}");
-    let args: Value = serde_json::from_str(calls[0]["function"]["arguments"].as_str().unwrap()).unwrap();
+    let args: Value =
+        serde_json::from_str(calls[0]["function"]["arguments"].as_str().unwrap()).unwrap();
     assert_eq!(args["city"], "Paris");
-    assert_eq!(it["response"]["events"].as_array().unwrap().last().unwrap()["data"], "[DONE]");
+    assert_eq!(
+        it["response"]["events"].as_array().unwrap().last().unwrap()["data"],
+        "[DONE]"
+    );
 
     let before = fake.request_count();
     // One recording per key here, each asked for twice (streamed and whole).
-    let d = Daemon::start(&["replay", "--cassette", "c.json", "--repeat", "last"], dir.path());
+    let d = Daemon::start(
+        &["replay", "--cassette", "c.json", "--repeat", "last"],
+        dir.path(),
+    );
     let url = d.url.clone();
     let (same, assembled, whole_again, synthesized) = blocking(move || {
         (
@@ -110,12 +120,22 @@ async fn stream_replays_byte_for_byte_and_converts_both_ways() {
     assert_eq!(whole_again.json(), whole.json());
     let synth = events(&synthesized.text());
     assert_eq!(synth.last().map(String::as_str), Some("[DONE]"));
-    let chunks: Vec<Value> = synth[..synth.len() - 1].iter().map(|e| serde_json::from_str(e).unwrap()).collect();
+    let chunks: Vec<Value> = synth[..synth.len() - 1]
+        .iter()
+        .map(|e| serde_json::from_str(e).unwrap())
+        .collect();
     assert!(chunks.iter().all(|c| c["id"] == whole.json()["id"]));
-    assert!(chunks.last().unwrap()["usage"].is_object(), "include_usage honoured");
+    assert!(
+        chunks.last().unwrap()["usage"].is_object(),
+        "include_usage honoured"
+    );
     let (code, err) = d.interrupt();
     assert_eq!(code, 0, "{err}");
-    assert_eq!(fake.request_count(), before, "replay must not touch the upstream");
+    assert_eq!(
+        fake.request_count(),
+        before,
+        "replay must not touch the upstream"
+    );
     fake.stop().await;
 }
 
@@ -150,7 +170,10 @@ async fn identical_requests_replay_in_recorded_order_and_errors_replay_as_record
     .await;
     assert_eq!(replayed[0].0, 500);
     for (a, b) in recorded.iter().zip(&replayed).skip(1) {
-        assert_eq!(serde_json::from_str::<Value>(&a.1).unwrap(), serde_json::from_str::<Value>(&b.1).unwrap());
+        assert_eq!(
+            serde_json::from_str::<Value>(&a.1).unwrap(),
+            serde_json::from_str::<Value>(&b.1).unwrap()
+        );
     }
     let (code, err) = d.interrupt();
     assert_eq!(code, 0, "{err}");
@@ -172,7 +195,12 @@ async fn rate_limits_keep_their_retry_headers() {
     let r = blocking(move || http::post_json(&url, CHAT, &weather_request("Lima", false))).await;
     assert_eq!(r.status, 429);
     assert_eq!(r.header("retry-after"), Some("1"));
-    assert_eq!(r.json()["error"]["code"], "rate_limit_exceeded", "{}", r.text());
+    assert_eq!(
+        r.json()["error"]["code"],
+        "rate_limit_exceeded",
+        "{}",
+        r.text()
+    );
     d.interrupt();
     fake.stop().await;
 }
@@ -196,14 +224,23 @@ async fn secrets_never_reach_the_cassette() {
     assert_eq!(r.status, 200);
     // The upstream got the real values, credentials included.
     let logged = fake.requests().pop().unwrap();
-    assert!(logged.header("authorization").unwrap().starts_with("Bearer sk-test"));
+    assert!(logged
+        .header("authorization")
+        .unwrap()
+        .starts_with("Bearer sk-test"));
     assert!(String::from_utf8_lossy(&logged.body).contains(secret));
     d.interrupt();
     let text = std::fs::read_to_string(dir.path().join("c.json")).unwrap();
     assert!(!text.contains(secret), "{text}");
     assert!(text.contains("Use token ${MY_SERVICE_TOKEN} for the calendar."));
-    assert!(!text.contains("sk-test"), "authorization must not be stored");
-    assert!(!text.to_lowercase().contains("set-cookie"), "cookies must not be stored");
+    assert!(
+        !text.contains("sk-test"),
+        "authorization must not be stored"
+    );
+    assert!(
+        !text.to_lowercase().contains("set-cookie"),
+        "cookies must not be stored"
+    );
     assert!(!text.contains("x-request-id"));
     fake.stop().await;
 }
@@ -221,7 +258,10 @@ async fn compressed_upstream_answers_are_stored_decoded() {
     assert_eq!(r.json()["object"], "chat.completion");
     d.interrupt();
     let c = cassette(dir.path());
-    assert_eq!(c["interactions"][0]["response"]["body"]["json"]["object"], "chat.completion");
+    assert_eq!(
+        c["interactions"][0]["response"]["body"]["json"]["object"],
+        "chat.completion"
+    );
     fake.stop().await;
 }
 
@@ -244,11 +284,23 @@ async fn slow_or_missing_upstreams_fail_clearly_and_record_nothing() {
     let gone = FakeOpenAi::start().await;
     let gone_url = gone.url();
     gone.stop().await;
-    let d = Daemon::start(&["record", "--cassette", "c.json", "--upstream", gone_url.as_str()], dir.path());
+    let d = Daemon::start(
+        &[
+            "record",
+            "--cassette",
+            "c.json",
+            "--upstream",
+            gone_url.as_str(),
+        ],
+        dir.path(),
+    );
     let url = d.url.clone();
     let r = blocking(move || http::post_json(&url, CHAT, &weather_request("Quito", false))).await;
     assert_eq!(r.status, 502);
-    assert!(r.json()["error"]["message"].as_str().unwrap().contains("failed to reach upstream"));
+    assert!(r.json()["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("failed to reach upstream"));
     let (code, _) = d.interrupt();
     assert_eq!(code, 3);
 }
@@ -260,14 +312,22 @@ async fn sigint_drains_in_flight_requests_into_the_cassette() {
     let dir = tempfile::tempdir().unwrap();
     let d = record_daemon(dir.path(), &fake, &[]);
     let url = d.url.clone();
-    let pending = tokio::task::spawn_blocking(move || http::post_json(&url, CHAT, &weather_request("Bern", true)));
+    let pending = tokio::task::spawn_blocking(move || {
+        http::post_json(&url, CHAT, &weather_request("Bern", true))
+    });
     tokio::time::sleep(Duration::from_millis(300)).await;
     let (code, err) = blocking(move || d.interrupt()).await;
     let r = pending.await.unwrap();
     assert_eq!(r.status, 200);
     assert!(r.text().contains("[DONE]"));
     assert_eq!(code, 0, "{err}");
-    assert_eq!(cassette(dir.path())["interactions"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        cassette(dir.path())["interactions"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
     fake.stop().await;
 }
 
@@ -308,14 +368,23 @@ async fn sixty_four_concurrent_clients_lose_nothing() {
                     })
                 })
                 .collect();
-            handles.into_iter().map(|h| h.join().unwrap()).collect::<Vec<_>>()
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap())
+                .collect::<Vec<_>>()
         })
     };
     let recorded = fan_out(d.url.clone(), cities.clone()).await;
     assert!(recorded.iter().all(|(s, _)| *s == 200));
     let (code, err) = d.interrupt();
     assert_eq!(code, 0, "{err}");
-    assert_eq!(cassette(dir.path())["interactions"].as_array().unwrap().len(), N);
+    assert_eq!(
+        cassette(dir.path())["interactions"]
+            .as_array()
+            .unwrap()
+            .len(),
+        N
+    );
 
     let d = replay_daemon(dir.path());
     let replayed = fan_out(d.url.clone(), cities).await;
@@ -325,7 +394,10 @@ async fn sixty_four_concurrent_clients_lose_nothing() {
     }
     let (code, err) = d.interrupt();
     assert_eq!(code, 0, "{err}");
-    assert!(err.contains("0 missed; 0 of 64 recording(s) unused"), "{err}");
+    assert!(
+        err.contains("0 missed; 0 of 64 recording(s) unused"),
+        "{err}"
+    );
     fake.stop().await;
 }
 
@@ -343,7 +415,17 @@ print(json.load(urllib.request.urlopen(req))["choices"][0]["message"]["content"]
 time.sleep(60)
 "#;
     let mut child = std::process::Command::new(support::proxy::bin())
-        .args(["record", "--cassette", "c.json", "--upstream", &fake.url(), "--", "python3", "-c", script])
+        .args([
+            "record",
+            "--cassette",
+            "c.json",
+            "--upstream",
+            &fake.url(),
+            "--",
+            "python3",
+            "-c",
+            script,
+        ])
         .current_dir(dir.path())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -363,6 +445,12 @@ time.sleep(60)
     let status = blocking(move || child.wait().unwrap()).await;
     // Python dies of the forwarded SIGINT (KeyboardInterrupt, exit 130 or 1), and its status passes through.
     assert_ne!(status.code(), Some(0));
-    assert_eq!(cassette(dir.path())["interactions"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        cassette(dir.path())["interactions"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
     fake.stop().await;
 }

@@ -61,7 +61,19 @@ async fn record_then_replay_with_mocks_and_a_broken_expectation() {
     let url = fake.url();
     let rec = tokio::task::spawn_blocking({
         let d = d.clone();
-        move || run_in(&d, &["test", "weather.yaml", "--mode", "record", "--upstream", &url])
+        move || {
+            run_in(
+                &d,
+                &[
+                    "test",
+                    "weather.yaml",
+                    "--mode",
+                    "record",
+                    "--upstream",
+                    &url,
+                ],
+            )
+        }
     })
     .await
     .unwrap();
@@ -75,41 +87,106 @@ async fn record_then_replay_with_mocks_and_a_broken_expectation() {
     let url = fake.url();
     let again = tokio::task::spawn_blocking({
         let d = d.clone();
-        move || run_in(&d, &["test", "weather.yaml", "--mode", "record", "--upstream", &url, "--report", "json", "-o", "rerecord.json"])
+        move || {
+            run_in(
+                &d,
+                &[
+                    "test",
+                    "weather.yaml",
+                    "--mode",
+                    "record",
+                    "--upstream",
+                    &url,
+                    "--report",
+                    "json",
+                    "-o",
+                    "rerecord.json",
+                ],
+            )
+        }
     })
     .await
     .unwrap();
     assert_eq!(again.code, 0, "{}", again.stderr);
-    let rerecord: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.join("rerecord.json")).unwrap()).unwrap();
-    let diff = rerecord["cases"][0]["diff"].as_str().expect("a diff after a re-record");
+    let rerecord: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("rerecord.json")).unwrap()).unwrap();
+    let diff = rerecord["cases"][0]["diff"]
+        .as_str()
+        .expect("a diff after a re-record");
     assert!(diff.contains("identical"), "{diff}");
 
     let count = fake.request_count();
     let replay = run_in(&d, &["test", "weather.yaml", "--mode", "replay"]);
     assert_eq!(replay.code, 0, "{}", replay.stderr);
-    assert!(replay.stderr.contains("1 passed, 0 failed"), "{}", replay.stderr);
-    assert_eq!(fake.request_count(), count, "replay must not reach the upstream");
+    assert!(
+        replay.stderr.contains("1 passed, 0 failed"),
+        "{}",
+        replay.stderr
+    );
+    assert_eq!(
+        fake.request_count(),
+        count,
+        "replay must not reach the upstream"
+    );
 
     // The same recording, asserted wrongly: exit 1 and a readable failure.
     weather_spec(&d, &PARIS.replace("city: Paris}", "city: London}"));
-    let broken = run_in(&d, &["test", "weather.yaml", "--mode", "replay", "--report", "junit", "-o", "out/junit.xml", "--report", "json", "-o", "out/report.json", "--report", "markdown", "-o", "out/report.md"]);
+    let broken = run_in(
+        &d,
+        &[
+            "test",
+            "weather.yaml",
+            "--mode",
+            "replay",
+            "--report",
+            "junit",
+            "-o",
+            "out/junit.xml",
+            "--report",
+            "json",
+            "-o",
+            "out/report.json",
+            "--report",
+            "markdown",
+            "-o",
+            "out/report.md",
+        ],
+    );
     assert_eq!(broken.code, 1, "{}", broken.stderr);
     assert!(broken.stderr.contains("FAIL"), "{}", broken.stderr);
-    assert!(broken.stderr.contains("London") && broken.stderr.contains("Paris"), "{}", broken.stderr);
-    assert!(broken.stderr.contains("0 passed, 1 failed"), "{}", broken.stderr);
+    assert!(
+        broken.stderr.contains("London") && broken.stderr.contains("Paris"),
+        "{}",
+        broken.stderr
+    );
+    assert!(
+        broken.stderr.contains("0 passed, 1 failed"),
+        "{}",
+        broken.stderr
+    );
 
     let junit = std::fs::read_to_string(d.join("out/junit.xml")).unwrap();
     let doc = roxmltree::Document::parse(&junit).expect("JUnit output is XML");
-    let cases: Vec<_> = doc.descendants().filter(|n| n.has_tag_name("testcase")).collect();
+    let cases: Vec<_> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("testcase"))
+        .collect();
     assert_eq!(cases.len(), 1);
     assert_eq!(cases[0].attribute("name"), Some("paris"));
     assert!(cases[0].children().any(|n| n.has_tag_name("failure")));
-    let suites = doc.descendants().find(|n| n.has_tag_name("testsuites")).unwrap();
+    let suites = doc
+        .descendants()
+        .find(|n| n.has_tag_name("testsuites"))
+        .unwrap();
     assert_eq!(suites.attribute("failures"), Some("1"));
 
-    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.join("out/report.json")).unwrap()).unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("out/report.json")).unwrap()).unwrap();
     assert_eq!(json["summary"]["failed"], 1);
-    assert_eq!(json["cases"][0]["turns"][0]["tool_calls"][0]["arguments"]["city"], "Paris");
+    assert_eq!(
+        json["cases"][0]["turns"][0]["tool_calls"][0]["arguments"]["city"],
+        "Paris"
+    );
     assert!(json["cases"][0]["usage"]["prompt"].as_u64().unwrap() > 0);
     let md = std::fs::read_to_string(d.join("out/report.md")).unwrap();
     assert!(md.contains("paris") && md.contains("London"), "{md}");
@@ -139,7 +216,11 @@ fn a_changed_input_misses_the_cassette_and_fails_with_the_nearest_recording() {
     .unwrap();
     let r = run_in(d, &["test", "s.yaml", "--mode", "replay"]);
     assert_eq!(r.code, 1, "{}", r.stderr);
-    assert!(r.stderr.contains("nearest recorded request"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("nearest recorded request"),
+        "{}",
+        r.stderr
+    );
     assert!(r.stderr.contains("Lyon"), "{}", r.stderr);
 }
 
@@ -175,7 +256,17 @@ fn a_crashing_program_is_an_execution_error_with_its_stderr() {
     )
     .unwrap();
     // Record mode so the missing cassette is not the reason; the program never calls the model.
-    let r = run_in(dir.path(), &["test", "crash.yaml", "--mode", "record", "--upstream", "http://127.0.0.1:9"]);
+    let r = run_in(
+        dir.path(),
+        &[
+            "test",
+            "crash.yaml",
+            "--mode",
+            "record",
+            "--upstream",
+            "http://127.0.0.1:9",
+        ],
+    );
     assert_eq!(r.code, 3, "{}", r.stderr);
     assert!(r.stderr.contains("the agent fell over"), "{}", r.stderr);
     assert!(r.stderr.contains("status 4"), "{}", r.stderr);
@@ -186,7 +277,9 @@ fn filters_select_cases_and_parallel_runs_all() {
     let dir = tempfile::tempdir().unwrap();
     let mut cases = String::new();
     for i in 0..4 {
-        cases.push_str(&format!("  - name: case {i}\n    input: hi\n    expect: {{output: 'got hi'}}\n"));
+        cases.push_str(&format!(
+            "  - name: case {i}\n    input: hi\n    expect: {{output: 'got hi'}}\n"
+        ));
     }
     std::fs::write(
         dir.path().join("echo.yaml"),
@@ -194,12 +287,50 @@ fn filters_select_cases_and_parallel_runs_all() {
     )
     .unwrap();
     // No model call at all: replay mode needs cassettes, so record against nothing.
-    let r = run_in(dir.path(), &["test", "echo.yaml", "--mode", "record", "--upstream", "http://127.0.0.1:9", "--case", "case 1", "--case", "case 3", "-q"]);
+    let r = run_in(
+        dir.path(),
+        &[
+            "test",
+            "echo.yaml",
+            "--mode",
+            "record",
+            "--upstream",
+            "http://127.0.0.1:9",
+            "--case",
+            "case 1",
+            "--case",
+            "case 3",
+            "-q",
+        ],
+    );
     // Programs that never call the model are errors in record mode (they bypassed the proxy).
     assert_eq!(r.code, 3, "{}", r.stderr);
-    assert!(r.stderr.contains("0 passed, 0 failed, 2 errors"), "{}", r.stderr);
-    assert!(r.stderr.contains("no request through the proxy"), "{}", r.stderr);
-    let r = run_in(dir.path(), &["test", "echo.yaml", "--filter", "case [02]", "--mode", "record", "--upstream", "http://127.0.0.1:9", "--parallel", "4", "-q"]);
+    assert!(
+        r.stderr.contains("0 passed, 0 failed, 2 errors"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("no request through the proxy"),
+        "{}",
+        r.stderr
+    );
+    let r = run_in(
+        dir.path(),
+        &[
+            "test",
+            "echo.yaml",
+            "--filter",
+            "case [02]",
+            "--mode",
+            "record",
+            "--upstream",
+            "http://127.0.0.1:9",
+            "--parallel",
+            "4",
+            "-q",
+        ],
+    );
     assert!(r.stderr.contains("2 errors"), "{}", r.stderr);
     let r = run_in(dir.path(), &["test", "echo.yaml", "--case", "nope"]);
     assert_eq!(r.code, 2, "{}", r.stderr);
@@ -212,7 +343,11 @@ async fn url_apps_are_driven_turn_by_turn_over_http() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().to_owned();
     // A free port for the proxy, which the running service is configured with.
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let mut service = Command::new("python3")
         .arg(repo().join("tests/fixtures/url_app.py"))
         .env("OPENAI_BASE_URL", format!("http://127.0.0.1:{port}/v1"))
@@ -220,7 +355,11 @@ async fn url_apps_are_driven_turn_by_turn_over_http() {
         .spawn()
         .unwrap();
     let mut line = String::new();
-    std::io::BufRead::read_line(&mut std::io::BufReader::new(service.stdout.take().unwrap()), &mut line).unwrap();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(service.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
     let app_port = line.trim().to_owned();
     std::fs::write(
         d.join("svc.yaml"),
@@ -233,15 +372,36 @@ async fn url_apps_are_driven_turn_by_turn_over_http() {
     let listen = format!("127.0.0.1:{port}");
     let r = tokio::task::spawn_blocking({
         let d = d.clone();
-        move || run_in(&d, &["test", "svc.yaml", "--mode", "record", "--upstream", &url, "--listen", &listen])
+        move || {
+            run_in(
+                &d,
+                &[
+                    "test",
+                    "svc.yaml",
+                    "--mode",
+                    "record",
+                    "--upstream",
+                    &url,
+                    "--listen",
+                    &listen,
+                ],
+            )
+        }
     })
     .await
     .unwrap();
     let _ = service.kill();
     let _ = service.wait();
     assert_eq!(r.code, 0, "{}", r.stderr);
-    let c: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.join("cassettes/two-turns.json")).unwrap()).unwrap();
-    let turns: Vec<_> = c["interactions"].as_array().unwrap().iter().map(|i| i["turn"].clone()).collect();
+    let c: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("cassettes/two-turns.json")).unwrap())
+            .unwrap();
+    let turns: Vec<_> = c["interactions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["turn"].clone())
+        .collect();
     assert_eq!(turns, vec![serde_json::json!(0), serde_json::json!(1)]);
     fake.stop().await;
 }
@@ -252,7 +412,10 @@ async fn url_apps_are_driven_turn_by_turn_over_http() {
 async fn rerecord_with_a_changed_model_reports_regression_or_benign() {
     let fake = FakeOpenAi::start().await;
     for (expect, verdict) in [
-        ("    expect:\n      never:\n        - get_weather: {city: London}\n", "regression"),
+        (
+            "    expect:\n      never:\n        - get_weather: {city: London}\n",
+            "regression",
+        ),
         ("", "benign"),
     ] {
         let dir = tempfile::tempdir().unwrap();
@@ -269,19 +432,45 @@ async fn rerecord_with_a_changed_model_reports_regression_or_benign() {
             let url = url.clone();
             tokio::task::spawn_blocking(move || {
                 std::fs::write(d.join("s.yaml"), text).unwrap();
-                run_in(&d, &["test", "s.yaml", "--mode", "record", "--upstream", &url, "--report", "json", "-o", "r.json"])
+                run_in(
+                    &d,
+                    &[
+                        "test",
+                        "s.yaml",
+                        "--mode",
+                        "record",
+                        "--upstream",
+                        &url,
+                        "--report",
+                        "json",
+                        "-o",
+                        "r.json",
+                    ],
+                )
             })
         };
-        let first = record.clone()(d.clone(), spec("gpt-4o-mini")).await.unwrap();
+        let first = record.clone()(d.clone(), spec("gpt-4o-mini"))
+            .await
+            .unwrap();
         assert_eq!(first.code, 0, "{}", first.stderr);
         let second = record(d.clone(), spec("gpt-4o-mini-eager")).await.unwrap();
-        let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.join("r.json")).unwrap()).unwrap();
-        let diff = report["cases"][0]["diff"].as_str().expect("a diff after the re-record");
+        let report: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(d.join("r.json")).unwrap()).unwrap();
+        let diff = report["cases"][0]["diff"]
+            .as_str()
+            .expect("a diff after the re-record");
         assert!(diff.contains("London"), "{diff}");
         assert!(diff.contains(verdict), "expected {verdict}:\n{diff}");
         // A record run asserts too: the forbidden call fails it, but the cassette is written.
-        assert_eq!(second.code, if verdict == "regression" { 1 } else { 0 }, "{}", second.stderr);
-        assert!(std::fs::read_to_string(d.join("cassettes/paris.json")).unwrap().contains("London"));
+        assert_eq!(
+            second.code,
+            if verdict == "regression" { 1 } else { 0 },
+            "{}",
+            second.stderr
+        );
+        assert!(std::fs::read_to_string(d.join("cassettes/paris.json"))
+            .unwrap()
+            .contains("London"));
     }
     fake.stop().await;
 }

@@ -12,9 +12,9 @@ mod paths;
 pub use calls::{
     check_calls, CallExpectation, CallsSpec, Count, Failure, FailureKind, ObservedCall, Order,
 };
+pub(crate) use json::join_path;
 pub use matchers::{MatchContext, Matcher, MatcherError, Mismatch};
 pub use paths::Touched;
-pub(crate) use json::join_path;
 
 #[cfg(test)]
 mod tests;

@@ -30,7 +30,11 @@ pub struct Cassette {
     /// The upstream base URLs the interactions were recorded against.
     pub upstreams: Upstreams,
     /// The matching tolerance in force when recording.
-    #[serde(default, rename = "match", skip_serializing_if = "MatchRules::is_empty")]
+    #[serde(
+        default,
+        rename = "match",
+        skip_serializing_if = "MatchRules::is_empty"
+    )]
     pub match_rules: MatchRules,
     /// The interactions in the order their responses completed.
     pub interactions: Vec<Interaction>,

@@ -60,7 +60,9 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<Cassette> {
 fn check_version(path: &Path, found: &str) -> Result<()> {
     let hint = match parse_major(found) {
         Some(major) if major == FORMAT_MAJOR => return Ok(()),
-        Some(major) if major > FORMAT_MAJOR => "it was written by a newer agentproxy; upgrade agentproxy to replay it",
+        Some(major) if major > FORMAT_MAJOR => {
+            "it was written by a newer agentproxy; upgrade agentproxy to replay it"
+        }
         _ => "this is not a format agentproxy has written; re-record the cassette",
     };
     Err(Error::CassetteVersion {
@@ -102,7 +104,8 @@ pub fn save(path: &Path, cassette: &Cassette) -> Result<()> {
     let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(write_err)?;
     tmp.write_all(&to_bytes(cassette)).map_err(write_err)?;
     // The temp file is created private; a cassette is meant to be committed and shared.
-    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o644)).map_err(write_err)?;
+    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o644))
+        .map_err(write_err)?;
     tmp.as_file().sync_all().map_err(write_err)?;
     tmp.persist(path).map_err(|e| write_err(e.error))?;
     Ok(())
@@ -171,7 +174,11 @@ mod tests {
 
     #[test]
     fn schema_error_in_a_current_cassette_names_its_position() {
-        let err = parse(Path::new("c.json"), b"{\"format\": \"1.0\",\n \"interactions\": 5}").unwrap_err();
+        let err = parse(
+            Path::new("c.json"),
+            b"{\"format\": \"1.0\",\n \"interactions\": 5}",
+        )
+        .unwrap_err();
         match err {
             Error::CassetteCorrupt { line, .. } => assert_eq!(line, 2),
             other => panic!("unexpected {other:?}"),

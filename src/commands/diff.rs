@@ -1,13 +1,10 @@
 //! `agentproxy diff`: the trajectory diff of two cassettes, tagged against a spec case
 //! when one is given, rendered as text, Markdown or JSON.
 
-use serde_json::Value;
-
-use crate::assert::Matcher;
 use crate::cassette::store;
 use crate::cli::{DiffArgs, DiffFormat};
 use crate::error::{Error, Result, EXIT_FAILURE, EXIT_OK};
-use crate::spec::{self, Case, MatcherKind, MatcherProblem};
+use crate::spec::{self, Case};
 use crate::trajectory::{self, Asserted, Verdict};
 
 pub fn run(args: DiffArgs) -> Result<i32> {
@@ -41,7 +38,7 @@ pub fn run(args: DiffArgs) -> Result<i32> {
 
 /// The case named `name` in the spec at `path`; with no name, the spec's only case.
 fn spec_case(path: &std::path::Path, name: Option<&str>) -> Result<Case> {
-    let sp = spec::load(path, &validate_matcher)?;
+    let sp = spec::load(path, &super::test::validate_matcher)?;
     let names = || {
         sp.cases
             .iter()
@@ -65,18 +62,4 @@ fn spec_case(path: &std::path::Path, name: Option<&str>) -> Result<Case> {
             names()
         ))),
     }
-}
-
-/// Matchers are compiled at load, so a bad one is a spec error with its position (the
-/// same check `agentproxy test` makes).
-fn validate_matcher(expr: &Value, kind: MatcherKind) -> std::result::Result<(), MatcherProblem> {
-    let compiled = match kind {
-        MatcherKind::Args => Matcher::compile(expr),
-        MatcherKind::Text => Matcher::compile_text(expr),
-    };
-    compiled.map(|_| ()).map_err(|e| MatcherProblem {
-        path: e.path,
-        message: e.message,
-        hint: e.hint,
-    })
 }

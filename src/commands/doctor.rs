@@ -29,10 +29,12 @@ pub async fn run(args: DoctorArgs) -> Result<i32> {
             args.listen
         )));
     }
-    let listener = TcpListener::bind(args.listen).await.map_err(|source| Error::Bind {
-        addr: args.listen.to_string(),
-        source,
-    })?;
+    let listener = TcpListener::bind(args.listen)
+        .await
+        .map_err(|source| Error::Bind {
+            addr: args.listen.to_string(),
+            source,
+        })?;
     let addr = listener.local_addr().map_err(|source| Error::Bind {
         addr: args.listen.to_string(),
         source,
@@ -53,7 +55,10 @@ pub async fn run(args: DoctorArgs) -> Result<i32> {
     }
     let app = CommandApp {
         argv: args.command.clone(),
-        env: injected.iter().map(|v| (v.name.clone(), v.value.clone())).collect(),
+        env: injected
+            .iter()
+            .map(|v| (v.name.clone(), v.value.clone()))
+            .collect(),
         cwd: None,
         reply_until: None,
     };
@@ -72,7 +77,8 @@ pub async fn run(args: DoctorArgs) -> Result<i32> {
         base,
     });
     if args.json {
-        let text = serde_json::to_string_pretty(&report).map_err(|e| Error::Usage(format!("failed to render the report: {e}")))?;
+        let text = serde_json::to_string_pretty(&report)
+            .map_err(|e| Error::Usage(format!("failed to render the report: {e}")))?;
         println!("{text}");
     } else {
         print!("{}", render(&report));
@@ -98,7 +104,11 @@ fn doctor_variables(base: &str) -> Vec<Injected> {
 
 /// Run the program to its end (or the deadline, or Ctrl-C): how it ended, its stdout and
 /// the tail of its stderr.
-async fn run_program(app: &CommandApp, input: &str, deadline: Instant) -> Result<(ProgramEnd, String, String)> {
+async fn run_program(
+    app: &CommandApp,
+    input: &str,
+    deadline: Instant,
+) -> Result<(ProgramEnd, String, String)> {
     let mut running = app.start(input, deadline).map_err(|e| match e {
         DriveError::Spawn { program, source } => Error::Spawn { program, source },
         other => Error::Spawn {
@@ -130,7 +140,10 @@ fn read_sources(command: &[String]) -> Vec<String> {
     command
         .iter()
         .map(Path::new)
-        .filter(|p| p.metadata().is_ok_and(|m| m.is_file() && m.len() <= MAX_SOURCE))
+        .filter(|p| {
+            p.metadata()
+                .is_ok_and(|m| m.is_file() && m.len() <= MAX_SOURCE)
+        })
         .filter_map(|p| std::fs::read(p).ok())
         .filter(|bytes| !bytes.contains(&0))
         .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())

@@ -1,12 +1,12 @@
 //! One module per command: glue between the CLI, the proxy and the files.
 
 pub mod diff;
+pub mod doctor;
 pub mod record;
 pub mod replay;
 mod session;
 pub mod show;
 pub mod test;
-pub mod doctor;
 
 use crate::cli::{Cli, Command};
 use crate::error::Result;

@@ -15,7 +15,11 @@ pub async fn run(args: RecordArgs) -> Result<i32> {
     let s = &args.session;
     let match_rules = session::flag_rules(s);
     let rules = session::compile_rules(&match_rules)?;
-    let upstream = Upstream::new(&args.upstream, &args.anthropic_upstream, args.upstream_timeout)?;
+    let upstream = Upstream::new(
+        &args.upstream,
+        &args.anthropic_upstream,
+        args.upstream_timeout,
+    )?;
     let listener = session::bind(s).await?;
     let proxy = Proxy::new(Options {
         rules,
@@ -27,7 +31,11 @@ pub async fn run(args: RecordArgs) -> Result<i32> {
         mocks: None,
         log_exchanges: false,
     });
-    let banner = format!("recording to {} via {}", s.cassette.display(), args.upstream);
+    let banner = format!(
+        "recording to {} via {}",
+        s.cassette.display(),
+        args.upstream
+    );
     let ended = session::run(s, listener, proxy, false, &banner).await?;
     let out = &ended.outcome;
     let child_failed = ended.child.filter(|c| *c != EXIT_OK);
@@ -37,11 +45,20 @@ pub async fn run(args: RecordArgs) -> Result<i32> {
             return Ok(code);
         }
         return Err(Error::NothingRecorded {
-            injected: ended.injected.iter().map(|v| v.name.as_str()).collect::<Vec<_>>().join(", "),
+            injected: ended
+                .injected
+                .iter()
+                .map(|v| v.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
         });
     }
     let count = out.recorded.len();
-    let streamed = out.recorded.iter().filter(|i| i.response.events.is_some()).count();
+    let streamed = out
+        .recorded
+        .iter()
+        .filter(|i| i.response.events.is_some())
+        .count();
     let cassette = Cassette {
         format: format_version(),
         recorder: format!("agentproxy {}", env!("CARGO_PKG_VERSION")),

@@ -26,12 +26,19 @@ pub async fn run(args: ReplayArgs) -> Result<i32> {
         secrets: Secrets::from_vars(std::env::vars()),
         max_body: s.max_body_size,
         upstream: None,
-        replay: Some(Replay::new(cassette.interactions, args.repeat, args.realtime)),
+        replay: Some(Replay::new(
+            cassette.interactions,
+            args.repeat,
+            args.realtime,
+        )),
         print_misses: !s.quiet,
         mocks: None,
         log_exchanges: false,
     });
-    let banner = format!("replaying {} ({total} interaction(s)), no network", s.cassette.display());
+    let banner = format!(
+        "replaying {} ({total} interaction(s)), no network",
+        s.cassette.display()
+    );
     let ended = session::run(s, listener, proxy, true, &banner).await?;
     let out = &ended.outcome;
     let missed = out.misses.len();

@@ -39,15 +39,23 @@ pub async fn bind(args: &SessionArgs) -> Result<TcpListener> {
             args.listen
         )));
     }
-    TcpListener::bind(args.listen).await.map_err(|source| Error::Bind {
-        addr: args.listen.to_string(),
-        source,
-    })
+    TcpListener::bind(args.listen)
+        .await
+        .map_err(|source| Error::Bind {
+            addr: args.listen.to_string(),
+            source,
+        })
 }
 
 /// Serve `proxy` on `listener` while the program runs (or until SIGINT/SIGTERM in daemon
 /// mode), then drain.
-pub async fn run(args: &SessionArgs, listener: TcpListener, proxy: Proxy, replay: bool, banner: &str) -> Result<Ended> {
+pub async fn run(
+    args: &SessionArgs,
+    listener: TcpListener,
+    proxy: Proxy,
+    replay: bool,
+    banner: &str,
+) -> Result<Ended> {
     let addr = listener.local_addr().map_err(|source| Error::Bind {
         addr: args.listen.to_string(),
         source,
@@ -77,14 +85,21 @@ pub async fn run(args: &SessionArgs, listener: TcpListener, proxy: Proxy, replay
         }
         None
     } else {
-        let vars: Vec<(String, String)> = injected.iter().map(|v| (v.name.clone(), v.value.clone())).collect();
+        let vars: Vec<(String, String)> = injected
+            .iter()
+            .map(|v| (v.name.clone(), v.value.clone()))
+            .collect();
         Some(child::run(&args.command, &vars).await)
     };
     let _ = stop_tx.send(());
     let _ = server.await;
     let outcome = proxy.outcome();
     let child = child.transpose()?;
-    Ok(Ended { outcome, child, injected })
+    Ok(Ended {
+        outcome,
+        child,
+        injected,
+    })
 }
 
 async fn wait_for_shutdown_signal() {

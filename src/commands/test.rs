@@ -17,9 +17,12 @@ use crate::spec::{self, MatcherKind, MatcherProblem};
 pub async fn run(args: TestArgs) -> Result<i32> {
     let started = Instant::now();
     if args.outputs.len() > args.reports.len() {
-        return Err(Error::Usage("more -o files than --report formats; give one --report per -o".into()));
+        return Err(Error::Usage(
+            "more -o files than --report formats; give one --report per -o".into(),
+        ));
     }
-    let specs = spec::load_all(&args.specs, &validate_matcher).map_err(|e| Error::Usage(e.to_string()))?;
+    let specs =
+        spec::load_all(&args.specs, &validate_matcher).map_err(|e| Error::Usage(e.to_string()))?;
     let filter = args
         .filter
         .as_deref()
@@ -97,7 +100,10 @@ pub async fn run(args: TestArgs) -> Result<i32> {
     }
     let mut cases: Vec<CaseReport> = Vec::with_capacity(handles.len());
     for h in handles {
-        cases.push(h.await.map_err(|e| Error::Usage(format!("a case panicked: {e}")))?);
+        cases.push(
+            h.await
+                .map_err(|e| Error::Usage(format!("a case panicked: {e}")))?,
+        );
     }
     let run = RunReport {
         summary: Summary::of(&cases),
@@ -117,7 +123,13 @@ pub async fn run(args: TestArgs) -> Result<i32> {
 
 /// `--check-determinism`: run the case twice against its recording and print, after its
 /// block, the spec entries that would stabilise what differed.
-async fn check_determinism_of(sp: &spec::Spec, c: &spec::Case, settings: &Settings, console: &Console, quiet: bool) -> CaseReport {
+async fn check_determinism_of(
+    sp: &spec::Spec,
+    c: &spec::Case,
+    settings: &Settings,
+    console: &Console,
+    quiet: bool,
+) -> CaseReport {
     let checked = determinism::check(sp, c, settings).await;
     console.case_finished(&checked.report);
     if let Some(yaml) = checked.suggestion.filter(|_| !quiet) {
@@ -134,7 +146,10 @@ async fn check_determinism_of(sp: &spec::Spec, c: &spec::Case, settings: &Settin
 
 /// Load-time validation of matcher expressions, so a bad regex is a spec error with its
 /// file:line:column, not a failure halfway through a run.
-fn validate_matcher(expr: &Value, kind: MatcherKind) -> std::result::Result<(), MatcherProblem> {
+pub(crate) fn validate_matcher(
+    expr: &Value,
+    kind: MatcherKind,
+) -> std::result::Result<(), MatcherProblem> {
     let compiled = match kind {
         MatcherKind::Args => Matcher::compile(expr),
         MatcherKind::Text => Matcher::compile_text(expr),
@@ -156,10 +171,13 @@ fn write_reports(args: &TestArgs, run: &RunReport) -> Result<()> {
         match args.outputs.get(i) {
             Some(path) => {
                 if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                    std::fs::create_dir_all(dir).map_err(|e| Error::Usage(format!("failed to create {}: {e}", dir.display())))?;
+                    std::fs::create_dir_all(dir).map_err(|e| {
+                        Error::Usage(format!("failed to create {}: {e}", dir.display()))
+                    })?;
                 }
-                std::fs::write(path, text)
-                    .map_err(|e| Error::Usage(format!("failed to write report {}: {e}", path.display())))?
+                std::fs::write(path, text).map_err(|e| {
+                    Error::Usage(format!("failed to write report {}: {e}", path.display()))
+                })?
             }
             None => print!("{text}"),
         }

@@ -10,7 +10,9 @@ use std::collections::BTreeMap;
 use serde_json::{json, Map, Value};
 
 use super::sse::SseEvent;
-use crate::trajectory::{parse_arguments, result_text, ModelCall, ToolCall, ToolDef, ToolResult, Usage};
+use crate::trajectory::{
+    parse_arguments, result_text, ModelCall, ToolCall, ToolDef, ToolResult, Usage,
+};
 
 /// The data of the event that ends a chat completions stream; it is not JSON.
 const DONE: &str = "[DONE]";
@@ -358,8 +360,14 @@ pub fn wants_usage(body: &Value) -> bool {
 /// The envelope of a chat request for near-miss reports: model, message count, roles and
 /// tool names, each rendered as one short string.
 pub fn envelope(body: &Value) -> Vec<(&'static str, String)> {
-    let messages = body["messages"].as_array().map(Vec::as_slice).unwrap_or_default();
-    let roles: Vec<&str> = messages.iter().map(|m| m["role"].as_str().unwrap_or("?")).collect();
+    let messages = body["messages"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let roles: Vec<&str> = messages
+        .iter()
+        .map(|m| m["role"].as_str().unwrap_or("?"))
+        .collect();
     let tools: Vec<&str> = body["tools"]
         .as_array()
         .map(Vec::as_slice)
@@ -381,7 +389,10 @@ const NOT_PARAMS: [&str; 5] = ["model", "messages", "tools", "stream", "stream_o
 /// The neutral model call of one chat exchange (`response` is the non-streamed or assembled
 /// `chat.completion`; an error body gives a call with no reply and no tool calls).
 pub fn extract(request: &Value, response: &Value) -> ModelCall {
-    let messages = request["messages"].as_array().map(Vec::as_slice).unwrap_or_default();
+    let messages = request["messages"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
     let system: Vec<String> = messages
         .iter()
         .filter(|m| matches!(m["role"].as_str(), Some("system" | "developer")))
@@ -393,7 +404,10 @@ pub fn extract(request: &Value, response: &Value) -> ModelCall {
         .unwrap_or_default()
         .iter()
         .map(|t| ToolDef {
-            name: t["function"]["name"].as_str().unwrap_or_default().to_owned(),
+            name: t["function"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
             parameters: t["function"]["parameters"].clone(),
         })
         .collect();
@@ -434,7 +448,9 @@ pub fn extract(request: &Value, response: &Value) -> ModelCall {
         usage: Usage {
             prompt: usage["prompt_tokens"].as_u64().unwrap_or(0),
             completion: usage["completion_tokens"].as_u64().unwrap_or(0),
-            cached: usage["prompt_tokens_details"]["cached_tokens"].as_u64().unwrap_or(0),
+            cached: usage["prompt_tokens_details"]["cached_tokens"]
+                .as_u64()
+                .unwrap_or(0),
         },
         params: request
             .as_object()
@@ -486,7 +502,12 @@ fn call_name(messages: &[Value], id: &str) -> Option<String> {
         .iter()
         .rev()
         .filter(|m| m["role"] == "assistant")
-        .flat_map(|m| m["tool_calls"].as_array().map(Vec::as_slice).unwrap_or_default())
+        .flat_map(|m| {
+            m["tool_calls"]
+                .as_array()
+                .map(Vec::as_slice)
+                .unwrap_or_default()
+        })
         .find(|c| c["id"] == id)
         .and_then(|c| c["function"]["name"].as_str())
         .map(str::to_owned)
@@ -496,7 +517,12 @@ fn calls_in_history(messages: &[Value]) -> BTreeMap<String, ToolCall> {
     messages
         .iter()
         .filter(|m| m["role"] == "assistant")
-        .flat_map(|m| m["tool_calls"].as_array().map(Vec::as_slice).unwrap_or_default())
+        .flat_map(|m| {
+            m["tool_calls"]
+                .as_array()
+                .map(Vec::as_slice)
+                .unwrap_or_default()
+        })
         .filter_map(|c| Some((c["id"].as_str()?.to_owned(), tool_call(c))))
         .collect()
 }
@@ -504,7 +530,10 @@ fn calls_in_history(messages: &[Value]) -> BTreeMap<String, ToolCall> {
 fn tool_call(c: &Value) -> ToolCall {
     ToolCall {
         id: c["id"].as_str().unwrap_or_default().to_owned(),
-        name: c["function"]["name"].as_str().unwrap_or_default().to_owned(),
+        name: c["function"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
         arguments: parse_arguments(c["function"]["arguments"].as_str().unwrap_or_default()),
     }
 }
@@ -957,8 +986,22 @@ mod tests {
         assert_eq!(call.tools[0].name, "get_weather");
         assert_eq!(call.tool_results.len(), 2);
         assert_eq!(call.tool_results[1].name.as_deref(), Some("get_weather"));
-        assert_eq!(call.tool_calls, vec![ToolCall { id: "call_9".into(), name: "book".into(), arguments: json!({"day": 1}) }]);
-        assert_eq!(call.usage, Usage { prompt: 50, completion: 7, cached: 32 });
+        assert_eq!(
+            call.tool_calls,
+            vec![ToolCall {
+                id: "call_9".into(),
+                name: "book".into(),
+                arguments: json!({"day": 1})
+            }]
+        );
+        assert_eq!(
+            call.usage,
+            Usage {
+                prompt: 50,
+                completion: 7,
+                cached: 32
+            }
+        );
         assert_eq!(call.params.get("temperature"), Some(&json!(0.2)));
         assert!(!call.params.contains_key("messages"));
         assert_eq!(call.reply, None);
@@ -980,9 +1023,18 @@ mod tests {
 
     #[test]
     fn rewrite_uses_the_session_lookup_for_calls_outside_the_request() {
-        let mut req = json!({"messages": [{"role": "tool", "tool_call_id": "call_x", "content": "old"}]});
-        let lookup = |id: &str| (id == "call_x").then(|| ToolCall { id: id.into(), name: "clock".into(), arguments: json!({}) });
-        let n = rewrite_tool_results(&mut req, &lookup, &mut |call, _| (call.name == "clock").then(|| json!("09:00")));
+        let mut req =
+            json!({"messages": [{"role": "tool", "tool_call_id": "call_x", "content": "old"}]});
+        let lookup = |id: &str| {
+            (id == "call_x").then(|| ToolCall {
+                id: id.into(),
+                name: "clock".into(),
+                arguments: json!({}),
+            })
+        };
+        let n = rewrite_tool_results(&mut req, &lookup, &mut |call, _| {
+            (call.name == "clock").then(|| json!("09:00"))
+        });
         assert_eq!(n, 1);
         assert_eq!(req["messages"][0]["content"], "09:00");
     }

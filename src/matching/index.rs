@@ -101,7 +101,11 @@ impl ByPosition {
     pub fn new<'a>(slots: impl IntoIterator<Item = (&'a str, Option<usize>)>) -> ByPosition {
         let mut queues: HashMap<(String, Option<usize>), Queue> = HashMap::new();
         for (i, (route, turn)) in slots.into_iter().enumerate() {
-            queues.entry((route.to_owned(), turn)).or_default().items.push(i);
+            queues
+                .entry((route.to_owned(), turn))
+                .or_default()
+                .items
+                .push(i);
         }
         ByPosition { queues }
     }

@@ -46,7 +46,9 @@ mod tests {
 
     #[test]
     fn key_order_and_whitespace_do_not_matter() {
-        let a: Value = serde_json::from_str(r#"{"model":"m","messages":[{"role":"user","content":"hi °"}]}"#).unwrap();
+        let a: Value =
+            serde_json::from_str(r#"{"model":"m","messages":[{"role":"user","content":"hi °"}]}"#)
+                .unwrap();
         let b: Value = serde_json::from_str("{ \"messages\" : [ {\"content\":\"hi \\u00b0\", \"role\":\"user\"} ],\n \"model\":\"m\" }").unwrap();
         assert_eq!(key("openai.chat", &a), key("openai.chat", &b));
     }
@@ -63,6 +65,9 @@ mod tests {
     #[test]
     fn raw_key_matches_known_digest() {
         // printf 'r\nabc' | sha256sum
-        assert_eq!(key_raw("r", b"abc"), "124554ec7bcb0ffe2eca559f0e2461f7a2495b4a6491ba46def9d852d157f0c2");
+        assert_eq!(
+            key_raw("r", b"abc"),
+            "124554ec7bcb0ffe2eca559f0e2461f7a2495b4a6491ba46def9d852d157f0c2"
+        );
     }
 }

@@ -26,7 +26,9 @@ pub fn request_key(
     };
     match body {
         // Without rules, normalizing only drops transport fields: hash a view, not a copy.
-        Some(Body::Json(v)) if rules.is_empty() => key::key(&scope, &normalize::WithoutTransport(v)),
+        Some(Body::Json(v)) if rules.is_empty() => {
+            key::key(&scope, &normalize::WithoutTransport(v))
+        }
         Some(Body::Json(v)) => key::key(&scope, &normalize::normalize(v, rules)),
         Some(other) => key::key_raw(&scope, &other.to_bytes()),
         None => key::key_raw(&scope, b""),

@@ -121,9 +121,7 @@ pub fn first_difference<'a>(
 /// Why a request missed, for the report.
 pub enum MissKind<'a> {
     /// Nothing with this key was recorded; `nearest` is the closest recording, if any.
-    Unknown {
-        nearest: Option<(usize, &'a Value)>,
-    },
+    Unknown { nearest: Option<(usize, &'a Value)> },
     /// This exact request was recorded `recorded` times and all were served.
     Exhausted { recorded: usize },
 }
@@ -265,13 +263,25 @@ mod tests {
         let b = chat("weather in Lyon", &["get_weather", "get_time"]);
         let now = chat("weather in Lyon", &["get_weather"]);
         let cands = [
-            Candidate { pos: 0, route: "openai.chat", body: &a },
-            Candidate { pos: 1, route: "openai.chat", body: &b },
+            Candidate {
+                pos: 0,
+                route: "openai.chat",
+                body: &a,
+            },
+            Candidate {
+                pos: 1,
+                route: "openai.chat",
+                body: &b,
+            },
         ];
         // b differs by one added tool (one element), a by one string: tie → earliest.
         assert_eq!(nearest("openai.chat", &now, &cands), Some(0));
         let other = json!({"x": 1});
-        let cands = [Candidate { pos: 7, route: "http", body: &other }];
+        let cands = [Candidate {
+            pos: 7,
+            route: "http",
+            body: &other,
+        }];
         assert_eq!(nearest("openai.chat", &now, &cands), Some(7));
         assert_eq!(nearest("openai.chat", &now, &[]), None);
     }
@@ -299,7 +309,9 @@ mod tests {
             "/v1/chat/completions",
             "openai.chat",
             &now,
-            &MissKind::Unknown { nearest: Some((3, &recorded)) },
+            &MissKind::Unknown {
+                nearest: Some((3, &recorded)),
+            },
         );
         insta::assert_snapshot!(r);
     }
@@ -307,7 +319,13 @@ mod tests {
     #[test]
     fn report_for_an_extra_call() {
         let body = chat("hi", &[]);
-        let r = report("POST", "/v1/chat/completions", "openai.chat", &body, &MissKind::Exhausted { recorded: 2 });
+        let r = report(
+            "POST",
+            "/v1/chat/completions",
+            "openai.chat",
+            &body,
+            &MissKind::Exhausted { recorded: 2 },
+        );
         assert!(r.contains("recorded 2 time(s)"), "{r}");
         assert!(r.contains("--repeat last"), "{r}");
     }

@@ -179,8 +179,9 @@ fn for_each_at(v: &mut Value, pointer: &[String], f: &mut dyn FnMut(&mut Value))
 fn fill_hole(v: &mut Value, hole: &CompiledHole) {
     match v {
         Value::String(s) => {
-            if let std::borrow::Cow::Owned(r) =
-                hole.regex.replace_all(s, regex::NoExpand(&hole.placeholder))
+            if let std::borrow::Cow::Owned(r) = hole
+                .regex
+                .replace_all(s, regex::NoExpand(&hole.placeholder))
             {
                 *s = r;
             }
@@ -269,13 +270,19 @@ mod tests {
         );
         let scoped = rules(&[], &[("date", r"\d{4}-\d{2}-\d{2}", Some("/messages/0"))]);
         let n = normalize(&body, &scoped);
-        assert_eq!(n["messages"][0]["content"], json!("Today is ${date}. Yesterday ${date}."));
+        assert_eq!(
+            n["messages"][0]["content"],
+            json!("Today is ${date}. Yesterday ${date}.")
+        );
         assert_eq!(n["messages"][1]["content"], json!("Book 2026-12-24"));
     }
 
     #[test]
     fn pointer_escapes() {
-        assert_eq!(split_pointer("/a~1b/c~0d"), Some(vec!["a/b".into(), "c~d".into()]));
+        assert_eq!(
+            split_pointer("/a~1b/c~0d"),
+            Some(vec!["a/b".into(), "c~d".into()])
+        );
         assert_eq!(split_pointer("nope"), None);
     }
 
@@ -283,11 +290,19 @@ mod tests {
     fn bad_rules_are_reported() {
         let err = Rules::compile(&MatchRules {
             ignore: vec![],
-            holes: vec![Hole { name: "h".into(), regex: "(".into(), within: None }],
+            holes: vec![Hole {
+                name: "h".into(),
+                regex: "(".into(),
+                within: None,
+            }],
         })
         .unwrap_err();
         assert!(err.to_string().contains("hole `h`"));
-        let err = Rules::compile(&MatchRules { ignore: vec!["user".into()], holes: vec![] }).unwrap_err();
+        let err = Rules::compile(&MatchRules {
+            ignore: vec!["user".into()],
+            holes: vec![],
+        })
+        .unwrap_err();
         assert_eq!(err, RuleError::Pointer("user".into()));
     }
 }

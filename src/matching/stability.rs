@@ -21,7 +21,10 @@ use crate::trajectory::ToolCall;
 /// replaced in both strings, leaves them equal wins. Each is a kind name (the hole's
 /// suggested name) and its regex.
 pub const VOLATILE_SPANS: [(&str, &str); 6] = [
-    ("uuid", r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"),
+    (
+        "uuid",
+        r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}",
+    ),
     (
         "datetime",
         r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?",
@@ -59,7 +62,13 @@ pub struct ToolResultAt {
 impl Sample {
     /// A sample of a request; `normalized` is `raw` normalized under the case's rules, and
     /// `lookup` finds calls the request answers but does not carry (Responses chains).
-    pub fn new(route: &str, turn: Option<usize>, raw: Value, normalized: Value, lookup: &dyn Fn(&str) -> Option<ToolCall>) -> Sample {
+    pub fn new(
+        route: &str,
+        turn: Option<usize>,
+        raw: Value,
+        normalized: Value,
+        lookup: &dyn Fn(&str) -> Option<ToolCall>,
+    ) -> Sample {
         let tool_results = tool_results_at(Route::from_name(route), &raw, lookup);
         Sample {
             route: route.to_owned(),
@@ -73,7 +82,11 @@ impl Sample {
 
 /// Where the tool results of a request are, in any dialect: each result is swapped for a
 /// unique marker by the dialect's own mock rewriting, then the markers are found.
-pub fn tool_results_at(route: Route, request: &Value, lookup: &dyn Fn(&str) -> Option<ToolCall>) -> Vec<ToolResultAt> {
+pub fn tool_results_at(
+    route: Route,
+    request: &Value,
+    lookup: &dyn Fn(&str) -> Option<ToolCall>,
+) -> Vec<ToolResultAt> {
     const MARK: &str = "\u{1}agentproxy-tool-result\u{1}";
     let mut marked = request.clone();
     let mut found: Vec<(String, usize)> = vec![];
@@ -152,7 +165,11 @@ pub enum Fix {
     /// `tools.<tool>`: mock the tool with what it returned in run 1, by call occurrence.
     Mock { tool: String, results: Vec<Value> },
     /// `match.holes`: `{name, regex, in?}`.
-    Hole { name: String, regex: String, within: Option<String> },
+    Hole {
+        name: String,
+        regex: String,
+        within: Option<String>,
+    },
     /// `match.ignore`: a pointer, `*` where the array index varied.
     Ignore { pointer: String },
 }
@@ -190,7 +207,11 @@ impl Findings {
                 Fix::Hole { .. } => holes.push(format!("    - {}", hole_flow(f))),
                 Fix::Ignore { pointer } => ignores.push(format!("    - {}", yaml_quote(pointer))),
                 Fix::Mock { tool, results } => {
-                    let what = if results.len() == 1 { "result" } else { "results" };
+                    let what = if results.len() == 1 {
+                        "result"
+                    } else {
+                        "results"
+                    };
                     mocks.push(format!(
                         "  {tool}:   # what the program's tool returned in run 1\n    {what}: {}",
                         mock_value_flow(results)
@@ -268,7 +289,10 @@ type Slot = (String, Option<usize>, usize);
 
 /// Pair the n-th request of each (turn, route) of one run with the n-th of the other, in
 /// the order of the first run (then requests only the second run made).
-fn align<'a>(first: &'a [Sample], second: &'a [Sample]) -> Vec<(Slot, Option<&'a Sample>, Option<&'a Sample>)> {
+fn align<'a>(
+    first: &'a [Sample],
+    second: &'a [Sample],
+) -> Vec<(Slot, Option<&'a Sample>, Option<&'a Sample>)> {
     fn slots(run: &[Sample]) -> Vec<Slot> {
         let mut seen: BTreeMap<(String, Option<usize>), usize> = BTreeMap::new();
         run.iter()
@@ -299,7 +323,10 @@ fn align<'a>(first: &'a [Sample], second: &'a [Sample]) -> Vec<(Slot, Option<&'a
 /// Every leaf where two values differ: pointer segments and the value on each side
 /// (`None` where absent). Objects are compared key by key, arrays index by index; a value
 /// whose type changed is one difference.
-fn leaf_differences<'a>(a: &'a Value, b: &'a Value) -> Vec<(Vec<String>, Option<&'a Value>, Option<&'a Value>)> {
+fn leaf_differences<'a>(
+    a: &'a Value,
+    b: &'a Value,
+) -> Vec<(Vec<String>, Option<&'a Value>, Option<&'a Value>)> {
     fn walk<'a>(
         a: Option<&'a Value>,
         b: Option<&'a Value>,
@@ -343,7 +370,13 @@ enum Kind {
     Ignore,
 }
 
-fn classify(pointer: &[String], x: Option<&Value>, y: Option<&Value>, a: &Sample, b: &Sample) -> Kind {
+fn classify(
+    pointer: &[String],
+    x: Option<&Value>,
+    y: Option<&Value>,
+    a: &Sample,
+    b: &Sample,
+) -> Kind {
     let in_result = a
         .tool_results
         .iter()
@@ -432,7 +465,10 @@ fn stands_alone(s: &str, re: &Regex) -> bool {
 /// Turn each difference's kind into fixes, merged: one mock per tool, one hole per span
 /// kind, one ignore pointer per pointer shape. Returns the fixes and, per difference, the
 /// index of its fix.
-fn fixes_for(diffs: &[(Difference, Option<Kind>)], first: &[Sample]) -> (Vec<Fix>, Vec<Option<usize>>) {
+fn fixes_for(
+    diffs: &[(Difference, Option<Kind>)],
+    first: &[Sample],
+) -> (Vec<Fix>, Vec<Option<usize>>) {
     let mut fixes: Vec<Fix> = vec![];
     let mut assignment = vec![None; diffs.len()];
     // Group differences by the fix they need, keeping first-seen order.
@@ -450,7 +486,10 @@ fn fixes_for(diffs: &[(Difference, Option<Kind>)], first: &[Sample]) -> (Vec<Fix
         }
     }
     for (key, members) in groups {
-        let pointers: Vec<&[String]> = members.iter().map(|i| diffs[*i].0.pointer.as_slice()).collect();
+        let pointers: Vec<&[String]> = members
+            .iter()
+            .map(|i| diffs[*i].0.pointer.as_slice())
+            .collect();
         let fix_index = fixes.len();
         match key {
             GroupKey::Tool(tool) => fixes.push(Fix::Mock {
@@ -465,7 +504,11 @@ fn fixes_for(diffs: &[(Difference, Option<Kind>)], first: &[Sample]) -> (Vec<Fix
                         .iter()
                         .filter(|f| matches!(f, Fix::Hole { name: n, .. } if n == name || n.starts_with(&format!("{name}_"))))
                         .count();
-                    let name = if taken == 0 { name.to_owned() } else { format!("{name}_{}", taken + 1) };
+                    let name = if taken == 0 {
+                        name.to_owned()
+                    } else {
+                        format!("{name}_{}", taken + 1)
+                    };
                     fixes.push(Fix::Hole {
                         name,
                         regex: regex.to_owned(),
@@ -498,7 +541,13 @@ enum GroupKey {
 fn shape(pointer: &[String]) -> Vec<String> {
     pointer
         .iter()
-        .map(|s| if s.parse::<usize>().is_ok() { "*".to_owned() } else { s.clone() })
+        .map(|s| {
+            if s.parse::<usize>().is_ok() {
+                "*".to_owned()
+            } else {
+                s.clone()
+            }
+        })
         .collect()
 }
 
@@ -564,7 +613,12 @@ fn yaml_quote(s: &str) -> String {
 }
 
 fn hole_flow(f: &Fix) -> String {
-    let Fix::Hole { name, regex, within } = f else {
+    let Fix::Hole {
+        name,
+        regex,
+        within,
+    } = f
+    else {
         return String::new();
     };
     let mut s = format!("{{name: {name}, regex: {}", yaml_quote(regex));
@@ -579,7 +633,11 @@ fn mock_body_flow(f: &Fix) -> String {
     let Fix::Mock { results, .. } = f else {
         return String::new();
     };
-    let what = if results.len() == 1 { "result" } else { "results" };
+    let what = if results.len() == 1 {
+        "result"
+    } else {
+        "results"
+    };
     format!("{{{what}: {}}}", mock_value_flow(results))
 }
 
@@ -605,15 +663,26 @@ mod tests {
     }
 
     fn chat(system: &str, rest: Vec<Value>) -> Value {
-        let mut messages = vec![json!({"role": "system", "content": system}), json!({"role": "user", "content": "Book it"})];
+        let mut messages = vec![
+            json!({"role": "system", "content": system}),
+            json!({"role": "user", "content": "Book it"}),
+        ];
         messages.extend(rest);
         json!({"model": "gpt-4o-mini", "messages": messages})
     }
 
     #[test]
     fn a_timestamp_in_the_system_prompt_gets_a_datetime_hole_in_that_message() {
-        let run1 = [sample("openai.chat", 0, chat("You are a clerk. Now: 2026-11-30 20:01:33.123456.", vec![]))];
-        let run2 = [sample("openai.chat", 0, chat("You are a clerk. Now: 2026-11-30 20:01:34.009871.", vec![]))];
+        let run1 = [sample(
+            "openai.chat",
+            0,
+            chat("You are a clerk. Now: 2026-11-30 20:01:33.123456.", vec![]),
+        )];
+        let run2 = [sample(
+            "openai.chat",
+            0,
+            chat("You are a clerk. Now: 2026-11-30 20:01:34.009871.", vec![]),
+        )];
         let f = compare(&run1, &run2);
         assert_eq!(f.differences.len(), 1);
         let d = &f.differences[0];
@@ -658,9 +727,22 @@ mod tests {
                 ],
             )
         };
-        let run1 = [sample("openai.chat", 0, chat("You book flights.", vec![])), sample("openai.chat", 0, turn("bk_8f3a2c"))];
-        let run2 = [sample("openai.chat", 0, chat("You book flights.", vec![])), sample("openai.chat", 0, turn("bk_1d9e07"))];
-        assert_eq!(run1[1].tool_results, vec![ToolResultAt { pointer: vec!["messages".into(), "3".into(), "content".into()], tool: "create_booking".into(), nth: 0 }]);
+        let run1 = [
+            sample("openai.chat", 0, chat("You book flights.", vec![])),
+            sample("openai.chat", 0, turn("bk_8f3a2c")),
+        ];
+        let run2 = [
+            sample("openai.chat", 0, chat("You book flights.", vec![])),
+            sample("openai.chat", 0, turn("bk_1d9e07")),
+        ];
+        assert_eq!(
+            run1[1].tool_results,
+            vec![ToolResultAt {
+                pointer: vec!["messages".into(), "3".into(), "content".into()],
+                tool: "create_booking".into(),
+                nth: 0
+            }]
+        );
         let f = compare(&run1, &run2);
         assert_eq!(f.differences.len(), 1);
         assert_eq!(f.differences[0].call, 2);
@@ -671,8 +753,15 @@ mod tests {
                 results: vec![json!({"booking": "bk_8f3a2c", "ok": true})],
             }]
         );
-        assert_eq!(f.fixes[0].one_line(), r#"tools.create_booking: {result: {"booking":"bk_8f3a2c","ok":true}}"#);
-        assert!(f.spec_yaml().contains("tools:\n  create_booking:"), "{}", f.spec_yaml());
+        assert_eq!(
+            f.fixes[0].one_line(),
+            r#"tools.create_booking: {result: {"booking":"bk_8f3a2c","ok":true}}"#
+        );
+        assert!(
+            f.spec_yaml().contains("tools:\n  create_booking:"),
+            "{}",
+            f.spec_yaml()
+        );
     }
 
     #[test]
@@ -682,58 +771,103 @@ mod tests {
             {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "get_time", "input": {}}]},
             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "09:00"}]}]});
         let at = tool_results_at(Route::AnthropicMessages, &anthropic, &no_lookup);
-        assert_eq!(pointer_string(&at[0].pointer), "/messages/2/content/0/content");
+        assert_eq!(
+            pointer_string(&at[0].pointer),
+            "/messages/2/content/0/content"
+        );
         assert_eq!(at[0].tool, "get_time");
         // Responses chains: the call is known from an earlier response only.
         let responses = json!({"previous_response_id": "resp_1", "input": [{"type": "function_call_output", "call_id": "call_9", "output": "x"}]});
-        let lookup = |id: &str| (id == "call_9").then(|| ToolCall { id: id.into(), name: "lookup".into(), arguments: json!({}) });
+        let lookup = |id: &str| {
+            (id == "call_9").then(|| ToolCall {
+                id: id.into(),
+                name: "lookup".into(),
+                arguments: json!({}),
+            })
+        };
         let at = tool_results_at(Route::OpenAiResponses, &responses, &lookup);
-        assert_eq!((pointer_string(&at[0].pointer).as_str(), at[0].tool.as_str()), ("/input/0/output", "lookup"));
+        assert_eq!(
+            (pointer_string(&at[0].pointer).as_str(), at[0].tool.as_str()),
+            ("/input/0/output", "lookup")
+        );
         assert!(tool_results_at(Route::Http, &responses, &lookup).is_empty());
     }
 
     #[test]
     fn a_uuid_gets_a_uuid_hole_and_one_hole_covers_every_place() {
         let body = |id: &str| json!({"model": "m", "messages": [{"role": "user", "content": format!("session {id}: hello")}], "metadata": {"trace": format!("t-{id}")}});
-        let run1 = [sample("openai.chat", 0, body("3f2b9c1e-8a4d-4e2f-9b1a-0c5d7e6f8a9b"))];
-        let run2 = [sample("openai.chat", 0, body("a1b2c3d4-e5f6-4789-8abc-def012345678"))];
+        let run1 = [sample(
+            "openai.chat",
+            0,
+            body("3f2b9c1e-8a4d-4e2f-9b1a-0c5d7e6f8a9b"),
+        )];
+        let run2 = [sample(
+            "openai.chat",
+            0,
+            body("a1b2c3d4-e5f6-4789-8abc-def012345678"),
+        )];
         let f = compare(&run1, &run2);
         assert_eq!(f.differences.len(), 2);
         // Two places of different shapes: one hole, without `in:`.
         assert_eq!(
             f.fixes,
-            vec![Fix::Hole { name: "uuid".into(), regex: VOLATILE_SPANS[0].1.into(), within: None }]
+            vec![Fix::Hole {
+                name: "uuid".into(),
+                regex: VOLATILE_SPANS[0].1.into(),
+                within: None
+            }]
         );
         assert!(f.differences.iter().all(|d| d.fix == Some(0)));
     }
 
     #[test]
     fn volatile_spans_pick_the_narrowest_kind_that_explains_the_change() {
-        let kind = |a: &str, b: &str| volatile_spans(a, b).map(|ks| ks.iter().map(|k| VOLATILE_SPANS[*k].0).collect::<Vec<_>>());
-        assert_eq!(kind("today is 2026-11-30.", "today is 2026-12-01."), Some(vec!["date"]));
+        let kind = |a: &str, b: &str| {
+            volatile_spans(a, b)
+                .map(|ks| ks.iter().map(|k| VOLATILE_SPANS[*k].0).collect::<Vec<_>>())
+        };
+        assert_eq!(
+            kind("today is 2026-11-30.", "today is 2026-12-01."),
+            Some(vec!["date"])
+        );
         assert_eq!(kind("at 09:00:01", "at 09:00:07"), Some(vec!["time"]));
-        assert_eq!(kind("ts=1764532893.1", "ts=1764532894.7"), Some(vec!["number"]));
-        assert_eq!(kind("req a8f3c2d1e4b5", "req 07b1e9ff23c4"), Some(vec!["hex"]));
+        assert_eq!(
+            kind("ts=1764532893.1", "ts=1764532894.7"),
+            Some(vec!["number"])
+        );
+        assert_eq!(
+            kind("req a8f3c2d1e4b5", "req 07b1e9ff23c4"),
+            Some(vec!["hex"])
+        );
         // A number inside an id is not a number: the id's letters differ too.
         assert_eq!(kind("id ab12x", "id cd34x"), None);
         // Date and time changed in separate places: both holes.
-        assert_eq!(kind("on 2026-11-30, at 23:59", "on 2026-12-01, at 00:00"), Some(vec!["date", "time"]));
+        assert_eq!(
+            kind("on 2026-11-30, at 23:59", "on 2026-12-01, at 00:00"),
+            Some(vec!["date", "time"])
+        );
         assert_eq!(kind("Paris", "Lyon"), None);
     }
 
     #[test]
     fn other_changes_get_ignore_pointers_with_stars_where_indices_vary() {
-        let body = |n: u64, names: [&str; 2]| json!({"seed": n, "messages": [
+        let body = |n: u64, names: [&str; 2]| {
+            json!({"seed": n, "messages": [
             {"role": "user", "name": names[0], "content": "a"},
-            {"role": "user", "name": names[1], "content": "b"}]});
+            {"role": "user", "name": names[1], "content": "b"}]})
+        };
         let run1 = [sample("openai.chat", 0, body(1, ["x", "y"]))];
         let run2 = [sample("openai.chat", 0, body(2, ["p", "q"]))];
         let f = compare(&run1, &run2);
         assert_eq!(
             f.fixes,
             vec![
-                Fix::Ignore { pointer: "/messages/*/name".into() },
-                Fix::Ignore { pointer: "/seed".into() },
+                Fix::Ignore {
+                    pointer: "/messages/*/name".into()
+                },
+                Fix::Ignore {
+                    pointer: "/seed".into()
+                },
             ]
         );
         insta::assert_snapshot!(f.spec_yaml(), @r"
@@ -746,11 +880,20 @@ mod tests {
 
     #[test]
     fn requests_one_run_made_and_the_other_did_not_are_differences_without_a_fix() {
-        let run1 = [sample("openai.chat", 0, json!({"a": 1})), sample("openai.chat", 1, json!({"a": 1}))];
-        let run2 = [sample("openai.chat", 0, json!({"a": 1})), sample("http", 0, json!({}))];
+        let run1 = [
+            sample("openai.chat", 0, json!({"a": 1})),
+            sample("openai.chat", 1, json!({"a": 1})),
+        ];
+        let run2 = [
+            sample("openai.chat", 0, json!({"a": 1})),
+            sample("http", 0, json!({})),
+        ];
         let f = compare(&run1, &run2);
         assert_eq!(f.differences.len(), 2);
-        assert!(f.differences.iter().all(|d| d.fix.is_none() && d.pointer.is_empty()));
+        assert!(f
+            .differences
+            .iter()
+            .all(|d| d.fix.is_none() && d.pointer.is_empty()));
         assert!(f.differences[0].second.is_none() && f.differences[1].first.is_none());
         assert!(f.fixes.is_empty());
         assert!(compare(&run1, &run1).is_stable());

@@ -170,7 +170,10 @@ async fn handle(doctor: Arc<Doctor>, req: Request<Incoming>) -> Response<ProxyBo
 
 /// A non-retryable error in the provider's shape.
 fn refuse(provider: Provider, status: StatusCode, message: &str) -> Response<ProxyBody> {
-    let mut resp = json_response(status, &dialect::error_body(provider, DOCTOR_ERROR, message));
+    let mut resp = json_response(
+        status,
+        &dialect::error_body(provider, DOCTOR_ERROR, message),
+    );
     resp.headers_mut()
         .insert("x-should-retry", HeaderValue::from_static("false"));
     resp
@@ -179,7 +182,11 @@ fn refuse(provider: Provider, status: StatusCode, message: &str) -> Response<Pro
 /// The canned reply for a model request: whole, or as the stream the request asked for.
 fn canned_response(route: Route, request: &Value) -> Response<ProxyBody> {
     let Some(reply) = canned_reply(route, request) else {
-        return refuse(Provider::OpenAi, StatusCode::NOT_FOUND, "agentproxy doctor: not a model route");
+        return refuse(
+            Provider::OpenAi,
+            StatusCode::NOT_FOUND,
+            "agentproxy doctor: not a model route",
+        );
     };
     let events = route
         .wants_stream(request)
@@ -187,7 +194,9 @@ fn canned_response(route: Route, request: &Value) -> Response<ProxyBody> {
         .flatten();
     match events {
         Some(events) => {
-            let mut resp = Response::new(chunks(events.iter().map(sse::encode).collect::<Vec<Bytes>>()));
+            let mut resp = Response::new(chunks(
+                events.iter().map(sse::encode).collect::<Vec<Bytes>>(),
+            ));
             resp.headers_mut().insert(
                 http::header::CONTENT_TYPE,
                 HeaderValue::from_static("text/event-stream; charset=utf-8"),
@@ -274,7 +283,11 @@ fn client_of(headers: &HeaderMap) -> Option<String> {
             .map(str::trim)
             .filter(|v| !v.is_empty())
     };
-    let text = match (get("user-agent"), get("x-stainless-lang"), get("x-stainless-package-version")) {
+    let text = match (
+        get("user-agent"),
+        get("x-stainless-lang"),
+        get("x-stainless-package-version"),
+    ) {
         (Some(ua), _, _) => ua.to_owned(),
         (None, Some(lang), Some(version)) => format!("{lang} SDK {version}"),
         (None, Some(lang), None) => format!("{lang} SDK"),
@@ -293,7 +306,10 @@ mod tests {
             split_via("/_via/OPENAI_API_BASE/v1/chat/completions"),
             (Some("OPENAI_API_BASE"), "/v1/chat/completions")
         );
-        assert_eq!(split_via("/_via/AGENTPROXY_URL"), (Some("AGENTPROXY_URL"), "/"));
+        assert_eq!(
+            split_via("/_via/AGENTPROXY_URL"),
+            (Some("AGENTPROXY_URL"), "/")
+        );
         assert_eq!(split_via("/v1/models"), (None, "/v1/models"));
         assert_eq!(via_prefix("ANTHROPIC_BASE_URL"), "/_via/ANTHROPIC_BASE_URL");
     }
@@ -301,7 +317,11 @@ mod tests {
     #[test]
     fn canned_replies_are_valid_in_every_dialect_and_stream() {
         let ask = json!({"model": "m1", "stream": true});
-        for route in [Route::OpenAiChat, Route::OpenAiResponses, Route::AnthropicMessages] {
+        for route in [
+            Route::OpenAiChat,
+            Route::OpenAiResponses,
+            Route::AnthropicMessages,
+        ] {
             let reply = canned_reply(route, &ask).expect("a reply");
             let call = route.extract(&ask, &reply).expect("a model call");
             assert_eq!(call.reply.as_deref(), Some(CANNED_TEXT), "{route:?}");
@@ -319,10 +339,16 @@ mod tests {
     fn clients_are_named_from_their_headers() {
         let mut h = HeaderMap::new();
         assert_eq!(client_of(&h), None);
-        h.insert("user-agent", HeaderValue::from_static("OpenAI/Python 3.57.0"));
+        h.insert(
+            "user-agent",
+            HeaderValue::from_static("OpenAI/Python 3.57.0"),
+        );
         assert_eq!(client_of(&h).as_deref(), Some("OpenAI/Python 3.57.0"));
         h.insert("x-stainless-lang", HeaderValue::from_static("python"));
-        h.insert("x-stainless-package-version", HeaderValue::from_static("3.57.0"));
+        h.insert(
+            "x-stainless-package-version",
+            HeaderValue::from_static("3.57.0"),
+        );
         assert_eq!(client_of(&h).as_deref(), Some("OpenAI/Python 3.57.0"));
         h.remove("user-agent");
         assert_eq!(client_of(&h).as_deref(), Some("python SDK 3.57.0"));

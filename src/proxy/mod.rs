@@ -18,9 +18,9 @@ use serde_json::Value;
 use tokio_util::task::TaskTracker;
 
 use crate::cassette::Interaction;
+use crate::dialect::Route;
 use crate::matching::index::{ByPosition, Index, Repeat};
 use crate::matching::normalize::Rules;
-use crate::dialect::Route;
 use crate::redact::Secrets;
 use crate::trajectory::ToolCall;
 use upstream::Upstream;
@@ -66,7 +66,9 @@ impl Replay {
 
     fn take_by_position(&self, route: &str, turn: Option<usize>) -> Option<usize> {
         let ix = self.by_position.as_ref()?;
-        ix.lock().unwrap_or_else(|p| p.into_inner()).take(route, turn)
+        ix.lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take(route, turn)
     }
 }
 
@@ -192,7 +194,10 @@ impl Proxy {
                     .into_iter()
                     .map(|pos| {
                         let it = &r.interactions[pos];
-                        format!("#{pos} {} {} ({})", it.request.method, it.request.path, it.route)
+                        format!(
+                            "#{pos} {} {} ({})",
+                            it.request.method, it.request.path, it.route
+                        )
                     })
                     .collect()
             }

@@ -20,7 +20,12 @@ use crate::dialect::{self, sse};
 
 /// Response headers worth keeping: what a client needs to parse the body and pace retries.
 /// Everything else (request ids, dates, rate-limit counters) is volatile noise.
-const KEPT_HEADERS: [&str; 4] = ["content-type", "retry-after", "retry-after-ms", "x-should-retry"];
+const KEPT_HEADERS: [&str; 4] = [
+    "content-type",
+    "retry-after",
+    "retry-after-ms",
+    "x-should-retry",
+];
 
 /// Headers of one hop, and those the proxy recomputes for the program.
 const HOP_HEADERS: [&str; 5] = [
@@ -34,10 +39,17 @@ const HOP_HEADERS: [&str; 5] = [
 /// How many stream chunks may wait for a slow program before the upstream read pauses.
 const STREAM_BUFFER: usize = 64;
 
-pub(super) async fn forward(proxy: &std::sync::Arc<Proxy>, up: &Upstream, ex: Exchange) -> Response<ProxyBody> {
+pub(super) async fn forward(
+    proxy: &std::sync::Arc<Proxy>,
+    up: &Upstream,
+    ex: Exchange,
+) -> Response<ProxyBody> {
     let url = up.url_for(ex.provider, &ex.path);
     let started = Instant::now();
-    let resp = match up.send(ex.method.clone(), &url, &ex.headers, ex.raw.clone()).await {
+    let resp = match up
+        .send(ex.method.clone(), &url, &ex.headers, ex.raw.clone())
+        .await
+    {
         Ok(r) => r,
         Err(e) => return upstream_failed(proxy, &ex, e),
     };
@@ -79,7 +91,9 @@ pub(super) async fn forward(proxy: &std::sync::Arc<Proxy>, up: &Upstream, ex: Ex
     };
     let bytes = match decode(&parts.headers, bytes) {
         Ok(b) => b,
-        Err(message) => return upstream_failed(proxy, &ex, UpstreamError::Unreachable { url, message }),
+        Err(message) => {
+            return upstream_failed(proxy, &ex, UpstreamError::Unreachable { url, message })
+        }
     };
     let latency = started.elapsed();
     let mut out = Response::new(full(bytes.clone()));
@@ -107,7 +121,9 @@ async fn pump_stream(mut body: Incoming, tx: mpsc::Sender<Bytes>) -> Vec<sse::Ss
             tracing::warn!("the upstream stream broke off; recording the events received so far");
             break;
         };
-        let Ok(data) = frame.into_data() else { continue };
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
         if !program_gone {
             // A program that hung up stops receiving, but the recording still completes.
             program_gone = tx.send(data.clone()).await.is_err();
@@ -191,7 +207,11 @@ fn upstream_failed(proxy: &Proxy, ex: &Exchange, e: UpstreamError) -> Response<P
     proxy.lock().upstream_errors.push(message.clone());
     json_response(
         status,
-        &dialect::error_body(ex.provider, "agentproxy_upstream_error", &format!("agentproxy: {message}")),
+        &dialect::error_body(
+            ex.provider,
+            "agentproxy_upstream_error",
+            &format!("agentproxy: {message}"),
+        ),
     )
 }
 
@@ -223,15 +243,18 @@ fn decode(headers: &HeaderMap, bytes: Bytes) -> Result<Bytes, String> {
     let mut out = Vec::new();
     let result = match encoding.as_deref() {
         None | Some("identity") | Some("") => return Ok(bytes),
-        Some("gzip") | Some("x-gzip") => flate2::read::MultiGzDecoder::new(&bytes[..]).read_to_end(&mut out),
-        Some("deflate") => flate2::read::ZlibDecoder::new(&bytes[..]).read_to_end(&mut out),
-        Some(other) => {
-            return Err(format!(
-                "the upstream answered with content-encoding `{other}`, which agentproxy cannot decode"
-            ))
+        Some("gzip") | Some("x-gzip") => {
+            flate2::read::MultiGzDecoder::new(&bytes[..]).read_to_end(&mut out)
         }
+        Some("deflate") => flate2::read::ZlibDecoder::new(&bytes[..]).read_to_end(&mut out),
+        Some(other) => return Err(format!(
+            "the upstream answered with content-encoding `{other}`, which agentproxy cannot decode"
+        )),
     };
-    result
-        .map(|_| Bytes::from(out))
-        .map_err(|e| format!("failed to decode the upstream's {} body: {e}", encoding.unwrap_or_default()))
+    result.map(|_| Bytes::from(out)).map_err(|e| {
+        format!(
+            "failed to decode the upstream's {} body: {e}",
+            encoding.unwrap_or_default()
+        )
+    })
 }

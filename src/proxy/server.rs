@@ -29,7 +29,10 @@ pub async fn serve(listener: TcpListener, proxy: Arc<Proxy>, shutdown: impl Futu
     };
     accept_loop(listener, handler, shutdown).await;
     proxy.tasks.close();
-    if tokio::time::timeout(DRAIN_TIMEOUT, proxy.tasks.wait()).await.is_err() {
+    if tokio::time::timeout(DRAIN_TIMEOUT, proxy.tasks.wait())
+        .await
+        .is_err()
+    {
         tracing::warn!("some upstream exchanges did not finish within {DRAIN_TIMEOUT:?}; they are not recorded");
     }
 }
@@ -37,8 +40,11 @@ pub async fn serve(listener: TcpListener, proxy: Arc<Proxy>, shutdown: impl Futu
 /// Accept connections and answer each request with `handler` until `shutdown` resolves,
 /// then let open connections finish (bounded by [`DRAIN_TIMEOUT`]). Shared by the proxy
 /// and doctor mode.
-pub(crate) async fn accept_loop<H, F>(listener: TcpListener, handler: H, shutdown: impl Future<Output = ()>)
-where
+pub(crate) async fn accept_loop<H, F>(
+    listener: TcpListener,
+    handler: H,
+    shutdown: impl Future<Output = ()>,
+) where
     H: Fn(Request<Incoming>) -> F + Clone + Send + Sync + 'static,
     F: Future<Output = Response<ProxyBody>> + Send + 'static,
 {
@@ -73,7 +79,10 @@ where
         }
     }
     drop(listener);
-    if tokio::time::timeout(DRAIN_TIMEOUT, graceful.shutdown()).await.is_err() {
+    if tokio::time::timeout(DRAIN_TIMEOUT, graceful.shutdown())
+        .await
+        .is_err()
+    {
         tracing::warn!("some connections were still open after {DRAIN_TIMEOUT:?}; closing them");
     }
 }

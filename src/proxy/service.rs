@@ -56,7 +56,10 @@ pub async fn handle(proxy: Arc<Proxy>, req: Request<hyper::body::Incoming>) -> R
         .unwrap_or_else(|| "/".into());
     let provider = dialect::provider_of(&path, &parts.headers);
     let error = |status, kind: &str, msg: String| {
-        json_response(status, &dialect::error_body(provider, kind, &format!("agentproxy: {msg}")))
+        json_response(
+            status,
+            &dialect::error_body(provider, kind, &format!("agentproxy: {msg}")),
+        )
     };
     if !path.starts_with("/v1/") {
         return error(
@@ -90,16 +93,17 @@ pub async fn handle(proxy: Arc<Proxy>, req: Request<hyper::body::Incoming>) -> R
         }
     };
     let route = Route::of(&parts.method, &path);
-    let (raw, stored) = match prepare_body(&proxy, route, raw) {
-        Ok(b) => b,
-        Err(e) => {
-            return error(
+    let (raw, stored) =
+        match prepare_body(&proxy, route, raw) {
+            Ok(b) => b,
+            Err(e) => return error(
                 StatusCode::BAD_REQUEST,
                 "invalid_request_error",
-                format!("the request body is not valid JSON ({e}); nothing was forwarded or recorded"),
-            )
-        }
-    };
+                format!(
+                    "the request body is not valid JSON ({e}); nothing was forwarded or recorded"
+                ),
+            ),
+        };
     let key = matching::request_key(
         route.name(),
         parts.method.as_str(),
@@ -155,7 +159,12 @@ pub async fn handle(proxy: Arc<Proxy>, req: Request<hyper::body::Incoming>) -> R
 
 /// Lenient replay (determinism check): serve the recording at `pos` and log the exchange
 /// with the request as it arrived, so two runs can be compared.
-async fn serve_by_position(proxy: &Proxy, rp: &super::Replay, pos: usize, ex: &Exchange) -> Response<ProxyBody> {
+async fn serve_by_position(
+    proxy: &Proxy,
+    rp: &super::Replay,
+    pos: usize,
+    ex: &Exchange,
+) -> Response<ProxyBody> {
     let it = &rp.interactions[pos];
     let mut served = it.clone();
     served.turn = ex.turn;
@@ -169,7 +178,11 @@ async fn serve_by_position(proxy: &Proxy, rp: &super::Replay, pos: usize, ex: &E
 /// The bytes to forward and the body as it will be stored and keyed. A JSON body (model
 /// routes must be JSON) gets its tool results mocked first, so the mock is what is
 /// matched, recorded and forwarded; then secret values become `${NAME}` in the stored copy.
-fn prepare_body(proxy: &Proxy, route: Route, raw: Bytes) -> Result<(Bytes, Option<Body>), serde_json::Error> {
+fn prepare_body(
+    proxy: &Proxy,
+    route: Route,
+    raw: Bytes,
+) -> Result<(Bytes, Option<Body>), serde_json::Error> {
     if raw.is_empty() && !route.requires_json() {
         return Ok((raw, None));
     }
@@ -234,7 +247,11 @@ fn answer_miss(
                 .collect();
             let candidates: Vec<nearmiss::Candidate<'_>> = recorded
                 .iter()
-                .map(|(pos, route, body)| nearmiss::Candidate { pos: *pos, route, body })
+                .map(|(pos, route, body)| nearmiss::Candidate {
+                    pos: *pos,
+                    route,
+                    body,
+                })
                 .collect();
             let nearest = nearmiss::nearest(ex.route.name(), &normalized_now, &candidates)
                 .map(|pos| (pos, &recorded[pos].2));

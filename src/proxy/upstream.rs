@@ -114,7 +114,10 @@ impl Upstream {
         }
         // Ask for an uncompressed answer: it is what gets stored, and decoding is then only
         // a fallback for servers that compress anyway.
-        out.insert(http::header::ACCEPT_ENCODING, HeaderValue::from_static("identity"));
+        out.insert(
+            http::header::ACCEPT_ENCODING,
+            HeaderValue::from_static("identity"),
+        );
         match tokio::time::timeout(self.timeout, self.client.request(req)).await {
             Err(_) => Err(UpstreamError::Timeout {
                 url: url.to_owned(),

@@ -16,7 +16,10 @@ use crate::runner::env::Injected;
 pub const SDK_VARIABLES: [(&str, &str); 5] = [
     ("openai (Python)", "OPENAI_BASE_URL"),
     ("openai (npm)", "OPENAI_BASE_URL only"),
-    ("langchain-openai", "OPENAI_API_BASE first, then OPENAI_BASE_URL"),
+    (
+        "langchain-openai",
+        "OPENAI_API_BASE first, then OPENAI_BASE_URL",
+    ),
     ("litellm", "OPENAI_BASE_URL first, then OPENAI_API_BASE"),
     ("anthropic", "ANTHROPIC_BASE_URL, without /v1"),
 ];
@@ -91,7 +94,11 @@ pub struct DoctorReport {
 
 /// Turn what was observed into findings.
 pub fn diagnose(o: Observed) -> DoctorReport {
-    let url_vars: Vec<&Injected> = o.injected.iter().filter(|v| v.value.starts_with(&o.base)).collect();
+    let url_vars: Vec<&Injected> = o
+        .injected
+        .iter()
+        .filter(|v| v.value.starts_with(&o.base))
+        .collect();
     let variables: Vec<VariableUse> = url_vars
         .iter()
         .map(|v| VariableUse {
@@ -102,7 +109,11 @@ pub fn diagnose(o: Observed) -> DoctorReport {
         .collect();
     // Injected variables in injection order, then any other name a `/_via/NAME` prefix
     // carried (a variable the user pointed at the doctor by hand).
-    let mut honoured: Vec<String> = variables.iter().filter(|v| v.requests > 0).map(|v| v.name.clone()).collect();
+    let mut honoured: Vec<String> = variables
+        .iter()
+        .filter(|v| v.requests > 0)
+        .map(|v| v.name.clone())
+        .collect();
     for a in &o.arrivals {
         if !honoured.contains(&a.via) {
             honoured.push(a.via.clone());
@@ -116,11 +127,16 @@ pub fn diagnose(o: Observed) -> DoctorReport {
         .collect();
     let model_calls = o.arrivals.iter().filter(|a| a.is_model_call()).count();
     let injected_names: BTreeSet<&str> = o.injected.iter().map(|v| v.name.as_str()).collect();
-    let mentioned = mentioned_variables(o.sources.iter().map(String::as_str).chain(o.command.iter().map(String::as_str)))
-        .into_iter()
-        .filter(|n| !injected_names.contains(n.as_str()))
-        .take(MAX_MENTIONED)
-        .collect();
+    let mentioned = mentioned_variables(
+        o.sources
+            .iter()
+            .map(String::as_str)
+            .chain(o.command.iter().map(String::as_str)),
+    )
+    .into_iter()
+    .filter(|n| !injected_names.contains(n.as_str()))
+    .take(MAX_MENTIONED)
+    .collect();
     let other_urls = other_urls(&format!("{}\n{}", o.stdout, o.stderr), &o.base);
     let mut report = DoctorReport {
         command: o.command,
@@ -174,7 +190,8 @@ fn notes(r: &DoctorReport) -> Vec<String> {
 /// setting of an API location, in order of first mention.
 fn mentioned_variables<'a>(texts: impl IntoIterator<Item = &'a str>) -> Vec<String> {
     static NAME: OnceLock<Regex> = OnceLock::new();
-    let re = NAME.get_or_init(|| Regex::new(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b").expect("valid regex"));
+    let re =
+        NAME.get_or_init(|| Regex::new(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b").expect("valid regex"));
     const HINTS: [&str; 5] = ["URL", "BASE", "ENDPOINT", "HOST", "URI"];
     let mut seen = BTreeSet::new();
     let mut out = vec![];
@@ -193,7 +210,8 @@ fn mentioned_variables<'a>(texts: impl IntoIterator<Item = &'a str>) -> Vec<Stri
 /// `scheme://host[:port]` of the URLs in `text` that are not the proxy's, in order.
 fn other_urls(text: &str, base: &str) -> Vec<String> {
     static URL: OnceLock<Regex> = OnceLock::new();
-    let re = URL.get_or_init(|| Regex::new(r"https?://[A-Za-z0-9.\-]+(?::\d+)?").expect("valid regex"));
+    let re =
+        URL.get_or_init(|| Regex::new(r"https?://[A-Za-z0-9.\-]+(?::\d+)?").expect("valid regex"));
     let mut seen = BTreeSet::new();
     re.find_iter(text)
         .map(|m| m.as_str().to_owned())
@@ -204,7 +222,10 @@ fn other_urls(text: &str, base: &str) -> Vec<String> {
 
 fn tail(text: &str, n: usize) -> Vec<String> {
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-    lines[lines.len().saturating_sub(n)..].iter().map(|l| l.to_string()).collect()
+    lines[lines.len().saturating_sub(n)..]
+        .iter()
+        .map(|l| l.to_string())
+        .collect()
 }
 
 /// The report as text.
@@ -222,7 +243,10 @@ pub fn render(r: &DoctorReport) -> String {
         others
     );
     for (a, n) in grouped(&r.arrivals) {
-        let mut line = format!("    {} {}  → {} ({}", a.method, a.api_path, a.route, a.status);
+        let mut line = format!(
+            "    {} {}  → {} ({}",
+            a.method, a.api_path, a.route, a.status
+        );
         if a.stream {
             line.push_str(", stream");
         }
@@ -234,15 +258,26 @@ pub fn render(r: &DoctorReport) -> String {
         if let Some(model) = &a.model {
             let _ = write!(line, "  model: {model}");
         }
-        let _ = write!(line, "  client: {}", a.client.as_deref().unwrap_or("(no user-agent)"));
+        let _ = write!(
+            line,
+            "  client: {}",
+            a.client.as_deref().unwrap_or("(no user-agent)")
+        );
         let _ = write!(
             line,
             "  auth: {}",
-            if a.auth.is_empty() { "none".to_owned() } else { a.auth.join(", ") }
+            if a.auth.is_empty() {
+                "none".to_owned()
+            } else {
+                a.auth.join(", ")
+            }
         );
         let _ = writeln!(out, "{line}");
     }
-    let _ = writeln!(out, "\n  injected variables (doctor mode: each points at its own path, so its use shows):");
+    let _ = writeln!(
+        out,
+        "\n  injected variables (doctor mode: each points at its own path, so its use shows):"
+    );
     let width = r.variables.iter().map(|v| v.name.len()).max().unwrap_or(0);
     let value_width = r.variables.iter().map(|v| v.value.len()).max().unwrap_or(0);
     for v in &r.variables {
@@ -251,7 +286,11 @@ pub fn render(r: &DoctorReport) -> String {
             1 => ("✓", "1 request".to_owned()),
             n => ("✓", format!("{n} requests")),
         };
-        let _ = writeln!(out, "    {mark} {:width$}  {:value_width$}  {used}", v.name, v.value);
+        let _ = writeln!(
+            out,
+            "    {mark} {:width$}  {:value_width$}  {used}",
+            v.name, v.value
+        );
     }
     if !r.also_set.is_empty() {
         let _ = writeln!(out, "    also set: {}", r.also_set.join(", "));
@@ -303,7 +342,9 @@ fn program_line(end: &ProgramEnd) -> String {
     match end {
         ProgramEnd::Exited { code: 0 } => "exited with status 0".into(),
         ProgramEnd::Exited { code } => format!("exited with status {code}"),
-        ProgramEnd::TimedOut { after_secs } => format!("stopped after {after_secs:.1}s (--timeout)"),
+        ProgramEnd::TimedOut { after_secs } => {
+            format!("stopped after {after_secs:.1}s (--timeout)")
+        }
         ProgramEnd::Interrupted => "interrupted".into(),
     }
 }
@@ -324,7 +365,11 @@ fn output_tails(out: &mut String, r: &DoctorReport) {
 /// program's own variable.
 fn advice(out: &mut String, r: &DoctorReport, command: &str) {
     let _ = writeln!(out, "\n  Which client reads which variable:");
-    let width = SDK_VARIABLES.iter().map(|(c, _)| c.len()).max().unwrap_or(0);
+    let width = SDK_VARIABLES
+        .iter()
+        .map(|(c, _)| c.len())
+        .max()
+        .unwrap_or(0);
     for (client, reads) in SDK_VARIABLES {
         let _ = writeln!(out, "    {client:width$}  {reads}");
     }
@@ -375,8 +420,15 @@ fn advice(out: &mut String, r: &DoctorReport, command: &str) {
     let checked: Vec<String> = names
         .iter()
         .map(|n| {
-            let v1 = if placeholder_for(n) == "${agentproxy.base}" { "" } else { "/v1" };
-            format!("{n}=http://127.0.0.1:8089{}{v1}", crate::proxy::doctor::via_prefix(n))
+            let v1 = if placeholder_for(n) == "${agentproxy.base}" {
+                ""
+            } else {
+                "/v1"
+            };
+            format!(
+                "{n}=http://127.0.0.1:8089{}{v1}",
+                crate::proxy::doctor::via_prefix(n)
+            )
         })
         .collect();
     let _ = writeln!(
@@ -415,11 +467,18 @@ mod tests {
     const BASE: &str = "http://127.0.0.1:4000";
 
     fn injected() -> Vec<Injected> {
-        let var = |name: &str, value: String| Injected { name: name.into(), value, why: "" };
+        let var = |name: &str, value: String| Injected {
+            name: name.into(),
+            value,
+            why: "",
+        };
         vec![
             var("OPENAI_BASE_URL", format!("{BASE}/v1")),
             var("OPENAI_API_BASE", format!("{BASE}/_via/OPENAI_API_BASE/v1")),
-            var("ANTHROPIC_BASE_URL", format!("{BASE}/_via/ANTHROPIC_BASE_URL")),
+            var(
+                "ANTHROPIC_BASE_URL",
+                format!("{BASE}/_via/ANTHROPIC_BASE_URL"),
+            ),
             var("AGENTPROXY_URL", format!("{BASE}/_via/AGENTPROXY_URL")),
             var("OPENAI_API_KEY", "agentproxy-replay-placeholder".into()),
         ]
@@ -455,7 +514,13 @@ mod tests {
 
     #[test]
     fn a_program_that_honours_a_variable_is_ok() {
-        let a = arrival("OPENAI_API_BASE", "POST", "/v1/chat/completions", "openai.chat", 200);
+        let a = arrival(
+            "OPENAI_API_BASE",
+            "POST",
+            "/v1/chat/completions",
+            "openai.chat",
+            200,
+        );
         let r = diagnose(observed(vec![a.clone(), a], 0, "", &[]));
         assert!(r.ok);
         assert_eq!(r.honoured, vec!["OPENAI_API_BASE"]);
@@ -463,10 +528,16 @@ mod tests {
         assert_eq!(r.also_set, vec!["OPENAI_API_KEY"]);
         assert!(r.notes.is_empty(), "{:?}", r.notes);
         let text = render(&r);
-        assert!(text.contains("POST /v1/chat/completions  → openai.chat (200) ×2  via OPENAI_API_BASE"), "{text}");
+        assert!(
+            text.contains("POST /v1/chat/completions  → openai.chat (200) ×2  via OPENAI_API_BASE"),
+            "{text}"
+        );
         assert!(text.contains("✓ OPENAI_API_BASE "), "{text}");
         assert!(text.contains("· OPENAI_BASE_URL "), "{text}");
-        assert!(text.contains("ok: the program honours OPENAI_API_BASE."), "{text}");
+        assert!(
+            text.contains("ok: the program honours OPENAI_API_BASE."),
+            "{text}"
+        );
         assert!(!text.contains("Which client reads"), "{text}");
     }
 
@@ -506,32 +577,67 @@ mod tests {
 
     #[test]
     fn paths_without_v1_and_plain_http_only_get_notes() {
-        let a = arrival("AGENTPROXY_URL", "POST", "/chat/completions", "openai.chat", 200);
+        let a = arrival(
+            "AGENTPROXY_URL",
+            "POST",
+            "/chat/completions",
+            "openai.chat",
+            200,
+        );
         let r = diagnose(observed(vec![a], 0, "", &[]));
         assert!(r.ok);
-        assert!(r.notes[0].contains("/chat/completions (via AGENTPROXY_URL) is not under /v1/"), "{:?}", r.notes);
+        assert!(
+            r.notes[0].contains("/chat/completions (via AGENTPROXY_URL) is not under /v1/"),
+            "{:?}",
+            r.notes
+        );
 
         let models = arrival("OPENAI_BASE_URL", "GET", "/v1/models", "http", 404);
         let r = diagnose(observed(vec![models], 1, "NotFoundError: 404", &[]));
         assert!(!r.ok);
         assert_eq!(r.honoured, vec!["OPENAI_BASE_URL"]);
-        assert!(r.notes.iter().any(|n| n.contains("none was a model call")), "{:?}", r.notes);
+        assert!(
+            r.notes.iter().any(|n| n.contains("none was a model call")),
+            "{:?}",
+            r.notes
+        );
         let text = render(&r);
-        assert!(text.contains("no model call reached the proxy, although the program honours OPENAI_BASE_URL"), "{text}");
+        assert!(
+            text.contains(
+                "no model call reached the proxy, although the program honours OPENAI_BASE_URL"
+            ),
+            "{text}"
+        );
         assert!(!text.contains("Which client reads"), "{text}");
     }
 
     #[test]
     fn a_failing_program_after_a_canned_reply_is_still_ok_with_a_note() {
-        let a = arrival("OPENAI_BASE_URL", "POST", "/v1/responses", "openai.responses", 200);
+        let a = arrival(
+            "OPENAI_BASE_URL",
+            "POST",
+            "/v1/responses",
+            "openai.responses",
+            200,
+        );
         let r = diagnose(observed(vec![a], 2, "KeyError: 'tool_calls'", &[]));
         assert!(r.ok);
-        assert!(r.notes.iter().any(|n| n.contains("did not exit cleanly")), "{:?}", r.notes);
+        assert!(
+            r.notes.iter().any(|n| n.contains("did not exit cleanly")),
+            "{:?}",
+            r.notes
+        );
     }
 
     #[test]
     fn a_variable_pointed_at_the_doctor_by_hand_is_named_from_its_prefix() {
-        let a = arrival("MY_LLM_URL", "POST", "/v1/chat/completions", "openai.chat", 200);
+        let a = arrival(
+            "MY_LLM_URL",
+            "POST",
+            "/v1/chat/completions",
+            "openai.chat",
+            200,
+        );
         let r = diagnose(observed(vec![a], 0, "", &[]));
         assert!(r.ok);
         assert_eq!(r.honoured, vec!["MY_LLM_URL"]);

@@ -2,13 +2,13 @@
 //! held. Renderers (console, JSON, Markdown, JUnit) read only this.
 
 pub mod console;
+pub mod doctor;
 pub mod json;
 pub mod junit;
 pub mod markdown;
 #[cfg(test)]
 mod sample;
 mod text;
-pub mod doctor;
 
 use serde::Serialize;
 use serde_json::Value;

@@ -79,7 +79,11 @@ pub async fn run(spec: &Spec, case: &Case, s: &Settings) -> CaseReport {
     if let Some(reason) = &case.skip {
         report.status = Status::Skipped;
         report.mode = "skip".into();
-        report.warnings.push(if reason.is_empty() { "skipped".into() } else { format!("skipped: {reason}") });
+        report.warnings.push(if reason.is_empty() {
+            "skipped".into()
+        } else {
+            format!("skipped: {reason}")
+        });
         return report;
     }
     if let Err(message) = run_inner(spec, case, s, cassette_path, &mut report).await {
@@ -120,12 +124,22 @@ async fn run_inner(
     };
     let rules = Rules::compile(&match_rules).map_err(|e| e.to_string())?;
     // The cassette a record or update run replaces, for the trajectory diff.
-    let previous = if usage == Use::Replay { None } else { existing.clone() };
+    let previous = if usage == Use::Replay {
+        None
+    } else {
+        existing.clone()
+    };
     let replay = match (existing, usage) {
         (Some(mut c), Use::Replay | Use::Update) => {
             if c.match_rules != match_rules {
                 for it in &mut c.interactions {
-                    it.key = matching::request_key(&it.route, &it.request.method, &it.request.path, it.request.body.as_ref(), &rules);
+                    it.key = matching::request_key(
+                        &it.route,
+                        &it.request.method,
+                        &it.request.path,
+                        it.request.body.as_ref(),
+                        &rules,
+                    );
                 }
             }
             Some(Replay::new(c.interactions, spec.repeat, false))
@@ -135,7 +149,8 @@ async fn run_inner(
     let upstream = match usage {
         Use::Replay => None,
         Use::Record | Use::Update => Some(
-            Upstream::new(&s.upstream, &s.anthropic_upstream, s.upstream_timeout).map_err(|e| e.to_string())?,
+            Upstream::new(&s.upstream, &s.anthropic_upstream, s.upstream_timeout)
+                .map_err(|e| e.to_string())?,
         ),
     };
     let mocks = Arc::new(MockSet::compile(&spec.tools)?);
@@ -148,7 +163,8 @@ async fn run_inner(
         print_misses: false,
         mocks: (!mocks.is_empty()).then(|| {
             let m = mocks.clone();
-            Arc::new(move |c: &crate::trajectory::ToolCall, n: usize| m.result_for(c, n)) as crate::proxy::Mocks
+            Arc::new(move |c: &crate::trajectory::ToolCall, n: usize| m.result_for(c, n))
+                as crate::proxy::Mocks
         }),
         log_exchanges: true,
     }));
@@ -178,10 +194,15 @@ async fn run_inner(
         report.usage += t.usage;
     }
     report.misses = outcome.misses.clone();
-    let called: std::collections::BTreeSet<&str> =
-        report.turns.iter().flat_map(|t| t.tool_calls.iter().map(|c| c.name.as_str())).collect();
+    let called: std::collections::BTreeSet<&str> = report
+        .turns
+        .iter()
+        .flat_map(|t| t.tool_calls.iter().map(|c| c.name.as_str()))
+        .collect();
     for name in mocks.names().filter(|n| !called.contains(n)) {
-        report.warnings.push(format!("mocked tool `{name}` was never called"));
+        report
+            .warnings
+            .push(format!("mocked tool `{name}` was never called"));
     }
     let mock_problems = mocks.problems();
 
@@ -201,7 +222,10 @@ async fn run_inner(
         report.error = Some(e);
     }
     if !outcome.upstream_errors.is_empty() {
-        return Err(format!("the upstream failed while recording: {}", outcome.upstream_errors.join("; ")));
+        return Err(format!(
+            "the upstream failed while recording: {}",
+            outcome.upstream_errors.join("; ")
+        ));
     }
     let failed = !report.misses.is_empty()
         || !mock_problems.is_empty()
@@ -279,10 +303,12 @@ pub(super) async fn drive(
         }
         Target::Command(argv) => {
             let v1 = format!("{base}/v1");
-            let mut vars: Vec<(String, String)> = env::injected(base, usage == Use::Replay, &|n| std::env::var_os(n).is_some())
-                .into_iter()
-                .map(|v| (v.name, v.value))
-                .collect();
+            let mut vars: Vec<(String, String)> = env::injected(base, usage == Use::Replay, &|n| {
+                std::env::var_os(n).is_some()
+            })
+            .into_iter()
+            .map(|v| (v.name, v.value))
+            .collect();
             for (k, v) in spec.app.env.iter().chain(&case.env) {
                 vars.push((k.clone(), crate::spec::expand_env_value(v, &v1, base)));
             }
@@ -290,11 +316,23 @@ pub(super) async fn drive(
                 argv: argv.clone(),
                 env: vars,
                 cwd: Some(spec.app.cwd.clone()),
-                reply_until: spec.app.reply_until.as_deref().and_then(|r| Regex::new(r).ok()),
+                reply_until: spec
+                    .app
+                    .reply_until
+                    .as_deref()
+                    .and_then(|r| Regex::new(r).ok()),
             };
-            let first = case.turns.first().map(|t| t.input.as_str()).unwrap_or_default();
+            let first = case
+                .turns
+                .first()
+                .map(|t| t.input.as_str())
+                .unwrap_or_default();
             let crash = |e: DriveError| {
-                let tail = e.stderr().filter(|t| !t.is_empty()).map(|t| format!("\n--- stderr (tail) ---\n{t}")).unwrap_or_default();
+                let tail = e
+                    .stderr()
+                    .filter(|t| !t.is_empty())
+                    .map(|t| format!("\n--- stderr (tail) ---\n{t}"))
+                    .unwrap_or_default();
                 format!("{e}{tail}")
             };
             let mut running = app.start(first, deadline).map_err(|e| (vec![], crash(e)))?;
@@ -311,7 +349,10 @@ pub(super) async fn drive(
                     }
                 }
             }
-            let finished = running.finish().await.map_err(|e| (outputs.clone(), crash(e)))?;
+            let finished = running
+                .finish()
+                .await
+                .map_err(|e| (outputs.clone(), crash(e)))?;
             if let Some(last) = outputs.last_mut() {
                 last.push_str(&finished.trailing_output);
             }
@@ -321,7 +362,10 @@ pub(super) async fn drive(
                 } else {
                     format!("\n--- stderr (tail) ---\n{}", finished.stderr)
                 };
-                return Err((outputs, format!("the program exited with status {}{tail}", finished.code)));
+                return Err((
+                    outputs,
+                    format!("the program exited with status {}{tail}", finished.code),
+                ));
             }
             Ok(outputs)
         }

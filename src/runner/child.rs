@@ -72,7 +72,11 @@ mod tests {
     #[tokio::test]
     async fn passes_exit_status_and_env_through() {
         let code = run(
-            &["sh".into(), "-c".into(), "test \"$X\" = yes && exit 7".into()],
+            &[
+                "sh".into(),
+                "-c".into(),
+                "test \"$X\" = yes && exit 7".into(),
+            ],
             &[("X".into(), "yes".into())],
         )
         .await
@@ -90,7 +94,9 @@ mod tests {
 
     #[tokio::test]
     async fn missing_program_is_a_spawn_error() {
-        let err = run(&["/nonexistent/agentproxy-test".into()], &[]).await.unwrap_err();
+        let err = run(&["/nonexistent/agentproxy-test".into()], &[])
+            .await
+            .unwrap_err();
         assert!(err.to_string().contains("failed to start"), "{err}");
     }
 }

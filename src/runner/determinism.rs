@@ -59,7 +59,11 @@ pub async fn check(spec: &Spec, case: &Case, s: &Settings) -> Checked {
     let mut suggestion = None;
     if let Some(reason) = &case.skip {
         report.status = Status::Skipped;
-        report.warnings.push(if reason.is_empty() { "skipped".into() } else { format!("skipped: {reason}") });
+        report.warnings.push(if reason.is_empty() {
+            "skipped".into()
+        } else {
+            format!("skipped: {reason}")
+        });
     } else if !cassette_path.exists() {
         report.status = Status::Skipped;
         report.warnings.push(format!(
@@ -94,7 +98,9 @@ async fn check_twice(
         let (samples, misses) = run_once(spec, case, s, cassette.interactions.clone(), &rules)
             .await
             .map_err(|e| format!("run {n} of 2: {e}"))?;
-        report.misses.extend(misses.into_iter().map(|m| format!("run {n} of 2: {m}")));
+        report
+            .misses
+            .extend(misses.into_iter().map(|m| format!("run {n} of 2: {m}")));
         runs.push(samples);
     }
     Ok(compare(&runs[0], &runs[1]))
@@ -179,7 +185,8 @@ fn conclude(f: &Findings, report: &mut CaseReport) -> Option<String> {
     // conversation (a system prompt) is one finding.
     let mut places: Vec<(&Difference, Vec<&Difference>)> = vec![];
     for d in &f.differences {
-        let same_place = |p: &Difference| p.route == d.route && p.pointer == d.pointer && p.fix == d.fix;
+        let same_place =
+            |p: &Difference| p.route == d.route && p.pointer == d.pointer && p.fix == d.fix;
         match places.iter_mut().find(|(first, _)| same_place(first)) {
             Some((_, all)) => all.push(d),
             None => places.push((d, vec![d])),
@@ -290,10 +297,19 @@ mod tests {
 
     #[test]
     fn changes_are_shown_around_where_they_start() {
-        let a = json!(format!("{}Now: 2026-11-30 20:01:33.1\nBe brief.", "x".repeat(100)));
-        let b = json!(format!("{}Now: 2026-11-30 20:01:34.9\nBe brief.", "x".repeat(100)));
+        let a = json!(format!(
+            "{}Now: 2026-11-30 20:01:33.1\nBe brief.",
+            "x".repeat(100)
+        ));
+        let b = json!(format!(
+            "{}Now: 2026-11-30 20:01:34.9\nBe brief.",
+            "x".repeat(100)
+        ));
         let (x, y) = show_pair(Some(&a), Some(&b));
-        assert!(x.starts_with('…') && x.contains("20:01:33.1⏎Be brief."), "{x}");
+        assert!(
+            x.starts_with('…') && x.contains("20:01:33.1⏎Be brief."),
+            "{x}"
+        );
         assert!(y.contains("20:01:34.9"), "{y}");
         let (x, y) = show_pair(Some(&json!(1)), None);
         assert_eq!((x.as_str(), y.as_str()), ("1", "<absent>"));
@@ -302,10 +318,17 @@ mod tests {
     #[test]
     fn findings_become_one_assertion_per_place_and_a_warning() {
         let body = |t: &str| json!({"model": "m", "messages": [{"role": "system", "content": format!("Now: {t}")}, {"role": "user", "content": "hi"}]});
-        let sample = |turn, t: &str| Sample::new("openai.chat", Some(turn), body(t), body(t), &|_| None);
+        let sample =
+            |turn, t: &str| Sample::new("openai.chat", Some(turn), body(t), body(t), &|_| None);
         let f = compare(
-            &[sample(0, "2026-11-30 20:01:33"), sample(1, "2026-11-30 20:01:33")],
-            &[sample(0, "2026-11-30 20:01:35"), sample(1, "2026-11-30 20:01:35")],
+            &[
+                sample(0, "2026-11-30 20:01:33"),
+                sample(1, "2026-11-30 20:01:33"),
+            ],
+            &[
+                sample(0, "2026-11-30 20:01:35"),
+                sample(1, "2026-11-30 20:01:35"),
+            ],
         );
         let mut report = CaseReport {
             spec: "s.yaml".into(),
@@ -326,10 +349,27 @@ mod tests {
         assert_eq!(report.status, Status::Failed);
         assert_eq!(report.assertions.len(), 1);
         let a = &report.assertions[0];
-        assert_eq!(a.what, "same request in both runs: openai.chat /messages/0/content");
-        assert!(a.message.contains("2 requests: openai.chat call 1 of turn 1, openai.chat call 1 of turn 2"), "{}", a.message);
-        assert!(a.message.contains("fix:   match.holes: {name: datetime"), "{}", a.message);
-        assert!(report.warnings[0].starts_with("not deterministic: 2 request value(s) in 1 place(s) differed"), "{:?}", report.warnings);
+        assert_eq!(
+            a.what,
+            "same request in both runs: openai.chat /messages/0/content"
+        );
+        assert!(
+            a.message
+                .contains("2 requests: openai.chat call 1 of turn 1, openai.chat call 1 of turn 2"),
+            "{}",
+            a.message
+        );
+        assert!(
+            a.message.contains("fix:   match.holes: {name: datetime"),
+            "{}",
+            a.message
+        );
+        assert!(
+            report.warnings[0]
+                .starts_with("not deterministic: 2 request value(s) in 1 place(s) differed"),
+            "{:?}",
+            report.warnings
+        );
         assert!(yaml.contains("in: '/messages/0/content'"), "{yaml}");
     }
 }

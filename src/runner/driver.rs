@@ -29,7 +29,10 @@ pub struct CommandApp {
 #[derive(Debug, thiserror::Error)]
 pub enum DriveError {
     #[error("failed to start `{program}`: {source}")]
-    Spawn { program: String, source: std::io::Error },
+    Spawn {
+        program: String,
+        source: std::io::Error,
+    },
     #[error("the program timed out after {secs:.1}s")]
     Timeout { secs: f64, stderr: String },
     #[error("the program exited before answering turn {turn}")]
@@ -42,7 +45,9 @@ impl DriveError {
     /// The tail of the program's stderr, when there is one.
     pub fn stderr(&self) -> Option<&str> {
         match self {
-            DriveError::Timeout { stderr, .. } | DriveError::EndedEarly { stderr, .. } => Some(stderr),
+            DriveError::Timeout { stderr, .. } | DriveError::EndedEarly { stderr, .. } => {
+                Some(stderr)
+            }
             _ => None,
         }
     }
@@ -70,7 +75,11 @@ pub struct Finished {
 impl CommandApp {
     /// Start the program; `first_input` is also given as `AGENTPROXY_INPUT` and `{input}`.
     pub fn start(&self, first_input: &str, deadline: Instant) -> Result<Running, DriveError> {
-        let argv: Vec<String> = self.argv.iter().map(|a| a.replace("{input}", first_input)).collect();
+        let argv: Vec<String> = self
+            .argv
+            .iter()
+            .map(|a| a.replace("{input}", first_input))
+            .collect();
         let (program, args) = argv.split_first().ok_or_else(|| DriveError::Spawn {
             program: String::new(),
             source: std::io::Error::other("empty command"),
@@ -106,7 +115,10 @@ impl CommandApp {
                 }
             });
         }
-        let stdout = child.stdout.take().ok_or_else(|| std::io::Error::other("no stdout"))?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| std::io::Error::other("no stdout"))?;
         Ok(Running {
             stdin: child.stdin.take(),
             child,
@@ -137,7 +149,11 @@ impl Running {
             };
             output.push_str(&line);
             output.push('\n');
-            if self.reply_until.as_ref().is_none_or(|re| re.is_match(&line)) {
+            if self
+                .reply_until
+                .as_ref()
+                .is_none_or(|re| re.is_match(&line))
+            {
                 return Ok(output);
             }
         }
@@ -224,8 +240,14 @@ mod tests {
     async fn turns_read_up_to_the_reply_line() {
         let script = r#"while read line; do echo "tool: x"; echo "bot: got $line"; done; echo bye"#;
         let mut r = app(script, Some("^bot:")).start("first", soon()).unwrap();
-        assert_eq!(r.turn(0, "first").await.unwrap(), "tool: x\nbot: got first\n");
-        assert_eq!(r.turn(1, "second").await.unwrap(), "tool: x\nbot: got second\n");
+        assert_eq!(
+            r.turn(0, "first").await.unwrap(),
+            "tool: x\nbot: got first\n"
+        );
+        assert_eq!(
+            r.turn(1, "second").await.unwrap(),
+            "tool: x\nbot: got second\n"
+        );
         let f = r.finish().await.unwrap();
         assert_eq!((f.code, f.trailing_output.as_str()), (0, "bye\n"));
     }
@@ -233,7 +255,12 @@ mod tests {
     #[tokio::test]
     async fn input_reaches_env_and_arguments() {
         let a = CommandApp {
-            argv: vec!["sh".into(), "-c".into(), r#"echo "$AGENTPROXY_INPUT|$0""#.into(), "{input}".into()],
+            argv: vec![
+                "sh".into(),
+                "-c".into(),
+                r#"echo "$AGENTPROXY_INPUT|$0""#.into(),
+                "{input}".into(),
+            ],
             ..app("", None)
         };
         let mut r = a.start("hello there", soon()).unwrap();
@@ -254,9 +281,14 @@ mod tests {
 
     #[tokio::test]
     async fn a_program_that_dies_mid_conversation_is_reported() {
-        let mut r = app("read a; echo one; echo boom >&2; exit 3", None).start("x", soon()).unwrap();
+        let mut r = app("read a; echo one; echo boom >&2; exit 3", None)
+            .start("x", soon())
+            .unwrap();
         assert_eq!(r.turn(0, "a").await.unwrap(), "one\n");
         let err = r.turn(1, "b").await.unwrap_err();
-        assert!(matches!(err, DriveError::EndedEarly { turn: 2, .. }), "{err}");
+        assert!(
+            matches!(err, DriveError::EndedEarly { turn: 2, .. }),
+            "{err}"
+        );
     }
 }

@@ -38,14 +38,30 @@ pub fn injected(base: &str, replay: bool, is_set: &dyn Fn(&str) -> bool) -> Vec<
     let v1 = format!("{base}/v1");
     let mut out = vec![
         var("OPENAI_BASE_URL", &v1, "proxy URL for the openai SDKs"),
-        var("OPENAI_API_BASE", &v1, "proxy URL for langchain and older clients"),
-        var("ANTHROPIC_BASE_URL", base, "proxy URL for the anthropic SDK (it adds /v1)"),
-        var("AGENTPROXY_URL", base, "proxy base for clients configured by hand"),
+        var(
+            "OPENAI_API_BASE",
+            &v1,
+            "proxy URL for langchain and older clients",
+        ),
+        var(
+            "ANTHROPIC_BASE_URL",
+            base,
+            "proxy URL for the anthropic SDK (it adds /v1)",
+        ),
+        var(
+            "AGENTPROXY_URL",
+            base,
+            "proxy base for clients configured by hand",
+        ),
     ];
     if replay {
         for (name, value) in PLACEHOLDER_KEYS {
             if !is_set(name) {
-                out.push(var(name, value, "placeholder key so the SDK starts offline"));
+                out.push(var(
+                    name,
+                    value,
+                    "placeholder key so the SDK starts offline",
+                ));
             }
         }
         for (name, value, why) in SIDE_TRAFFIC_SWITCHES {
@@ -85,7 +101,12 @@ mod tests {
         let v = injected("http://127.0.0.1:9", false, &|_| false);
         assert_eq!(
             names(&v),
-            ["OPENAI_BASE_URL", "OPENAI_API_BASE", "ANTHROPIC_BASE_URL", "AGENTPROXY_URL"]
+            [
+                "OPENAI_BASE_URL",
+                "OPENAI_API_BASE",
+                "ANTHROPIC_BASE_URL",
+                "AGENTPROXY_URL"
+            ]
         );
         assert_eq!(v[0].value, "http://127.0.0.1:9/v1");
         assert_eq!(v[2].value, "http://127.0.0.1:9");

@@ -45,16 +45,28 @@ pub fn evaluate(
     let calls = model_calls(exchanges);
     let schemas: HashMap<String, Value> = calls
         .iter()
-        .flat_map(|(_, c, _)| c.tools.iter().map(|t| (t.name.clone(), t.parameters.clone())))
+        .flat_map(|(_, c, _)| {
+            c.tools
+                .iter()
+                .map(|t| (t.name.clone(), t.parameters.clone()))
+        })
         .collect();
     // The result the model was told for each call, wherever in the case it was sent back.
     let results: HashMap<String, Value> = calls
         .iter()
-        .flat_map(|(_, c, _)| c.tool_results.iter().map(|r| (r.call_id.clone(), r.content.clone())))
+        .flat_map(|(_, c, _)| {
+            c.tool_results
+                .iter()
+                .map(|r| (r.call_id.clone(), r.content.clone()))
+        })
         .collect();
-    let mut traces: Vec<TurnTrace> = (0..case.turns.len()).map(|_| TurnTrace::default()).collect();
+    let mut traces: Vec<TurnTrace> = (0..case.turns.len())
+        .map(|_| TurnTrace::default())
+        .collect();
     for (turn, call, latency) in calls {
-        let Some(t) = traces.get_mut(turn) else { continue };
+        let Some(t) = traces.get_mut(turn) else {
+            continue;
+        };
         t.model_calls += 1;
         t.usage += call.usage;
         t.latency_ms += latency;
@@ -102,8 +114,10 @@ pub fn evaluate(
     let case_assertions = match &case.expect {
         None => vec![],
         Some(e) => {
-            let all_calls: Vec<(ToolCall, Option<Value>)> =
-                traces.iter().flat_map(|t| t.calls.iter().cloned()).collect();
+            let all_calls: Vec<(ToolCall, Option<Value>)> = traces
+                .iter()
+                .flat_map(|t| t.calls.iter().cloned())
+                .collect();
             let reply = traces.iter().rev().find_map(|t| t.reply.as_deref());
             check(e, &all_calls, reply, &outputs.concat(), &schemas)
         }
@@ -165,7 +179,12 @@ fn calls_spec(e: &Expect) -> Result<CallsSpec, String> {
     let compile = |c: &crate::spec::CallExpr| -> Result<CallExpectation, String> {
         Ok(CallExpectation {
             name: c.tool.clone(),
-            args: c.args.as_ref().map(Matcher::compile).transpose().map_err(|e| e.to_string())?,
+            args: c
+                .args
+                .as_ref()
+                .map(Matcher::compile)
+                .transpose()
+                .map_err(|e| e.to_string())?,
         })
     };
     let calls = e.calls.as_deref().unwrap_or_default();

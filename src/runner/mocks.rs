@@ -77,14 +77,21 @@ impl MockSet {
             Compiled::Rules(rules) => rules
                 .iter()
                 .find(|(when, _)| {
-                    when.as_ref()
-                        .is_none_or(|m| m.check(Some(&call.arguments), &MatchContext::default()).is_ok())
+                    when.as_ref().is_none_or(|m| {
+                        m.check(Some(&call.arguments), &MatchContext::default())
+                            .is_ok()
+                    })
                 })
                 .map(|(_, v)| v.clone()),
         }
     }
 
     pub fn problems(&self) -> Vec<String> {
-        self.problems.lock().unwrap_or_else(|p| p.into_inner()).iter().cloned().collect()
+        self.problems
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .cloned()
+            .collect()
     }
 }

@@ -13,7 +13,11 @@ pub enum UrlError {
     #[error("failed to reach the app at {url}: {message}")]
     Unreachable { url: String, message: String },
     #[error("the app at {url} answered HTTP {status}: {body}")]
-    Status { url: String, status: u16, body: String },
+    Status {
+        url: String,
+        status: u16,
+        body: String,
+    },
     #[error("the app at {url} did not answer within {secs}s")]
     Timeout { url: String, secs: u64 },
 }
@@ -41,7 +45,11 @@ impl UrlApp {
             .body(Full::new(Bytes::from(body)))
             .map_err(|e| self.unreachable(e.to_string()))?;
         let exchange = async {
-            let resp = self.client.request(req).await.map_err(|e| self.unreachable(e.to_string()))?;
+            let resp = self
+                .client
+                .request(req)
+                .await
+                .map_err(|e| self.unreachable(e.to_string()))?;
             let status = resp.status();
             let bytes = resp
                 .into_body()

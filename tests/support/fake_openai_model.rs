@@ -320,7 +320,10 @@ fn plan_tool_calls(request: &Value, text: &str) -> Vec<(String, Value)> {
     let mut calls = plan_scripted_calls(request, text);
     // A "new model version" that behaves differently: it also checks London, so tests can
     // re-record and see the trajectory diff name the extra call.
-    if request["model"].as_str().is_some_and(|m| m.ends_with("-eager")) {
+    if request["model"]
+        .as_str()
+        .is_some_and(|m| m.ends_with("-eager"))
+    {
         if let Some((name, _)) = calls.first().cloned() {
             let args = match name.as_str() {
                 "get_weather" => json!({"city": "London", "unit": "celsius"}),

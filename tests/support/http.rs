@@ -29,7 +29,13 @@ impl Reply {
 }
 
 /// Send `method path` with `body` to `base` (`http://127.0.0.1:PORT`) and read the reply.
-pub fn request(base: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Reply {
+pub fn request(
+    base: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Reply {
     let addr = base.trim_start_matches("http://");
     let mut s = TcpStream::connect(addr).expect("connect to proxy");
     s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
@@ -53,7 +59,13 @@ pub fn post_json(base: &str, path: &str, body: &serde_json::Value) -> Reply {
         base,
         "POST",
         path,
-        &[("content-type", "application/json"), ("authorization", "Bearer sk-test-not-real-0000000000000000000000")],
+        &[
+            ("content-type", "application/json"),
+            (
+                "authorization",
+                "Bearer sk-test-not-real-0000000000000000000000",
+            ),
+        ],
         &serde_json::to_vec(body).unwrap(),
     )
 }
@@ -78,8 +90,16 @@ fn parse(raw: &[u8]) -> Reply {
     let chunked = headers
         .iter()
         .any(|(k, v)| k == "transfer-encoding" && v.contains("chunked"));
-    let body = if chunked { dechunk(rest) } else { rest.to_vec() };
-    Reply { status, headers, body }
+    let body = if chunked {
+        dechunk(rest)
+    } else {
+        rest.to_vec()
+    };
+    Reply {
+        status,
+        headers,
+        body,
+    }
 }
 
 fn dechunk(mut raw: &[u8]) -> Vec<u8> {
@@ -88,7 +108,8 @@ fn dechunk(mut raw: &[u8]) -> Vec<u8> {
         let Some(eol) = raw.windows(2).position(|w| w == b"\r\n") else {
             return out;
         };
-        let size = usize::from_str_radix(String::from_utf8_lossy(&raw[..eol]).trim(), 16).unwrap_or(0);
+        let size =
+            usize::from_str_radix(String::from_utf8_lossy(&raw[..eol]).trim(), 16).unwrap_or(0);
         if size == 0 {
             return out;
         }

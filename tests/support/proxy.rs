@@ -40,7 +40,12 @@ impl Daemon {
         }
         let url = url.unwrap_or_else(|| {
             let mut err = String::new();
-            child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+            child
+                .stderr
+                .take()
+                .unwrap()
+                .read_to_string(&mut err)
+                .unwrap();
             panic!("daemon printed no AGENTPROXY_URL; stderr:\n{err}")
         });
         Daemon { child, url }
@@ -53,7 +58,12 @@ impl Daemon {
         }
         let status = self.child.wait().unwrap();
         let mut err = String::new();
-        self.child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+        self.child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
         (status.code().unwrap_or(-1), err)
     }
 }

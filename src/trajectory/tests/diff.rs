@@ -75,9 +75,11 @@ fn weather(salt: u64, time_first: bool, tools: Vec<Value>) -> Cassette {
     );
     let time = ("get_time", json!({"city": "Tokyo"}), json!("09:00"));
     if time_first {
-        r.calls(std::slice::from_ref(&time)).calls(std::slice::from_ref(&weather));
+        r.calls(std::slice::from_ref(&time))
+            .calls(std::slice::from_ref(&weather));
     } else {
-        r.calls(std::slice::from_ref(&weather)).calls(std::slice::from_ref(&time));
+        r.calls(std::slice::from_ref(&weather))
+            .calls(std::slice::from_ref(&time));
     }
     r.reply("It's 18°C and sunny in Paris; in Tokyo it is 09:00.");
     r.cassette()
