@@ -52,18 +52,23 @@ impl Secrets {
         out
     }
 
-    /// Redact every string (and object key) inside a JSON value, in place.
-    pub fn redact_value(&self, v: &mut Value) {
+    /// Redact every string (and object key) inside a JSON value, in place; `true` when
+    /// anything was replaced.
+    pub fn redact_value(&self, v: &mut Value) -> bool {
         if self.pairs.is_empty() {
-            return;
+            return false;
         }
         match v {
-            Value::String(s) => {
-                if let Some(r) = self.redact_str(s) {
+            Value::String(s) => match self.redact_str(s) {
+                Some(r) => {
                     *s = r;
+                    true
                 }
-            }
-            Value::Array(items) => items.iter_mut().for_each(|i| self.redact_value(i)),
+                None => false,
+            },
+            Value::Array(items) => items
+                .iter_mut()
+                .fold(false, |changed, i| self.redact_value(i) | changed),
             Value::Object(map) => {
                 let needs_key_change = map.keys().any(|k| self.redact_str(k).is_some());
                 if needs_key_change {
@@ -72,9 +77,11 @@ impl Secrets {
                         map.insert(self.redact_str(&k).unwrap_or(k), val);
                     }
                 }
-                map.values_mut().for_each(|i| self.redact_value(i));
+                map.values_mut().fold(needs_key_change, |changed, i| {
+                    self.redact_value(i) | changed
+                })
             }
-            _ => {}
+            _ => false,
         }
     }
 }
@@ -175,7 +182,7 @@ mod tests {
             "abc": "abc",
             "tok-abcdefgh": 1
         });
-        secrets().redact_value(&mut v);
+        assert!(secrets().redact_value(&mut v));
         assert_eq!(
             v,
             json!({
@@ -185,6 +192,7 @@ mod tests {
                 "${MY_TOKEN}": 1
             })
         );
+        assert!(!secrets().redact_value(&mut v), "nothing left to replace");
     }
 
     #[test]

@@ -25,7 +25,7 @@ fn write_cassette(path: &std::path::Path, request: serde_json::Value, reply: ser
     use agentproxy::cassette::{
         format, store, Body, Cassette, Interaction, RecordedRequest, RecordedResponse,
     };
-    let body = Body::Json(request);
+    let body = Body::Json(request.into());
     let rules = agentproxy::matching::normalize::Rules::default();
     let key = agentproxy::matching::request_key(
         "openai.chat",
@@ -51,11 +51,12 @@ fn write_cassette(path: &std::path::Path, request: serde_json::Value, reply: ser
                 method: "POST".into(),
                 path: "/v1/chat/completions".into(),
                 body: Some(body),
+                body_blake3: None,
             },
             response: RecordedResponse {
                 status: 200,
                 headers: [("content-type".to_string(), "application/json".to_string())].into(),
-                body: Some(Body::Json(reply)),
+                body: Some(Body::Json(reply.into())),
                 events: None,
                 encoded: Default::default(),
             },

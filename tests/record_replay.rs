@@ -181,6 +181,65 @@ async fn identical_requests_replay_in_recorded_order_and_errors_replay_as_record
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn byte_identical_requests_are_matched_by_digest_and_other_spellings_by_key() {
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let d = record_daemon(dir.path(), &fake, &[]);
+    let body = serde_json::to_vec(&weather_request("Oslo", false)).unwrap();
+    let (url, b) = (d.url.clone(), body.clone());
+    let recorded = blocking(move || post_bytes(&url, &b)).await;
+    assert_eq!(recorded.status, 200);
+    d.interrupt();
+    let mut c = cassette(dir.path());
+    let it = &mut c["interactions"][0];
+    assert_eq!(
+        it["request"]["body_blake3"],
+        blake3::hash(&body).to_hex().as_str(),
+        "the digest covers the bytes as sent"
+    );
+    // Break the recorded key: only the digest can still find this recording.
+    it["key"] = json!("0".repeat(64));
+    std::fs::write(
+        dir.path().join("c.json"),
+        serde_json::to_vec_pretty(&c).unwrap(),
+    )
+    .unwrap();
+
+    let d = replay_daemon(dir.path());
+    let url = d.url.clone();
+    let (same, respelled) = blocking(move || {
+        let respelled = format!(
+            "{}\n",
+            serde_json::to_string_pretty(&weather_request("Oslo", false)).unwrap()
+        );
+        (
+            post_bytes(&url, &body),
+            post_bytes(&url, respelled.as_bytes()),
+        )
+    })
+    .await;
+    assert_eq!(same.status, 200, "{}", same.text());
+    assert_eq!(same.json(), recorded.json());
+    assert_eq!(
+        respelled.status, 400,
+        "a new spelling is keyed, and the key was broken"
+    );
+    let (code, err) = d.interrupt();
+    assert_eq!(code, 1, "{err}");
+    fake.stop().await;
+}
+
+fn post_bytes(base: &str, body: &[u8]) -> http::Reply {
+    http::request(
+        base,
+        "POST",
+        CHAT,
+        &[("content-type", "application/json")],
+        body,
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn rate_limits_keep_their_retry_headers() {
     let fake = FakeOpenAi::start().await;
     let dir = tempfile::tempdir().unwrap();
@@ -232,6 +291,10 @@ async fn secrets_never_reach_the_cassette() {
     d.interrupt();
     let text = std::fs::read_to_string(dir.path().join("c.json")).unwrap();
     assert!(!text.contains(secret), "{text}");
+    assert!(
+        !text.contains("body_blake3"),
+        "no digest of a body that held a secret"
+    );
     assert!(text.contains("Use token ${MY_SERVICE_TOKEN} for the calendar."));
     assert!(
         !text.contains("sk-test"),

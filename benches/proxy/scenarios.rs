@@ -148,71 +148,83 @@ impl Ctx<'_> {
     }
 }
 
+/// What one replay-throughput column serves: the canned server, or a replay daemon.
+struct Target<'a> {
+    url: String,
+    lens: Arc<Vec<usize>>,
+    client: load::HttpClient,
+    server: Server<'a>,
+}
+
 pub fn replay(ctx: &mut Ctx, rss: &mut Vec<(String, u64)>) -> Result<(), String> {
     let cfg = ctx.cfg;
-    let cassette = ctx.dir.path().join("replay.json");
-    let size = workload::write_cassette(&cassette, &ctx.exchanges)?;
+    // The same recordings twice: with the request digests a recording stores (the
+    // requests below are byte-identical to them, as a program's are on replay), and
+    // without (every request parsed and keyed, as one spelled differently would be).
+    let exact = ctx.dir.path().join("replay.json");
+    let size = workload::write_cassette(&exact, &ctx.exchanges, true)?;
+    let keyed = ctx.dir.path().join("replay-keyed.json");
+    workload::write_cassette(&keyed, &ctx.exchanges, false)?;
     let canned_addr = ctx
         .servers
         .start(servers::Reply::Json(ctx.canned.clone()))?;
-    let canned_url = format!("http://{canned_addr}");
-    let d = Daemon::start(
-        &[
-            "replay",
-            "--cassette",
-            "replay.json",
-            "--repeat",
-            "last",
-            "-q",
-        ],
-        ctx.dir.path(),
-    )?;
-    let (cc, cr) = (load::client(), load::client());
-    let canned_len = Arc::new(vec![ctx.canned.len()]);
+    let daemon = |file: &str| {
+        Daemon::start(
+            &["replay", "--cassette", file, "--repeat", "last", "-q"],
+            ctx.dir.path(),
+        )
+    };
+    let (de, dk) = (daemon("replay.json")?, daemon("replay-keyed.json")?);
+    let targets = [
+        Target {
+            url: format!("http://{canned_addr}"),
+            lens: Arc::new(vec![ctx.canned.len()]),
+            client: load::client(),
+            server: Server::Canned,
+        },
+        Target {
+            url: de.url.clone(),
+            lens: ctx.response_lens.clone(),
+            client: load::client(),
+            server: Server::Proxy(&de),
+        },
+        Target {
+            url: dk.url.clone(),
+            lens: ctx.response_lens.clone(),
+            client: load::client(),
+            server: Server::Proxy(&dk),
+        },
+    ];
     let n = ctx.bodies.len();
     // Warm-up: every distinct request once (fills replay's encoded-response cache and takes
     // the first pass of each FIFO queue), then enough concurrency to open 64 connections.
     let cmax = cfg.concurrency.iter().copied().max().unwrap_or(1);
-    let replay_lens = ctx.response_lens.clone();
-    for (client, url, expect) in [(&cc, &canned_url, &canned_len), (&cr, &d.url, &replay_lens)] {
+    for t in &targets {
         for (c, count) in [(8, n), (cmax, cmax * 4)] {
-            let l = Load::new(url, ctx.bodies.clone(), expect.clone(), Measure::Whole)?.with(
+            let l = Load::new(&t.url, ctx.bodies.clone(), t.lens.clone(), Measure::Whole)?.with(
                 c,
                 count,
                 Duration::from_secs(60),
             );
-            let r = ctx.rt.block_on(load::run(client, &l));
+            let r = ctx.rt.block_on(load::run(&t.client, &l));
             ctx.check("warm-up", &r);
         }
     }
-    let mut results: Vec<(usize, Vec<Sample>, Vec<Sample>)> = cfg
+    // Per concurrency, per target: one sample per round.
+    let mut results: Vec<(usize, [Vec<Sample>; 3])> = cfg
         .concurrency
         .iter()
-        .map(|&c| (c, vec![], vec![]))
+        .map(|&c| (c, Default::default()))
         .collect();
     for round in 0..cfg.rounds {
-        for (c, canned, replay) in results.iter_mut() {
-            let lc = Load::new(
-                &canned_url,
-                ctx.bodies.clone(),
-                canned_len.clone(),
-                Measure::Whole,
-            )?
-            .with(*c, 1_000_000, cfg.duration);
-            let lr = Load::new(
-                &d.url,
-                ctx.bodies.clone(),
-                ctx.response_lens.clone(),
-                Measure::Whole,
-            )?
-            .with(*c, 1_000_000, cfg.duration);
-            // Alternate which goes first, so a slow moment of the machine hits both alike.
-            if round % 2 == 0 {
-                canned.push(measure(&ctx.rt, &cc, &lc, Server::Canned));
-                replay.push(measure(&ctx.rt, &cr, &lr, Server::Proxy(&d)));
-            } else {
-                replay.push(measure(&ctx.rt, &cr, &lr, Server::Proxy(&d)));
-                canned.push(measure(&ctx.rt, &cc, &lc, Server::Canned));
+        for (c, samples) in results.iter_mut() {
+            // Rotate which goes first, so a slow moment of the machine hits all alike.
+            for k in 0..targets.len() {
+                let i = (k + round) % targets.len();
+                let t = &targets[i];
+                let l = Load::new(&t.url, ctx.bodies.clone(), t.lens.clone(), Measure::Whole)?
+                    .with(*c, 1_000_000, cfg.duration);
+                samples[i].push(measure(&ctx.rt, &t.client, &l, t.server));
             }
         }
     }
@@ -221,15 +233,18 @@ pub fn replay(ctx: &mut Ctx, rss: &mut Vec<(String, u64)>) -> Result<(), String>
             "replay, {n} interactions ({:.1} MB cassette), after all loads",
             mb(size)
         ),
-        d.peak_rss(),
+        de.peak_rss(),
     ));
-    let (code, _, err) = d.interrupt(Duration::from_secs(60));
-    if code != Some(0) {
-        ctx.failures += 1;
-        eprintln!("bench: replay daemon exited {code:?}:\n{err}");
+    drop(targets);
+    for d in [de, dk] {
+        let (code, _, err) = d.interrupt(Duration::from_secs(60));
+        if code != Some(0) {
+            ctx.failures += 1;
+            eprintln!("bench: replay daemon exited {code:?}:\n{err}");
+        }
     }
-    for (_, a, b) in &results {
-        for s in a.iter().chain(b) {
+    for (_, samples) in &results {
+        for s in samples.iter().flatten() {
             ctx.check("replay throughput", &s.run);
         }
     }
@@ -238,8 +253,9 @@ pub fn replay(ctx: &mut Ctx, rss: &mut Vec<(String, u64)>) -> Result<(), String>
         "\n1. replay throughput, {n} distinct requests, {:.1} s per run, keep-alive, 1 load thread",
         cfg.duration.as_secs_f64()
     );
-    println!("   conc | canned req/s | replay req/s | replay/canned       | p50 µs canned / replay | p99 µs canned / replay | CPU µs/req: canned, replay, client(c/r)");
-    for (c, canned, replay) in &results {
+    println!("   identical: requests byte-identical to their recordings (found by digest); keyed: the same requests, parsed and keyed");
+    println!("   conc | req/s canned / identical / keyed | identical/canned [min-max] | keyed/canned | p50 µs canned / identical / keyed | p99 µs canned / identical / keyed | CPU µs/req canned / identical / keyed, client");
+    for (c, [canned, exact, keyed]) in &results {
         let rps = |v: &[Sample]| median(v.iter().map(|s| s.run.rps()).collect());
         let pct = |v: &[Sample], q| {
             median(
@@ -249,34 +265,41 @@ pub fn replay(ctx: &mut Ctx, rss: &mut Vec<(String, u64)>) -> Result<(), String>
             )
         };
         let cpu = |v: &[Sample], f: fn(&Sample) -> f64| median(v.iter().map(f).collect());
-        let ratios: Vec<f64> = canned
-            .iter()
-            .zip(replay)
-            .map(|(a, b)| b.run.rps() / a.run.rps())
-            .collect();
-        let (lo, hi) = ratios
+        let ratios = |v: &[Sample]| -> Vec<f64> {
+            canned
+                .iter()
+                .zip(v)
+                .map(|(a, b)| b.run.rps() / a.run.rps())
+                .collect()
+        };
+        let exact_ratios = ratios(exact);
+        let (lo, hi) = exact_ratios
             .iter()
             .fold((f64::MAX, f64::MIN), |(lo, hi), r| (lo.min(*r), hi.max(*r)));
         println!(
-            "   {c:>4} | {:>12.0} | {:>12.0} | {:>5.1}% [{:.0}-{:.0}%] | {:>9.0} / {:<10.0} | {:>9.0} / {:<10.0} | {:.0}, {:.0}, {:.0}/{:.0}",
+            "   {c:>4} | {:>6.0} / {:>6.0} / {:>6.0} | {:>5.1}% [{:.0}-{:.0}%] | {:>5.1}% | {:.0} / {:.0} / {:.0} | {:.0} / {:.0} / {:.0} | {:.0} / {:.0} / {:.0}, {:.0}",
             rps(canned),
-            rps(replay),
-            median(ratios.clone()) * 100.0,
+            rps(exact),
+            rps(keyed),
+            median(exact_ratios) * 100.0,
             lo * 100.0,
             hi * 100.0,
+            median(ratios(keyed)) * 100.0,
             pct(canned, 0.5),
-            pct(replay, 0.5),
+            pct(exact, 0.5),
+            pct(keyed, 0.5),
             pct(canned, 0.99),
-            pct(replay, 0.99),
+            pct(exact, 0.99),
+            pct(keyed, 0.99),
             cpu(canned, |s| s.server_cpu),
-            cpu(replay, |s| s.server_cpu),
-            cpu(canned, |s| s.client_cpu),
-            cpu(replay, |s| s.client_cpu),
+            cpu(exact, |s| s.server_cpu),
+            cpu(keyed, |s| s.server_cpu),
+            cpu(exact, |s| s.client_cpu),
         );
     }
     let all: Vec<&Sample> = results
         .iter()
-        .flat_map(|(_, a, b)| a.iter().chain(b))
+        .flat_map(|(_, s)| s.iter().flatten())
         .collect();
     println!("   {}", others_line(&all));
     Ok(())
@@ -520,7 +543,7 @@ pub fn startup(ctx: &mut Ctx, rss: &mut Vec<(String, u64)>) -> Result<(), String
             let exchanges = workload::generate(n, max_kb, SEED);
             let wire: usize = exchanges.iter().map(|e| e.wire.len()).sum();
             (
-                workload::write_cassette(&path, &exchanges)?,
+                workload::write_cassette(&path, &exchanges, true)?,
                 exchanges[0].wire.clone(),
                 wire as f64 / exchanges.len().max(1) as f64 / 1024.0,
             )

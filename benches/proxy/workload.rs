@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 use agentproxy::cassette::{
     format, store, Body, Cassette, Interaction, RecordedRequest, RecordedResponse,
 };
-use agentproxy::matching::{normalize::Rules, request_key};
+use agentproxy::matching::{key, normalize::Rules, request_key};
 
 /// Deterministic generator (SplitMix64): the same seed gives the same traffic on every machine.
 pub struct Rng(u64);
@@ -516,13 +516,16 @@ fn conversation(
 }
 
 /// A cassette of these exchanges, with keys computed by the library as the proxy does.
-pub fn cassette(exchanges: &[Exchange]) -> Cassette {
+/// With `digests`, each request carries the digest of its wire bytes, as a recording of
+/// them would; without, replay must parse and key every request (as it does for a
+/// request spelled differently from its recording).
+pub fn cassette(exchanges: &[Exchange], digests: bool) -> Cassette {
     let rules = Rules::default();
     let interactions = exchanges
         .iter()
         .enumerate()
         .map(|(i, ex)| {
-            let body = Body::Json(ex.request.clone());
+            let body = Body::Json(ex.request.clone().into());
             let key = request_key(
                 "openai.chat",
                 "POST",
@@ -538,11 +541,12 @@ pub fn cassette(exchanges: &[Exchange]) -> Cassette {
                     method: "POST".into(),
                     path: "/v1/chat/completions".into(),
                     body: Some(body),
+                    body_blake3: digests.then(|| key::body_digest(&ex.wire).to_hex().to_string()),
                 },
                 response: RecordedResponse {
                     status: 200,
                     headers: [("content-type".to_string(), "application/json".to_string())].into(),
-                    body: Some(Body::Json(ex.response.clone())),
+                    body: Some(Body::Json(ex.response.clone().into())),
                     events: None,
                     encoded: Default::default(),
                 },
@@ -565,8 +569,8 @@ pub fn cassette(exchanges: &[Exchange]) -> Cassette {
 
 /// Write the cassette exactly as `agentproxy record` would (secret scan, pretty JSON);
 /// returns its size in bytes.
-pub fn write_cassette(path: &Path, exchanges: &[Exchange]) -> Result<u64, String> {
-    store::save(path, &cassette(exchanges))
+pub fn write_cassette(path: &Path, exchanges: &[Exchange], digests: bool) -> Result<u64, String> {
+    store::save(path, &cassette(exchanges, digests))
         .map_err(|e| format!("failed to write {}: {e}", path.display()))?;
     std::fs::metadata(path)
         .map(|m| m.len())

@@ -12,12 +12,13 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use super::lazy::LazyJson;
 use crate::dialect::sse::SseEvent;
 
 /// Major version of the format this build writes; a cassette with a newer major is refused.
 pub const FORMAT_MAJOR: u32 = 1;
 /// Minor version: additions that older readers can ignore (unknown fields are skipped on load).
-pub const FORMAT_MINOR: u32 = 0;
+pub const FORMAT_MINOR: u32 = 1;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Cassette {
@@ -108,6 +109,11 @@ pub struct RecordedRequest {
     pub path: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub body: Option<Body>,
+    /// Hex BLAKE3 of the JSON body's bytes exactly as sent upstream, so replay recognizes
+    /// a byte-identical request without parsing it. Absent when the body held a secret
+    /// value (a digest of it could be brute-forced from the rest of the cassette).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body_blake3: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -131,7 +137,7 @@ pub struct RecordedResponse {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "lowercase")]
 pub enum Body {
-    Json(Value),
+    Json(LazyJson),
     Text(String),
     Base64(String),
 }
@@ -139,7 +145,7 @@ pub enum Body {
 impl Body {
     pub fn from_bytes(bytes: &[u8]) -> Body {
         if let Ok(v) = serde_json::from_slice::<Value>(bytes) {
-            return Body::Json(v);
+            return Body::Json(v.into());
         }
         match std::str::from_utf8(bytes) {
             Ok(s) => Body::Text(s.to_owned()),
@@ -150,7 +156,7 @@ impl Body {
     pub fn to_bytes(&self) -> Bytes {
         match self {
             // Serializing a Value cannot fail: its map keys are strings.
-            Body::Json(v) => Bytes::from(serde_json::to_vec(v).unwrap_or_default()),
+            Body::Json(v) => Bytes::from(serde_json::to_vec(v.get()).unwrap_or_default()),
             Body::Text(s) => Bytes::from(s.clone()),
             Body::Base64(b) => Bytes::from(
                 base64::engine::general_purpose::STANDARD
@@ -162,7 +168,7 @@ impl Body {
 
     pub fn as_json(&self) -> Option<&Value> {
         match self {
-            Body::Json(v) => Some(v),
+            Body::Json(v) => Some(v.get()),
             _ => None,
         }
     }
@@ -197,7 +203,7 @@ mod tests {
     fn body_picks_json_then_text_then_base64() {
         assert_eq!(
             Body::from_bytes(br#"{"a":1}"#),
-            Body::Json(serde_json::json!({"a": 1}))
+            Body::Json(serde_json::json!({"a": 1}).into())
         );
         assert_eq!(Body::from_bytes(b"plain"), Body::Text("plain".into()));
         let raw = [0xff, 0x00, 0x10];
@@ -212,7 +218,7 @@ mod tests {
         assert_eq!(parse_major("12.3"), Some(12));
         assert_eq!(parse_major("1"), None);
         assert_eq!(parse_major("x.1"), None);
-        assert_eq!(format_version(), "1.0");
+        assert_eq!(format_version(), "1.1");
     }
 
     #[test]

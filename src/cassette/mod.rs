@@ -1,6 +1,9 @@
 //! Cassettes: the recorded interactions of one run, as a versioned JSON file.
 
 pub mod format;
+mod lazy;
 pub mod store;
 
-pub use format::{Body, Cassette, Interaction, MatchRules, RecordedRequest, RecordedResponse};
+pub use format::{
+    Body, Cassette, Interaction, LazyJson, MatchRules, RecordedRequest, RecordedResponse,
+};

@@ -1,9 +1,9 @@
 //! `agentproxy replay`: serve a cassette with no network, report misses and unused recordings.
 
-use crate::cassette::{store, Interaction};
+use crate::cassette::store;
 use crate::cli::ReplayArgs;
 use crate::error::{Result, EXIT_FAILURE, EXIT_OK};
-use crate::matching::{self, normalize::Rules};
+use crate::matching;
 use crate::proxy::{Options, Proxy, Replay};
 use crate::redact::Secrets;
 
@@ -17,7 +17,7 @@ pub async fn run(args: ReplayArgs) -> Result<i32> {
     let rules = session::compile_rules(&match_rules)?;
     if match_rules != cassette.match_rules {
         // New tolerance changes what a key covers: recompute the recorded keys to match.
-        rekey(&mut cassette.interactions, &rules);
+        matching::rekey(&mut cassette.interactions, &rules);
     }
     let total = cassette.interactions.len();
     let listener = session::bind(s).await?;
@@ -72,17 +72,4 @@ pub async fn run(args: ReplayArgs) -> Result<i32> {
         println!("{summary}");
     }
     Ok(code)
-}
-
-/// Recompute every interaction's key under `rules`.
-fn rekey(interactions: &mut [Interaction], rules: &Rules) {
-    for it in interactions {
-        it.key = matching::request_key(
-            &it.route,
-            &it.request.method,
-            &it.request.path,
-            it.request.body.as_ref(),
-            rules,
-        );
-    }
 }

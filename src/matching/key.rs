@@ -20,6 +20,12 @@ pub fn key<T: Serialize + ?Sized>(route: &str, normalized: &T) -> String {
     hex(&h.finalize())
 }
 
+/// The digest of a request body's bytes exactly as sent: a request whose digest is a
+/// recording's is byte-identical to it, so replay can serve it without parsing it.
+pub fn body_digest(bytes: &[u8]) -> blake3::Hash {
+    blake3::hash(bytes)
+}
+
 /// Key of a body that is not JSON: route, then the raw bytes.
 pub fn key_raw(route: &str, bytes: &[u8]) -> String {
     let mut h = Sha256::new();

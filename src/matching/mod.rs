@@ -7,7 +7,7 @@ pub mod nearmiss;
 pub mod normalize;
 pub mod stability;
 
-use crate::cassette::Body;
+use crate::cassette::{Body, Interaction};
 
 /// The key of a request. Model routes hash their route name and normalized JSON body, so
 /// the path prefix and the SDK's key order do not matter; plain HTTP also hashes the method
@@ -32,5 +32,19 @@ pub fn request_key(
         Some(Body::Json(v)) => key::key(&scope, &normalize::normalize(v, rules)),
         Some(other) => key::key_raw(&scope, &other.to_bytes()),
         None => key::key_raw(&scope, b""),
+    }
+}
+
+/// Recompute every interaction's key under `rules` (a session whose match rules differ from
+/// the ones the cassette was recorded with).
+pub fn rekey(interactions: &mut [Interaction], rules: &normalize::Rules) {
+    for it in interactions {
+        it.key = request_key(
+            &it.route,
+            &it.request.method,
+            &it.request.path,
+            it.request.body.as_ref(),
+            rules,
+        );
     }
 }

@@ -19,7 +19,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::cassette::Interaction;
 use crate::dialect::Route;
-use crate::matching::index::{ByPosition, Index, Repeat};
+use crate::matching::index::{ByPosition, Index, Lookup, Repeat};
 use crate::matching::normalize::Rules;
 use crate::redact::Secrets;
 use crate::trajectory::ToolCall;
@@ -36,6 +36,8 @@ const NO_TURN: usize = usize::MAX;
 pub struct Replay {
     pub interactions: Vec<Interaction>,
     index: Mutex<Index>,
+    /// The first recording of each request body digest (see [`Proxy::take_identical`]).
+    by_digest: HashMap<blake3::Hash, usize>,
     /// Serve streams paced by their recorded latency.
     pub realtime: bool,
     /// Determinism check: serve by position instead of by key (see [`Replay::lenient`]).
@@ -46,9 +48,17 @@ impl Replay {
     /// Keys must already be computed under the rules the session matches with.
     pub fn new(interactions: Vec<Interaction>, repeat: Repeat, realtime: bool) -> Replay {
         let index = Index::new(interactions.iter().map(|i| i.key.as_str()), repeat);
+        let mut by_digest = HashMap::new();
+        for (pos, it) in interactions.iter().enumerate() {
+            let digest = it.request.body_blake3.as_deref();
+            if let Some(d) = digest.and_then(|d| blake3::Hash::from_hex(d).ok()) {
+                by_digest.entry(d).or_insert(pos);
+            }
+        }
         Replay {
             interactions,
             index: Mutex::new(index),
+            by_digest,
             realtime,
             by_position: None,
         }
@@ -91,7 +101,8 @@ pub struct Options {
 pub struct Proxy {
     opts: Options,
     state: Mutex<State>,
-    /// Arrival order of requests, so the cassette lists interactions in a stable order.
+    /// Arrival order of requests (and their count), so the cassette lists interactions in a
+    /// stable order.
     seq: AtomicU64,
     /// Upstream exchanges that must finish (and be recorded) before the cassette is written.
     tasks: TaskTracker,
@@ -108,7 +119,6 @@ struct State {
     calls: HashMap<String, ToolCall>,
     misses: Vec<String>,
     upstream_errors: Vec<String>,
-    requests: usize,
 }
 
 /// What a session did, read once it has drained.
@@ -146,6 +156,24 @@ impl Proxy {
 
     fn current_turn(&self) -> Option<usize> {
         Some(self.turn.load(Ordering::SeqCst)).filter(|t| *t != NO_TURN)
+    }
+
+    /// The fast path of replay: when `body` is byte-identical to a recorded request body
+    /// (same digest), take the next interaction of that recording's key without parsing
+    /// the body: the same bytes parse to the same body, so the key could only be the same.
+    /// Not with tool mocks (they rewrite the body before it is keyed) or in lenient replay;
+    /// a key with nothing left falls through to the full path, which reports the miss.
+    fn take_identical(&self, body: &[u8]) -> Option<usize> {
+        let rp = self.opts.replay.as_ref()?;
+        if rp.by_digest.is_empty() || rp.by_position.is_some() || self.opts.mocks.is_some() {
+            return None;
+        }
+        let first = *rp.by_digest.get(&crate::matching::key::body_digest(body))?;
+        let key = &rp.interactions[first].key;
+        match rp.index.lock().unwrap_or_else(|p| p.into_inner()).take(key) {
+            Lookup::Hit(pos) => Some(pos),
+            _ => None,
+        }
     }
 
     /// Remember a finished exchange: in the log, and its tool calls for later mocks.
@@ -209,7 +237,7 @@ impl Proxy {
             misses: std::mem::take(&mut st.misses),
             upstream_errors: std::mem::take(&mut st.upstream_errors),
             unused,
-            requests: st.requests,
+            requests: usize::try_from(self.seq.load(Ordering::Relaxed)).unwrap_or(usize::MAX),
         }
     }
 

@@ -157,7 +157,7 @@ fn store(
     });
     if let (Some(evs), true) = (&events, status.is_success()) {
         match ex.route.assemble(evs) {
-            Some(Ok(message)) => body = Some(Body::Json(message)),
+            Some(Ok(message)) => body = Some(Body::Json(message.into())),
             Some(Err(e)) => tracing::warn!("{e}; only the stream's events are recorded"),
             None => {}
         }
@@ -170,6 +170,7 @@ fn store(
             method: ex.method.to_string(),
             path: ex.path,
             body: ex.stored,
+            body_blake3: ex.digest.map(|d| d.to_hex().to_string()),
         },
         response: RecordedResponse {
             status: status.as_u16(),
@@ -187,7 +188,7 @@ fn store(
 fn redact_body(secrets: &crate::redact::Secrets, body: Body) -> Body {
     match body {
         Body::Json(mut v) => {
-            secrets.redact_value(&mut v);
+            secrets.redact_value(v.get_mut());
             Body::Json(v)
         }
         Body::Text(t) => Body::Text(secrets.redact_str(&t).unwrap_or(t)),
@@ -247,9 +248,11 @@ fn decode(headers: &HeaderMap, bytes: Bytes) -> Result<Bytes, String> {
             flate2::read::MultiGzDecoder::new(&bytes[..]).read_to_end(&mut out)
         }
         Some("deflate") => flate2::read::ZlibDecoder::new(&bytes[..]).read_to_end(&mut out),
-        Some(other) => return Err(format!(
+        Some(other) => {
+            return Err(format!(
             "the upstream answered with content-encoding `{other}`, which agentproxy cannot decode"
-        )),
+        ))
+        }
     };
     result.map(|_| Bytes::from(out)).map_err(|e| {
         format!(

@@ -12,14 +12,26 @@ use super::Replay;
 use crate::cassette::Interaction;
 use crate::dialect::sse;
 
-pub(super) async fn serve(rp: &Replay, it: &Interaction, ex: &Exchange) -> Response<ProxyBody> {
+/// Serve `it` to the request `ex`; `None` is a request byte-identical to the recorded one,
+/// which gets the response exactly as it was recorded (a stream if the upstream streamed).
+pub(super) async fn serve(
+    rp: &Replay,
+    it: &Interaction,
+    ex: Option<&Exchange>,
+) -> Response<ProxyBody> {
     let rec = &it.response;
     let status = StatusCode::from_u16(rec.status).unwrap_or(StatusCode::OK);
-    let events: Option<Vec<Bytes>> = match (&rec.events, ex.wants_stream()) {
-        (Some(evs), true) => Some(evs.iter().map(sse::encode).collect()),
+    let recorded_events = || {
+        rec.events
+            .as_ref()
+            .map(|evs| evs.iter().map(sse::encode).collect())
+    };
+    let events: Option<Vec<Bytes>> = match (&rec.events, ex) {
+        (_, None) => recorded_events(),
+        (Some(_), Some(ex)) if ex.wants_stream() => recorded_events(),
         // Plain-HTTP streams have no assembled form: serve their events whatever was asked.
-        (Some(evs), false) if rec.body.is_none() => Some(evs.iter().map(sse::encode).collect()),
-        (None, true) if status.is_success() => rec
+        (Some(_), Some(_)) if rec.body.is_none() => recorded_events(),
+        (None, Some(ex)) if status.is_success() && ex.wants_stream() => rec
             .body
             .as_ref()
             .and_then(|b| b.as_json())

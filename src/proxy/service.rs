@@ -28,6 +28,8 @@ pub(super) struct Exchange {
     pub raw: Bytes,
     /// The redacted body, as stored in the cassette.
     pub stored: Option<Body>,
+    /// The digest of `raw`, for a JSON body that held no secret value.
+    pub digest: Option<blake3::Hash>,
     pub key: String,
 }
 
@@ -71,7 +73,7 @@ pub async fn handle(proxy: Arc<Proxy>, req: Request<hyper::body::Incoming>) -> R
             ),
         );
     }
-    proxy.lock().requests += 1;
+    let seq = proxy.next_seq();
     let raw = match Limited::new(body, proxy.opts.max_body).collect().await {
         Ok(collected) => collected.to_bytes(),
         Err(e) if e.is::<http_body_util::LengthLimitError>() => {
@@ -93,17 +95,21 @@ pub async fn handle(proxy: Arc<Proxy>, req: Request<hyper::body::Incoming>) -> R
         }
     };
     let route = Route::of(&parts.method, &path);
-    let (raw, stored) =
-        match prepare_body(&proxy, route, raw) {
-            Ok(b) => b,
-            Err(e) => return error(
+    if let Some(pos) = proxy.take_identical(&raw) {
+        return serve_identical(&proxy, seq, pos).await;
+    }
+    let (raw, stored, digest) = match prepare_body(&proxy, route, raw) {
+        Ok(b) => b,
+        Err(e) => {
+            return error(
                 StatusCode::BAD_REQUEST,
                 "invalid_request_error",
                 format!(
                     "the request body is not valid JSON ({e}); nothing was forwarded or recorded"
                 ),
-            ),
-        };
+            )
+        }
+    };
     let key = matching::request_key(
         route.name(),
         parts.method.as_str(),
@@ -112,7 +118,7 @@ pub async fn handle(proxy: Arc<Proxy>, req: Request<hyper::body::Incoming>) -> R
         &proxy.opts.rules,
     );
     let ex = Exchange {
-        seq: proxy.next_seq(),
+        seq,
         turn: proxy.current_turn(),
         route,
         provider,
@@ -121,6 +127,7 @@ pub async fn handle(proxy: Arc<Proxy>, req: Request<hyper::body::Incoming>) -> R
         headers: parts.headers,
         raw,
         stored,
+        digest,
         key,
     };
     if let Some(rp) = &proxy.opts.replay {
@@ -140,7 +147,7 @@ pub async fn handle(proxy: Arc<Proxy>, req: Request<hyper::body::Incoming>) -> R
                     served.turn = ex.turn;
                     proxy.note_exchange(ex.seq, &served);
                 }
-                return replay::serve(rp, it, &ex).await;
+                return replay::serve(rp, it, Some(&ex)).await;
             }
             miss if proxy.opts.upstream.is_none() => return answer_miss(&proxy, rp, &ex, miss),
             _ => {}
@@ -172,19 +179,33 @@ async fn serve_by_position(
     served.request.path = ex.path.clone();
     served.request.body = ex.stored.clone();
     proxy.note_exchange(ex.seq, &served);
-    replay::serve(rp, it, ex).await
+    replay::serve(rp, it, Some(ex)).await
 }
 
-/// The bytes to forward and the body as it will be stored and keyed. A JSON body (model
-/// routes must be JSON) gets its tool results mocked first, so the mock is what is
-/// matched, recorded and forwarded; then secret values become `${NAME}` in the stored copy.
-fn prepare_body(
-    proxy: &Proxy,
-    route: Route,
-    raw: Bytes,
-) -> Result<(Bytes, Option<Body>), serde_json::Error> {
+/// A request byte-identical to the recording at `pos`: serve it as it was recorded,
+/// without parsing it.
+async fn serve_identical(proxy: &Proxy, seq: u64, pos: usize) -> Response<ProxyBody> {
+    let Some(rp) = &proxy.opts.replay else {
+        unreachable!("take_identical found a recording")
+    };
+    let it = &rp.interactions[pos];
+    if proxy.opts.log_exchanges {
+        let mut served = it.clone();
+        served.turn = proxy.current_turn();
+        proxy.note_exchange(seq, &served);
+    }
+    replay::serve(rp, it, None).await
+}
+
+/// The bytes to forward, the body as it will be stored and keyed, and the digest of the
+/// bytes when they held no secret. A JSON body (model routes must be JSON) gets its tool
+/// results mocked first, so the mock is what is matched, recorded and forwarded; then
+/// secret values become `${NAME}` in the stored copy.
+type Prepared = (Bytes, Option<Body>, Option<blake3::Hash>);
+
+fn prepare_body(proxy: &Proxy, route: Route, raw: Bytes) -> Result<Prepared, serde_json::Error> {
     if raw.is_empty() && !route.requires_json() {
-        return Ok((raw, None));
+        return Ok((raw, None, None));
     }
     match serde_json::from_slice::<Value>(&raw) {
         Ok(mut v) => {
@@ -195,8 +216,11 @@ fn prepare_body(
                     raw = Bytes::from(serde_json::to_vec(&v)?);
                 }
             }
-            proxy.opts.secrets.redact_value(&mut v);
-            Ok((raw, Some(Body::Json(v))))
+            let redacted = proxy.opts.secrets.redact_value(&mut v);
+            // Only a recording keeps the digest.
+            let digest = (!redacted && proxy.opts.upstream.is_some())
+                .then(|| matching::key::body_digest(&raw));
+            Ok((raw, Some(Body::Json(v.into())), digest))
         }
         Err(e) if route.requires_json() => Err(e),
         Err(_) => {
@@ -204,7 +228,7 @@ fn prepare_body(
                 Body::Text(t) => Body::Text(proxy.opts.secrets.redact_str(&t).unwrap_or(t)),
                 other => other,
             };
-            Ok((raw, Some(stored)))
+            Ok((raw, Some(stored), None))
         }
     }
 }

@@ -132,15 +132,7 @@ async fn run_inner(
     let replay = match (existing, usage) {
         (Some(mut c), Use::Replay | Use::Update) => {
             if c.match_rules != match_rules {
-                for it in &mut c.interactions {
-                    it.key = matching::request_key(
-                        &it.route,
-                        &it.request.method,
-                        &it.request.path,
-                        it.request.body.as_ref(),
-                        &rules,
-                    );
-                }
+                matching::rekey(&mut c.interactions, &rules);
             }
             Some(Replay::new(c.interactions, spec.repeat, false))
         }

@@ -421,12 +421,13 @@ fn other_dialects_diff_the_same_way() {
             request: RecordedRequest {
                 method: "POST".into(),
                 path: "/v1/messages".into(),
-                body: Some(Body::Json(request)),
+                body: Some(Body::Json(request.into())),
+                body_blake3: None,
             },
             response: RecordedResponse {
                 status: 200,
                 headers: Default::default(),
-                body: Some(Body::Json(response)),
+                body: Some(Body::Json(response.into())),
                 events: None,
                 encoded: Default::default(),
             },

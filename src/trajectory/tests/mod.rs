@@ -164,12 +164,13 @@ impl Rec {
             request: RecordedRequest {
                 method: "POST".into(),
                 path: "/v1/chat/completions".into(),
-                body: Some(Body::Json(request)),
+                body: Some(Body::Json(request.into())),
+                body_blake3: None,
             },
             response: RecordedResponse {
                 status,
                 headers: [("content-type".to_owned(), "application/json".to_owned())].into(),
-                body: Some(Body::Json(response)),
+                body: Some(Body::Json(response.into())),
                 events: None,
                 encoded: Default::default(),
             },
@@ -244,12 +245,14 @@ impl Rec {
                 method: "GET".into(),
                 path: "/v1/models".into(),
                 body: None,
+                body_blake3: None,
             },
             response: RecordedResponse {
                 status: 200,
                 headers: Default::default(),
                 body: Some(Body::Json(
-                    json!({"object": "list", "data": [{"id": "gpt-4o-mini", "object": "model"}]}),
+                    json!({"object": "list", "data": [{"id": "gpt-4o-mini", "object": "model"}]})
+                        .into(),
                 )),
                 events: None,
                 encoded: Default::default(),

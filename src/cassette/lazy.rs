@@ -1,0 +1,145 @@
+//! A JSON value read from a cassette and parsed on first use.
+//!
+//! Loading a cassette keeps each body as its text (validated, not built), so a replay
+//! starts without building trees it may never look at: a byte-identical request is served
+//! without parsing its recording, and a response is parsed once, when it is first served.
+
+use std::fmt;
+use std::sync::OnceLock;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+pub struct LazyJson {
+    /// The text as loaded; `None` for a value built in memory.
+    raw: Option<Box<RawValue>>,
+    value: OnceLock<Value>,
+}
+
+impl LazyJson {
+    /// The value, parsed from the loaded text on first use.
+    pub fn get(&self) -> &Value {
+        self.value.get_or_init(|| match &self.raw {
+            // The text was validated when the cassette loaded; only a number beyond f64
+            // (which no recording writes) could fail here.
+            Some(raw) => serde_json::from_str(raw.get()).unwrap_or_else(|e| {
+                tracing::warn!("a cassette body did not parse as a JSON value: {e}");
+                Value::Null
+            }),
+            None => Value::Null,
+        })
+    }
+
+    /// The value, for editing; the loaded text is dropped.
+    pub fn get_mut(&mut self) -> &mut Value {
+        self.get();
+        self.raw = None;
+        self.value.get_mut().expect("initialized by get")
+    }
+
+    /// The value, owned.
+    pub fn into_value(mut self) -> Value {
+        self.get();
+        self.value.take().unwrap_or_default()
+    }
+}
+
+impl From<Value> for LazyJson {
+    fn from(v: Value) -> LazyJson {
+        LazyJson {
+            raw: None,
+            value: OnceLock::from(v),
+        }
+    }
+}
+
+impl std::ops::Deref for LazyJson {
+    type Target = Value;
+    fn deref(&self) -> &Value {
+        self.get()
+    }
+}
+
+impl std::ops::DerefMut for LazyJson {
+    fn deref_mut(&mut self) -> &mut Value {
+        self.get_mut()
+    }
+}
+
+impl Clone for LazyJson {
+    fn clone(&self) -> LazyJson {
+        LazyJson {
+            raw: self.raw.clone(),
+            value: self.value.clone(),
+        }
+    }
+}
+
+impl PartialEq for LazyJson {
+    fn eq(&self, other: &LazyJson) -> bool {
+        self.get() == other.get()
+    }
+}
+
+impl fmt::Debug for LazyJson {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.get(), f)
+    }
+}
+
+impl Serialize for LazyJson {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        // Unparsed text goes back out as it came in: a re-saved cassette keeps its bytes.
+        match (self.value.get(), &self.raw) {
+            (None, Some(raw)) => raw.serialize(s),
+            _ => self.get().serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for LazyJson {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<LazyJson, D::Error> {
+        Ok(LazyJson {
+            raw: Some(Box::<RawValue>::deserialize(d)?),
+            value: OnceLock::new(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn parses_on_first_use_and_compares_by_value() {
+        let loaded: LazyJson = serde_json::from_str(r#"{ "b": [1, 2], "a": "x" }"#).unwrap();
+        assert!(loaded.value.get().is_none());
+        assert_eq!(loaded.get(), &json!({"a": "x", "b": [1, 2]}));
+        assert_eq!(loaded, LazyJson::from(json!({"b": [1, 2], "a": "x"})));
+    }
+
+    #[test]
+    fn unparsed_text_is_written_back_verbatim() {
+        let text = "{\n  \"z\": 1,\n  \"a\": 2\n}";
+        let loaded: LazyJson = serde_json::from_str(text).unwrap();
+        assert_eq!(serde_json::to_string(&loaded).unwrap(), text);
+        // Once parsed, it serializes as a value.
+        loaded.get();
+        assert_eq!(serde_json::to_string(&loaded).unwrap(), r#"{"a":2,"z":1}"#);
+    }
+
+    #[test]
+    fn edits_replace_the_loaded_text() {
+        let mut loaded: LazyJson = serde_json::from_str(r#"{"a": 1}"#).unwrap();
+        loaded.get_mut()["a"] = json!(2);
+        assert_eq!(serde_json::to_string(&loaded).unwrap(), r#"{"a":2}"#);
+        assert_eq!(loaded.clone().into_value(), json!({"a": 2}));
+    }
+
+    #[test]
+    fn invalid_json_is_refused_at_load() {
+        assert!(serde_json::from_str::<LazyJson>(r#"{"a": }"#).is_err());
+    }
+}
