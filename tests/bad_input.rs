@@ -51,7 +51,7 @@ fn write_cassette(path: &std::path::Path, request: serde_json::Value, reply: ser
                 method: "POST".into(),
                 path: "/v1/chat/completions".into(),
                 body: Some(body),
-                body_blake3: None,
+                body_xxh3: None,
             },
             response: RecordedResponse {
                 status: 200,

@@ -47,7 +47,7 @@ fn weather(path: &Path, salt: u64, system: &str, args: Value, reply: &str) {
             route: "openai.chat".into(),
             key: format!("{:064x}", salt * 10 + n),
             turn: Some(0),
-            request: RecordedRequest { method: "POST".into(), path: "/v1/chat/completions".into(), body: Some(Body::Json(request.into())), body_blake3: None },
+            request: RecordedRequest { method: "POST".into(), path: "/v1/chat/completions".into(), body: Some(Body::Json(request.into())), body_xxh3: None },
             response: RecordedResponse {
                 status: 200,
                 headers: [("content-type".to_owned(), "application/json".to_owned())].into(),

@@ -541,7 +541,7 @@ pub fn cassette(exchanges: &[Exchange], digests: bool) -> Cassette {
                     method: "POST".into(),
                     path: "/v1/chat/completions".into(),
                     body: Some(body),
-                    body_blake3: digests.then(|| key::body_digest(&ex.wire).to_hex().to_string()),
+                    body_xxh3: digests.then(|| key::digest_hex(key::body_digest(&ex.wire))),
                 },
                 response: RecordedResponse {
                     status: 200,

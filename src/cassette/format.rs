@@ -109,11 +109,11 @@ pub struct RecordedRequest {
     pub path: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub body: Option<Body>,
-    /// Hex BLAKE3 of the JSON body's bytes exactly as sent upstream, so replay recognizes
-    /// a byte-identical request without parsing it. Absent when the body held a secret
-    /// value (a digest of it could be brute-forced from the rest of the cassette).
+    /// Hex XXH3-128 of the JSON body's bytes exactly as sent upstream, so replay
+    /// recognizes a byte-identical request without parsing it. Absent when the body held a
+    /// secret value (a digest of it could be brute-forced from the rest of the cassette).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub body_blake3: Option<String>,
+    pub body_xxh3: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -37,7 +37,7 @@ pub struct Replay {
     pub interactions: Vec<Interaction>,
     index: Mutex<Index>,
     /// The first recording of each request body digest (see [`Proxy::take_identical`]).
-    by_digest: HashMap<blake3::Hash, usize>,
+    by_digest: HashMap<u128, usize>,
     /// Serve streams paced by their recorded latency.
     pub realtime: bool,
     /// Determinism check: serve by position instead of by key (see [`Replay::lenient`]).
@@ -50,8 +50,8 @@ impl Replay {
         let index = Index::new(interactions.iter().map(|i| i.key.as_str()), repeat);
         let mut by_digest = HashMap::new();
         for (pos, it) in interactions.iter().enumerate() {
-            let digest = it.request.body_blake3.as_deref();
-            if let Some(d) = digest.and_then(|d| blake3::Hash::from_hex(d).ok()) {
+            let digest = it.request.body_xxh3.as_deref();
+            if let Some(d) = digest.and_then(crate::matching::key::parse_digest) {
                 by_digest.entry(d).or_insert(pos);
             }
         }

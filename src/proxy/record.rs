@@ -170,7 +170,7 @@ fn store(
             method: ex.method.to_string(),
             path: ex.path,
             body: ex.stored,
-            body_blake3: ex.digest.map(|d| d.to_hex().to_string()),
+            body_xxh3: ex.digest.map(crate::matching::key::digest_hex),
         },
         response: RecordedResponse {
             status: status.as_u16(),

@@ -29,7 +29,7 @@ pub(super) struct Exchange {
     /// The redacted body, as stored in the cassette.
     pub stored: Option<Body>,
     /// The digest of `raw`, for a JSON body that held no secret value.
-    pub digest: Option<blake3::Hash>,
+    pub digest: Option<u128>,
     pub key: String,
 }
 
@@ -201,7 +201,7 @@ async fn serve_identical(proxy: &Proxy, seq: u64, pos: usize) -> Response<ProxyB
 /// bytes when they held no secret. A JSON body (model routes must be JSON) gets its tool
 /// results mocked first, so the mock is what is matched, recorded and forwarded; then
 /// secret values become `${NAME}` in the stored copy.
-type Prepared = (Bytes, Option<Body>, Option<blake3::Hash>);
+type Prepared = (Bytes, Option<Body>, Option<u128>);
 
 fn prepare_body(proxy: &Proxy, route: Route, raw: Bytes) -> Result<Prepared, serde_json::Error> {
     if raw.is_empty() && !route.requires_json() {

@@ -422,7 +422,7 @@ fn other_dialects_diff_the_same_way() {
                 method: "POST".into(),
                 path: "/v1/messages".into(),
                 body: Some(Body::Json(request.into())),
-                body_blake3: None,
+                body_xxh3: None,
             },
             response: RecordedResponse {
                 status: 200,

@@ -165,7 +165,7 @@ impl Rec {
                 method: "POST".into(),
                 path: "/v1/chat/completions".into(),
                 body: Some(Body::Json(request.into())),
-                body_blake3: None,
+                body_xxh3: None,
             },
             response: RecordedResponse {
                 status,
@@ -245,7 +245,7 @@ impl Rec {
                 method: "GET".into(),
                 path: "/v1/models".into(),
                 body: None,
-                body_blake3: None,
+                body_xxh3: None,
             },
             response: RecordedResponse {
                 status: 200,
