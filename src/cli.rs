@@ -203,7 +203,7 @@ pub struct TestArgs {
     #[arg(long = "report", value_name = "FORMAT")]
     pub reports: Vec<ReportFormat>,
 
-    /// File for the report given at the same position (default: stdout).
+    /// File for the report given at the same position (default, or `-`: stdout).
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub outputs: Vec<PathBuf>,
 

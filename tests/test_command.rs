@@ -190,6 +190,25 @@ async fn record_then_replay_with_mocks_and_a_broken_expectation() {
     assert!(json["cases"][0]["usage"]["prompt"].as_u64().unwrap() > 0);
     let md = std::fs::read_to_string(d.join("out/report.md")).unwrap();
     assert!(md.contains("paris") && md.contains("London"), "{md}");
+
+    // `-o -` is stdout.
+    let to_stdout = run_in(
+        &d,
+        &[
+            "test",
+            "weather.yaml",
+            "--mode",
+            "replay",
+            "--report",
+            "json",
+            "-o",
+            "-",
+        ],
+    );
+    assert_eq!(to_stdout.code, 1, "{}", to_stdout.stderr);
+    let json: serde_json::Value = serde_json::from_str(&to_stdout.stdout).expect("JSON on stdout");
+    assert_eq!(json["summary"]["failed"], 1);
+    assert!(!d.join("-").exists());
     fake.stop().await;
 }
 

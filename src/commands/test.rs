@@ -168,7 +168,7 @@ fn write_reports(args: &TestArgs, run: &RunReport) -> Result<()> {
             ReportFormat::Markdown => report::markdown::render(run),
             ReportFormat::Junit => report::junit::render(run),
         };
-        match args.outputs.get(i) {
+        match args.outputs.get(i).filter(|p| p.as_os_str() != "-") {
             Some(path) => {
                 if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
                     std::fs::create_dir_all(dir).map_err(|e| {

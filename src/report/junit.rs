@@ -61,8 +61,9 @@ fn status(c: &CaseReport) -> TestCaseStatus {
         Status::Passed => TestCaseStatus::success(),
         Status::Skipped => {
             let mut s = TestCaseStatus::skipped();
-            if let Some(e) = &c.error {
-                s.set_message(clean(e));
+            // Why: the spec's `skip:` reason, or what was missing (a warning).
+            if let Some(why) = c.error.as_ref().or(c.warnings.first()) {
+                s.set_message(clean(why));
             }
             s
         }
@@ -257,6 +258,10 @@ mod tests {
         assert!(!xml.contains('\u{1b}'));
 
         let tokyo = by_name("tokyo <later>");
-        assert!(tokyo.children().any(|n| n.has_tag_name("skipped")));
+        let skipped = tokyo
+            .children()
+            .find(|n| n.has_tag_name("skipped"))
+            .expect("skipped");
+        assert_eq!(attr(skipped, "message"), "skipped: flaky upstream");
     }
 }

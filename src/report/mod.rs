@@ -121,6 +121,36 @@ pub struct AssertionResult {
 }
 
 impl CaseReport {
+    /// A passing report with nothing in it yet; the cassette path is shown normalized
+    /// (`examples/x/../../cassettes/a.json` as `cassettes/a.json`).
+    pub fn new(spec: &std::path::Path, name: &str, mode: &str, cassette: &std::path::Path) -> Self {
+        CaseReport {
+            spec: spec.display().to_string(),
+            name: name.to_owned(),
+            status: Status::Passed,
+            mode: mode.to_owned(),
+            cassette: path_clean::clean(cassette).display().to_string(),
+            duration_ms: 0,
+            turns: vec![],
+            assertions: vec![],
+            misses: vec![],
+            warnings: vec![],
+            error: None,
+            usage: Usage::default(),
+            diff: None,
+        }
+    }
+
+    /// Mark the case skipped, for `reason` (`skip:` of the spec, may be empty).
+    pub fn skip(&mut self, reason: &str) {
+        self.status = Status::Skipped;
+        self.warnings.push(if reason.is_empty() {
+            "skipped".into()
+        } else {
+            format!("skipped: {reason}")
+        });
+    }
+
     /// Every failed assertion of the case, turn ones first.
     pub fn failures(&self) -> impl Iterator<Item = (Option<usize>, &AssertionResult)> {
         self.turns

@@ -22,7 +22,6 @@ use crate::proxy::{server, upstream::Upstream, Options, Outcome, Proxy, Replay};
 use crate::redact::Secrets;
 use crate::report::{CaseReport, Status};
 use crate::spec::{Case, Mode, Spec, Target};
-use crate::trajectory::Usage;
 
 /// Run settings shared by every case of a run.
 #[derive(Debug, Clone)]
@@ -61,29 +60,10 @@ impl Use {
 pub async fn run(spec: &Spec, case: &Case, s: &Settings) -> CaseReport {
     let started = Instant::now();
     let cassette_path = case.cassette_path(&s.cassette_dir);
-    let mut report = CaseReport {
-        spec: spec.file.display().to_string(),
-        name: case.name.clone(),
-        status: Status::Passed,
-        mode: String::new(),
-        cassette: cassette_path.display().to_string(),
-        duration_ms: 0,
-        turns: vec![],
-        assertions: vec![],
-        misses: vec![],
-        warnings: vec![],
-        error: None,
-        usage: Usage::default(),
-        diff: None,
-    };
+    let mut report = CaseReport::new(&spec.file, &case.name, "", &cassette_path);
     if let Some(reason) = &case.skip {
-        report.status = Status::Skipped;
         report.mode = "skip".into();
-        report.warnings.push(if reason.is_empty() {
-            "skipped".into()
-        } else {
-            format!("skipped: {reason}")
-        });
+        report.skip(reason);
         return report;
     }
     if let Err(message) = run_inner(spec, case, s, cassette_path, &mut report).await {

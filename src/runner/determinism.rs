@@ -20,7 +20,7 @@ use crate::proxy::{server, Mocks, Options, Proxy, Replay};
 use crate::redact::Secrets;
 use crate::report::{AssertionResult, CaseReport, Status};
 use crate::spec::{Case, Spec};
-use crate::trajectory::{ToolCall, Usage};
+use crate::trajectory::ToolCall;
 
 /// The mode a checked case reports.
 pub const MODE: &str = "determinism";
@@ -41,29 +41,10 @@ pub struct Checked {
 pub async fn check(spec: &Spec, case: &Case, s: &Settings) -> Checked {
     let started = Instant::now();
     let cassette_path = case.cassette_path(&s.cassette_dir);
-    let mut report = CaseReport {
-        spec: spec.file.display().to_string(),
-        name: case.name.clone(),
-        status: Status::Passed,
-        mode: MODE.into(),
-        cassette: cassette_path.display().to_string(),
-        duration_ms: 0,
-        turns: vec![],
-        assertions: vec![],
-        misses: vec![],
-        warnings: vec![],
-        error: None,
-        usage: Usage::default(),
-        diff: None,
-    };
+    let mut report = CaseReport::new(&spec.file, &case.name, MODE, &cassette_path);
     let mut suggestion = None;
     if let Some(reason) = &case.skip {
-        report.status = Status::Skipped;
-        report.warnings.push(if reason.is_empty() {
-            "skipped".into()
-        } else {
-            format!("skipped: {reason}")
-        });
+        report.skip(reason);
     } else if !cassette_path.exists() {
         report.status = Status::Skipped;
         report.warnings.push(format!(
@@ -294,6 +275,7 @@ fn show(v: Option<&Value>) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+    use std::path::Path;
 
     #[test]
     fn changes_are_shown_around_where_they_start() {
@@ -330,21 +312,7 @@ mod tests {
                 sample(1, "2026-11-30 20:01:35"),
             ],
         );
-        let mut report = CaseReport {
-            spec: "s.yaml".into(),
-            name: "c".into(),
-            status: Status::Passed,
-            mode: MODE.into(),
-            cassette: "c.json".into(),
-            duration_ms: 0,
-            turns: vec![],
-            assertions: vec![],
-            misses: vec![],
-            warnings: vec![],
-            error: None,
-            usage: Usage::default(),
-            diff: None,
-        };
+        let mut report = CaseReport::new(Path::new("s.yaml"), "c", MODE, Path::new("c.json"));
         let yaml = conclude(&f, &mut report).expect("a suggestion");
         assert_eq!(report.status, Status::Failed);
         assert_eq!(report.assertions.len(), 1);
