@@ -65,6 +65,28 @@ fn example_specs_pass_offline() {
     }
 }
 
+#[test]
+fn verbosity_comes_from_the_environment_unless_a_flag_says_otherwise() {
+    let run = |verbosity: &str, flags: &[&str]| {
+        let out = Command::new(bin())
+            .args(["test", SPECS[0], "--mode", "replay"])
+            .args(flags)
+            .current_dir(repo())
+            .env("AGENTPROXY_VERBOSITY", verbosity)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let verbose = run("verbose", &[]);
+    assert!(
+        verbose.contains("input:  What's the weather in Paris?"),
+        "{verbose}"
+    );
+    assert!(!run("verbose", &["-q"]).contains("input:"));
+    assert!(!run("normal", &[]).contains("input:"));
+}
+
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "re-records the committed example cassettes"]
 async fn rerecord_examples() {

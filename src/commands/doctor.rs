@@ -122,7 +122,7 @@ async fn run_program(
     tokio::select! {
         finished = running.finish() => Ok(match finished {
             Ok(f) => (ProgramEnd::Exited { code: f.code }, f.trailing_output, f.stderr),
-            Err(DriveError::Timeout { secs, stderr }) => (ProgramEnd::TimedOut { after_secs: secs }, String::new(), stderr),
+            Err(DriveError::Timeout { secs, stderr, .. }) => (ProgramEnd::TimedOut { after_secs: secs }, String::new(), stderr),
             Err(e) => {
                 return Err(Error::Wait {
                     program: app.argv.first().cloned().unwrap_or_default(),

@@ -12,7 +12,7 @@ use crate::report::console::{Console, ConsoleOptions};
 use crate::report::{self, CaseReport, RunReport, Summary};
 use crate::runner::case::{self, Settings};
 use crate::runner::determinism;
-use crate::spec::{self, MatcherKind, MatcherProblem};
+use crate::spec::{self, MatcherKind, MatcherProblem, Verbosity};
 
 pub async fn run(args: TestArgs) -> Result<i32> {
     let started = Instant::now();
@@ -34,16 +34,24 @@ pub async fn run(args: TestArgs) -> Result<i32> {
         mode: args.mode,
         parallel: args.parallel.map(usize::from),
         timeout: args.timeout,
-        verbosity: None,
+        verbosity: match (args.quiet, args.verbose) {
+            (true, _) => Some(Verbosity::Quiet),
+            (false, 0) => None,
+            (false, 1) => Some(Verbosity::Verbose),
+            _ => Some(Verbosity::Debug),
+        },
         cassette_dir: args.cassettes.clone(),
     };
 
     // Every (spec, case, settings) to run, in file order.
     let mut jobs = vec![];
     let mut parallel = 1;
+    // One console for the run: as verbose as the most verbose spec asks.
+    let mut verbosity = Verbosity::Quiet;
     for sp in specs {
         let resolved = spec::resolve(&cli, &sp, &env).map_err(|e| Error::Usage(e.to_string()))?;
         parallel = parallel.max(resolved.parallel);
+        verbosity = verbosity.max(resolved.verbosity);
         let settings = Settings {
             mode: resolved.mode,
             cassette_dir: resolved.cassette_dir.clone(),
@@ -71,17 +79,22 @@ pub async fn run(args: TestArgs) -> Result<i32> {
         parallel = 1;
     }
 
+    let quiet = verbosity == Verbosity::Quiet;
     let console = Arc::new(Console::new(
         ConsoleOptions {
-            quiet: args.quiet,
-            verbose: args.verbose,
+            quiet,
+            verbose: match verbosity {
+                Verbosity::Quiet | Verbosity::Normal => 0,
+                Verbosity::Verbose => 1,
+                Verbosity::Debug => 2,
+            },
             ..Default::default()
         },
         jobs.len(),
     ));
     let permits = Arc::new(tokio::sync::Semaphore::new(parallel));
     let mut handles = Vec::with_capacity(jobs.len());
-    let (check_determinism, quiet) = (args.check_determinism, args.quiet);
+    let check_determinism = args.check_determinism;
     for (sp, i, settings) in jobs {
         // Taking the permit before spawning keeps cases starting in file order.
         let permit = permits.clone().acquire_owned().await;

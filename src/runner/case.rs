@@ -166,12 +166,25 @@ async fn run_inner(
         report.usage += t.usage;
     }
     report.misses = outcome.misses.clone();
+    // A mock the case forbids outright (`never: [tool]`) is meant for other cases.
+    let expected_absent: std::collections::BTreeSet<&str> = case
+        .turns
+        .iter()
+        .filter_map(|t| t.expect.as_ref())
+        .chain(&case.expect)
+        .flat_map(|e| &e.never)
+        .filter(|c| c.args.is_none())
+        .map(|c| c.tool.as_str())
+        .collect();
     let called: std::collections::BTreeSet<&str> = report
         .turns
         .iter()
         .flat_map(|t| t.tool_calls.iter().map(|c| c.name.as_str()))
         .collect();
-    for name in mocks.names().filter(|n| !called.contains(n)) {
+    for name in mocks
+        .names()
+        .filter(|n| !called.contains(n) && !expected_absent.contains(n))
+    {
         report
             .warnings
             .push(format!("mocked tool `{name}` was never called"));
@@ -260,13 +273,15 @@ pub(super) async fn drive(
 ) -> Result<Vec<String>, (Vec<String>, String)> {
     let mut outputs = Vec::with_capacity(case.turns.len());
     let deadline = tokio::time::Instant::now() + s.timeout;
-    let turn_timeout = spec.app.timeout.unwrap_or(s.timeout);
     match &spec.app.target {
         Target::Url(url) => {
             let app = UrlApp::new(url, &case.slug);
             for (i, turn) in case.turns.iter().enumerate() {
                 proxy.set_turn(i);
-                match app.turn(&turn.input, turn_timeout).await {
+                // `app.timeout` per request, within what is left of the case's time.
+                let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+                let limit = spec.app.timeout.map_or(left, |t| t.min(left));
+                match app.turn(&turn.input, limit).await {
                     Ok(out) => outputs.push(out),
                     Err(e) => return Err((outputs, e.to_string())),
                 }
@@ -315,7 +330,7 @@ pub(super) async fn drive(
             } else {
                 for (i, turn) in case.turns.iter().enumerate() {
                     proxy.set_turn(i);
-                    match running.turn(i, &turn.input).await {
+                    match running.turn(i, &turn.input, spec.app.timeout).await {
                         Ok(out) => outputs.push(out),
                         Err(e) => return Err((outputs, crash(e))),
                     }

@@ -6,6 +6,7 @@ use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use regex::Regex;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
@@ -14,6 +15,8 @@ use tokio::time::Instant;
 
 /// Lines of stderr kept for the report of a crashed or timed-out program.
 const STDERR_TAIL: usize = 40;
+/// How a timeout names the deadline of the whole case.
+const CASE_LIMIT: &str = "the case timeout";
 
 /// How to start the program of a case.
 #[derive(Debug, Clone)]
@@ -33,8 +36,13 @@ pub enum DriveError {
         program: String,
         source: std::io::Error,
     },
-    #[error("the program timed out after {secs:.1}s")]
-    Timeout { secs: f64, stderr: String },
+    #[error("the program timed out after {secs:.1}s ({limit})")]
+    Timeout {
+        secs: f64,
+        /// Which limit expired, e.g. `the case timeout` or `app.timeout of turn 2`.
+        limit: String,
+        stderr: String,
+    },
     #[error("the program exited before answering turn {turn}")]
     EndedEarly { turn: usize, stderr: String },
     #[error("failed to talk to the program: {0}")]
@@ -132,13 +140,23 @@ impl CommandApp {
 }
 
 impl Running {
-    /// Send one turn's input line and read the output up to the reply line (inclusive).
-    pub async fn turn(&mut self, index: usize, input: &str) -> Result<String, DriveError> {
+    /// Send one turn's input line and read the output up to the reply line (inclusive),
+    /// within `limit` (`app.timeout`) and the case deadline, whichever ends first.
+    pub async fn turn(
+        &mut self,
+        index: usize,
+        input: &str,
+        limit: Option<Duration>,
+    ) -> Result<String, DriveError> {
+        let (until, which) = match limit.map(|l| Instant::now() + l) {
+            Some(t) if t < self.deadline => (t, format!("app.timeout of turn {}", index + 1)),
+            _ => (self.deadline, CASE_LIMIT.to_owned()),
+        };
         self.send(input).await?;
         let mut output = String::new();
         loop {
-            let line = match tokio::time::timeout_at(self.deadline, self.stdout.next_line()).await {
-                Err(_) => return Err(self.timeout()),
+            let line = match tokio::time::timeout_at(until, self.stdout.next_line()).await {
+                Err(_) => return Err(self.timeout(which)),
                 Ok(r) => r?,
             };
             let Some(line) = line else {
@@ -177,7 +195,7 @@ impl Running {
         let mut trailing = String::new();
         loop {
             match tokio::time::timeout_at(self.deadline, self.stdout.next_line()).await {
-                Err(_) => return Err(self.timeout()),
+                Err(_) => return Err(self.timeout(CASE_LIMIT.to_owned())),
                 Ok(Ok(Some(line))) => {
                     trailing.push_str(&line);
                     trailing.push('\n');
@@ -187,7 +205,7 @@ impl Running {
             }
         }
         let status = match tokio::time::timeout_at(self.deadline, self.child.wait()).await {
-            Err(_) => return Err(self.timeout()),
+            Err(_) => return Err(self.timeout(CASE_LIMIT.to_owned())),
             Ok(s) => s?,
         };
         // Give the stderr reader a moment to drain what the program wrote last.
@@ -199,7 +217,7 @@ impl Running {
         })
     }
 
-    fn timeout(&mut self) -> DriveError {
+    fn timeout(&mut self, limit: String) -> DriveError {
         if let Some(pid) = self.child.id().and_then(|p| libc::pid_t::try_from(p).ok()) {
             // SAFETY: signalling the process group we created; no memory is touched.
             unsafe {
@@ -208,6 +226,7 @@ impl Running {
         }
         DriveError::Timeout {
             secs: self.started.elapsed().as_secs_f64(),
+            limit,
             stderr: self.stderr_tail(),
         }
     }
@@ -241,11 +260,11 @@ mod tests {
         let script = r#"while read line; do echo "tool: x"; echo "bot: got $line"; done; echo bye"#;
         let mut r = app(script, Some("^bot:")).start("first", soon()).unwrap();
         assert_eq!(
-            r.turn(0, "first").await.unwrap(),
+            r.turn(0, "first", None).await.unwrap(),
             "tool: x\nbot: got first\n"
         );
         assert_eq!(
-            r.turn(1, "second").await.unwrap(),
+            r.turn(1, "second", None).await.unwrap(),
             "tool: x\nbot: got second\n"
         );
         let f = r.finish().await.unwrap();
@@ -274,9 +293,22 @@ mod tests {
         let mut r = app("echo starting >&2; sleep 30", None)
             .start("x", Instant::now() + Duration::from_millis(300))
             .unwrap();
-        let err = r.turn(0, "x").await.unwrap_err();
+        let err = r.turn(0, "x", None).await.unwrap_err();
         assert!(matches!(err, DriveError::Timeout { .. }), "{err}");
+        assert!(err.to_string().contains("the case timeout"), "{err}");
         assert!(err.stderr().unwrap().contains("starting"));
+    }
+
+    #[tokio::test]
+    async fn a_turn_that_outlasts_app_timeout_stops_before_the_case_deadline() {
+        let script = "read a; echo one; read b; sleep 30";
+        let mut r = app(script, None).start("x", soon()).unwrap();
+        let limit = Some(Duration::from_millis(300));
+        assert_eq!(r.turn(0, "a", limit).await.unwrap(), "one\n");
+        let started = std::time::Instant::now();
+        let err = r.turn(1, "b", limit).await.unwrap_err();
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert!(err.to_string().contains("app.timeout of turn 2"), "{err}");
     }
 
     #[tokio::test]
@@ -284,8 +316,8 @@ mod tests {
         let mut r = app("read a; echo one; echo boom >&2; exit 3", None)
             .start("x", soon())
             .unwrap();
-        assert_eq!(r.turn(0, "a").await.unwrap(), "one\n");
-        let err = r.turn(1, "b").await.unwrap_err();
+        assert_eq!(r.turn(0, "a", None).await.unwrap(), "one\n");
+        let err = r.turn(1, "b", None).await.unwrap_err();
         assert!(
             matches!(err, DriveError::EndedEarly { turn: 2, .. }),
             "{err}"
