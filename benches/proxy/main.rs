@@ -12,17 +12,21 @@
 //! 2. record-mode added latency against the canned server as upstream;
 //! 3. streaming time to first chunk, through record and direct;
 //! 4. time to start replaying a 1,000- and a 10,000-interaction cassette;
-//! 5. peak RSS (VmHWM) of the proxy in each.
+//! 5. peak RSS (VmHWM) of the proxy in each;
+//! 6. replay throughput and latency of streamed replies in the three dialects (chat,
+//!    Responses, Messages), beside a canned server answering the same kind of stream.
 
 // The binary's allocator, so the in-process figures (scenario 0) are the binary's.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod daemon;
+mod dialects;
 mod load;
 mod scenarios;
 mod servers;
 mod stages;
+mod streams;
 mod workload;
 
 use std::sync::Arc;
@@ -31,14 +35,15 @@ use std::time::Duration;
 use bytes::Bytes;
 use scenarios::{mb, Ctx};
 
-const SCENARIOS: [&str; 5] = ["stages", "replay", "record", "stream", "startup"];
+const SCENARIOS: [&str; 6] = ["stages", "replay", "record", "stream", "startup", "streams"];
 const SEED: u64 = 0x00A6_E7B0_0C5E;
 const USAGE: &str = "usage: cargo bench --bench proxy [-- OPTIONS]
   --quick                small sizes, one round (what `cargo test --all-targets` runs)
-  --scenario NAME        stages | replay | record | stream | startup (repeatable; default all)
+  --scenario NAME        stages | replay | record | stream | startup | streams (repeatable;
+                         default all)
   --rounds N             interleaved rounds per scenario; figures are medians (default 3)
   --requests N           distinct requests in the replay cassette (default 1000)
-  --duration SECS        length of each throughput run (default 3)
+  --duration SECS        length of each throughput run (default 3; 1.5 in streams)
   --concurrency LIST     e.g. 1,8,64 (default)
   --client-threads N     load generator worker threads (default 1)
   --startup LIST         start-up cassettes as COUNT[@MAX_KB] (default 1000,10000,10000@4;
@@ -58,6 +63,9 @@ struct Config {
     record_requests: usize,
     streams: usize,
     chunk_gap: Duration,
+    /// Distinct requests per dialect in the streams scenario, and its run length.
+    stream_requests: usize,
+    stream_duration: Duration,
     /// (interactions, largest request body in KB) per start-up cassette.
     startup_sizes: Vec<(usize, usize)>,
     startup_runs: usize,
@@ -82,6 +90,8 @@ fn parse_args() -> Result<Config, String> {
             record_requests: 100,
             streams: 5,
             chunk_gap: Duration::from_millis(20),
+            stream_requests: 20,
+            stream_duration: Duration::from_millis(50),
             startup_sizes: vec![(100, 40), (500, 4)],
             startup_runs: 1,
             keep_files: false,
@@ -99,6 +109,8 @@ fn parse_args() -> Result<Config, String> {
             record_requests: 2000,
             streams: 40,
             chunk_gap: Duration::from_millis(20),
+            stream_requests: 300,
+            stream_duration: Duration::from_millis(1500),
             startup_sizes: vec![(1000, 40), (10_000, 40), (10_000, 4)],
             startup_runs: 5,
             keep_files: false,
@@ -127,7 +139,8 @@ fn parse_args() -> Result<Config, String> {
             "--rounds" => c.rounds = val()?.parse().map_err(|_| "bad --rounds")?,
             "--requests" => c.requests = val()?.parse().map_err(|_| "bad --requests")?,
             "--duration" => {
-                c.duration = Duration::from_secs_f64(val()?.parse().map_err(|_| "bad --duration")?)
+                c.duration = Duration::from_secs_f64(val()?.parse().map_err(|_| "bad --duration")?);
+                c.stream_duration = c.duration;
             }
             "--concurrency" => c.concurrency = list(&val()?)?,
             "--client-threads" => {
@@ -234,6 +247,7 @@ fn run(cfg: &Config) -> Result<usize, String> {
             "replay" => scenarios::replay(&mut ctx, &mut rss)?,
             "record" => scenarios::record(&mut ctx, &mut rss)?,
             "stream" => scenarios::stream(&mut ctx, &mut rss)?,
+            "streams" => streams::run(&mut ctx, &mut rss)?,
             _ => scenarios::startup(&mut ctx, &mut rss)?,
         }
     }

@@ -12,7 +12,7 @@ use super::load::{self, percentile, Load, Measure, Run};
 use super::{servers, workload, Config, SEED};
 
 /// Median of per-round values.
-fn median(mut v: Vec<f64>) -> f64 {
+pub fn median(mut v: Vec<f64>) -> f64 {
     if v.is_empty() {
         return f64::NAN;
     }
@@ -25,7 +25,7 @@ fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
-fn us(d: Duration) -> f64 {
+pub fn us(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
 }
 
@@ -34,18 +34,18 @@ pub fn mb(bytes: u64) -> f64 {
 }
 
 /// One measured run with the CPU each party used during it.
-struct Sample {
-    run: Run,
+pub struct Sample {
+    pub run: Run,
     /// CPU time other processes on the machine used during the run.
     others: Duration,
     /// CPU µs per request: the server under test, the load generator.
-    server_cpu: f64,
+    pub server_cpu: f64,
     client_cpu: f64,
 }
 
 /// Whose CPU time a run charges to the server.
 #[derive(Clone, Copy)]
-enum Server<'a> {
+pub enum Server<'a> {
     /// The canned server's threads in this process.
     Canned,
     /// An agentproxy daemon.
@@ -62,7 +62,7 @@ impl Server<'_> {
 }
 
 /// Run `load` against `server` and account for the CPU each party used.
-fn measure(
+pub fn measure(
     rt: &tokio::runtime::Runtime,
     client: &load::HttpClient,
     l: &Load,
@@ -102,7 +102,7 @@ fn measure(
 
 /// How busy the rest of the machine was during a scenario's runs, in CPUs: the bench shares
 /// its 2 CPUs with whatever else runs, and a busy machine slows both sides of a comparison.
-fn others_line(samples: &[&Sample]) -> String {
+pub fn others_line(samples: &[&Sample]) -> String {
     let others: Duration = samples.iter().map(|s| s.others).sum();
     let wall: Duration = samples.iter().map(|s| s.run.elapsed).sum();
     // /proc/stat counts in 10 ms ticks: shorter runs cannot tell.
@@ -136,7 +136,7 @@ pub struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    fn check(&mut self, what: &str, s: &Run) {
+    pub fn check(&mut self, what: &str, s: &Run) {
         if s.errors > 0 {
             self.failures += s.errors;
             eprintln!(

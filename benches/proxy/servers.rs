@@ -28,6 +28,9 @@ pub enum Reply {
     Json(Bytes),
     /// `200 text/event-stream`: the first event at once, then one every `gap`.
     Sse { events: Vec<Bytes>, gap: Duration },
+    /// `200 text/event-stream`: all the events at once, one body frame each, as replay
+    /// serves a recorded stream.
+    Events(Vec<Bytes>),
 }
 
 /// The runtime the canned servers run on; dropping it stops them.
@@ -102,6 +105,12 @@ async fn answer(req: Request<Incoming>, reply: Reply) -> Response<Out> {
             );
             r
         }
+        Reply::Events(events) => {
+            let frames = events
+                .into_iter()
+                .map(|e| Ok::<_, Infallible>(Frame::data(e)));
+            sse_response(StreamBody::new(futures_util::stream::iter(frames)).boxed())
+        }
         Reply::Sse { events, gap } => {
             let stream = futures_util::stream::unfold(
                 (events.into_iter(), true),
@@ -113,12 +122,16 @@ async fn answer(req: Request<Incoming>, reply: Reply) -> Response<Out> {
                     Some((Ok::<_, Infallible>(Frame::data(next)), (it, false)))
                 },
             );
-            let mut r = Response::new(StreamBody::new(stream).boxed());
-            r.headers_mut().insert(
-                http::header::CONTENT_TYPE,
-                HeaderValue::from_static("text/event-stream; charset=utf-8"),
-            );
-            r
+            sse_response(StreamBody::new(stream).boxed())
         }
     }
+}
+
+fn sse_response(body: Out) -> Response<Out> {
+    let mut r = Response::new(body);
+    r.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream; charset=utf-8"),
+    );
+    r
 }
