@@ -59,6 +59,7 @@ fn write_cassette(path: &std::path::Path, request: serde_json::Value, reply: ser
                 body: Some(Body::Json(reply.into())),
                 events: None,
                 encoded: Default::default(),
+                encoded_events: Default::default(),
             },
             latency_ms: 5,
         }],

@@ -57,6 +57,7 @@ fn weather(path: &Path, salt: u64, system: &str, args: Value, reply: &str) {
                     "usage": {"prompt_tokens": 100 + salt, "completion_tokens": 10 + salt, "total_tokens": 110 + 2 * salt}}).into())),
                 events: None,
                 encoded: Default::default(),
+                encoded_events: Default::default(),
             },
             latency_ms: 200 + salt * 13,
         });

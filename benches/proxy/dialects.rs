@@ -25,7 +25,7 @@ use serde_json::{json, Value};
 use agentproxy::cassette::{store, Body, Interaction, RecordedRequest, RecordedResponse};
 use agentproxy::dialect::sse::{SseEvent, SseParser};
 use agentproxy::dialect::Route;
-use agentproxy::matching::{normalize::Rules, request_key};
+use agentproxy::matching::{key, normalize::Rules, request_key};
 
 use super::workload::{self, Exchange};
 
@@ -92,7 +92,7 @@ pub fn streamed(dialect: Dialect, chat: &[Exchange]) -> Vec<Streamed> {
 /// Write a cassette of these exchanges as `agentproxy record` would (secret scan, pretty
 /// JSON); returns its size in bytes.
 pub fn write_cassette(path: &Path, dialect: Dialect, streams: &[Streamed]) -> Result<u64, String> {
-    let mut cassette = workload::cassette(&[]);
+    let mut cassette = workload::cassette(&[], true);
     cassette.interactions = streams
         .iter()
         .enumerate()
@@ -120,7 +120,7 @@ fn interaction(dialect: Dialect, s: &Streamed, i: usize) -> Result<Interaction, 
         .assemble(&events)
         .unwrap_or_else(|| Err("no assembled form".into()))
         .map_err(|e| format!("{route} stream {i}: {e}"))?;
-    let body = Body::Json(s.request.clone());
+    let body = Body::Json(s.request.clone().into());
     let key = request_key(route, "POST", dialect.path, Some(&body), &Rules::default());
     Ok(Interaction {
         route: route.into(),
@@ -130,6 +130,7 @@ fn interaction(dialect: Dialect, s: &Streamed, i: usize) -> Result<Interaction, 
             method: "POST".into(),
             path: dialect.path.into(),
             body: Some(body),
+            body_xxh3: Some(key::digest_hex(key::body_digest(&s.wire))),
         },
         response: RecordedResponse {
             status: 200,
@@ -138,9 +139,10 @@ fn interaction(dialect: Dialect, s: &Streamed, i: usize) -> Result<Interaction, 
                 "text/event-stream; charset=utf-8".to_string(),
             )]
             .into(),
-            body: Some(Body::Json(assembled)),
+            body: Some(Body::Json(assembled.into())),
             events: Some(events),
             encoded: Default::default(),
+            encoded_events: Default::default(),
         },
         latency_ms: 400 + (i as u64 * 7919) % 2600,
     })

@@ -549,6 +549,7 @@ pub fn cassette(exchanges: &[Exchange], digests: bool) -> Cassette {
                     body: Some(Body::Json(ex.response.clone().into())),
                     events: None,
                     encoded: Default::default(),
+                    encoded_events: Default::default(),
                 },
                 latency_ms: 400 + (i as u64 * 7919) % 2600,
             }

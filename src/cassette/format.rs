@@ -131,6 +131,9 @@ pub struct RecordedResponse {
     /// The encoded body, cached on first replay so hot keys do not re-serialize.
     #[serde(skip)]
     pub encoded: OnceLock<Bytes>,
+    /// The encoded events, one frame each, cached on first replay likewise.
+    #[serde(skip)]
+    pub encoded_events: OnceLock<Vec<Bytes>>,
 }
 
 /// A message body: JSON when it parses, else UTF-8 text, else base64.
@@ -180,6 +183,16 @@ impl RecordedResponse {
         self.encoded
             .get_or_init(|| self.body.as_ref().map(Body::to_bytes).unwrap_or_default())
             .clone()
+    }
+
+    /// The recorded events as frames to serve, encoded once; `None` when not a stream.
+    pub fn event_frames(&self) -> Option<Vec<Bytes>> {
+        let events = self.events.as_ref()?;
+        Some(
+            self.encoded_events
+                .get_or_init(|| events.iter().map(crate::dialect::sse::encode).collect())
+                .clone(),
+        )
     }
 }
 

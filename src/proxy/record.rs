@@ -178,6 +178,7 @@ fn store(
             body,
             events,
             encoded: Default::default(),
+            encoded_events: Default::default(),
         },
         latency_ms: u64::try_from(latency.as_millis()).unwrap_or(u64::MAX),
     };

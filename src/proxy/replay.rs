@@ -21,16 +21,11 @@ pub(super) async fn serve(
 ) -> Response<ProxyBody> {
     let rec = &it.response;
     let status = StatusCode::from_u16(rec.status).unwrap_or(StatusCode::OK);
-    let recorded_events = || {
-        rec.events
-            .as_ref()
-            .map(|evs| evs.iter().map(sse::encode).collect())
-    };
     let events: Option<Vec<Bytes>> = match (&rec.events, ex) {
-        (_, None) => recorded_events(),
-        (Some(_), Some(ex)) if ex.wants_stream() => recorded_events(),
+        (_, None) => rec.event_frames(),
+        (Some(_), Some(ex)) if ex.wants_stream() => rec.event_frames(),
         // Plain-HTTP streams have no assembled form: serve their events whatever was asked.
-        (Some(_), Some(_)) if rec.body.is_none() => recorded_events(),
+        (Some(_), Some(_)) if rec.body.is_none() => rec.event_frames(),
         (None, Some(ex)) if status.is_success() && ex.wants_stream() => rec
             .body
             .as_ref()

@@ -430,6 +430,7 @@ fn other_dialects_diff_the_same_way() {
                 body: Some(Body::Json(response.into())),
                 events: None,
                 encoded: Default::default(),
+                encoded_events: Default::default(),
             },
             latency_ms: 100 * salt,
         }];

@@ -173,6 +173,7 @@ impl Rec {
                 body: Some(Body::Json(response.into())),
                 events: None,
                 encoded: Default::default(),
+                encoded_events: Default::default(),
             },
             latency_ms: 380 + salt * 17 + n * 45,
         });
@@ -256,6 +257,7 @@ impl Rec {
                 )),
                 events: None,
                 encoded: Default::default(),
+                encoded_events: Default::default(),
             },
             latency_ms: 12 + self.salt,
         });
