@@ -395,6 +395,18 @@ async fn sigint_drains_in_flight_requests_into_the_cassette() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn sigint_right_after_the_banner_is_handled_not_fatal() {
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    for _ in 0..10 {
+        let (code, err) = record_daemon(dir.path(), &fake, &[]).interrupt();
+        assert_eq!(code, 3, "a handled SIGINT ends a zero-request record with 3:\n{err}");
+        assert!(err.contains("made no request through the proxy"), "{err}");
+    }
+    fake.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn sigkill_during_record_keeps_the_previous_cassette() {
     let fake = FakeOpenAi::start().await;
     let dir = tempfile::tempdir().unwrap();

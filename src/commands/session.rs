@@ -63,6 +63,16 @@ pub async fn run(
     let base = format!("http://{addr}");
     let injected = env::injected(&base, replay, &|name| std::env::var_os(name).is_some());
     let proxy = Arc::new(proxy);
+    // Listen for SIGINT/SIGTERM before the banner: a daemon's user (or script) may signal
+    // as soon as it reads the URL, and an unhandled SIGINT would lose the recording.
+    let shutdown = if args.command.is_empty() {
+        Some(
+            shutdown_signal()
+                .map_err(|e| Error::Usage(format!("failed to listen for SIGINT: {e}")))?,
+        )
+    } else {
+        None
+    };
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(server::serve(listener, proxy.clone(), async {
         let _ = stop_rx.await;
@@ -75,11 +85,11 @@ pub async fn run(
             }
         }
     }
-    let child = if args.command.is_empty() {
+    let child = if let Some(shutdown) = shutdown {
         print!("{}", env::export_lines(&injected));
         use std::io::Write;
         let _ = std::io::stdout().flush();
-        wait_for_shutdown_signal().await;
+        shutdown.await;
         if !args.quiet {
             eprintln!("agentproxy: shutting down, draining in-flight requests");
         }
@@ -102,17 +112,15 @@ pub async fn run(
     })
 }
 
-async fn wait_for_shutdown_signal() {
+/// Resolves at the first SIGINT or SIGTERM; both are caught from the moment this returns.
+fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
     use tokio::signal::unix::{signal, SignalKind};
-    match signal(SignalKind::terminate()) {
-        Ok(mut term) => {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
-            }
+    let mut int = signal(SignalKind::interrupt())?;
+    let mut term = signal(SignalKind::terminate())?;
+    Ok(async move {
+        tokio::select! {
+            _ = int.recv() => {}
+            _ = term.recv() => {}
         }
-        Err(_) => {
-            let _ = tokio::signal::ctrl_c().await;
-        }
-    }
+    })
 }
