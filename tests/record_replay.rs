@@ -207,17 +207,24 @@ async fn byte_identical_requests_are_matched_by_digest_and_other_spellings_by_ke
 
     let d = replay_daemon(dir.path());
     let url = d.url.clone();
-    let (same, respelled) = blocking(move || {
+    let (same, respelled, elsewhere) = blocking(move || {
         let respelled = format!(
             "{}\n",
             serde_json::to_string_pretty(&weather_request("Oslo", false)).unwrap()
         );
+        // Before the recording's one use is taken.
+        let elsewhere = http::request(&url, "POST", "/v1/embeddings", &[], &body);
         (
             post_bytes(&url, &body),
             post_bytes(&url, respelled.as_bytes()),
+            elsewhere,
         )
     })
     .await;
+    assert_eq!(
+        elsewhere.status, 400,
+        "the same bytes on another route are another request"
+    );
     assert_eq!(same.status, 200, "{}", same.text());
     assert_eq!(same.json(), recorded.json());
     assert_eq!(
@@ -400,7 +407,10 @@ async fn sigint_right_after_the_banner_is_handled_not_fatal() {
     let dir = tempfile::tempdir().unwrap();
     for _ in 0..10 {
         let (code, err) = record_daemon(dir.path(), &fake, &[]).interrupt();
-        assert_eq!(code, 3, "a handled SIGINT ends a zero-request record with 3:\n{err}");
+        assert_eq!(
+            code, 3,
+            "a handled SIGINT ends a zero-request record with 3:\n{err}"
+        );
         assert!(err.contains("made no request through the proxy"), "{err}");
     }
     fake.stop().await;

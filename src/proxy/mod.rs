@@ -159,19 +159,38 @@ impl Proxy {
     }
 
     /// The fast path of replay: when `body` is byte-identical to a recorded request body
-    /// (same digest), take the next interaction of that recording's key without parsing
-    /// the body: the same bytes parse to the same body, so the key could only be the same.
-    /// Not with tool mocks (they rewrite the body before it is keyed) or in lenient replay;
-    /// a key with nothing left falls through to the full path, which reports the miss.
-    fn take_identical(&self, body: &[u8]) -> Option<usize> {
+    /// (same digest) on the same route, take the next interaction of that recording's key
+    /// without parsing the body: the same bytes parse to the same body, so the key could
+    /// only be the same. Not with tool mocks (they rewrite the body before it is keyed) or
+    /// in lenient replay; a key with nothing left falls through to the full path, which
+    /// reports the miss.
+    fn take_identical(
+        &self,
+        route: Route,
+        method: &str,
+        path: &str,
+        body: &[u8],
+    ) -> Option<(&Replay, usize)> {
         let rp = self.opts.replay.as_ref()?;
         if rp.by_digest.is_empty() || rp.by_position.is_some() || self.opts.mocks.is_some() {
             return None;
         }
-        let first = *rp.by_digest.get(&crate::matching::key::body_digest(body))?;
-        let key = &rp.interactions[first].key;
-        match rp.index.lock().unwrap_or_else(|p| p.into_inner()).take(key) {
-            Lookup::Hit(pos) => Some(pos),
+        let first =
+            &rp.interactions[*rp.by_digest.get(&crate::matching::key::body_digest(body))?];
+        // The key covers the route, and for plain HTTP the method and path too.
+        let same_scope = first.route == route.name()
+            && (first.route != "http"
+                || (first.request.method == method && first.request.path == path));
+        if !same_scope {
+            return None;
+        }
+        match rp
+            .index
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take(&first.key)
+        {
+            Lookup::Hit(pos) => Some((rp, pos)),
             _ => None,
         }
     }

@@ -95,8 +95,8 @@ pub async fn handle(proxy: Arc<Proxy>, req: Request<hyper::body::Incoming>) -> R
         }
     };
     let route = Route::of(&parts.method, &path);
-    if let Some(pos) = proxy.take_identical(&raw) {
-        return serve_identical(&proxy, seq, pos).await;
+    if let Some((rp, pos)) = proxy.take_identical(route, parts.method.as_str(), &path, &raw) {
+        return serve_identical(&proxy, rp, seq, pos).await;
     }
     let (raw, stored, digest) = match prepare_body(&proxy, route, raw) {
         Ok(b) => b,
@@ -184,10 +184,12 @@ async fn serve_by_position(
 
 /// A request byte-identical to the recording at `pos`: serve it as it was recorded,
 /// without parsing it.
-async fn serve_identical(proxy: &Proxy, seq: u64, pos: usize) -> Response<ProxyBody> {
-    let Some(rp) = &proxy.opts.replay else {
-        unreachable!("take_identical found a recording")
-    };
+async fn serve_identical(
+    proxy: &Proxy,
+    rp: &super::Replay,
+    seq: u64,
+    pos: usize,
+) -> Response<ProxyBody> {
     let it = &rp.interactions[pos];
     if proxy.opts.log_exchanges {
         let mut served = it.clone();
