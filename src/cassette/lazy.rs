@@ -3,17 +3,51 @@
 //! Loading a cassette keeps each body as its text (validated, not built), so a replay
 //! starts without building trees it may never look at: a byte-identical request is served
 //! without parsing its recording, and a response is parsed once, when it is first served.
+//! While [`store::load`](super::store::load) parses, the text is a view into the file's
+//! buffer rather than a copy (see [`with_source`]).
 
+use std::cell::RefCell;
 use std::fmt;
 use std::sync::OnceLock;
 
+use bytes::Bytes;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
+thread_local! {
+    /// The buffer being deserialized on this thread, if the caller shared it.
+    static SOURCE: RefCell<Option<Bytes>> = const { RefCell::new(None) };
+}
+
+/// Run `parse` (a deserialization from `source`'s bytes) with the loaded bodies kept as
+/// views into `source` instead of copies: a large cassette then costs its file size once,
+/// not twice.
+pub fn with_source<T>(source: &Bytes, parse: impl FnOnce() -> T) -> T {
+    SOURCE.with(|s| *s.borrow_mut() = Some(source.clone()));
+    let out = parse();
+    SOURCE.with(|s| *s.borrow_mut() = None);
+    out
+}
+
+/// `text` as shared bytes: a view when it lies in the current source, else a copy.
+fn share(text: &str) -> Bytes {
+    SOURCE.with(|s| {
+        let source = s.borrow();
+        let inside = source.as_ref().filter(|b| {
+            let range = b.as_ptr_range();
+            range.start <= text.as_ptr() && text.as_bytes().as_ptr_range().end <= range.end
+        });
+        match inside {
+            Some(b) => b.slice_ref(text.as_bytes()),
+            None => Bytes::copy_from_slice(text.as_bytes()),
+        }
+    })
+}
+
 pub struct LazyJson {
-    /// The text as loaded; `None` for a value built in memory.
-    raw: Option<Box<RawValue>>,
+    /// The text as loaded (valid JSON); `None` for a value built in memory.
+    raw: Option<Bytes>,
     value: OnceLock<Value>,
 }
 
@@ -23,7 +57,7 @@ impl LazyJson {
         self.value.get_or_init(|| match &self.raw {
             // The text was validated when the cassette loaded; only a number beyond f64
             // (which no recording writes) could fail here.
-            Some(raw) => serde_json::from_str(raw.get()).unwrap_or_else(|e| {
+            Some(raw) => serde_json::from_slice(raw).unwrap_or_else(|e| {
                 tracing::warn!("a cassette body did not parse as a JSON value: {e}");
                 Value::Null
             }),
@@ -91,7 +125,14 @@ impl fmt::Debug for LazyJson {
 impl Serialize for LazyJson {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         // Unparsed text goes back out as it came in: a re-saved cassette keeps its bytes.
-        match (self.value.get(), &self.raw) {
+        let text = self
+            .raw
+            .as_deref()
+            .and_then(|r| std::str::from_utf8(r).ok());
+        match (
+            self.value.get(),
+            text.and_then(|t| serde_json::from_str::<&RawValue>(t).ok()),
+        ) {
             (None, Some(raw)) => raw.serialize(s),
             _ => self.get().serialize(s),
         }
@@ -100,8 +141,9 @@ impl Serialize for LazyJson {
 
 impl<'de> Deserialize<'de> for LazyJson {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<LazyJson, D::Error> {
+        let raw = <&RawValue>::deserialize(d)?;
         Ok(LazyJson {
-            raw: Some(Box::<RawValue>::deserialize(d)?),
+            raw: Some(share(raw.get())),
             value: OnceLock::new(),
         })
     }
@@ -136,6 +178,22 @@ mod tests {
         loaded.get_mut()["a"] = json!(2);
         assert_eq!(serde_json::to_string(&loaded).unwrap(), r#"{"a":2}"#);
         assert_eq!(loaded.clone().into_value(), json!({"a": 2}));
+    }
+
+    #[test]
+    fn bodies_loaded_with_a_source_are_views_into_it() {
+        let source = Bytes::from_static(br#"[{"a": 1}, {"b": 2}]"#);
+        let loaded: Vec<LazyJson> =
+            with_source(&source, || serde_json::from_slice(&source)).unwrap();
+        let text = loaded[1].raw.as_ref().unwrap();
+        assert_eq!(&text[..], br#"{"b": 2}"#);
+        assert!(source.as_ptr_range().contains(&text.as_ptr()), "not a copy");
+        // Without a source, the text is copied.
+        let copied: LazyJson = serde_json::from_slice(&source[1..9]).unwrap();
+        assert!(!source
+            .as_ptr_range()
+            .contains(&copied.raw.as_ref().unwrap().as_ptr()));
+        assert_eq!(copied.get(), &serde_json::json!({"a": 1}));
     }
 
     #[test]

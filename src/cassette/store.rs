@@ -5,19 +5,22 @@ use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
+use bytes::Bytes;
 use serde::Deserialize;
 
 use super::format::{parse_major, Cassette, FORMAT_MAJOR};
+use super::lazy;
 use crate::error::{Error, Result};
 use crate::redact;
 
 /// Load and version-check a cassette.
 pub fn load(path: &Path) -> Result<Cassette> {
-    let bytes = std::fs::read(path).map_err(|source| Error::CassetteRead {
+    let bytes = Bytes::from(std::fs::read(path).map_err(|source| Error::CassetteRead {
         path: path.to_owned(),
         source,
-    })?;
-    parse(path, &bytes)
+    })?);
+    // Bodies stay views into the file's bytes, parsed when first used.
+    lazy::with_source(&bytes, || parse(path, &bytes))
 }
 
 /// Parse cassette bytes; `path` only names the file in errors.
