@@ -23,9 +23,9 @@ use bytes::Bytes;
 use serde_json::{json, Value};
 
 use agentproxy::cassette::{store, Body, Interaction, RecordedRequest, RecordedResponse};
-use agentproxy::dialect::sse::{SseEvent, SseParser};
 use agentproxy::dialect::Route;
 use agentproxy::matching::{key, normalize::Rules, request_key};
+use agentproxy::sse::{SseEvent, SseParser};
 
 use super::workload::{self, Exchange};
 

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use super::lazy::LazyJson;
-use crate::dialect::sse::SseEvent;
+use crate::sse::SseEvent;
 
 /// Major version of the format this build writes; a cassette with a newer major is refused.
 pub const FORMAT_MAJOR: u32 = 1;
@@ -190,7 +190,7 @@ impl RecordedResponse {
         let events = self.events.as_ref()?;
         Some(
             self.encoded_events
-                .get_or_init(|| events.iter().map(crate::dialect::sse::encode).collect())
+                .get_or_init(|| events.iter().map(crate::sse::encode).collect())
                 .clone(),
         )
     }

@@ -1,9 +1,11 @@
 //! Cassettes: the recorded interactions of one run, as a versioned JSON file.
 
+mod error;
 pub mod format;
 mod lazy;
 pub mod store;
 
+pub use error::CassetteError;
 pub use format::{
     Body, Cassette, Interaction, LazyJson, MatchRules, RecordedRequest, RecordedResponse,
 };

@@ -8,14 +8,14 @@ use std::path::Path;
 use bytes::Bytes;
 use serde::Deserialize;
 
+use super::error::CassetteError;
 use super::format::{parse_major, Cassette, FORMAT_MAJOR};
 use super::lazy;
-use crate::error::{Error, Result};
 use crate::redact;
 
 /// Load and version-check a cassette.
-pub fn load(path: &Path) -> Result<Cassette> {
-    let bytes = Bytes::from(std::fs::read(path).map_err(|source| Error::CassetteRead {
+pub fn load(path: &Path) -> Result<Cassette, CassetteError> {
+    let bytes = Bytes::from(std::fs::read(path).map_err(|source| CassetteError::Read {
         path: path.to_owned(),
         source,
     })?);
@@ -30,12 +30,12 @@ pub fn load(path: &Path) -> Result<Cassette> {
 /// model at all, and "upgrade agentproxy" is a better message than a schema error. (Reading
 /// the version first cost a second pass over the file on every start: a third of the
 /// start-up time of a large cassette.)
-pub fn parse(path: &Path, bytes: &[u8]) -> Result<Cassette> {
+pub fn parse(path: &Path, bytes: &[u8]) -> Result<Cassette, CassetteError> {
     #[derive(Deserialize)]
     struct Head {
         format: Option<String>,
     }
-    let corrupt = |e: serde_json::Error| Error::CassetteCorrupt {
+    let corrupt = |e: serde_json::Error| CassetteError::Corrupt {
         path: path.to_owned(),
         line: e.line(),
         column: e.column(),
@@ -49,7 +49,7 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<Cassette> {
         Err(e) => e,
     };
     let head: Head = serde_json::from_slice(bytes).map_err(corrupt)?;
-    let found = head.format.ok_or_else(|| Error::CassetteCorrupt {
+    let found = head.format.ok_or_else(|| CassetteError::Corrupt {
         path: path.to_owned(),
         line: 1,
         column: 1,
@@ -60,7 +60,7 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<Cassette> {
 }
 
 /// Refuse a cassette whose major version this build does not read.
-fn check_version(path: &Path, found: &str) -> Result<()> {
+fn check_version(path: &Path, found: &str) -> Result<(), CassetteError> {
     let hint = match parse_major(found) {
         Some(major) if major == FORMAT_MAJOR => return Ok(()),
         Some(major) if major > FORMAT_MAJOR => {
@@ -68,7 +68,7 @@ fn check_version(path: &Path, found: &str) -> Result<()> {
         }
         _ => "this is not a format agentproxy has written; re-record the cassette",
     };
-    Err(Error::CassetteVersion {
+    Err(CassetteError::Version {
         path: path.to_owned(),
         found: found.to_owned(),
         supported: FORMAT_MAJOR,
@@ -86,16 +86,16 @@ pub fn to_bytes(cassette: &Cassette) -> Vec<u8> {
 
 /// Scan for key-shaped secrets, then replace `path` atomically (temp file + rename), so a
 /// crash at any point leaves either the old cassette or the new one, never a torn file.
-pub fn save(path: &Path, cassette: &Cassette) -> Result<()> {
+pub fn save(path: &Path, cassette: &Cassette) -> Result<(), CassetteError> {
     let value = serde_json::to_value(cassette).unwrap_or_default();
     if let Some(hit) = redact::scan(&value) {
-        return Err(Error::SecretInCassette {
+        return Err(CassetteError::Secret {
             path: path.to_owned(),
             pointer: hit.pointer,
             kind: hit.kind,
         });
     }
-    let write_err = |source| Error::CassetteWrite {
+    let write_err = |source| CassetteError::Write {
         path: path.to_owned(),
         source,
     };
@@ -151,7 +151,7 @@ mod tests {
         let cut = &full[..full.len() / 2];
         let err = parse(Path::new("c.json"), cut).unwrap_err();
         match err {
-            Error::CassetteCorrupt { line, .. } => assert!(line > 1),
+            CassetteError::Corrupt { line, .. } => assert!(line > 1),
             other => panic!("unexpected {other:?}"),
         }
     }
@@ -183,7 +183,7 @@ mod tests {
         )
         .unwrap_err();
         match err {
-            Error::CassetteCorrupt { line, .. } => assert_eq!(line, 2),
+            CassetteError::Corrupt { line, .. } => assert_eq!(line, 2),
             other => panic!("unexpected {other:?}"),
         }
         let err = parse(Path::new("c.json"), b"{\"interactions\": []}").unwrap_err();

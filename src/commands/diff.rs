@@ -17,7 +17,7 @@ pub fn run(args: DiffArgs) -> Result<i32> {
     let old = old.map_err(|_| Error::Usage(format!("failed to read {}", args.old.display())))??;
     let new = new?;
     let asserted = match &args.spec {
-        Some(path) => trajectory::asserted(&spec_case(path, args.case.as_deref())?),
+        Some(path) => crate::spec::asserted(&spec_case(path, args.case.as_deref())?),
         None => Asserted::everything(),
     };
     let mut d = trajectory::diff_cassettes(&old, &new, &asserted);

@@ -11,6 +11,7 @@ use crate::cli::DoctorArgs;
 use crate::error::{Error, Result, EXIT_FAILURE, EXIT_OK};
 use crate::proxy::doctor::{self, via_prefix, Doctor};
 use crate::report::doctor::{diagnose, render, Observed, ProgramEnd};
+use crate::runner::child::ChildError;
 use crate::runner::driver::{CommandApp, DriveError};
 use crate::runner::env::{self, Injected};
 
@@ -110,8 +111,8 @@ async fn run_program(
     deadline: Instant,
 ) -> Result<(ProgramEnd, String, String)> {
     let mut running = app.start(input, deadline).map_err(|e| match e {
-        DriveError::Spawn { program, source } => Error::Spawn { program, source },
-        other => Error::Spawn {
+        DriveError::Spawn { program, source } => ChildError::Spawn { program, source },
+        other => ChildError::Spawn {
             program: app.argv.first().cloned().unwrap_or_default(),
             source: std::io::Error::other(other.to_string()),
         },
@@ -124,10 +125,11 @@ async fn run_program(
             Ok(f) => (ProgramEnd::Exited { code: f.code }, f.trailing_output, f.stderr),
             Err(DriveError::Timeout { secs, stderr, .. }) => (ProgramEnd::TimedOut { after_secs: secs }, String::new(), stderr),
             Err(e) => {
-                return Err(Error::Wait {
+                return Err(ChildError::Wait {
                     program: app.argv.first().cloned().unwrap_or_default(),
                     source: std::io::Error::other(e.to_string()),
-                })
+                }
+                .into())
             }
         }),
         _ = tokio::signal::ctrl_c() => Ok((ProgramEnd::Interrupted, String::new(), String::new())),

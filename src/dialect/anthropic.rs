@@ -13,8 +13,8 @@ use std::collections::BTreeMap;
 use serde_json::{json, Map, Value};
 
 use super::delta_pieces;
-use super::sse::SseEvent;
-use crate::trajectory::{result_text, ModelCall, ToolCall, ToolDef, ToolResult, Usage};
+use crate::neutral::{result_text, ModelCall, ToolCall, ToolDef, ToolResult, Usage};
+use crate::sse::SseEvent;
 
 /// The route name, stored in cassettes and in [`ModelCall::route`].
 const ROUTE: &str = "anthropic.messages";
@@ -563,7 +563,7 @@ fn tool_call(block: &Value) -> ToolCall {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dialect::sse::{encode, SseParser};
+    use crate::sse::{encode, SseParser};
 
     fn parse_all(wire: &[u8]) -> Vec<SseEvent> {
         let mut parser = SseParser::new();

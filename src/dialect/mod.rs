@@ -4,12 +4,11 @@
 pub mod anthropic;
 pub mod openai_chat;
 pub mod openai_responses;
-pub mod sse;
 
 use serde_json::{json, Value};
 
-use crate::trajectory::{ModelCall, ToolCall};
-use sse::SseEvent;
+use crate::neutral::{ModelCall, ToolCall};
+use crate::sse::SseEvent;
 
 /// A route: the dialect and endpoint a request belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

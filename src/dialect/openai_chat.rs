@@ -9,10 +9,10 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Map, Value};
 
-use super::sse::SseEvent;
-use crate::trajectory::{
+use crate::neutral::{
     parse_arguments, result_text, ModelCall, ToolCall, ToolDef, ToolResult, Usage,
 };
+use crate::sse::SseEvent;
 
 /// The data of the event that ends a chat completions stream; it is not JSON.
 const DONE: &str = "[DONE]";
@@ -554,7 +554,7 @@ fn content_text(content: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dialect::sse::{encode, SseParser};
+    use crate::sse::{encode, SseParser};
 
     /// One `data:` event as OpenAI frames it: the fields every chunk repeats, then `rest`.
     fn wire_chunk(rest: &str) -> String {

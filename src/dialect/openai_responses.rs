@@ -12,10 +12,10 @@ use std::collections::BTreeMap;
 use serde_json::{json, Map, Value};
 
 use super::delta_pieces;
-use super::sse::SseEvent;
-use crate::trajectory::{
+use crate::neutral::{
     parse_arguments, result_text, ModelCall, ToolCall, ToolDef, ToolResult, Usage,
 };
+use crate::sse::SseEvent;
 
 /// The route name, stored in cassettes and in [`ModelCall::route`].
 const ROUTE: &str = "openai.responses";
@@ -621,7 +621,7 @@ fn content_text(content: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dialect::sse::{encode, SseParser};
+    use crate::sse::{encode, SseParser};
 
     /// One event as OpenAI frames it: `event:` name and the data, with `type` first.
     fn wire_event(data: &str) -> String {

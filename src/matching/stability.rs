@@ -15,7 +15,7 @@ use regex::Regex;
 use serde_json::Value;
 
 use crate::dialect::Route;
-use crate::trajectory::ToolCall;
+use crate::neutral::ToolCall;
 
 /// Volatile spans a hole can stand for, tried in this order: the first whose matches,
 /// replaced in both strings, leaves them equal wins. Each is a kind name (the hole's

@@ -19,7 +19,8 @@ use tokio::net::TcpListener;
 
 use super::body::{chunks, json_response, ProxyBody};
 use super::server::accept_loop;
-use crate::dialect::{self, sse, Provider, Route};
+use crate::dialect::{self, Provider, Route};
+use crate::sse;
 
 /// What every canned reply says.
 pub const CANNED_TEXT: &str =

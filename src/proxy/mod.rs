@@ -21,8 +21,8 @@ use crate::cassette::Interaction;
 use crate::dialect::Route;
 use crate::matching::index::{ByPosition, Index, Lookup, Repeat};
 use crate::matching::normalize::Rules;
+use crate::neutral::ToolCall;
 use crate::redact::Secrets;
-use crate::trajectory::ToolCall;
 use upstream::Upstream;
 
 /// Tool mocks: given the call a tool result answers and its 0-based occurrence among the

@@ -16,7 +16,8 @@ use super::service::Exchange;
 use super::upstream::{Upstream, UpstreamError};
 use super::Proxy;
 use crate::cassette::{Body, Interaction, RecordedRequest, RecordedResponse};
-use crate::dialect::{self, sse};
+use crate::dialect;
+use crate::sse;
 
 /// Response headers worth keeping: what a client needs to parse the body and pace retries.
 /// Everything else (request ids, dates, rate-limit counters) is volatile noise.

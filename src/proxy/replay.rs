@@ -10,7 +10,7 @@ use super::body::{chunks, full, paced_chunks, ProxyBody};
 use super::service::Exchange;
 use super::Replay;
 use crate::cassette::Interaction;
-use crate::dialect::sse;
+use crate::sse;
 
 /// Serve `it` to the request `ex`; `None` is a request byte-identical to the recorded one,
 /// which gets the response exactly as it was recorded (a stream if the upstream streamed).

@@ -44,7 +44,7 @@ impl Exchange {
     }
 
     /// A stream synthesized from a whole recorded response, as this request wants it.
-    pub fn synthesize(&self, response: &Value) -> Option<Vec<crate::dialect::sse::SseEvent>> {
+    pub fn synthesize(&self, response: &Value) -> Option<Vec<crate::sse::SseEvent>> {
         self.route.synthesize(response, self.json()?)
     }
 }

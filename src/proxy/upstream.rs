@@ -11,7 +11,6 @@ use hyper_util::client::legacy::{connect::HttpConnector, Client};
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 
 use crate::dialect::Provider;
-use crate::error::{Error, Result};
 
 /// Headers that describe one hop, not the message, plus the ones the proxy recomputes.
 const NOT_FORWARDED: [&str; 11] = [
@@ -43,16 +42,30 @@ pub enum UpstreamError {
     Unreachable { url: String, message: String },
 }
 
+/// An upstream base URL that cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[error("invalid upstream URL `{url}`: {reason}")]
+pub struct InvalidUpstream {
+    pub url: String,
+    pub reason: String,
+}
+
 impl Upstream {
-    pub fn new(openai: &str, anthropic: &str, timeout: Duration) -> Result<Upstream> {
+    pub fn new(
+        openai: &str,
+        anthropic: &str,
+        timeout: Duration,
+    ) -> Result<Upstream, InvalidUpstream> {
         for base in [openai, anthropic] {
-            let uri: Uri = base
-                .parse()
-                .map_err(|e| Error::Usage(format!("invalid upstream URL `{base}`: {e}")))?;
+            let invalid = |reason: String| InvalidUpstream {
+                url: base.to_owned(),
+                reason,
+            };
+            let uri: Uri = base.parse().map_err(|e| invalid(format!("{e}")))?;
             if !matches!(uri.scheme_str(), Some("http" | "https")) || uri.host().is_none() {
-                return Err(Error::Usage(format!(
-                    "invalid upstream URL `{base}`: it must be http:// or https:// with a host"
-                )));
+                return Err(invalid(
+                    "it must be http:// or https:// with a host".to_owned(),
+                ));
             }
         }
         let mut http = HttpConnector::new();

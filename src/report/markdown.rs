@@ -114,7 +114,7 @@ fn value_item(out: &mut String, indent: &str, label: &str, value: &str, as_code:
     }
 }
 
-fn tokens(u: &crate::trajectory::Usage) -> String {
+fn tokens(u: &crate::neutral::Usage) -> String {
     format!("{} / {} / {}", u.prompt, u.completion, u.cached)
 }
 
@@ -130,7 +130,7 @@ fn headline(out: &mut String, report: &RunReport) {
         "## {mark} agentproxy test: {}\n",
         text::summary_line(s)
     );
-    let mut total = crate::trajectory::Usage::default();
+    let mut total = crate::neutral::Usage::default();
     for c in &report.cases {
         total += c.usage;
     }

@@ -13,7 +13,7 @@ mod text;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::trajectory::Usage;
+use crate::neutral::Usage;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct RunReport {

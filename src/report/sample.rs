@@ -5,7 +5,7 @@
 use serde_json::json;
 
 use super::{AssertionResult, CallReport, CaseReport, RunReport, Status, Summary, TurnReport};
-use crate::trajectory::Usage;
+use crate::neutral::Usage;
 
 fn usage(prompt: u64, completion: u64, cached: u64) -> Usage {
     Usage {

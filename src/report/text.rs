@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use serde_json::Value;
 
 use super::{CaseReport, RunReport, Summary};
-use crate::trajectory::Usage;
+use crate::neutral::Usage;
 
 /// A duration in seconds with two decimals: `2.41s`. One form everywhere, so a case time
 /// in the console, the Markdown table and the summary line compare at a glance.

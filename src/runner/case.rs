@@ -135,7 +135,7 @@ async fn run_inner(
         print_misses: false,
         mocks: (!mocks.is_empty()).then(|| {
             let m = mocks.clone();
-            Arc::new(move |c: &crate::trajectory::ToolCall, n: usize| m.result_for(c, n))
+            Arc::new(move |c: &crate::neutral::ToolCall, n: usize| m.result_for(c, n))
                 as crate::proxy::Mocks
         }),
         log_exchanges: true,
@@ -195,7 +195,7 @@ async fn run_inner(
     if usage != Use::Replay && (drive_error.is_none() || !outcome.recorded.is_empty()) {
         let saved = save_cassette(spec, s, &cassette_path, &match_rules, usage, &outcome)?;
         if let (Some(old), Some(new)) = (&previous, &saved) {
-            let d = crate::trajectory::diff_cassettes(old, new, &crate::trajectory::asserted(case));
+            let d = crate::trajectory::diff_cassettes(old, new, &crate::spec::asserted(case));
             report.diff = Some(crate::trajectory::render_text(&d));
         }
     }

@@ -5,15 +5,30 @@ use std::os::unix::process::ExitStatusExt;
 
 use tokio::signal::unix::{signal, SignalKind};
 
-use crate::error::{Error, Result};
+/// Why the program could not be run to its end.
+#[derive(Debug, thiserror::Error)]
+pub enum ChildError {
+    #[error("no command given after `--`")]
+    NoCommand,
+
+    #[error("failed to start `{program}`: {source}")]
+    Spawn {
+        program: String,
+        source: std::io::Error,
+    },
+
+    #[error("failed to wait for `{program}`: {source}")]
+    Wait {
+        program: String,
+        source: std::io::Error,
+    },
+}
 
 /// Run `command` to completion with `env` added, inheriting stdio. SIGTERM and SIGHUP are
 /// forwarded; SIGINT too, unless the terminal already delivered it to the child (same
 /// foreground process group), so a Ctrl-C is not seen twice.
-pub async fn run(command: &[String], env: &[(String, String)]) -> Result<i32> {
-    let (program, args) = command
-        .split_first()
-        .ok_or_else(|| Error::Usage("no command given after `--`".into()))?;
+pub async fn run(command: &[String], env: &[(String, String)]) -> Result<i32, ChildError> {
+    let (program, args) = command.split_first().ok_or(ChildError::NoCommand)?;
     // Handlers go in before the spawn, so a signal in between cannot kill the proxy first.
     let mut sigint = signal(SignalKind::interrupt()).map_err(|e| spawn_err(program, e))?;
     let mut sigterm = signal(SignalKind::terminate()).map_err(|e| spawn_err(program, e))?;
@@ -34,7 +49,7 @@ pub async fn run(command: &[String], env: &[(String, String)]) -> Result<i32> {
     };
     let status = loop {
         tokio::select! {
-            status = child.wait() => break status.map_err(|source| Error::Wait { program: program.clone(), source })?,
+            status = child.wait() => break status.map_err(|source| ChildError::Wait { program: program.clone(), source })?,
             _ = sigint.recv() => if !terminal_delivers_sigint() { forward(libc::SIGINT) },
             _ = sigterm.recv() => forward(libc::SIGTERM),
             _ = sighup.recv() => forward(libc::SIGHUP),
@@ -43,8 +58,8 @@ pub async fn run(command: &[String], env: &[(String, String)]) -> Result<i32> {
     Ok(exit_code(status))
 }
 
-fn spawn_err(program: &str, source: std::io::Error) -> Error {
-    Error::Spawn {
+fn spawn_err(program: &str, source: std::io::Error) -> ChildError {
+    ChildError::Spawn {
         program: program.to_owned(),
         source,
     }

@@ -16,11 +16,11 @@ use crate::cassette::{store, Body, Interaction};
 use crate::dialect::Route;
 use crate::matching::normalize::{normalize, Rules};
 use crate::matching::stability::{compare, Difference, Findings, Sample};
+use crate::neutral::ToolCall;
 use crate::proxy::{server, Mocks, Options, Proxy, Replay};
 use crate::redact::Secrets;
 use crate::report::{AssertionResult, CaseReport, Status};
 use crate::spec::{Case, Spec};
-use crate::trajectory::ToolCall;
 
 /// The mode a checked case reports.
 pub const MODE: &str = "determinism";

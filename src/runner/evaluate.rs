@@ -8,9 +8,9 @@ use serde_json::Value;
 use crate::assert::{self, CallExpectation, CallsSpec, MatchContext, Matcher, ObservedCall};
 use crate::cassette::{Body, Interaction};
 use crate::dialect::Route;
+use crate::neutral::{ModelCall, ToolCall, Usage};
 use crate::report::{AssertionResult, CallReport, TurnReport};
 use crate::spec::{Case, Expect, Order};
-use crate::trajectory::{ModelCall, ToolCall, Usage};
 
 /// What one turn did at the model boundary.
 #[derive(Debug, Default)]

@@ -6,8 +6,8 @@ use std::sync::Mutex;
 use serde_json::Value;
 
 use crate::assert::{MatchContext, Matcher};
+use crate::neutral::ToolCall;
 use crate::spec::{MockKind, ToolMock};
-use crate::trajectory::ToolCall;
 
 enum Compiled {
     Fixed(Value),

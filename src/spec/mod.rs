@@ -10,6 +10,7 @@
 //! (`yaml`); `read` has the typed accessors that turn mismatches into located errors, and
 //! `build` and `cases` use them to read the tree into the `model` types.
 
+mod asserted;
 mod build;
 mod cases;
 mod error;
@@ -21,6 +22,7 @@ mod yaml;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
+pub use asserted::asserted;
 pub use error::SpecError;
 pub use model::{
     App, CallExpr, Case, Count, Execution, Expect, MockKind, MockRule, Mode, Order, Pos, Spec,

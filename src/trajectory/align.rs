@@ -11,8 +11,8 @@ use super::asserted::Asserted;
 use super::diff::{Did, PathChange, Position};
 use super::extract::Step;
 use super::textdiff;
-use super::ToolCall;
 use crate::assert::join_path;
+use crate::neutral::ToolCall;
 
 /// The key a tool call is aligned by: its name and canonical arguments.
 fn call_key(c: &ToolCall) -> String {

@@ -17,9 +17,10 @@ use serde_json::Value;
 use super::asserted::Asserted;
 use super::extract::{self, Step};
 use super::textdiff::{self, TextDiff};
-use super::{align, told, ToolCall};
+use super::{align, told};
 use crate::cassette::{Cassette, Interaction};
 use crate::matching::normalize::Rules;
+use crate::neutral::ToolCall;
 
 /// The diff of two recordings.
 #[derive(Debug, Clone, PartialEq, Serialize)]

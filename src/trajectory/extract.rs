@@ -8,10 +8,10 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use super::messages::{self, Message};
-use super::ModelCall;
 use crate::cassette::{Body, Interaction};
 use crate::dialect::Route;
 use crate::matching::normalize::{self, Rules};
+use crate::neutral::ModelCall;
 
 /// How many earlier requests of the same route are searched for the history a request
 /// repeats. Concurrent conversations interleave; a handful covers them.

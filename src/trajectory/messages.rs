@@ -119,7 +119,7 @@ fn result(call_id: &Value, content: &Value, names: &HashMap<String, String>) -> 
 
 fn arguments(raw: &Value) -> Value {
     match raw {
-        Value::String(s) => super::parse_arguments(s),
+        Value::String(s) => crate::neutral::parse_arguments(s),
         other => other.clone(),
     }
 }

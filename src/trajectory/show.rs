@@ -15,8 +15,8 @@ use serde_json::Value;
 use super::extract::{self, Step};
 use super::messages::Message;
 use super::render::clean;
-use super::{result_text, ToolCall, Usage};
 use crate::cassette::Cassette;
+use crate::neutral::{result_text, ToolCall, Usage};
 
 /// A recording, read for showing.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -139,9 +139,10 @@ pub fn read(cassette: &Cassette) -> Shown {
             continue;
         }
         let prev = previous.and_then(|p| p.call.as_ref());
-        let names =
-            |c: &super::ModelCall| c.tools.iter().map(|t| t.name.clone()).collect::<Vec<_>>();
-        let changed = |f: &dyn Fn(&super::ModelCall) -> bool| prev.is_none_or(f);
+        let names = |c: &crate::neutral::ModelCall| {
+            c.tools.iter().map(|t| t.name.clone()).collect::<Vec<_>>()
+        };
+        let changed = |f: &dyn Fn(&crate::neutral::ModelCall) -> bool| prev.is_none_or(f);
         let number = 1 + turn
             .steps
             .iter()

@@ -6,8 +6,9 @@ use serde_json::{json, Value};
 use super::{case, tool, weather_tools, Rec, TRAVEL_SYSTEM};
 use crate::cassette::format::Hole;
 use crate::cassette::{Body, Cassette};
+use crate::spec::asserted;
 use crate::trajectory::{
-    asserted, diff_cassettes, render_json, render_markdown, render_text, Asserted, Verdict,
+    diff_cassettes, render_json, render_markdown, render_text, Asserted, Verdict,
 };
 
 const BOOKING_INPUT: &str = "Book me a flight to Zürich tomorrow for Zoë Martin (French passport)";

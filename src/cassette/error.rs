@@ -1,0 +1,41 @@
+//! What can go wrong reading or writing a cassette file, each with the hint a user needs.
+
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum CassetteError {
+    #[error("failed to read cassette {path}: {source}\n  hint: record one first with `agentproxy record --cassette {path} -- COMMAND`", path = .path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+
+    #[error("cassette {path} is broken at line {line}, column {column}: {message}\n  hint: a cassette is JSON written by `agentproxy record`; restore it from version control or re-record it", path = .path.display())]
+    Corrupt {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+
+    #[error("cassette {path} has format {found}, but this agentproxy reads format {supported}.x only\n  hint: {hint}", path = .path.display())]
+    Version {
+        path: PathBuf,
+        found: String,
+        supported: u32,
+        hint: &'static str,
+    },
+
+    #[error("refusing to write cassette {path}: the value at {pointer} looks like a {kind}\n  hint: secrets must never reach a cassette; export the key in a variable whose name contains KEY, TOKEN or SECRET so agentproxy can replace it with ${{NAME}}", path = .path.display())]
+    Secret {
+        path: PathBuf,
+        pointer: String,
+        kind: &'static str,
+    },
+
+    #[error("failed to write cassette {path}: {source}", path = .path.display())]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
