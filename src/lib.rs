@@ -1,14 +1,35 @@
 //! agentproxy: a record/replay proxy that makes LLM agents testable deterministically.
 //!
-//! Pure modules (`assert`, `cassette::format`, `dialect`, `matching`, `redact`, `report`,
-//! `spec` but for its file loaders, `trajectory`) take values and return values; I/O lives in
-//! `proxy`, `runner`, `cassette::store` and `commands`.
+//! # Layers
+//!
+//! Modules are layered, lowest first; a module names only modules of lower layers (and
+//! its own files), never one above it or beside it. `tests/layers.rs` checks the imports
+//! against this list, which it reads from here.
+//!
+//! - layer 1, leaves: `neutral` `sse` `redact` `assert`
+//! - layer 2: `dialect`
+//! - layer 3: `cassette`
+//! - layer 4: `matching`
+//! - layer 5: `trajectory`
+//! - layer 6: `spec`
+//! - layer 7: `report`
+//! - layer 8: `proxy`
+//! - layer 9: `runner`
+//! - layer 10: `doctor`
+//! - layer 11: `cli` `error`
+//! - layer 12: `commands`
+//!
+//! Pure modules (`assert`, `cassette::format`, `dialect`, `matching`, `neutral`, `redact`,
+//! `report`, `spec` but for its file loaders, `sse`, `trajectory`) take values and return
+//! values; I/O lives in `proxy`, `runner`, `doctor`, `cassette::store` and `commands`.
+//! `docs/architecture.md` says where each concern lives and how to add a dialect.
 
 pub mod assert;
 pub mod cassette;
 pub mod cli;
 pub mod commands;
 pub mod dialect;
+pub mod doctor;
 pub mod error;
 pub mod matching;
 pub mod neutral;

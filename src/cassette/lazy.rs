@@ -3,7 +3,7 @@
 //! Loading a cassette keeps each body as its text (validated, not built), so a replay
 //! starts without building trees it may never look at: a byte-identical request is served
 //! without parsing its recording, and a response is parsed once, when it is first served.
-//! While [`store::load`](super::store::load) parses, the text is a view into the file's
+//! While `store::load` parses, the text is a view into the file's
 //! buffer rather than a copy (see [`with_source`]).
 
 use std::cell::RefCell;

@@ -8,9 +8,9 @@ use tokio::net::TcpListener;
 use tokio::time::Instant;
 
 use crate::cli::DoctorArgs;
+use crate::doctor::diagnose::{diagnose, render, Observed, ProgramEnd};
+use crate::doctor::server::{self as doctor, via_prefix, Doctor};
 use crate::error::{Error, Result, EXIT_FAILURE, EXIT_OK};
-use crate::proxy::doctor::{self, via_prefix, Doctor};
-use crate::report::doctor::{diagnose, render, Observed, ProgramEnd};
 use crate::runner::child::ChildError;
 use crate::runner::driver::{CommandApp, DriveError};
 use crate::runner::env::{self, Injected};

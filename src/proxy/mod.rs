@@ -1,8 +1,8 @@
 //! The proxy: shared state of one session (what to serve, where to forward, what was
 //! recorded and missed) and the HTTP layers around it.
 
-mod body;
-pub mod doctor;
+pub(crate) mod body;
+mod exchange;
 mod record;
 mod replay;
 pub mod server;

@@ -12,7 +12,7 @@ use hyper::body::Incoming;
 use tokio::sync::mpsc;
 
 use super::body::{full, json_response, ChannelBody, ProxyBody};
-use super::service::Exchange;
+use super::exchange::Exchange;
 use super::upstream::{Upstream, UpstreamError};
 use super::Proxy;
 use crate::cassette::{Body, Interaction, RecordedRequest, RecordedResponse};

@@ -7,7 +7,7 @@ use bytes::Bytes;
 use http::{HeaderValue, Response, StatusCode};
 
 use super::body::{chunks, full, paced_chunks, ProxyBody};
-use super::service::Exchange;
+use super::exchange::Exchange;
 use super::Replay;
 use crate::cassette::Interaction;
 use crate::sse;

@@ -4,50 +4,16 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use http::{HeaderMap, Method, Request, Response, StatusCode};
+use http::{Request, Response, StatusCode};
 use http_body_util::{BodyExt, Limited};
 use serde_json::Value;
 
 use super::body::{json_response, ProxyBody};
+use super::exchange::Exchange;
 use super::{record, replay, Proxy};
 use crate::cassette::Body;
-use crate::dialect::{self, Provider, Route};
+use crate::dialect::{self, Route};
 use crate::matching::{self, index::Lookup, nearmiss};
-
-/// A parsed request on its way through the proxy.
-pub(super) struct Exchange {
-    pub seq: u64,
-    /// The test runner's turn when the request arrived.
-    pub turn: Option<usize>,
-    pub route: Route,
-    pub provider: Provider,
-    pub method: Method,
-    pub path: String,
-    pub headers: HeaderMap,
-    /// The bytes to forward upstream: the program's own, with its real credentials.
-    pub raw: Bytes,
-    /// The redacted body, as stored in the cassette.
-    pub stored: Option<Body>,
-    /// The digest of `raw`, for a JSON body that held no secret value.
-    pub digest: Option<u128>,
-    pub key: String,
-}
-
-impl Exchange {
-    fn json(&self) -> Option<&Value> {
-        self.stored.as_ref().and_then(Body::as_json)
-    }
-
-    /// Does the program want a server-sent-event stream back?
-    pub fn wants_stream(&self) -> bool {
-        self.json().is_some_and(|b| self.route.wants_stream(b))
-    }
-
-    /// A stream synthesized from a whole recorded response, as this request wants it.
-    pub fn synthesize(&self, response: &Value) -> Option<Vec<crate::sse::SseEvent>> {
-        self.route.synthesize(response, self.json()?)
-    }
-}
 
 pub async fn handle(proxy: Arc<Proxy>, req: Request<hyper::body::Incoming>) -> Response<ProxyBody> {
     let (parts, body) = req.into_parts();

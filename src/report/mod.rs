@@ -2,7 +2,6 @@
 //! held. Renderers (console, JSON, Markdown, JUnit) read only this.
 
 pub mod console;
-pub mod doctor;
 pub mod json;
 pub mod junit;
 pub mod markdown;

@@ -36,7 +36,7 @@ pub struct Spec {
     /// `cassettes:` (string): the directory that holds one cassette per case,
     /// `<dir>/<case slug>.json`. A relative path is relative to the spec file's directory
     /// (already joined here). `None` when the key is absent; see
-    /// [`resolve`](super::resolve) for the default and the CLI/env overrides.
+    /// `resolve` for the default and the CLI/env overrides.
     pub cassettes: Option<PathBuf>,
     /// `match.ignore` and `match.holes`: the tolerance used to compute request keys; it is
     /// written into every cassette recorded from this spec.
@@ -159,7 +159,7 @@ pub struct MockRule {
 }
 
 /// `execution:` — run settings. Each is `None` when the spec does not set it; the command
-/// line beats these and these beat `AGENTPROXY_*` variables (see [`resolve`](super::resolve)).
+/// line beats these and these beat `AGENTPROXY_*` variables (see `resolve`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Execution {
     /// `mode:` (`replay` | `record` | `auto` | `update`).

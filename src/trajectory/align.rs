@@ -8,7 +8,7 @@ use serde_json::Value;
 use similar::{capture_diff_slices, Algorithm, DiffTag};
 
 use super::asserted::Asserted;
-use super::diff::{Did, PathChange, Position};
+use super::changes::{Did, PathChange, Position};
 use super::extract::Step;
 use super::textdiff;
 use crate::assert::join_path;

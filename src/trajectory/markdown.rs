@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use super::diff::{Did, Told, ToldChange, TrajectoryDiff, Verdict};
+use super::changes::{Did, Told, ToldChange, TrajectoryDiff, Verdict};
 use super::render::{clean, compact, location, pieces_text, place, presence};
 use super::textdiff::TextDiff;
 

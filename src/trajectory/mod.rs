@@ -3,6 +3,7 @@
 
 mod align;
 pub mod asserted;
+pub mod changes;
 pub mod diff;
 mod extract;
 pub mod markdown;
@@ -13,7 +14,8 @@ pub mod textdiff;
 mod told;
 
 pub use asserted::Asserted;
-pub use diff::{diff, diff_cassettes, TrajectoryDiff, Verdict};
+pub use changes::{TrajectoryDiff, Verdict};
+pub use diff::{diff, diff_cassettes};
 pub use markdown::render_markdown;
 pub use render::{render_json, render_text};
 pub use show::{show, show_json};

@@ -1,5 +1,5 @@
 //! Renderings of a [`TrajectoryDiff`]: plain text (no colour; a console may add it) and
-//! JSON here, Markdown for a pull-request comment in [`markdown`](super::markdown).
+//! JSON here, Markdown for a pull-request comment in `markdown`.
 //!
 //! Text that came from a recording is cleaned of control characters (a cassette from an
 //! untrusted branch must not drive the terminal) and, in Markdown, can neither break out
@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use super::diff::{
+use super::changes::{
     CallAt, Did, PathChange, Position, Presence, Told, ToldChange, TrajectoryDiff, Verdict,
 };
 use super::textdiff::{Tag, TextDiff};

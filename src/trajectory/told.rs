@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use serde_json::Value;
 
 use super::asserted::Asserted;
-use super::diff::{CallAt, Told, ToldChange};
+use super::changes::{CallAt, Told, ToldChange};
 use super::extract::Step;
 use super::messages::Message;
 use super::textdiff;

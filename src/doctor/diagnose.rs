@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 use regex::Regex;
 use serde::Serialize;
 
-use crate::proxy::doctor::Arrival;
+use super::server::Arrival;
 use crate::runner::env::Injected;
 
 /// Which client reads which variable (SDK_NOTES.md, observed with real clients).
@@ -427,7 +427,7 @@ fn advice(out: &mut String, r: &DoctorReport, command: &str) {
             };
             format!(
                 "{n}=http://127.0.0.1:8089{}{v1}",
-                crate::proxy::doctor::via_prefix(n)
+                super::server::via_prefix(n)
             )
         })
         .collect();

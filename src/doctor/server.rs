@@ -17,9 +17,9 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
 
-use super::body::{chunks, json_response, ProxyBody};
-use super::server::accept_loop;
 use crate::dialect::{self, Provider, Route};
+use crate::proxy::body::{chunks, json_response, ProxyBody};
+use crate::proxy::server::accept_loop;
 use crate::sse;
 
 /// What every canned reply says.
