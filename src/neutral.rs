@@ -86,3 +86,26 @@ pub fn result_text(v: &Value) -> String {
 pub fn parse_arguments(raw: &str) -> Value {
     serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_owned()))
 }
+
+/// One item a request sends the model, whatever the dialect.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Message {
+    /// Text from a role: `user`, `assistant` (history), or `system`/`developer` when sent
+    /// as a message.
+    Text { role: String, text: String },
+    /// A tool call the assistant made earlier, resent as history.
+    ToolCall { name: String, arguments: Value },
+    /// A tool result the program sends back (after any spec mock was applied: what the
+    /// model was told).
+    ToolResult {
+        /// The provider's call id: volatile, shown only by `show --json`.
+        call_id: String,
+        /// The tool's name, when the conversation says which call this answers.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+        content: Value,
+    },
+    /// Anything else (images, files, reasoning items), by its type.
+    Other { role: String, item: String },
+}

@@ -118,7 +118,7 @@ fn interaction(dialect: Dialect, s: &Streamed, i: usize) -> Result<Interaction, 
     let assembled = dialect
         .route
         .assemble(&events)
-        .unwrap_or_else(|| Err("no assembled form".into()))
+        .ok_or_else(|| format!("{route} has no assembled form"))?
         .map_err(|e| format!("{route} stream {i}: {e}"))?;
     let body = Body::Json(s.request.clone().into());
     let key = request_key(route, "POST", dialect.path, Some(&body), &Rules::default());

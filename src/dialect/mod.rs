@@ -1,14 +1,78 @@
-//! Wire dialects: which route a request belongs to, its envelope for near-miss reports, and
-//! errors in the provider's own shape. The per-dialect wire shapes live in submodules.
+//! Wire dialects: everything agentproxy knows about a provider's wire format lives in one
+//! folder per dialect (`openai_chat/`, `openai_responses/`, `anthropic/`), behind the
+//! [`Dialect`] trait: request flags, the near-miss envelope, stream assembly and
+//! synthesis, extraction into the neutral model, the conversation a request carries, tool
+//! results rewritten for mocks, and the provider's error shape. What the dialects share is
+//! written once here ([`shared`]). [`Route`] is the one table from a request (or a
+//! cassette's route name) to its dialect.
 
 pub mod anthropic;
 pub mod openai_chat;
 pub mod openai_responses;
+mod shared;
 
-use serde_json::{json, Value};
+use std::borrow::Cow;
+use std::collections::HashMap;
 
-use crate::neutral::{ModelCall, ToolCall};
+use serde_json::Value;
+
+use crate::neutral::{Message, ModelCall, ToolCall};
 use crate::sse::SseEvent;
+
+pub(crate) use shared::delta_pieces;
+pub use shared::AssembleError;
+
+/// What one wire format knows. Each dialect is a unit struct implementing this; [`Route`]
+/// picks it. Bodies are parsed JSON; a field of the wrong shape is read as absent, never a
+/// panic (requests come from programs, responses from upstreams).
+pub(crate) trait Dialect: Sync {
+    /// The route name stored in cassettes, hashed into keys and shown in reports.
+    fn name(&self) -> &'static str;
+
+    /// Does this request ask for a server-sent-event stream?
+    fn wants_stream(&self, request: &Value) -> bool {
+        request.get("stream") == Some(&Value::Bool(true))
+    }
+
+    /// The whole response a recorded stream amounts to.
+    fn assemble(&self, events: &[SseEvent]) -> Result<Value, AssembleError>;
+
+    /// A stream for a whole response, shaped by what `request` asked for.
+    fn synthesize(&self, response: &Value, request: &Value) -> Vec<SseEvent>;
+
+    /// The neutral model call of an exchange (`response` is whole: non-streamed or
+    /// assembled; an error body gives a call with no reply and no tool calls).
+    fn extract(&self, request: &Value, response: &Value) -> ModelCall;
+
+    /// Labelled summaries of what shapes a conversation (model, message count, roles,
+    /// tool names), for the near-miss report.
+    fn envelope(&self, request: &Value) -> Vec<(&'static str, String)>;
+
+    /// The conversation items a request carries, history included.
+    fn conversation<'a>(&self, request: &'a Value) -> Cow<'a, [Value]>;
+
+    /// Did the model produce this conversation item (history the model has seen)?
+    fn is_model_output(&self, item: &Value) -> bool;
+
+    /// The neutral messages of one conversation item, appended to `out`. `names` maps
+    /// tool call ids to tool names, to name results. System and developer messages are
+    /// left out: the system prompt is read from the model call itself.
+    fn messages(&self, item: &Value, names: &HashMap<String, String>, out: &mut Vec<Message>);
+
+    /// Replace tool results in a request by mocks. `mock(call, nth)` gets the call a
+    /// result answers (found in the request's own history, else through `lookup`, the
+    /// session's `call id -> call` map) and its 0-based occurrence among calls to that
+    /// tool; `Some` replaces the result. Returns how many results were replaced.
+    fn rewrite_tool_results(
+        &self,
+        request: &mut Value,
+        lookup: &dyn Fn(&str) -> Option<ToolCall>,
+        mock: &mut dyn FnMut(&ToolCall, usize) -> Option<Value>,
+    ) -> usize;
+
+    /// A minimal valid response of this dialect whose reply is `text`, for `model`.
+    fn text_response(&self, request: &Value, model: &str, text: &str) -> Value;
+}
 
 /// A route: the dialect and endpoint a request belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,6 +86,13 @@ pub enum Route {
     /// Any other path, recorded and replayed as plain HTTP.
     Http,
 }
+
+/// Every model route, for tables and tests.
+pub const MODEL_ROUTES: [Route; 3] = [
+    Route::OpenAiChat,
+    Route::OpenAiResponses,
+    Route::AnthropicMessages,
+];
 
 /// Which provider family a request speaks, for error shapes and upstream choice.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,94 +118,97 @@ impl Route {
         }
     }
 
+    /// The dialect of a model route; `None` for plain HTTP.
+    pub(crate) fn dialect(self) -> Option<&'static dyn Dialect> {
+        match self {
+            Route::OpenAiChat => Some(&openai_chat::OpenAiChat),
+            Route::OpenAiResponses => Some(&openai_responses::OpenAiResponses),
+            Route::AnthropicMessages => Some(&anthropic::Anthropic),
+            Route::Http => None,
+        }
+    }
+
     /// The name stored in cassettes and hashed into keys.
     pub fn name(self) -> &'static str {
-        match self {
-            Route::OpenAiChat => "openai.chat",
-            Route::OpenAiResponses => "openai.responses",
-            Route::AnthropicMessages => "anthropic.messages",
-            Route::Http => "http",
-        }
+        self.dialect().map_or("http", |d| d.name())
     }
 
     /// The route a cassette names; unknown names are plain HTTP.
     pub fn from_name(name: &str) -> Route {
-        match name {
-            "openai.chat" => Route::OpenAiChat,
-            "openai.responses" => Route::OpenAiResponses,
-            "anthropic.messages" => Route::AnthropicMessages,
-            _ => Route::Http,
-        }
+        MODEL_ROUTES
+            .into_iter()
+            .find(|r| r.name() == name)
+            .unwrap_or(Route::Http)
     }
 
     /// Model routes must carry a JSON body; plain HTTP may carry anything.
     pub fn requires_json(self) -> bool {
-        !matches!(self, Route::Http)
+        self.dialect().is_some()
     }
 
     /// Does this request ask for a server-sent-event stream?
     pub fn wants_stream(self, request: &Value) -> bool {
-        match self {
-            Route::OpenAiChat => openai_chat::wants_stream(request),
-            Route::OpenAiResponses => openai_responses::wants_stream(request),
-            Route::AnthropicMessages => anthropic::wants_stream(request),
-            Route::Http => false,
-        }
+        self.dialect().is_some_and(|d| d.wants_stream(request))
     }
 
     /// The whole response assembled from a recorded stream; `None` when the route has no
     /// assembled form.
-    pub fn assemble(self, events: &[SseEvent]) -> Option<Result<Value, String>> {
-        match self {
-            Route::OpenAiChat => Some(openai_chat::assemble(events).map_err(|e| e.to_string())),
-            Route::OpenAiResponses => {
-                Some(openai_responses::assemble(events).map_err(|e| e.to_string()))
-            }
-            Route::AnthropicMessages => {
-                Some(anthropic::assemble(events).map_err(|e| e.to_string()))
-            }
-            Route::Http => None,
-        }
+    pub fn assemble(self, events: &[SseEvent]) -> Option<Result<Value, AssembleError>> {
+        Some(self.dialect()?.assemble(events))
     }
 
     /// A stream synthesized from a whole response, shaped by what `request` asked for.
     pub fn synthesize(self, response: &Value, request: &Value) -> Option<Vec<SseEvent>> {
-        match self {
-            Route::OpenAiChat => Some(openai_chat::synthesize(
-                response,
-                openai_chat::wants_usage(request),
-            )),
-            Route::OpenAiResponses => Some(openai_responses::synthesize(response)),
-            Route::AnthropicMessages => Some(anthropic::synthesize(response)),
-            Route::Http => None,
-        }
+        Some(self.dialect()?.synthesize(response, request))
     }
 
     /// The neutral model call of an exchange; `None` for plain HTTP.
     pub fn extract(self, request: &Value, response: &Value) -> Option<ModelCall> {
-        match self {
-            Route::OpenAiChat => Some(openai_chat::extract(request, response)),
-            Route::OpenAiResponses => Some(openai_responses::extract(request, response)),
-            Route::AnthropicMessages => Some(anthropic::extract(request, response)),
-            Route::Http => None,
-        }
+        Some(self.dialect()?.extract(request, response))
     }
 
-    /// Replace tool results in a request by mocks (see `openai_chat::rewrite_tool_results`;
-    /// `lookup` is the session's `call id -> call` map, for results whose call is not in the
-    /// request, as with Responses' `previous_response_id`).
+    /// The envelope of a request for the near-miss report; `None` for plain HTTP.
+    pub fn envelope(self, request: &Value) -> Option<Vec<(&'static str, String)>> {
+        Some(self.dialect()?.envelope(request))
+    }
+
+    /// The conversation items a request carries; none for plain HTTP.
+    pub fn conversation<'a>(self, request: &'a Value) -> Cow<'a, [Value]> {
+        self.dialect()
+            .map_or(Cow::Borrowed(&[][..]), |d| d.conversation(request))
+    }
+
+    /// Did the model produce this conversation item?
+    pub fn is_model_output(self, item: &Value) -> bool {
+        self.dialect().is_some_and(|d| d.is_model_output(item))
+    }
+
+    /// The neutral messages of conversation items (see [`Dialect::messages`]).
+    pub fn messages(self, items: &[Value], names: &HashMap<String, String>) -> Vec<Message> {
+        let mut out = Vec::new();
+        if let Some(d) = self.dialect() {
+            for item in items {
+                d.messages(item, names, &mut out);
+            }
+        }
+        out
+    }
+
+    /// A minimal valid response of this route's dialect whose reply is `text`; `None` for
+    /// plain HTTP.
+    pub fn text_response(self, request: &Value, model: &str, text: &str) -> Option<Value> {
+        Some(self.dialect()?.text_response(request, model, text))
+    }
+
+    /// Replace tool results in a request by mocks (see [`Dialect::rewrite_tool_results`]).
     pub fn rewrite_tool_results(
         self,
         request: &mut Value,
         lookup: &dyn Fn(&str) -> Option<ToolCall>,
         mock: &mut dyn FnMut(&ToolCall, usize) -> Option<Value>,
     ) -> usize {
-        match self {
-            Route::OpenAiChat => openai_chat::rewrite_tool_results(request, lookup, mock),
-            Route::OpenAiResponses => openai_responses::rewrite_tool_results(request, lookup, mock),
-            Route::AnthropicMessages => anthropic::rewrite_tool_results(request, lookup, mock),
-            Route::Http => 0,
-        }
+        self.dialect()
+            .map_or(0, |d| d.rewrite_tool_results(request, lookup, mock))
     }
 }
 
@@ -154,267 +228,10 @@ pub fn provider_of(path: &str, headers: &http::HeaderMap) -> Provider {
 /// An error body in the provider's own shape, so SDKs raise a readable exception.
 pub fn error_body(provider: Provider, kind: &str, message: &str) -> Value {
     match provider {
-        Provider::OpenAi => json!({
-            "error": {"message": message, "type": kind, "param": null, "code": kind}
-        }),
-        Provider::Anthropic => json!({
-            "type": "error",
-            "error": {"type": kind, "message": message}
-        }),
+        Provider::OpenAi => openai_chat::error_body(kind, message),
+        Provider::Anthropic => anthropic::error_body(kind, message),
     }
 }
-
-/// The envelope of a request for the near-miss report: labelled summaries of what shapes a
-/// conversation (model, message count, roles, tool names). `None` for plain HTTP.
-pub fn envelope(route: &str, body: &Value) -> Option<Vec<(&'static str, String)>> {
-    match route {
-        "openai.chat" => Some(openai_chat::envelope(body)),
-        "openai.responses" => Some(openai_responses::envelope(body)),
-        "anthropic.messages" => Some(anthropic::envelope(body)),
-        _ => None,
-    }
-}
-
-/// Split `text` into the pieces a synthesized stream sends as deltas, the way a model
-/// streams tokens: a new piece before each whitespace that follows a word, and at most
-/// [`DELTA_CHARS`] characters each; never inside a character. Empty text has no pieces.
-pub(crate) fn delta_pieces(text: &str) -> Vec<&str> {
-    let mut pieces = Vec::new();
-    let (mut start, mut chars, mut in_word) = (0, 0, false);
-    for (at, c) in text.char_indices() {
-        if at > start && (chars >= DELTA_CHARS || (in_word && c.is_whitespace())) {
-            pieces.push(&text[start..at]);
-            (start, chars, in_word) = (at, 0, false);
-        }
-        chars += 1;
-        in_word |= !c.is_whitespace();
-    }
-    if start < text.len() {
-        pieces.push(&text[start..]);
-    }
-    pieces
-}
-
-/// The longest delta [`delta_pieces`] makes, in characters: a few tokens' worth.
-const DELTA_CHARS: usize = 12;
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn routes() {
-        assert_eq!(
-            Route::of(&http::Method::POST, "/v1/chat/completions"),
-            Route::OpenAiChat
-        );
-        assert_eq!(
-            Route::of(&http::Method::POST, "/api/v1/chat/completions?x=1"),
-            Route::OpenAiChat
-        );
-        assert_eq!(
-            Route::of(&http::Method::GET, "/v1/chat/completions"),
-            Route::Http
-        );
-        assert_eq!(Route::of(&http::Method::GET, "/v1/models"), Route::Http);
-
-        let post = |path| Route::of(&http::Method::POST, path);
-        assert_eq!(post("/v1/responses"), Route::OpenAiResponses);
-        assert_eq!(
-            post("/openai/v1/responses?api-version=preview"),
-            Route::OpenAiResponses
-        );
-        assert_eq!(Route::of(&http::Method::GET, "/v1/responses"), Route::Http);
-        assert_eq!(
-            Route::of(&http::Method::GET, "/v1/responses/resp_1"),
-            Route::Http
-        );
-        assert_eq!(
-            Route::of(&http::Method::DELETE, "/v1/responses/resp_1"),
-            Route::Http
-        );
-        assert_eq!(post("/v1/responses/resp_1/cancel"), Route::Http);
-        assert_eq!(post("/v1/responses/input_tokens"), Route::Http);
-        assert_eq!(
-            Route::of(&http::Method::GET, "/v1/responses/resp_1/input_items"),
-            Route::Http
-        );
-
-        assert_eq!(post("/v1/messages"), Route::AnthropicMessages);
-        assert_eq!(post("/v1/messages?beta=true"), Route::AnthropicMessages);
-        assert_eq!(post("/v1/messages/count_tokens"), Route::Http);
-        assert_eq!(post("/v1/messages/batches"), Route::Http);
-        assert_eq!(Route::of(&http::Method::GET, "/v1/messages"), Route::Http);
-        // OpenAI Assistants: same last segment, a different API.
-        assert_eq!(post("/v1/threads/thread_1/messages"), Route::Http);
-    }
-
-    #[test]
-    fn route_names_round_trip() {
-        for route in [
-            Route::OpenAiChat,
-            Route::OpenAiResponses,
-            Route::AnthropicMessages,
-            Route::Http,
-        ] {
-            assert_eq!(Route::from_name(route.name()), route);
-            assert_eq!(
-                envelope(route.name(), &json!({})).is_some(),
-                route != Route::Http
-            );
-            assert_eq!(route.requires_json(), route != Route::Http);
-        }
-        assert_eq!(Route::OpenAiResponses.name(), "openai.responses");
-        assert_eq!(Route::AnthropicMessages.name(), "anthropic.messages");
-        assert_eq!(Route::from_name("anthropic.completions"), Route::Http);
-    }
-
-    #[test]
-    fn dispatch_reaches_each_dialect() {
-        let stream = json!({"stream": true});
-        for route in [
-            Route::OpenAiChat,
-            Route::OpenAiResponses,
-            Route::AnthropicMessages,
-        ] {
-            assert!(route.wants_stream(&stream), "{route:?}");
-            assert!(!route.wants_stream(&json!({})), "{route:?}");
-            assert_eq!(
-                route.extract(&json!({}), &json!({})).map(|c| c.route),
-                Some(route.name().to_owned())
-            );
-        }
-        assert!(!Route::Http.wants_stream(&stream));
-        assert_eq!(Route::Http.extract(&json!({}), &json!({})), None);
-
-        let response =
-            json!({"id": "resp_1", "object": "response", "status": "completed", "output": []});
-        let events = Route::OpenAiResponses
-            .synthesize(&response, &stream)
-            .expect("a stream");
-        assert_eq!(Route::OpenAiResponses.assemble(&events), Some(Ok(response)));
-        let message = json!({"id": "msg_1", "type": "message", "role": "assistant", "content": [],
-            "stop_reason": "end_turn", "stop_sequence": null, "usage": {"input_tokens": 1, "output_tokens": 1}});
-        let events = Route::AnthropicMessages
-            .synthesize(&message, &stream)
-            .expect("a stream");
-        assert_eq!(
-            Route::AnthropicMessages.assemble(&events),
-            Some(Ok(message))
-        );
-        assert_eq!(Route::Http.assemble(&events), None);
-
-        let mut req = json!({"messages": [
-            {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}}]},
-            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "x"}]}]});
-        let n = Route::AnthropicMessages
-            .rewrite_tool_results(&mut req, &|_| None, &mut |_, _| Some(json!("y")));
-        assert_eq!(n, 1);
-        let mut req = json!({"input": [{"type": "function_call_output", "call_id": "call_1", "output": "x"}]});
-        let lookup = |id: &str| {
-            Some(ToolCall {
-                id: id.into(),
-                name: "f".into(),
-                arguments: json!({}),
-            })
-        };
-        let n = Route::OpenAiResponses
-            .rewrite_tool_results(&mut req, &lookup, &mut |_, _| Some(json!("y")));
-        assert_eq!(n, 1);
-        assert_eq!(
-            Route::Http.rewrite_tool_results(&mut req, &lookup, &mut |_, _| Some(json!("y"))),
-            0
-        );
-    }
-
-    #[test]
-    fn odd_shapes_never_panic() {
-        let odd = [
-            json!(null),
-            json!("text"),
-            json!([1, 2]),
-            json!({"input": 3, "messages": "x", "tools": {}, "output": [null, 1, "s"], "content": [null, 2]}),
-            json!({"input": [null, 1, {"type": 2}], "messages": [null, {"content": [null, 1]}]}),
-            json!({"output": [{"type": "message", "content": [{"type": "output_text"}]}, {"type": "function_call"}],
-                   "content": [{"type": "tool_use"}, {"type": "text"}, {"type": "thinking"}]}),
-        ];
-        for route in [
-            Route::OpenAiChat,
-            Route::OpenAiResponses,
-            Route::AnthropicMessages,
-        ] {
-            for a in &odd {
-                let _ = envelope(route.name(), a);
-                let events = route.synthesize(a, a).expect("a stream");
-                let _ = route.assemble(&events);
-                for b in &odd {
-                    let _ = route.extract(a, b);
-                    let mut req = a.clone();
-                    let lookup = |_: &str| None;
-                    route.rewrite_tool_results(&mut req, &lookup, &mut |_, _| Some(json!(1)));
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn delta_pieces_split_like_tokens_and_never_inside_a_character() {
-        assert_eq!(
-            delta_pieces("It's 18 °C in Zürich."),
-            vec!["It's", " 18", " °C", " in", " Zürich."]
-        );
-        assert_eq!(
-            delta_pieces("  two  spaces "),
-            vec!["  two", "  spaces", " "]
-        );
-        assert_eq!(
-            delta_pieces(r#"{"city":"Zürich","unit":"°C"}"#),
-            vec![r#"{"city":"Zür"#, r#"ich","unit":"#, r#""°C"}"#]
-        );
-        assert_eq!(delta_pieces(""), Vec::<&str>::new());
-        for text in ["Grüße aus Köln 🌤🌤🌤🌤🌤🌤🌤🌤🌤🌤🌤🌤🌤🌤", "a\nb\nc", "x"]
-        {
-            assert_eq!(delta_pieces(text).concat(), text);
-            assert!(delta_pieces(text)
-                .iter()
-                .all(|p| !p.is_empty() && p.chars().count() <= DELTA_CHARS));
-        }
-    }
-
-    #[test]
-    fn providers() {
-        let h = http::HeaderMap::new();
-        assert_eq!(provider_of("/v1/messages", &h), Provider::Anthropic);
-        assert_eq!(provider_of("/v1/chat/completions", &h), Provider::OpenAi);
-        assert_eq!(
-            provider_of("/v1/messages?beta=true", &h),
-            Provider::Anthropic
-        );
-        assert_eq!(
-            provider_of("/v1/messages/count_tokens", &h),
-            Provider::Anthropic
-        );
-        assert_eq!(
-            provider_of("/v1/messages/batches/msgbatch_1", &h),
-            Provider::Anthropic
-        );
-        assert_eq!(provider_of("/v1/responses", &h), Provider::OpenAi);
-        assert_eq!(
-            provider_of("/v1/threads/thread_1/messages", &h),
-            Provider::OpenAi
-        );
-        assert_eq!(provider_of("/v1/messagesx", &h), Provider::OpenAi);
-        let mut h = http::HeaderMap::new();
-        h.insert("anthropic-version", "2023-06-01".parse().unwrap());
-        assert_eq!(provider_of("/v1/models", &h), Provider::Anthropic);
-    }
-
-    #[test]
-    fn error_shapes() {
-        let e = error_body(Provider::OpenAi, "agentproxy_cassette_miss", "m");
-        assert_eq!(e["error"]["type"], "agentproxy_cassette_miss");
-        let e = error_body(Provider::Anthropic, "agentproxy_cassette_miss", "m");
-        assert_eq!(e["type"], "error");
-        assert_eq!(e["error"]["message"], "m");
-    }
-}
+mod tests;

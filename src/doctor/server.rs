@@ -14,7 +14,7 @@ use http::{HeaderMap, HeaderValue, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 use tokio::net::TcpListener;
 
 use crate::dialect::{self, Provider, Route};
@@ -215,62 +215,7 @@ pub fn canned_reply(route: Route, request: &Value) -> Option<Value> {
         .get("model")
         .and_then(Value::as_str)
         .unwrap_or("agentproxy-doctor");
-    match route {
-        Route::OpenAiChat => Some(json!({
-            "id": "chatcmpl-agentproxy-doctor",
-            "object": "chat.completion",
-            "created": 0,
-            "model": model,
-            "choices": [{
-                "index": 0,
-                "message": {"role": "assistant", "content": CANNED_TEXT, "refusal": null},
-                "logprobs": null,
-                "finish_reason": "stop"
-            }],
-            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
-        })),
-        Route::OpenAiResponses => Some(json!({
-            "id": "resp_agentproxy_doctor",
-            "object": "response",
-            "created_at": 0,
-            "status": "completed",
-            "error": null,
-            "incomplete_details": null,
-            "instructions": request.get("instructions").cloned().unwrap_or(Value::Null),
-            "metadata": {},
-            "model": model,
-            "output": [{
-                "id": "msg_agentproxy_doctor",
-                "type": "message",
-                "status": "completed",
-                "role": "assistant",
-                "content": [{"type": "output_text", "text": CANNED_TEXT, "annotations": []}]
-            }],
-            "parallel_tool_calls": true,
-            "temperature": null,
-            "tool_choice": "auto",
-            "tools": [],
-            "top_p": null,
-            "usage": {
-                "input_tokens": 0,
-                "input_tokens_details": {"cached_tokens": 0},
-                "output_tokens": 0,
-                "output_tokens_details": {"reasoning_tokens": 0},
-                "total_tokens": 0
-            }
-        })),
-        Route::AnthropicMessages => Some(json!({
-            "id": "msg_agentproxy_doctor",
-            "type": "message",
-            "role": "assistant",
-            "model": model,
-            "content": [{"type": "text", "text": CANNED_TEXT}],
-            "stop_reason": "end_turn",
-            "stop_sequence": null,
-            "usage": {"input_tokens": 0, "output_tokens": 0}
-        })),
-        Route::Http => None,
-    }
+    Some(route.text_response(request, model, CANNED_TEXT)?)
 }
 
 /// The client that sent a request: its `user-agent`, else the language and version the
@@ -317,7 +262,7 @@ mod tests {
 
     #[test]
     fn canned_replies_are_valid_in_every_dialect_and_stream() {
-        let ask = json!({"model": "m1", "stream": true});
+        let ask = serde_json::json!({"model": "m1", "stream": true});
         for route in [
             Route::OpenAiChat,
             Route::OpenAiResponses,

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use crate::dialect;
+use crate::dialect::Route;
 
 /// A recorded request the miss is compared against.
 pub struct Candidate<'a> {
@@ -165,10 +165,8 @@ pub fn report(method: &str, path: &str, route: &str, body: &Value, kind: &MissKi
 
 /// Envelope fields that differ, as `label: recorded X, now Y` lines.
 fn envelope_diff(route: &str, recorded: &Value, now: &Value) -> Vec<String> {
-    let (Some(a), Some(b)) = (
-        dialect::envelope(route, recorded),
-        dialect::envelope(route, now),
-    ) else {
+    let route = Route::from_name(route);
+    let (Some(a), Some(b)) = (route.envelope(recorded), route.envelope(now)) else {
         return vec![];
     };
     a.into_iter()

@@ -7,11 +7,11 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::messages::{self, Message};
+use super::history;
 use crate::cassette::{Body, Interaction};
 use crate::dialect::Route;
 use crate::matching::normalize::{self, Rules};
-use crate::neutral::ModelCall;
+use crate::neutral::{Message, ModelCall};
 
 /// How many earlier requests of the same route are searched for the history a request
 /// repeats. Concurrent conversations interleave; a handful covers them.
@@ -73,7 +73,7 @@ pub(crate) fn steps<'a>(interactions: &'a [Interaction], rules: Option<&Rules>) 
         .iter()
         .zip(&requests)
         .map(|(it, req)| match req {
-            Some(r) if it.route != "http" => messages::items(&it.route, r),
+            Some(r) => Route::from_name(&it.route).conversation(r),
             _ => Cow::Borrowed(&[][..]),
         })
         .collect();
@@ -98,8 +98,9 @@ pub(crate) fn steps<'a>(interactions: &'a [Interaction], rules: Option<&Rules>) 
                 .take(LOOKBACK)
                 .map(|j| &*items[j])
                 .collect();
-            let start = messages::new_start(&it.route, &items[i], &earlier);
-            messages::neutral(&it.route, &items[i][start..], &names)
+            let route = Route::from_name(&it.route);
+            let start = history::new_start(route, &items[i], &earlier);
+            route.messages(&items[i][start..], &names)
         })
         .collect();
     drop(items);

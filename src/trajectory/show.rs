@@ -13,9 +13,9 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::extract::{self, Step};
-use super::messages::Message;
 use super::render::clean;
 use crate::cassette::Cassette;
+use crate::neutral::Message;
 use crate::neutral::{result_text, ToolCall, Usage};
 
 /// A recording, read for showing.

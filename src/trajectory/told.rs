@@ -9,8 +9,8 @@ use serde_json::Value;
 use super::asserted::Asserted;
 use super::changes::{CallAt, Told, ToldChange};
 use super::extract::Step;
-use super::messages::Message;
 use super::textdiff;
+use crate::neutral::Message;
 
 /// Collects told changes, each distinct one once.
 #[derive(Default)]

@@ -1,0 +1,188 @@
+//! What the dialects share: the stream-assembly error, the request flags and fields that
+//! read the same in every dialect, the tool-result rewrite loop, and the way a synthesized
+//! stream splits text into deltas.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde_json::Value;
+
+use crate::neutral::{parse_arguments, result_text, Message, ToolCall};
+
+/// Why a recorded stream could not be assembled into a whole response.
+#[derive(Debug, thiserror::Error)]
+pub enum AssembleError {
+    #[error("failed to parse stream event {index} as JSON")]
+    NotJson {
+        index: usize,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("failed to read stream event {index}: {problem}")]
+    Shape { index: usize, problem: &'static str },
+    #[error("failed to assemble the stream: event {index} reports an upstream error: {message}")]
+    Upstream { index: usize, message: String },
+    /// `what`: `events`, or the dialect's word for the events that carry data (`chunks`).
+    #[error("failed to assemble the stream: it has no {what}")]
+    Empty { what: &'static str },
+    #[error("failed to assemble the stream: no chunk carries `{field}`")]
+    MissingField { field: &'static str },
+    #[error("failed to assemble the stream: it has no `{event}` event")]
+    MissingEvent { event: &'static str },
+    #[error(
+        "failed to assemble the stream: it ended after {events} events without \
+         `{terminal}` (last event: `{last}`)"
+    )]
+    Incomplete {
+        events: usize,
+        last: String,
+        terminal: &'static str,
+    },
+    #[error("failed to assemble the stream: the input of content block {block} is not JSON")]
+    ToolInput {
+        block: u64,
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+/// The elements of an array field, or none.
+pub(crate) fn array<'a>(value: &'a Value, field: &str) -> &'a [Value] {
+    value[field]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+}
+
+/// Every top-level request field but `not_params` (the conversation and transport): the
+/// sampling parameters and options a model call was made with.
+pub(crate) fn params(request: &Value, not_params: &[&str]) -> BTreeMap<String, Value> {
+    request
+        .as_object()
+        .map(|o| {
+            o.iter()
+                .filter(|(k, _)| !not_params.contains(&k.as_str()))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Message content as text: a string, or the `text` of its parts joined by newlines.
+pub(crate) fn content_text(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+/// The tool-result rewrite loop every dialect runs: for each result (its call id and the
+/// value to replace), find the call it answers in `calls` (the request's own history) or
+/// through `lookup`, count the call's occurrence among calls to that tool, and when
+/// `mock` answers, hand the mock's text to `replace`. Returns how many were replaced.
+pub(crate) fn rewrite_results<'a>(
+    results: impl Iterator<Item = (String, &'a mut Value)>,
+    calls: &BTreeMap<String, ToolCall>,
+    lookup: &dyn Fn(&str) -> Option<ToolCall>,
+    mock: &mut dyn FnMut(&ToolCall, usize) -> Option<Value>,
+    replace: impl Fn(&mut Value, String),
+) -> usize {
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    let mut replaced = 0;
+    for (id, result) in results {
+        let Some(call) = calls.get(&id).cloned().or_else(|| lookup(&id)) else {
+            continue;
+        };
+        let nth = seen.entry(call.name.clone()).or_default();
+        if let Some(v) = mock(&call, *nth) {
+            replace(result, result_text(&v));
+            replaced += 1;
+        }
+        *nth += 1;
+    }
+    replaced
+}
+
+/// Split `text` into the pieces a synthesized stream sends as deltas, the way a model
+/// streams tokens: a new piece before each whitespace that follows a word, and at most
+/// [`DELTA_CHARS`] characters each; never inside a character. Empty text has no pieces.
+pub(crate) fn delta_pieces(text: &str) -> Vec<&str> {
+    let mut pieces = Vec::new();
+    let (mut start, mut chars, mut in_word) = (0, 0, false);
+    for (at, c) in text.char_indices() {
+        if at > start && (chars >= DELTA_CHARS || (in_word && c.is_whitespace())) {
+            pieces.push(&text[start..at]);
+            (start, chars, in_word) = (at, 0, false);
+        }
+        chars += 1;
+        in_word |= !c.is_whitespace();
+    }
+    if start < text.len() {
+        pieces.push(&text[start..]);
+    }
+    pieces
+}
+
+/// The longest delta [`delta_pieces`] makes, in characters: a few tokens' worth.
+pub(super) const DELTA_CHARS: usize = 12;
+
+/// A system prompt sent as a message.
+pub(crate) fn is_system(role: &str) -> bool {
+    matches!(role, "system" | "developer")
+}
+
+/// A tool result, named by the call it answers when `names` knows it.
+pub(crate) fn result_message(
+    call_id: &Value,
+    content: &Value,
+    names: &HashMap<String, String>,
+) -> Message {
+    let call_id = call_id.as_str().unwrap_or_default().to_owned();
+    Message::ToolResult {
+        name: names.get(&call_id).cloned(),
+        call_id,
+        content: content.clone(),
+    }
+}
+
+/// Tool-call arguments sent as a JSON string or as an object.
+pub(crate) fn arguments(raw: &Value) -> Value {
+    match raw {
+        Value::String(s) => parse_arguments(s),
+        other => other.clone(),
+    }
+}
+
+/// A `content` that is a string or a list of parts: text parts become text, others are
+/// named by their type.
+pub(crate) fn parts(role: &str, content: &Value, out: &mut Vec<Message>) {
+    match content {
+        Value::String(s) => text(role, s, out),
+        Value::Array(parts) => {
+            for p in parts {
+                match p["text"].as_str() {
+                    Some(t) => text(role, t, out),
+                    None => out.push(Message::Other {
+                        role: role.to_owned(),
+                        item: p["type"].as_str().unwrap_or("?").to_owned(),
+                    }),
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A non-empty text as a message of `role`.
+pub(crate) fn text(role: &str, t: &str, out: &mut Vec<Message>) {
+    if !t.is_empty() {
+        out.push(Message::Text {
+            role: role.to_owned(),
+            text: t.to_owned(),
+        });
+    }
+}

@@ -1,0 +1,299 @@
+use std::collections::HashMap;
+
+use serde_json::json;
+
+use super::shared::DELTA_CHARS;
+use super::*;
+use crate::neutral::Message;
+
+#[test]
+fn routes() {
+    assert_eq!(
+        Route::of(&http::Method::POST, "/v1/chat/completions"),
+        Route::OpenAiChat
+    );
+    assert_eq!(
+        Route::of(&http::Method::POST, "/api/v1/chat/completions?x=1"),
+        Route::OpenAiChat
+    );
+    assert_eq!(
+        Route::of(&http::Method::GET, "/v1/chat/completions"),
+        Route::Http
+    );
+    assert_eq!(Route::of(&http::Method::GET, "/v1/models"), Route::Http);
+
+    let post = |path| Route::of(&http::Method::POST, path);
+    assert_eq!(post("/v1/responses"), Route::OpenAiResponses);
+    assert_eq!(
+        post("/openai/v1/responses?api-version=preview"),
+        Route::OpenAiResponses
+    );
+    assert_eq!(Route::of(&http::Method::GET, "/v1/responses"), Route::Http);
+    assert_eq!(
+        Route::of(&http::Method::GET, "/v1/responses/resp_1"),
+        Route::Http
+    );
+    assert_eq!(
+        Route::of(&http::Method::DELETE, "/v1/responses/resp_1"),
+        Route::Http
+    );
+    assert_eq!(post("/v1/responses/resp_1/cancel"), Route::Http);
+    assert_eq!(post("/v1/responses/input_tokens"), Route::Http);
+    assert_eq!(
+        Route::of(&http::Method::GET, "/v1/responses/resp_1/input_items"),
+        Route::Http
+    );
+
+    assert_eq!(post("/v1/messages"), Route::AnthropicMessages);
+    assert_eq!(post("/v1/messages?beta=true"), Route::AnthropicMessages);
+    assert_eq!(post("/v1/messages/count_tokens"), Route::Http);
+    assert_eq!(post("/v1/messages/batches"), Route::Http);
+    assert_eq!(Route::of(&http::Method::GET, "/v1/messages"), Route::Http);
+    // OpenAI Assistants: same last segment, a different API.
+    assert_eq!(post("/v1/threads/thread_1/messages"), Route::Http);
+}
+
+#[test]
+fn route_names_round_trip() {
+    for route in [
+        Route::OpenAiChat,
+        Route::OpenAiResponses,
+        Route::AnthropicMessages,
+        Route::Http,
+    ] {
+        assert_eq!(Route::from_name(route.name()), route);
+        assert_eq!(route.envelope(&json!({})).is_some(), route != Route::Http);
+        assert_eq!(route.requires_json(), route != Route::Http);
+    }
+    assert_eq!(Route::OpenAiResponses.name(), "openai.responses");
+    assert_eq!(Route::AnthropicMessages.name(), "anthropic.messages");
+    assert_eq!(Route::from_name("anthropic.completions"), Route::Http);
+}
+
+#[test]
+fn dispatch_reaches_each_dialect() {
+    let stream = json!({"stream": true});
+    for route in [
+        Route::OpenAiChat,
+        Route::OpenAiResponses,
+        Route::AnthropicMessages,
+    ] {
+        assert!(route.wants_stream(&stream), "{route:?}");
+        assert!(!route.wants_stream(&json!({})), "{route:?}");
+        assert_eq!(
+            route.extract(&json!({}), &json!({})).map(|c| c.route),
+            Some(route.name().to_owned())
+        );
+    }
+    assert!(!Route::Http.wants_stream(&stream));
+    assert_eq!(Route::Http.extract(&json!({}), &json!({})), None);
+
+    let response =
+        json!({"id": "resp_1", "object": "response", "status": "completed", "output": []});
+    let events = Route::OpenAiResponses
+        .synthesize(&response, &stream)
+        .expect("a stream");
+    assert_eq!(
+        Route::OpenAiResponses
+            .assemble(&events)
+            .and_then(Result::ok),
+        Some(response)
+    );
+    let message = json!({"id": "msg_1", "type": "message", "role": "assistant", "content": [],
+        "stop_reason": "end_turn", "stop_sequence": null, "usage": {"input_tokens": 1, "output_tokens": 1}});
+    let events = Route::AnthropicMessages
+        .synthesize(&message, &stream)
+        .expect("a stream");
+    assert_eq!(
+        Route::AnthropicMessages
+            .assemble(&events)
+            .and_then(Result::ok),
+        Some(message)
+    );
+    assert!(Route::Http.assemble(&events).is_none());
+
+    let mut req = json!({"messages": [
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "x"}]}]});
+    let n = Route::AnthropicMessages
+        .rewrite_tool_results(&mut req, &|_| None, &mut |_, _| Some(json!("y")));
+    assert_eq!(n, 1);
+    let mut req =
+        json!({"input": [{"type": "function_call_output", "call_id": "call_1", "output": "x"}]});
+    let lookup = |id: &str| {
+        Some(ToolCall {
+            id: id.into(),
+            name: "f".into(),
+            arguments: json!({}),
+        })
+    };
+    let n = Route::OpenAiResponses
+        .rewrite_tool_results(&mut req, &lookup, &mut |_, _| Some(json!("y")));
+    assert_eq!(n, 1);
+    assert_eq!(
+        Route::Http.rewrite_tool_results(&mut req, &lookup, &mut |_, _| Some(json!("y"))),
+        0
+    );
+}
+
+#[test]
+fn odd_shapes_never_panic() {
+    let odd = [
+        json!(null),
+        json!("text"),
+        json!([1, 2]),
+        json!({"input": 3, "messages": "x", "tools": {}, "output": [null, 1, "s"], "content": [null, 2]}),
+        json!({"input": [null, 1, {"type": 2}], "messages": [null, {"content": [null, 1]}]}),
+        json!({"output": [{"type": "message", "content": [{"type": "output_text"}]}, {"type": "function_call"}],
+               "content": [{"type": "tool_use"}, {"type": "text"}, {"type": "thinking"}]}),
+    ];
+    for route in [
+        Route::OpenAiChat,
+        Route::OpenAiResponses,
+        Route::AnthropicMessages,
+    ] {
+        for a in &odd {
+            let _ = route.envelope(a);
+            let events = route.synthesize(a, a).expect("a stream");
+            let _ = route.assemble(&events);
+            for b in &odd {
+                let _ = route.extract(a, b);
+                let mut req = a.clone();
+                let lookup = |_: &str| None;
+                route.rewrite_tool_results(&mut req, &lookup, &mut |_, _| Some(json!(1)));
+            }
+        }
+    }
+}
+
+#[test]
+fn delta_pieces_split_like_tokens_and_never_inside_a_character() {
+    assert_eq!(
+        delta_pieces("It's 18 °C in Zürich."),
+        vec!["It's", " 18", " °C", " in", " Zürich."]
+    );
+    assert_eq!(
+        delta_pieces("  two  spaces "),
+        vec!["  two", "  spaces", " "]
+    );
+    assert_eq!(
+        delta_pieces(r#"{"city":"Zürich","unit":"°C"}"#),
+        vec![r#"{"city":"Zür"#, r#"ich","unit":"#, r#""°C"}"#]
+    );
+    assert_eq!(delta_pieces(""), Vec::<&str>::new());
+    for text in ["Grüße aus Köln 🌤🌤🌤🌤🌤🌤🌤🌤🌤🌤🌤🌤🌤🌤", "a\nb\nc", "x"]
+    {
+        assert_eq!(delta_pieces(text).concat(), text);
+        assert!(delta_pieces(text)
+            .iter()
+            .all(|p| !p.is_empty() && p.chars().count() <= DELTA_CHARS));
+    }
+}
+
+#[test]
+fn providers() {
+    let h = http::HeaderMap::new();
+    assert_eq!(provider_of("/v1/messages", &h), Provider::Anthropic);
+    assert_eq!(provider_of("/v1/chat/completions", &h), Provider::OpenAi);
+    assert_eq!(
+        provider_of("/v1/messages?beta=true", &h),
+        Provider::Anthropic
+    );
+    assert_eq!(
+        provider_of("/v1/messages/count_tokens", &h),
+        Provider::Anthropic
+    );
+    assert_eq!(
+        provider_of("/v1/messages/batches/msgbatch_1", &h),
+        Provider::Anthropic
+    );
+    assert_eq!(provider_of("/v1/responses", &h), Provider::OpenAi);
+    assert_eq!(
+        provider_of("/v1/threads/thread_1/messages", &h),
+        Provider::OpenAi
+    );
+    assert_eq!(provider_of("/v1/messagesx", &h), Provider::OpenAi);
+    let mut h = http::HeaderMap::new();
+    h.insert("anthropic-version", "2023-06-01".parse().unwrap());
+    assert_eq!(provider_of("/v1/models", &h), Provider::Anthropic);
+}
+
+#[test]
+fn error_shapes() {
+    let e = error_body(Provider::OpenAi, "agentproxy_cassette_miss", "m");
+    assert_eq!(e["error"]["type"], "agentproxy_cassette_miss");
+    let e = error_body(Provider::Anthropic, "agentproxy_cassette_miss", "m");
+    assert_eq!(e["type"], "error");
+    assert_eq!(e["error"]["message"], "m");
+}
+
+#[test]
+fn every_dialect_becomes_neutral_messages() {
+    let names = HashMap::new();
+    let anthropic = vec![json!({"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "toolu_1", "content": "18"},
+        {"type": "text", "text": "thanks"},
+        {"type": "image", "source": {}}]})];
+    assert_eq!(
+        Route::AnthropicMessages.messages(&anthropic, &names),
+        vec![
+            Message::ToolResult {
+                call_id: "toolu_1".into(),
+                name: None,
+                content: json!("18")
+            },
+            Message::Text {
+                role: "user".into(),
+                text: "thanks".into()
+            },
+            Message::Other {
+                role: "user".into(),
+                item: "image".into()
+            },
+        ]
+    );
+    let request = json!({"input": [
+        {"type": "function_call", "name": "f", "arguments": "{\"a\":1}", "call_id": "c"},
+        {"type": "function_call_output", "call_id": "c", "output": "ok"},
+        {"role": "developer", "content": "rules"},
+        {"role": "user", "content": [{"type": "input_text", "text": "go"}]}]});
+    let responses = Route::OpenAiResponses.conversation(&request);
+    assert_eq!(
+        Route::OpenAiResponses.messages(&responses, &names),
+        vec![
+            Message::ToolCall {
+                name: "f".into(),
+                arguments: json!({"a": 1})
+            },
+            Message::ToolResult {
+                call_id: "c".into(),
+                name: None,
+                content: json!("ok")
+            },
+            Message::Text {
+                role: "user".into(),
+                text: "go".into()
+            },
+        ]
+    );
+    assert_eq!(
+        Route::OpenAiResponses
+            .conversation(&json!({"input": "hi"}))
+            .len(),
+        1
+    );
+    let chat = vec![
+        json!({"role": "system", "content": "s"}),
+        json!({"role": "tool", "tool_call_id": "call_1", "content": "18"}),
+    ];
+    let names = HashMap::from([("call_1".to_owned(), "get_weather".to_owned())]);
+    assert_eq!(
+        Route::OpenAiChat.messages(&chat, &names),
+        vec![Message::ToolResult {
+            call_id: "call_1".into(),
+            name: Some("get_weather".into()),
+            content: json!("18")
+        }]
+    );
+    assert!(Route::Http.messages(&chat, &names).is_empty());
+}
