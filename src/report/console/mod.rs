@@ -1,7 +1,8 @@
 //! The console of `agentproxy test`: one block per finished case, then the summary.
 //!
-//! Formatting is pure ([`case_block`], [`summary_block`]: a report and a [`Style`] in, a
-//! string out) and snapshot-tested; [`Console`] is the thin glue that writes those strings.
+//! Formatting is pure (`format`: [`case_block`], [`summary_block`], a report and a
+//! [`Style`] in, a string out) and snapshot-tested; [`Console`], here, is the thin glue that
+//! writes those strings.
 //! On a terminal it shows an `indicatif` spinner per running case and prints each finished
 //! block above the spinners in one piece, so cases run with `--parallel` never interleave
 //! mid-case. Anywhere else (a CI log, a pipe) there is no animation, no colour, just lines.
@@ -11,16 +12,19 @@
 //! [`summary_block`]); the line above it gives the case count and the duration.
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
 use std::io::{self, IsTerminal, Write};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
-use anstyle::{AnsiColor, Effects};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use super::text::{self, clean, secs};
-use super::{AssertionResult, CaseReport, RunReport, Status, TurnReport};
+mod format;
+
+pub(crate) use format::transcript;
+pub use format::{case_block, summary_block, Style};
+
+use super::text::clean;
+use super::{CaseReport, RunReport};
 
 /// When to colour the output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -52,369 +56,6 @@ pub struct ConsoleOptions {
     pub verbose: u8,
     pub color: ColorChoice,
     pub stream: Stream,
-}
-
-/// How a block is rendered; resolved once from [`ConsoleOptions`] and the terminal.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Style {
-    pub color: bool,
-    pub quiet: bool,
-    pub verbose: u8,
-}
-
-impl Style {
-    /// No colour, default detail: what a CI log gets.
-    pub fn plain() -> Style {
-        Style::default()
-    }
-
-    fn paint(&self, paint: anstyle::Style, text: &str) -> String {
-        if self.color {
-            format!("{paint}{text}{paint:#}")
-        } else {
-            text.to_owned()
-        }
-    }
-}
-
-fn fg(c: AnsiColor) -> anstyle::Style {
-    anstyle::Style::new().fg_color(Some(c.into()))
-}
-
-fn bold(c: AnsiColor) -> anstyle::Style {
-    fg(c).effects(Effects::BOLD)
-}
-
-fn dim() -> anstyle::Style {
-    anstyle::Style::new().effects(Effects::DIMMED)
-}
-
-const INDENT: &str = "    ";
-
-/// The status word, padded so names line up: `PASS `, `FAIL `, `ERROR`, `SKIP `.
-fn status_word(status: Status, style: &Style) -> String {
-    let (word, paint) = match status {
-        Status::Passed => ("PASS ", bold(AnsiColor::Green)),
-        Status::Failed => ("FAIL ", bold(AnsiColor::Red)),
-        Status::Error => ("ERROR", bold(AnsiColor::Magenta)),
-        Status::Skipped => ("SKIP ", bold(AnsiColor::Yellow)),
-    };
-    style.paint(paint, word)
-}
-
-/// `label: value`, where continuation lines of a multi-line value are indented under the
-/// value's first line.
-fn field(
-    out: &mut String,
-    indent: &str,
-    label: (&str, anstyle::Style),
-    value: &str,
-    style: &Style,
-) {
-    let (label, paint) = label;
-    let pad = format!("{indent}{}", " ".repeat(label.chars().count() + 1));
-    let value = clean(value);
-    let mut lines = value.lines();
-    let first = lines.next().unwrap_or_default();
-    let _ = writeln!(out, "{indent}{} {first}", style.paint(paint, label));
-    for line in lines {
-        let _ = writeln!(out, "{pad}{line}");
-    }
-}
-
-/// A multi-line text under a heading, indented one step.
-fn block(out: &mut String, indent: &str, heading: &str, body: &str) {
-    let _ = writeln!(out, "{indent}{heading}");
-    for line in clean(body).lines() {
-        let _ = writeln!(out, "{indent}{INDENT}{line}");
-    }
-}
-
-/// One assertion: `✓ what` or `✗ turn 2: what` and, when it failed, why and the values.
-fn assertion(out: &mut String, indent: &str, scope: &str, a: &AssertionResult, style: &Style) {
-    let what = clean(&a.what);
-    if a.passed {
-        let _ = writeln!(
-            out,
-            "{indent}{} {scope}{what}",
-            style.paint(fg(AnsiColor::Green), "✓")
-        );
-        return;
-    }
-    let _ = writeln!(
-        out,
-        "{indent}{} {}",
-        style.paint(bold(AnsiColor::Red), "✗"),
-        style.paint(
-            anstyle::Style::new().effects(Effects::BOLD),
-            &format!("{scope}{what}")
-        )
-    );
-    let inner = format!("{indent}{INDENT}");
-    if !a.message.is_empty() {
-        for line in clean(&a.message).lines() {
-            let _ = writeln!(out, "{inner}{line}");
-        }
-    }
-    let rows = [
-        ("expected:", a.expected.as_deref(), fg(AnsiColor::Green)),
-        ("actual:  ", a.actual.as_deref(), fg(AnsiColor::Red)),
-        ("path:    ", a.path.as_deref(), anstyle::Style::new()),
-        ("nearest: ", a.nearest.as_deref(), anstyle::Style::new()),
-    ];
-    for (label, value, paint) in rows {
-        if let Some(v) = value {
-            let pad = format!("{inner}{}", " ".repeat(label.len() + 1));
-            let v = clean(v);
-            let mut lines = v.lines();
-            let first = lines.next().unwrap_or_default();
-            let _ = writeln!(
-                out,
-                "{inner}{} {}",
-                style.paint(dim(), label),
-                style.paint(paint, first)
-            );
-            for line in lines {
-                let _ = writeln!(out, "{pad}{}", style.paint(paint, line));
-            }
-        }
-    }
-}
-
-/// `turn 1 (2 model calls, 0.73s, 412 prompt / 38 completion / 256 cached tokens)`.
-fn turn_heading(t: &TurnReport) -> String {
-    format!(
-        "turn {} ({}, {}, {} tokens)",
-        t.index,
-        text::count(t.model_calls, "model call", "model calls"),
-        secs(t.latency_ms),
-        text::usage(&t.usage)
-    )
-}
-
-/// The turns of a case as a transcript: input, tool calls, reply (and at `verbose >= 2`
-/// tool results and output), with every assertion of the turn.
-fn turns_section(out: &mut String, case: &CaseReport, style: &Style) {
-    let inner = format!("{INDENT}{INDENT}");
-    for t in &case.turns {
-        let _ = writeln!(
-            out,
-            "{INDENT}{}",
-            style.paint(
-                anstyle::Style::new().effects(Effects::BOLD),
-                &turn_heading(t)
-            )
-        );
-        field(out, &inner, ("input: ", dim()), &t.input, style);
-        for call in &t.tool_calls {
-            let args = text::truncate(&text::compact(&call.arguments), 300).into_owned();
-            let line = format!(
-                "{} {args}",
-                style.paint(fg(AnsiColor::Cyan), &clean(&call.name))
-            );
-            let _ = writeln!(out, "{inner}{} {line}", style.paint(dim(), "call:  "));
-            if style.verbose >= 2 {
-                if let Some(result) = &call.result {
-                    let r = text::truncate(&text::compact(result), 300).into_owned();
-                    let _ = writeln!(
-                        out,
-                        "{inner}        {} {}",
-                        style.paint(dim(), "→"),
-                        clean(&r)
-                    );
-                }
-            }
-        }
-        match &t.reply {
-            Some(reply) => field(out, &inner, ("reply: ", dim()), reply, style),
-            None => {
-                let _ = writeln!(
-                    out,
-                    "{inner}{} {}",
-                    style.paint(dim(), "reply: "),
-                    style.paint(dim(), "(none)")
-                );
-            }
-        }
-        let shows_output =
-            style.verbose >= 2 || Some(t.output.trim()) != t.reply.as_deref().map(str::trim);
-        if shows_output && !t.output.is_empty() {
-            field(out, &inner, ("output:", dim()), &t.output, style);
-        }
-        for a in &t.assertions {
-            assertion(out, &inner, "", a, style);
-        }
-    }
-}
-
-/// Everything under a case's header line, in the detail its style asks for.
-fn case_body(out: &mut String, case: &CaseReport, style: &Style) {
-    if style.verbose > 0 {
-        turns_section(out, case, style);
-        if !case.assertions.is_empty() {
-            let _ = writeln!(
-                out,
-                "{INDENT}{}",
-                style.paint(
-                    anstyle::Style::new().effects(Effects::BOLD),
-                    "whole conversation"
-                )
-            );
-            for a in &case.assertions {
-                assertion(out, &format!("{INDENT}{INDENT}"), "", a, style);
-            }
-        }
-        if !case.turns.is_empty() {
-            let total = format!(
-                "total: {}, {}, {} tokens; cassette {}",
-                text::count(text::model_calls(case), "model call", "model calls"),
-                text::count(text::tool_calls(case), "tool call", "tool calls"),
-                text::usage(&case.usage),
-                clean(&case.cassette)
-            );
-            let _ = writeln!(out, "{INDENT}{}", style.paint(dim(), &total));
-        }
-    } else {
-        for (turn, a) in case.failures() {
-            let scope = match turn {
-                Some(n) => format!("turn {n}: "),
-                None => "case: ".to_owned(),
-            };
-            assertion(out, INDENT, &scope, a, style);
-        }
-    }
-    for miss in &case.misses {
-        block(
-            out,
-            INDENT,
-            &style.paint(bold(AnsiColor::Red), "miss:"),
-            miss,
-        );
-    }
-    for w in &case.warnings {
-        let _ = writeln!(
-            out,
-            "{INDENT}{} {}",
-            style.paint(bold(AnsiColor::Yellow), "warning:"),
-            clean(w)
-        );
-    }
-    if let Some(e) = &case.error {
-        field(out, INDENT, ("error:", bold(AnsiColor::Magenta)), e, style);
-    }
-    if let Some(d) = &case.diff {
-        block(
-            out,
-            INDENT,
-            &style.paint(bold(AnsiColor::Cyan), "trajectory changed:"),
-            d,
-        );
-    }
-}
-
-/// The whole block of one finished case, ending with a newline.
-///
-/// First line: `PASS  specs/weather.yaml::paris (0.84s, replay)` (`FAIL `, `ERROR`,
-/// `SKIP ` likewise). Quiet: that line only, with the reason appended for a case that did
-/// not pass (`: 2 assertions failed, 1 cassette miss`). Otherwise the failed assertions
-/// (turn, what, message, expected, actual, path, nearest), miss reports, warnings, error
-/// text and trajectory diff follow, indented; verbose adds each turn's transcript.
-pub fn case_block(case: &CaseReport, style: &Style) -> String {
-    let mut out = String::new();
-    let meta = format!("({}, {})", secs(case.duration_ms), clean(&case.mode));
-    let _ = write!(
-        out,
-        "{} {} {}",
-        status_word(case.status, style),
-        clean(&text::label(case)),
-        style.paint(dim(), &meta)
-    );
-    if style.quiet {
-        let reason = text::reason(case);
-        if case.status != Status::Passed && !reason.is_empty() {
-            let _ = write!(out, ": {}", clean(&reason));
-        }
-        out.push('\n');
-        return out;
-    }
-    out.push('\n');
-    case_body(&mut out, case, style);
-    out
-}
-
-/// The turns of a case as plain text, tool results and output included: the transcript
-/// JUnit puts in `<system-out>`.
-pub(crate) fn transcript(case: &CaseReport) -> String {
-    let mut out = String::new();
-    turns_section(
-        &mut out,
-        case,
-        &Style {
-            color: false,
-            quiet: false,
-            verbose: 2,
-        },
-    );
-    // Without the console's indent under a case header: it stands alone there.
-    out.lines()
-        .map(|l| format!("{}\n", l.strip_prefix(INDENT).unwrap_or(l)))
-        .collect()
-}
-
-/// The end of a run. Not quiet: the labels of the cases that did not pass (so a long log
-/// need not be scrolled), a blank line. Then always two lines:
-///
-/// ```text
-/// ran 5 cases from 2 specs in 5.23s
-/// 1 passed, 2 failed, 1 error, 1 skipped
-/// ```
-///
-/// The last line starts with `N passed, N failed`; `, N error(s)` and `, N skipped` follow
-/// only when non-zero, so a run without errors or skips ends in exactly `N passed, N failed`.
-pub fn summary_block(report: &RunReport, style: &Style) -> String {
-    let mut out = String::new();
-    if !style.quiet {
-        let bad: Vec<&CaseReport> = report
-            .cases
-            .iter()
-            .filter(|c| matches!(c.status, Status::Failed | Status::Error))
-            .collect();
-        if !bad.is_empty() {
-            let _ = writeln!(
-                out,
-                "\n{}",
-                style.paint(anstyle::Style::new().effects(Effects::BOLD), "failures:")
-            );
-            for c in bad {
-                let what = if c.status == Status::Error {
-                    " (error)"
-                } else {
-                    ""
-                };
-                let _ = writeln!(out, "{INDENT}{}{what}", clean(&text::label(c)));
-            }
-        }
-        out.push('\n');
-    }
-    let _ = writeln!(out, "{}", text::run_line(report));
-    let parts: Vec<String> = text::counts(&report.summary)
-        .into_iter()
-        .map(|(n, word)| {
-            let paint = match word {
-                "passed" => bold(AnsiColor::Green),
-                "skipped" => bold(AnsiColor::Yellow),
-                _ => bold(AnsiColor::Red),
-            };
-            let s = format!("{n} {word}");
-            if n > 0 {
-                style.paint(paint, &s)
-            } else {
-                s
-            }
-        })
-        .collect();
-    let _ = writeln!(out, "{}", parts.join(", "));
-    out
 }
 
 /// The live console: shared by the tasks that run cases (`&self` everywhere, `Sync`).
@@ -641,7 +282,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::report::sample;
+    use crate::report::{sample, Status};
 
     fn styled(quiet: bool, verbose: u8) -> Style {
         Style {
