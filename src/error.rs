@@ -2,6 +2,7 @@
 
 use crate::cassette::CassetteError;
 use crate::proxy::upstream::InvalidUpstream;
+use crate::proxy::BindError;
 use crate::runner::child::ChildError;
 
 /// Exit code: success.
@@ -21,11 +22,8 @@ pub enum Error {
     #[error(transparent)]
     Cassette(#[from] CassetteError),
 
-    #[error("failed to listen on {addr}: {source}")]
-    Bind {
-        addr: String,
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Bind(#[from] BindError),
 
     #[error(transparent)]
     Child(#[from] ChildError),
@@ -45,7 +43,7 @@ impl Error {
     pub fn exit_code(&self) -> i32 {
         match self {
             Error::Usage(_)
-            | Error::Bind { .. }
+            | Error::Bind(_)
             | Error::Upstream(_)
             | Error::Child(ChildError::NoCommand)
             | Error::Spec(_) => EXIT_USAGE,

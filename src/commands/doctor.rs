@@ -2,14 +2,12 @@
 //! nothing forwarded or recorded) and report which injected variables it honours.
 
 use std::path::Path;
-use std::sync::Arc;
 
-use tokio::net::TcpListener;
 use tokio::time::Instant;
 
 use crate::cli::DoctorArgs;
 use crate::doctor::diagnose::{diagnose, render, Observed, ProgramEnd};
-use crate::doctor::server::{self as doctor, via_prefix, Doctor};
+use crate::doctor::server::{via_prefix, Doctor, Session};
 use crate::error::{Error, Result, EXIT_FAILURE, EXIT_OK};
 use crate::runner::child::ChildError;
 use crate::runner::driver::{CommandApp, DriveError};
@@ -30,23 +28,9 @@ pub async fn run(args: DoctorArgs) -> Result<i32> {
             args.listen
         )));
     }
-    let listener = TcpListener::bind(args.listen)
-        .await
-        .map_err(|source| Error::Bind {
-            addr: args.listen.to_string(),
-            source,
-        })?;
-    let addr = listener.local_addr().map_err(|source| Error::Bind {
-        addr: args.listen.to_string(),
-        source,
-    })?;
-    let base = format!("http://{addr}");
+    let session = Session::start(Doctor::new(MAX_BODY, PLAIN_VAR), args.listen).await?;
+    let base = format!("http://{}", session.addr());
     let injected = doctor_variables(&base);
-    let state = Arc::new(Doctor::new(MAX_BODY, PLAIN_VAR));
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(doctor::serve(listener, state.clone(), async {
-        let _ = stop_rx.await;
-    }));
     if !args.json {
         eprintln!(
             "agentproxy doctor: canned replies on {base}; running `{}` once (timeout {})",
@@ -64,14 +48,13 @@ pub async fn run(args: DoctorArgs) -> Result<i32> {
         reply_until: None,
     };
     let ran = run_program(&app, &args.input, Instant::now() + args.timeout).await;
-    let _ = stop_tx.send(());
-    let _ = server.await;
+    let arrivals = session.stop().await;
     let (program, stdout, stderr) = ran?;
     let report = diagnose(Observed {
         sources: read_sources(&args.command),
         command: args.command,
         injected,
-        arrivals: state.arrivals(),
+        arrivals,
         program,
         stdout,
         stderr,

@@ -6,7 +6,7 @@ use crate::cassette::format::{format_version, Upstreams};
 use crate::cassette::{store, Cassette};
 use crate::cli::RecordArgs;
 use crate::error::{Error, Result, EXIT_EXECUTION, EXIT_OK};
-use crate::proxy::{upstream::Upstream, Options, Proxy};
+use crate::proxy::{upstream::Upstream, Options};
 use crate::redact::Secrets;
 
 use super::session;
@@ -20,8 +20,7 @@ pub async fn run(args: RecordArgs) -> Result<i32> {
         &args.anthropic_upstream,
         args.upstream_timeout,
     )?;
-    let listener = session::bind(s).await?;
-    let proxy = Proxy::new(Options {
+    let options = Options {
         rules,
         secrets: Secrets::from_vars(std::env::vars()),
         max_body: s.max_body_size,
@@ -30,13 +29,13 @@ pub async fn run(args: RecordArgs) -> Result<i32> {
         print_misses: !s.quiet,
         mocks: None,
         log_exchanges: false,
-    });
+    };
     let banner = format!(
         "recording to {} via {}",
         s.cassette.display(),
         args.upstream
     );
-    let ended = session::run(s, listener, proxy, false, &banner).await?;
+    let ended = session::run(s, options, false, &banner).await?;
     let out = &ended.outcome;
     let child_failed = ended.child.filter(|c| *c != EXIT_OK);
     if out.recorded.is_empty() {

@@ -4,7 +4,7 @@ use crate::cassette::store;
 use crate::cli::ReplayArgs;
 use crate::error::{Result, EXIT_FAILURE, EXIT_OK};
 use crate::matching;
-use crate::proxy::{Options, Proxy, Replay};
+use crate::proxy::{Options, Replay};
 use crate::redact::Secrets;
 
 use super::session;
@@ -20,8 +20,7 @@ pub async fn run(args: ReplayArgs) -> Result<i32> {
         matching::rekey(&mut cassette.interactions, &rules);
     }
     let total = cassette.interactions.len();
-    let listener = session::bind(s).await?;
-    let proxy = Proxy::new(Options {
+    let options = Options {
         rules,
         secrets: Secrets::from_vars(std::env::vars()),
         max_body: s.max_body_size,
@@ -34,12 +33,12 @@ pub async fn run(args: ReplayArgs) -> Result<i32> {
         print_misses: !s.quiet,
         mocks: None,
         log_exchanges: false,
-    });
+    };
     let banner = format!(
         "replaying {} ({total} interaction(s)), no network",
         s.cassette.display()
     );
-    let ended = session::run(s, listener, proxy, true, &banner).await?;
+    let ended = session::run(s, options, true, &banner).await?;
     let out = &ended.outcome;
     let missed = out.misses.len();
     let served = out.requests.saturating_sub(missed);

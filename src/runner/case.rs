@@ -8,7 +8,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use regex::Regex;
-use tokio::net::TcpListener;
 
 use super::driver::{CommandApp, DriveError};
 use super::env;
@@ -18,7 +17,7 @@ use super::url::UrlApp;
 use crate::cassette::format::{format_version, Upstreams};
 use crate::cassette::{store, Cassette};
 use crate::matching::{self, normalize::Rules};
-use crate::proxy::{server, upstream::Upstream, Options, Outcome, Proxy, Replay};
+use crate::proxy::{upstream::Upstream, Options, Outcome, Replay, Session};
 use crate::redact::Secrets;
 use crate::report::{CaseReport, Status};
 use crate::spec::{Case, Mode, Spec, Target};
@@ -126,7 +125,7 @@ async fn run_inner(
         ),
     };
     let mocks = Arc::new(MockSet::compile(&spec.tools)?);
-    let proxy = Arc::new(Proxy::new(Options {
+    let options = Options {
         rules,
         secrets: Secrets::from_vars(std::env::vars()),
         max_body: s.max_body,
@@ -139,21 +138,14 @@ async fn run_inner(
                 as crate::proxy::Mocks
         }),
         log_exchanges: true,
-    }));
-    let listener = TcpListener::bind(s.listen)
+    };
+    let session = Session::start(options, s.listen)
         .await
-        .map_err(|e| format!("failed to listen on {}: {e}", s.listen))?;
-    let addr = listener.local_addr().map_err(|e| e.to_string())?;
-    let base = format!("http://{addr}");
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(server::serve(listener, proxy.clone(), async {
-        let _ = stop_rx.await;
-    }));
+        .map_err(|e| e.to_string())?;
+    let base = format!("http://{}", session.addr());
 
-    let driven = drive(spec, case, s, &proxy, &base, usage).await;
-    let _ = stop_tx.send(());
-    let _ = server.await;
-    let outcome = proxy.outcome();
+    let driven = drive(spec, case, s, &session, &base, usage).await;
+    let outcome = session.stop().await;
 
     let (outputs, drive_error) = match driven {
         Ok(o) => (o, None),
@@ -267,7 +259,7 @@ pub(super) async fn drive(
     spec: &Spec,
     case: &Case,
     s: &Settings,
-    proxy: &Proxy,
+    session: &Session,
     base: &str,
     usage: Use,
 ) -> Result<Vec<String>, (Vec<String>, String)> {
@@ -277,7 +269,7 @@ pub(super) async fn drive(
         Target::Url(url) => {
             let app = UrlApp::new(url, &case.slug);
             for (i, turn) in case.turns.iter().enumerate() {
-                proxy.set_turn(i);
+                session.set_turn(i);
                 // `app.timeout` per request, within what is left of the case's time.
                 let left = deadline.saturating_duration_since(tokio::time::Instant::now());
                 let limit = spec.app.timeout.map_or(left, |t| t.min(left));
@@ -324,12 +316,12 @@ pub(super) async fn drive(
             };
             let mut running = app.start(first, deadline).map_err(|e| (vec![], crash(e)))?;
             if case.turns.len() == 1 {
-                proxy.set_turn(0);
+                session.set_turn(0);
                 running.send(first).await.map_err(|e| (vec![], crash(e)))?;
                 outputs.push(String::new());
             } else {
                 for (i, turn) in case.turns.iter().enumerate() {
-                    proxy.set_turn(i);
+                    session.set_turn(i);
                     match running.turn(i, &turn.input, spec.app.timeout).await {
                         Ok(out) => outputs.push(out),
                         Err(e) => return Err((outputs, crash(e))),

@@ -8,7 +8,6 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::Value;
-use tokio::net::TcpListener;
 
 use super::case::{drive, Settings, Use};
 use super::mocks::MockSet;
@@ -17,7 +16,7 @@ use crate::dialect::Route;
 use crate::matching::normalize::{normalize, Rules};
 use crate::matching::stability::{compare, Difference, Findings, Sample};
 use crate::neutral::ToolCall;
-use crate::proxy::{server, Mocks, Options, Proxy, Replay};
+use crate::proxy::{Mocks, Options, Replay, Session};
 use crate::redact::Secrets;
 use crate::report::{AssertionResult, CaseReport, Status};
 use crate::spec::{Case, Spec};
@@ -96,7 +95,7 @@ async fn run_once(
     rules: &Rules,
 ) -> Result<(Vec<Sample>, Vec<String>), String> {
     let mocks = Arc::new(MockSet::compile(&spec.tools)?);
-    let proxy = Arc::new(Proxy::new(Options {
+    let options = Options {
         rules: rules.clone(),
         secrets: Secrets::from_vars(std::env::vars()),
         max_body: s.max_body,
@@ -108,20 +107,13 @@ async fn run_once(
             Arc::new(move |c: &ToolCall, n: usize| m.result_for(c, n)) as Mocks
         }),
         log_exchanges: true,
-    }));
-    let listener = TcpListener::bind(s.listen)
+    };
+    let session = Session::start(options, s.listen)
         .await
-        .map_err(|e| format!("failed to listen on {}: {e}", s.listen))?;
-    let addr = listener.local_addr().map_err(|e| e.to_string())?;
-    let base = format!("http://{addr}");
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(server::serve(listener, proxy.clone(), async {
-        let _ = stop_rx.await;
-    }));
-    let driven = drive(spec, case, s, &proxy, &base, Use::Replay).await;
-    let _ = stop_tx.send(());
-    let _ = server.await;
-    let outcome = proxy.outcome();
+        .map_err(|e| e.to_string())?;
+    let base = format!("http://{}", session.addr());
+    let driven = drive(spec, case, s, &session, &base, Use::Replay).await;
+    let outcome = session.stop().await;
     if let Err((_, e)) = driven {
         if outcome.misses.is_empty() {
             return Err(e);
