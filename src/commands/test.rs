@@ -7,11 +7,11 @@ use serde_json::Value;
 
 use crate::assert::Matcher;
 use crate::cli::{ReportFormat, TestArgs};
+use crate::determinism;
 use crate::error::{Error, Result, EXIT_EXECUTION, EXIT_FAILURE, EXIT_OK};
 use crate::report::console::{Console, ConsoleOptions};
 use crate::report::{self, CaseReport, RunReport, Summary};
 use crate::runner::case::{self, Settings};
-use crate::runner::determinism;
 use crate::spec::{self, MatcherKind, MatcherProblem, Verbosity};
 
 pub async fn run(args: TestArgs) -> Result<i32> {
@@ -146,13 +146,7 @@ async fn check_determinism_of(
     let checked = determinism::check(sp, c, settings).await;
     console.case_finished(&checked.report);
     if let Some(yaml) = checked.suggestion.filter(|_| !quiet) {
-        let indented: String = yaml.lines().map(|l| format!("    {l}\n")).collect();
-        console.note(&format!(
-            "    to stabilise {}::{}, add to the spec (a new tools: mock needs a re-record, since it changes what the model is told):\n{}",
-            sp.file.display(),
-            c.name,
-            indented.trim_end()
-        ));
+        console.note(&determinism::suggestion_note(&sp.file, &c.name, &yaml));
     }
     checked.report
 }

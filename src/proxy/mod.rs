@@ -43,7 +43,7 @@ pub struct Replay {
     by_digest: HashMap<u128, usize>,
     /// Serve streams paced by their recorded latency.
     pub realtime: bool,
-    /// Determinism check: serve by position instead of by key (see [`Replay::lenient`]).
+    /// Lenient replay: serve by position instead of by key (see [`Replay::lenient`]).
     by_position: Option<Mutex<ByPosition>>,
 }
 

@@ -39,7 +39,7 @@ pub struct Settings {
 
 /// What the case's cassette is used for in this run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Use {
+pub(crate) enum Use {
     Replay,
     Record,
     Update,
@@ -255,7 +255,7 @@ fn save_cassette(
 
 /// Drive the program through the turns. On failure, the outputs of the turns that did
 /// complete come back with the error, so the report still shows them.
-pub(super) async fn drive(
+pub(crate) async fn drive(
     spec: &Spec,
     case: &Case,
     s: &Settings,

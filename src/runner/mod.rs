@@ -2,7 +2,6 @@
 
 pub mod case;
 pub mod child;
-pub mod determinism;
 pub mod driver;
 pub mod env;
 pub mod evaluate;
