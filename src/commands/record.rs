@@ -5,13 +5,13 @@ use std::time::SystemTime;
 use crate::cassette::format::{format_version, Upstreams};
 use crate::cassette::{store, Cassette};
 use crate::cli::RecordArgs;
-use crate::error::{Error, Result, EXIT_EXECUTION, EXIT_OK};
+use crate::error::{Error, Exit, Result, EXIT_OK};
 use crate::proxy::{upstream::Upstream, Options};
 use crate::redact::Secrets;
 
 use super::session;
 
-pub async fn run(args: RecordArgs) -> Result<i32> {
+pub async fn run(args: RecordArgs) -> Result<Exit> {
     let s = &args.session;
     let match_rules = session::flag_rules(s);
     let rules = session::compile_rules(&match_rules)?;
@@ -41,7 +41,7 @@ pub async fn run(args: RecordArgs) -> Result<i32> {
     if out.recorded.is_empty() {
         if let Some(code) = child_failed {
             eprintln!("agentproxy: the program exited with status {code} before any request was recorded; no cassette written");
-            return Ok(code);
+            return Ok(Exit::Program(code));
         }
         return Err(Error::NothingRecorded {
             injected: ended
@@ -80,10 +80,10 @@ pub async fn run(args: RecordArgs) -> Result<i32> {
             eprintln!("agentproxy: {errors} request(s) could not reach the upstream and were not recorded");
         }
     }
-    let code = match child_failed {
-        Some(code) => code,
-        None if errors > 0 => EXIT_EXECUTION,
-        None => EXIT_OK,
+    let exit = match child_failed {
+        Some(code) => Exit::Program(code),
+        None if errors > 0 => Exit::Execution,
+        None => Exit::Ok,
     };
     if s.json {
         let summary = serde_json::json!({
@@ -93,9 +93,9 @@ pub async fn run(args: RecordArgs) -> Result<i32> {
             "streamed": streamed,
             "upstream_errors": ended.outcome.upstream_errors,
             "program_exit": ended.child,
-            "exit_code": code,
+            "exit_code": exit.code(),
         });
         println!("{summary}");
     }
-    Ok(code)
+    Ok(exit)
 }

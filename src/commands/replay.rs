@@ -2,14 +2,14 @@
 
 use crate::cassette::store;
 use crate::cli::ReplayArgs;
-use crate::error::{Result, EXIT_FAILURE, EXIT_OK};
+use crate::error::{Exit, Result, EXIT_OK};
 use crate::matching;
 use crate::proxy::{Options, Replay};
 use crate::redact::Secrets;
 
 use super::session;
 
-pub async fn run(args: ReplayArgs) -> Result<i32> {
+pub async fn run(args: ReplayArgs) -> Result<Exit> {
     let s = &args.session;
     let mut cassette = store::load(&s.cassette)?;
     let flags = session::flag_rules(s);
@@ -52,10 +52,10 @@ pub async fn run(args: ReplayArgs) -> Result<i32> {
             eprintln!("agentproxy:   unused {line}");
         }
     }
-    let code = match ended.child {
-        Some(c) if c != EXIT_OK => c,
-        _ if missed > 0 => EXIT_FAILURE,
-        _ => EXIT_OK,
+    let exit = match ended.child {
+        Some(c) if c != EXIT_OK => Exit::Program(c),
+        _ if missed > 0 => Exit::Failed,
+        _ => Exit::Ok,
     };
     if s.json {
         let summary = serde_json::json!({
@@ -66,9 +66,9 @@ pub async fn run(args: ReplayArgs) -> Result<i32> {
             "misses": out.misses,
             "unused": out.unused,
             "program_exit": ended.child,
-            "exit_code": code,
+            "exit_code": exit.code(),
         });
         println!("{summary}");
     }
-    Ok(code)
+    Ok(exit)
 }

@@ -25,16 +25,16 @@ pub fn flag_rules(args: &SessionArgs) -> MatchRules {
 }
 
 pub fn compile_rules(rules: &MatchRules) -> Result<Rules> {
-    Rules::compile(rules).map_err(|e| Error::Usage(e.to_string()))
+    Ok(Rules::compile(rules)?)
 }
 
 /// Listening beyond loopback needs `--allow-remote`.
 fn check_listen(args: &SessionArgs) -> Result<()> {
     if !args.listen.ip().is_loopback() && !args.allow_remote {
-        return Err(Error::Usage(format!(
-            "refusing to listen on {}: it is not a loopback address; pass --allow-remote if you mean it",
-            args.listen
-        )));
+        return Err(Error::NotLoopback {
+            addr: args.listen,
+            why: "it is not a loopback address; pass --allow-remote if you mean it",
+        });
     }
     Ok(())
 }
@@ -55,10 +55,7 @@ pub async fn run(
     // Listen for SIGINT/SIGTERM before the banner: a daemon's user (or script) may signal
     // as soon as it reads the URL, and an unhandled SIGINT would lose the recording.
     let shutdown = if args.command.is_empty() {
-        Some(
-            shutdown_signal()
-                .map_err(|e| Error::Usage(format!("failed to listen for SIGINT: {e}")))?,
-        )
+        Some(shutdown_signal().map_err(Error::Signal)?)
     } else {
         None
     };

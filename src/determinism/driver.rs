@@ -16,6 +16,7 @@ use crate::proxy::{Mocks, Options, Replay, Session};
 use crate::redact::Secrets;
 use crate::report::{CaseReport, Status};
 use crate::runner::case::{drive, Settings, Use};
+use crate::runner::error::CaseError;
 use crate::runner::mocks::MockSet;
 use crate::spec::{Case, Spec};
 
@@ -26,6 +27,18 @@ pub(crate) const MODE: &str = "determinism";
 pub(crate) struct Checked {
     pub(crate) report: CaseReport,
     pub(crate) suggestion: Option<String>,
+}
+
+/// Why a case could not be checked.
+#[derive(Debug, thiserror::Error)]
+enum CheckError {
+    /// Before either run: the cassette or the match rules.
+    #[error(transparent)]
+    Setup(#[from] CaseError),
+
+    /// One of the two runs.
+    #[error("run {run} of 2: {source}")]
+    Run { run: usize, source: CaseError },
 }
 
 /// Check one case. Every outcome becomes a report: passed (stable), failed (values
@@ -46,9 +59,9 @@ pub(crate) async fn check(spec: &Spec, case: &Case, s: &Settings) -> Checked {
     } else {
         match check_twice(spec, case, s, &cassette_path, &mut report).await {
             Ok(findings) => suggestion = conclude(&findings, &mut report),
-            Err(message) => {
+            Err(e) => {
                 report.status = Status::Error;
-                report.error = Some(message);
+                report.error = Some(e.to_string());
             }
         }
     }
@@ -62,15 +75,15 @@ async fn check_twice(
     s: &Settings,
     cassette_path: &std::path::Path,
     report: &mut CaseReport,
-) -> Result<Findings, String> {
-    let cassette = store::load(cassette_path).map_err(|e| e.to_string())?;
+) -> Result<Findings, CheckError> {
+    let cassette = store::load(cassette_path).map_err(CaseError::from)?;
     let match_rules = cassette.match_rules.merged(&spec.match_rules);
-    let rules = Rules::compile(&match_rules).map_err(|e| e.to_string())?;
+    let rules = Rules::compile(&match_rules).map_err(CaseError::from)?;
     let mut runs = vec![];
     for n in 1..=2 {
         let (samples, misses) = run_once(spec, case, s, cassette.interactions.clone(), &rules)
             .await
-            .map_err(|e| format!("run {n} of 2: {e}"))?;
+            .map_err(|source| CheckError::Run { run: n, source })?;
         report
             .misses
             .extend(misses.into_iter().map(|m| format!("run {n} of 2: {m}")));
@@ -86,7 +99,7 @@ async fn run_once(
     s: &Settings,
     interactions: Vec<Interaction>,
     rules: &Rules,
-) -> Result<(Vec<Sample>, Vec<String>), String> {
+) -> Result<(Vec<Sample>, Vec<String>), CaseError> {
     let mocks = Arc::new(MockSet::compile(&spec.tools)?);
     let options = Options {
         rules: rules.clone(),
@@ -101,15 +114,13 @@ async fn run_once(
         }),
         log_exchanges: true,
     };
-    let session = Session::start(options, s.listen)
-        .await
-        .map_err(|e| e.to_string())?;
+    let session = Session::start(options, s.listen).await?;
     let base = format!("http://{}", session.addr());
     let driven = drive(spec, case, s, &session, &base, Use::Replay).await;
     let outcome = session.stop().await;
     if let Err((_, e)) = driven {
         if outcome.misses.is_empty() {
-            return Err(e);
+            return Err(e.into());
         }
     }
     Ok((samples(&outcome.exchanges, rules), outcome.misses))

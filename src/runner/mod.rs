@@ -4,6 +4,7 @@ pub mod case;
 pub mod child;
 pub mod driver;
 pub mod env;
+pub(crate) mod error;
 pub mod evaluate;
 pub mod mocks;
 pub mod url;
