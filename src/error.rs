@@ -1,7 +1,13 @@
-//! The error type of every command, and the one place that maps errors to exit codes.
+//! The error type of every command, how a command that ran to its end came out, and the
+//! one place that maps both to the documented exit codes.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
 
 use crate::cassette::CassetteError;
+use crate::matching::normalize::RuleError;
 use crate::proxy::upstream::InvalidUpstream;
+use crate::proxy::BindError;
 use crate::runner::child::ChildError;
 
 /// Exit code: success.
@@ -13,19 +19,62 @@ pub const EXIT_USAGE: i32 = 2;
 /// Exit code: execution error (program crashed or timed out, upstream unreachable).
 pub const EXIT_EXECUTION: i32 = 3;
 
+/// How a command that ran to its end came out (an error is an [`Error`] instead).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// Everything passed, was served, or was recorded.
+    Ok,
+    /// A test or check failed, or a replayed request missed the cassette.
+    Failed,
+    /// The run finished but something in it could not be executed: a case errored, or a
+    /// request could not reach the upstream while recording.
+    Execution,
+    /// The program under test exited non-zero (`128+N` when killed by signal `N`): its
+    /// code passes through.
+    Program(i32),
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("{0}")]
-    Usage(String),
+    #[error("refusing to listen on {addr}: {why}")]
+    NotLoopback { addr: SocketAddr, why: &'static str },
+
+    #[error(transparent)]
+    Rules(#[from] RuleError),
+
+    #[error("invalid --filter: {0}")]
+    Filter(#[source] globset::Error),
+
+    #[error("more -o files than --report formats; give one --report per -o")]
+    OutputWithoutReport,
+
+    #[error("no case matches --case / --filter")]
+    NoCaseMatches,
+
+    /// `diff --spec --case NAME` names a case the spec does not have.
+    #[error("{} has no case named `{name}`\n  hint: its cases are {}", spec.display(), quoted(cases))]
+    NoSuchCase {
+        spec: PathBuf,
+        name: String,
+        cases: Vec<String>,
+    },
+
+    /// `diff --spec` without `--case` on a spec of several cases.
+    #[error("{} has {} cases; say which one the cassettes belong to with --case NAME\n  hint: its cases are {}", spec.display(), cases.len(), quoted(cases))]
+    WhichCase { spec: PathBuf, cases: Vec<String> },
+
+    /// The thread reading a cassette panicked.
+    #[error("failed to read {}", path.display())]
+    ReadPanicked { path: PathBuf },
 
     #[error(transparent)]
     Cassette(#[from] CassetteError),
 
-    #[error("failed to listen on {addr}: {source}")]
-    Bind {
-        addr: String,
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Bind(#[from] BindError),
+
+    #[error("failed to listen for SIGINT: {0}")]
+    Signal(#[source] std::io::Error),
 
     #[error(transparent)]
     Child(#[from] ChildError),
@@ -38,14 +87,61 @@ pub enum Error {
 
     #[error(transparent)]
     Spec(#[from] crate::spec::SpecError),
+
+    #[error("a case panicked: {0}")]
+    CasePanicked(#[source] tokio::task::JoinError),
+
+    #[error("failed to create {}: {source}", dir.display())]
+    ReportDir {
+        dir: PathBuf,
+        source: std::io::Error,
+    },
+
+    #[error("failed to write report {}: {source}", path.display())]
+    WriteReport {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+
+    #[error("failed to render the report: {0}")]
+    RenderReport(#[source] serde_json::Error),
+}
+
+/// `` `a`, `b` ``
+fn quoted(names: &[String]) -> String {
+    names
+        .iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl Exit {
+    /// The documented exit code (see README and docs/).
+    pub fn code(self) -> i32 {
+        match self {
+            Exit::Ok => EXIT_OK,
+            Exit::Failed => EXIT_FAILURE,
+            Exit::Execution => EXIT_EXECUTION,
+            Exit::Program(code) => code,
+        }
+    }
 }
 
 impl Error {
     /// The documented exit code for this error (see README and docs/).
     pub fn exit_code(&self) -> i32 {
         match self {
-            Error::Usage(_)
-            | Error::Bind { .. }
+            Error::NotLoopback { .. }
+            | Error::Rules(_)
+            | Error::Filter(_)
+            | Error::OutputWithoutReport
+            | Error::NoCaseMatches
+            | Error::NoSuchCase { .. }
+            | Error::WhichCase { .. }
+            | Error::ReadPanicked { .. }
+            | Error::Bind(_)
+            | Error::Signal(_)
             | Error::Upstream(_)
             | Error::Child(ChildError::NoCommand)
             | Error::Spec(_) => EXIT_USAGE,
@@ -56,8 +152,20 @@ impl Error {
                 CassetteError::Secret { .. } | CassetteError::Write { .. } => EXIT_EXECUTION,
             },
             Error::Child(ChildError::Spawn { .. } | ChildError::Wait { .. })
-            | Error::NothingRecorded { .. } => EXIT_EXECUTION,
+            | Error::NothingRecorded { .. }
+            | Error::CasePanicked(_)
+            | Error::ReportDir { .. }
+            | Error::WriteReport { .. }
+            | Error::RenderReport(_) => EXIT_EXECUTION,
         }
+    }
+}
+
+/// The exit code of a command's result: the one mapping of outcomes to exit codes.
+pub fn exit_code(result: &Result<Exit>) -> i32 {
+    match result {
+        Ok(exit) => exit.code(),
+        Err(e) => e.exit_code(),
     }
 }
 

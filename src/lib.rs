@@ -15,19 +15,21 @@
 //! - layer 7: `report`
 //! - layer 8: `proxy`
 //! - layer 9: `runner`
-//! - layer 10: `doctor`
+//! - layer 10: `doctor` `determinism`
 //! - layer 11: `cli` `error`
 //! - layer 12: `commands`
 //!
 //! Pure modules (`assert`, `cassette::format`, `dialect`, `matching`, `neutral`, `redact`,
 //! `report`, `spec` but for its file loaders, `sse`, `trajectory`) take values and return
-//! values; I/O lives in `proxy`, `runner`, `doctor`, `cassette::store` and `commands`.
+//! values; I/O lives in `proxy`, `runner`, `doctor`, `determinism::driver`, `cassette::store`
+//! and `commands`.
 //! `docs/architecture.md` says where each concern lives and how to add a dialect.
 
 pub mod assert;
 pub mod cassette;
 pub mod cli;
 pub mod commands;
+pub(crate) mod determinism;
 pub mod dialect;
 pub mod doctor;
 pub mod error;

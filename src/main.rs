@@ -40,13 +40,11 @@ fn main() {
             std::process::exit(agentproxy::error::EXIT_EXECUTION);
         }
     };
-    let code = match runtime.block_on(agentproxy::commands::run(cli)) {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("agentproxy: {e}");
-            e.exit_code()
-        }
-    };
+    let result = runtime.block_on(agentproxy::commands::run(cli));
+    if let Err(e) = &result {
+        eprintln!("agentproxy: {e}");
+    }
+    let code = agentproxy::error::exit_code(&result);
     // Connections still held by a hung program must not keep the proxy alive.
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));
     std::process::exit(code);

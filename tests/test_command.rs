@@ -1,6 +1,6 @@
 //! `agentproxy test` end to end: example specs replayed offline, a broken expectation, a
-//! cassette miss, spec errors, crashes, reports, filters, record runs against the fake
-//! upstream, and the `url:` driver.
+//! cassette miss, spec errors, crashes, reports (and unwritable ones), filters, record runs
+//! against the fake upstream, and the `url:` driver.
 
 mod support;
 
@@ -289,6 +289,35 @@ fn a_crashing_program_is_an_execution_error_with_its_stderr() {
     assert_eq!(r.code, 3, "{}", r.stderr);
     assert!(r.stderr.contains("the agent fell over"), "{}", r.stderr);
     assert!(r.stderr.contains("status 4"), "{}", r.stderr);
+}
+
+#[test]
+fn a_report_that_cannot_be_written_is_an_execution_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("skip.yaml"),
+        "app:\n  command: [sh, -c, 'exit 0']\ncases:\n  - name: later\n    input: hi\n    skip: not yet\n",
+    )
+    .unwrap();
+    let report = |out: &str| run_in(d, &["test", "skip.yaml", "--report", "json", "-o", out]);
+    let r = report("report.json");
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(d.join("report.json").is_file());
+    // The report's directory is a regular file.
+    std::fs::write(d.join("file"), "not a directory").unwrap();
+    let r = report("file/report.json");
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(r.stderr.contains("failed to create file"), "{}", r.stderr);
+    // The report's path is a directory.
+    std::fs::create_dir(d.join("out")).unwrap();
+    let r = report("out");
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("failed to write report out"),
+        "{}",
+        r.stderr
+    );
 }
 
 #[test]

@@ -3,18 +3,20 @@
 
 use crate::cassette::store;
 use crate::cli::{DiffArgs, DiffFormat};
-use crate::error::{Error, Result, EXIT_FAILURE, EXIT_OK};
+use crate::error::{Error, Exit, Result};
 use crate::spec::{self, Case};
 use crate::trajectory::{self, Asserted, Verdict};
 
-pub fn run(args: DiffArgs) -> Result<i32> {
+pub fn run(args: DiffArgs) -> Result<Exit> {
     // Parsing dominates on large cassettes: read both at once.
     let (old, new) = std::thread::scope(|s| {
         let old = s.spawn(|| store::load(&args.old));
         let new = store::load(&args.new);
         (old.join(), new)
     });
-    let old = old.map_err(|_| Error::Usage(format!("failed to read {}", args.old.display())))??;
+    let old = old.map_err(|_| Error::ReadPanicked {
+        path: args.old.clone(),
+    })??;
     let new = new?;
     let asserted = match &args.spec {
         Some(path) => crate::spec::asserted(&spec_case(path, args.case.as_deref())?),
@@ -30,36 +32,31 @@ pub fn run(args: DiffArgs) -> Result<i32> {
     };
     print!("{out}");
     Ok(if args.check && d.verdict == Verdict::Regression {
-        EXIT_FAILURE
+        Exit::Failed
     } else {
-        EXIT_OK
+        Exit::Ok
     })
 }
 
 /// The case named `name` in the spec at `path`; with no name, the spec's only case.
 fn spec_case(path: &std::path::Path, name: Option<&str>) -> Result<Case> {
     let sp = spec::load(path, &super::test::validate_matcher)?;
-    let names = || {
-        sp.cases
-            .iter()
-            .map(|c| format!("`{}`", c.name))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
+    let names = || sp.cases.iter().map(|c| c.name.clone()).collect();
     match name {
-        Some(n) => sp.cases.iter().find(|c| c.name == n).cloned().ok_or_else(|| {
-            Error::Usage(format!(
-                "{} has no case named `{n}`\n  hint: its cases are {}",
-                path.display(),
-                names()
-            ))
-        }),
+        Some(n) => sp
+            .cases
+            .iter()
+            .find(|c| c.name == n)
+            .cloned()
+            .ok_or_else(|| Error::NoSuchCase {
+                spec: path.to_owned(),
+                name: n.to_owned(),
+                cases: names(),
+            }),
         None if sp.cases.len() == 1 => Ok(sp.cases[0].clone()),
-        None => Err(Error::Usage(format!(
-            "{} has {} cases; say which one the cassettes belong to with --case NAME\n  hint: its cases are {}",
-            path.display(),
-            sp.cases.len(),
-            names()
-        ))),
+        None => Err(Error::WhichCase {
+            spec: path.to_owned(),
+            cases: names(),
+        }),
     }
 }

@@ -2,15 +2,13 @@
 //! nothing forwarded or recorded) and report which injected variables it honours.
 
 use std::path::Path;
-use std::sync::Arc;
 
-use tokio::net::TcpListener;
 use tokio::time::Instant;
 
 use crate::cli::DoctorArgs;
 use crate::doctor::diagnose::{diagnose, render, Observed, ProgramEnd};
-use crate::doctor::server::{self as doctor, via_prefix, Doctor};
-use crate::error::{Error, Result, EXIT_FAILURE, EXIT_OK};
+use crate::doctor::server::{via_prefix, Doctor, Session};
+use crate::error::{Error, Exit, Result};
 use crate::runner::child::ChildError;
 use crate::runner::driver::{CommandApp, DriveError};
 use crate::runner::env::{self, Injected};
@@ -23,30 +21,16 @@ const MAX_BODY: usize = 32 << 20;
 /// Largest file on the command line scanned for variable names.
 const MAX_SOURCE: u64 = 1 << 20;
 
-pub async fn run(args: DoctorArgs) -> Result<i32> {
+pub async fn run(args: DoctorArgs) -> Result<Exit> {
     if !args.listen.ip().is_loopback() {
-        return Err(Error::Usage(format!(
-            "refusing to listen on {}: doctor mode listens on loopback only",
-            args.listen
-        )));
+        return Err(Error::NotLoopback {
+            addr: args.listen,
+            why: "doctor mode listens on loopback only",
+        });
     }
-    let listener = TcpListener::bind(args.listen)
-        .await
-        .map_err(|source| Error::Bind {
-            addr: args.listen.to_string(),
-            source,
-        })?;
-    let addr = listener.local_addr().map_err(|source| Error::Bind {
-        addr: args.listen.to_string(),
-        source,
-    })?;
-    let base = format!("http://{addr}");
+    let session = Session::start(Doctor::new(MAX_BODY, PLAIN_VAR), args.listen).await?;
+    let base = format!("http://{}", session.addr());
     let injected = doctor_variables(&base);
-    let state = Arc::new(Doctor::new(MAX_BODY, PLAIN_VAR));
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(doctor::serve(listener, state.clone(), async {
-        let _ = stop_rx.await;
-    }));
     if !args.json {
         eprintln!(
             "agentproxy doctor: canned replies on {base}; running `{}` once (timeout {})",
@@ -64,27 +48,25 @@ pub async fn run(args: DoctorArgs) -> Result<i32> {
         reply_until: None,
     };
     let ran = run_program(&app, &args.input, Instant::now() + args.timeout).await;
-    let _ = stop_tx.send(());
-    let _ = server.await;
+    let arrivals = session.stop().await;
     let (program, stdout, stderr) = ran?;
     let report = diagnose(Observed {
         sources: read_sources(&args.command),
         command: args.command,
         injected,
-        arrivals: state.arrivals(),
+        arrivals,
         program,
         stdout,
         stderr,
         base,
     });
     if args.json {
-        let text = serde_json::to_string_pretty(&report)
-            .map_err(|e| Error::Usage(format!("failed to render the report: {e}")))?;
+        let text = serde_json::to_string_pretty(&report).map_err(Error::RenderReport)?;
         println!("{text}");
     } else {
         print!("{}", render(&report));
     }
-    Ok(if report.ok { EXIT_OK } else { EXIT_FAILURE })
+    Ok(if report.ok { Exit::Ok } else { Exit::Failed })
 }
 
 /// What record and replay inject, with every URL variable but [`PLAIN_VAR`] moved under
@@ -114,7 +96,7 @@ async fn run_program(
         DriveError::Spawn { program, source } => ChildError::Spawn { program, source },
         other => ChildError::Spawn {
             program: app.argv.first().cloned().unwrap_or_default(),
-            source: std::io::Error::other(other.to_string()),
+            source: std::io::Error::other(other),
         },
     })?;
     // A program that does not read stdin may have closed it; that is not an error.
@@ -127,7 +109,7 @@ async fn run_program(
             Err(e) => {
                 return Err(ChildError::Wait {
                     program: app.argv.first().cloned().unwrap_or_default(),
-                    source: std::io::Error::other(e.to_string()),
+                    source: std::io::Error::other(e),
                 }
                 .into())
             }

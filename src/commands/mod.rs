@@ -9,10 +9,10 @@ pub mod show;
 pub mod test;
 
 use crate::cli::{Cli, Command};
-use crate::error::Result;
+use crate::error::{Exit, Result};
 
-/// Run the parsed command line; the exit code on success.
-pub async fn run(cli: Cli) -> Result<i32> {
+/// Run the parsed command line; how it came out (see [`crate::error::exit_code`]).
+pub async fn run(cli: Cli) -> Result<Exit> {
     match cli.command {
         Command::Record(args) => record::run(args).await,
         Command::Replay(args) => replay::run(args).await,

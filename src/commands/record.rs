@@ -5,13 +5,13 @@ use std::time::SystemTime;
 use crate::cassette::format::{format_version, Upstreams};
 use crate::cassette::{store, Cassette};
 use crate::cli::RecordArgs;
-use crate::error::{Error, Result, EXIT_EXECUTION, EXIT_OK};
-use crate::proxy::{upstream::Upstream, Options, Proxy};
+use crate::error::{Error, Exit, Result, EXIT_OK};
+use crate::proxy::{upstream::Upstream, Options};
 use crate::redact::Secrets;
 
 use super::session;
 
-pub async fn run(args: RecordArgs) -> Result<i32> {
+pub async fn run(args: RecordArgs) -> Result<Exit> {
     let s = &args.session;
     let match_rules = session::flag_rules(s);
     let rules = session::compile_rules(&match_rules)?;
@@ -20,8 +20,7 @@ pub async fn run(args: RecordArgs) -> Result<i32> {
         &args.anthropic_upstream,
         args.upstream_timeout,
     )?;
-    let listener = session::bind(s).await?;
-    let proxy = Proxy::new(Options {
+    let options = Options {
         rules,
         secrets: Secrets::from_vars(std::env::vars()),
         max_body: s.max_body_size,
@@ -30,19 +29,19 @@ pub async fn run(args: RecordArgs) -> Result<i32> {
         print_misses: !s.quiet,
         mocks: None,
         log_exchanges: false,
-    });
+    };
     let banner = format!(
         "recording to {} via {}",
         s.cassette.display(),
         args.upstream
     );
-    let ended = session::run(s, listener, proxy, false, &banner).await?;
+    let ended = session::run(s, options, false, &banner).await?;
     let out = &ended.outcome;
     let child_failed = ended.child.filter(|c| *c != EXIT_OK);
     if out.recorded.is_empty() {
         if let Some(code) = child_failed {
             eprintln!("agentproxy: the program exited with status {code} before any request was recorded; no cassette written");
-            return Ok(code);
+            return Ok(Exit::Program(code));
         }
         return Err(Error::NothingRecorded {
             injected: ended
@@ -81,10 +80,10 @@ pub async fn run(args: RecordArgs) -> Result<i32> {
             eprintln!("agentproxy: {errors} request(s) could not reach the upstream and were not recorded");
         }
     }
-    let code = match child_failed {
-        Some(code) => code,
-        None if errors > 0 => EXIT_EXECUTION,
-        None => EXIT_OK,
+    let exit = match child_failed {
+        Some(code) => Exit::Program(code),
+        None if errors > 0 => Exit::Execution,
+        None => Exit::Ok,
     };
     if s.json {
         let summary = serde_json::json!({
@@ -94,9 +93,9 @@ pub async fn run(args: RecordArgs) -> Result<i32> {
             "streamed": streamed,
             "upstream_errors": ended.outcome.upstream_errors,
             "program_exit": ended.child,
-            "exit_code": code,
+            "exit_code": exit.code(),
         });
         println!("{summary}");
     }
-    Ok(code)
+    Ok(exit)
 }

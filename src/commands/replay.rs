@@ -2,14 +2,14 @@
 
 use crate::cassette::store;
 use crate::cli::ReplayArgs;
-use crate::error::{Result, EXIT_FAILURE, EXIT_OK};
+use crate::error::{Exit, Result, EXIT_OK};
 use crate::matching;
-use crate::proxy::{Options, Proxy, Replay};
+use crate::proxy::{Options, Replay};
 use crate::redact::Secrets;
 
 use super::session;
 
-pub async fn run(args: ReplayArgs) -> Result<i32> {
+pub async fn run(args: ReplayArgs) -> Result<Exit> {
     let s = &args.session;
     let mut cassette = store::load(&s.cassette)?;
     let flags = session::flag_rules(s);
@@ -20,8 +20,7 @@ pub async fn run(args: ReplayArgs) -> Result<i32> {
         matching::rekey(&mut cassette.interactions, &rules);
     }
     let total = cassette.interactions.len();
-    let listener = session::bind(s).await?;
-    let proxy = Proxy::new(Options {
+    let options = Options {
         rules,
         secrets: Secrets::from_vars(std::env::vars()),
         max_body: s.max_body_size,
@@ -34,12 +33,12 @@ pub async fn run(args: ReplayArgs) -> Result<i32> {
         print_misses: !s.quiet,
         mocks: None,
         log_exchanges: false,
-    });
+    };
     let banner = format!(
         "replaying {} ({total} interaction(s)), no network",
         s.cassette.display()
     );
-    let ended = session::run(s, listener, proxy, true, &banner).await?;
+    let ended = session::run(s, options, true, &banner).await?;
     let out = &ended.outcome;
     let missed = out.misses.len();
     let served = out.requests.saturating_sub(missed);
@@ -53,10 +52,10 @@ pub async fn run(args: ReplayArgs) -> Result<i32> {
             eprintln!("agentproxy:   unused {line}");
         }
     }
-    let code = match ended.child {
-        Some(c) if c != EXIT_OK => c,
-        _ if missed > 0 => EXIT_FAILURE,
-        _ => EXIT_OK,
+    let exit = match ended.child {
+        Some(c) if c != EXIT_OK => Exit::Program(c),
+        _ if missed > 0 => Exit::Failed,
+        _ => Exit::Ok,
     };
     if s.json {
         let summary = serde_json::json!({
@@ -67,9 +66,9 @@ pub async fn run(args: ReplayArgs) -> Result<i32> {
             "misses": out.misses,
             "unused": out.unused,
             "program_exit": ended.child,
-            "exit_code": code,
+            "exit_code": exit.code(),
         });
         println!("{summary}");
     }
-    Ok(code)
+    Ok(exit)
 }

@@ -1,14 +1,10 @@
 //! What `record` and `replay` share: listen, run the program (or wait as a daemon), drain.
 
-use std::sync::Arc;
-
-use tokio::net::TcpListener;
-
 use crate::cassette::MatchRules;
 use crate::cli::SessionArgs;
 use crate::error::{Error, Result};
 use crate::matching::normalize::Rules;
-use crate::proxy::{server, Outcome, Proxy};
+use crate::proxy::{Options, Outcome, Session};
 use crate::runner::{child, env};
 
 /// How a session ended.
@@ -29,54 +25,40 @@ pub fn flag_rules(args: &SessionArgs) -> MatchRules {
 }
 
 pub fn compile_rules(rules: &MatchRules) -> Result<Rules> {
-    Rules::compile(rules).map_err(|e| Error::Usage(e.to_string()))
+    Ok(Rules::compile(rules)?)
 }
 
-pub async fn bind(args: &SessionArgs) -> Result<TcpListener> {
+/// Listening beyond loopback needs `--allow-remote`.
+fn check_listen(args: &SessionArgs) -> Result<()> {
     if !args.listen.ip().is_loopback() && !args.allow_remote {
-        return Err(Error::Usage(format!(
-            "refusing to listen on {}: it is not a loopback address; pass --allow-remote if you mean it",
-            args.listen
-        )));
+        return Err(Error::NotLoopback {
+            addr: args.listen,
+            why: "it is not a loopback address; pass --allow-remote if you mean it",
+        });
     }
-    TcpListener::bind(args.listen)
-        .await
-        .map_err(|source| Error::Bind {
-            addr: args.listen.to_string(),
-            source,
-        })
+    Ok(())
 }
 
-/// Serve `proxy` on `listener` while the program runs (or until SIGINT/SIGTERM in daemon
-/// mode), then drain.
+/// Serve a proxy built from `options` while the program runs (or until SIGINT/SIGTERM in
+/// daemon mode), then drain.
 pub async fn run(
     args: &SessionArgs,
-    listener: TcpListener,
-    proxy: Proxy,
+    options: Options,
     replay: bool,
     banner: &str,
 ) -> Result<Ended> {
-    let addr = listener.local_addr().map_err(|source| Error::Bind {
-        addr: args.listen.to_string(),
-        source,
-    })?;
+    check_listen(args)?;
+    let session = Session::start(options, args.listen).await?;
+    let addr = session.addr();
     let base = format!("http://{addr}");
     let injected = env::injected(&base, replay, &|name| std::env::var_os(name).is_some());
-    let proxy = Arc::new(proxy);
     // Listen for SIGINT/SIGTERM before the banner: a daemon's user (or script) may signal
     // as soon as it reads the URL, and an unhandled SIGINT would lose the recording.
     let shutdown = if args.command.is_empty() {
-        Some(
-            shutdown_signal()
-                .map_err(|e| Error::Usage(format!("failed to listen for SIGINT: {e}")))?,
-        )
+        Some(shutdown_signal().map_err(Error::Signal)?)
     } else {
         None
     };
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(server::serve(listener, proxy.clone(), async {
-        let _ = stop_rx.await;
-    }));
     if !args.quiet {
         eprintln!("agentproxy: {banner}, listening on {base}");
         if args.verbose > 0 {
@@ -101,9 +83,7 @@ pub async fn run(
             .collect();
         Some(child::run(&args.command, &vars).await)
     };
-    let _ = stop_tx.send(());
-    let _ = server.await;
-    let outcome = proxy.outcome();
+    let outcome = session.stop().await;
     let child = child.transpose()?;
     Ok(Ended {
         outcome,

@@ -2,15 +2,15 @@
 
 use crate::cassette::store;
 use crate::cli::ShowArgs;
-use crate::error::{Result, EXIT_OK};
+use crate::error::{Exit, Result};
 use crate::trajectory;
 
-pub fn run(args: ShowArgs) -> Result<i32> {
+pub fn run(args: ShowArgs) -> Result<Exit> {
     let cassette = store::load(&args.cassette)?;
     if args.json {
         print!("{}", trajectory::show_json(&cassette));
     } else {
         print!("{}", trajectory::show(&cassette));
     }
-    Ok(EXIT_OK)
+    Ok(Exit::Ok)
 }

@@ -7,28 +7,25 @@ use serde_json::Value;
 
 use crate::assert::Matcher;
 use crate::cli::{ReportFormat, TestArgs};
-use crate::error::{Error, Result, EXIT_EXECUTION, EXIT_FAILURE, EXIT_OK};
+use crate::determinism;
+use crate::error::{Error, Exit, Result};
 use crate::report::console::{Console, ConsoleOptions};
 use crate::report::{self, CaseReport, RunReport, Summary};
 use crate::runner::case::{self, Settings};
-use crate::runner::determinism;
 use crate::spec::{self, MatcherKind, MatcherProblem, Verbosity};
 
-pub async fn run(args: TestArgs) -> Result<i32> {
+pub async fn run(args: TestArgs) -> Result<Exit> {
     let started = Instant::now();
     if args.outputs.len() > args.reports.len() {
-        return Err(Error::Usage(
-            "more -o files than --report formats; give one --report per -o".into(),
-        ));
+        return Err(Error::OutputWithoutReport);
     }
-    let specs =
-        spec::load_all(&args.specs, &validate_matcher).map_err(|e| Error::Usage(e.to_string()))?;
+    let specs = spec::load_all(&args.specs, &validate_matcher)?;
     let filter = args
         .filter
         .as_deref()
         .map(|g| globset::Glob::new(g).map(|g| g.compile_matcher()))
         .transpose()
-        .map_err(|e| Error::Usage(format!("invalid --filter: {e}")))?;
+        .map_err(Error::Filter)?;
     let env = |name: &str| std::env::var(name).ok();
     let cli = spec::CliOverrides {
         mode: args.mode,
@@ -49,7 +46,7 @@ pub async fn run(args: TestArgs) -> Result<i32> {
     // One console for the run: as verbose as the most verbose spec asks.
     let mut verbosity = Verbosity::Quiet;
     for sp in specs {
-        let resolved = spec::resolve(&cli, &sp, &env).map_err(|e| Error::Usage(e.to_string()))?;
+        let resolved = spec::resolve(&cli, &sp, &env)?;
         parallel = parallel.max(resolved.parallel);
         verbosity = verbosity.max(resolved.verbosity);
         let settings = Settings {
@@ -72,7 +69,7 @@ pub async fn run(args: TestArgs) -> Result<i32> {
         }
     }
     if jobs.is_empty() {
-        return Err(Error::Usage("no case matches --case / --filter".into()));
+        return Err(Error::NoCaseMatches);
     }
     // A fixed listen port can serve one case at a time.
     if args.listen.port() != 0 {
@@ -113,10 +110,7 @@ pub async fn run(args: TestArgs) -> Result<i32> {
     }
     let mut cases: Vec<CaseReport> = Vec::with_capacity(handles.len());
     for h in handles {
-        cases.push(
-            h.await
-                .map_err(|e| Error::Usage(format!("a case panicked: {e}")))?,
-        );
+        cases.push(h.await.map_err(Error::CasePanicked)?);
     }
     let run = RunReport {
         summary: Summary::of(&cases),
@@ -126,11 +120,11 @@ pub async fn run(args: TestArgs) -> Result<i32> {
     console.finish(&run);
     write_reports(&args, &run)?;
     Ok(if run.summary.errors > 0 {
-        EXIT_EXECUTION
+        Exit::Execution
     } else if run.summary.failed > 0 {
-        EXIT_FAILURE
+        Exit::Failed
     } else {
-        EXIT_OK
+        Exit::Ok
     })
 }
 
@@ -146,13 +140,7 @@ async fn check_determinism_of(
     let checked = determinism::check(sp, c, settings).await;
     console.case_finished(&checked.report);
     if let Some(yaml) = checked.suggestion.filter(|_| !quiet) {
-        let indented: String = yaml.lines().map(|l| format!("    {l}\n")).collect();
-        console.note(&format!(
-            "    to stabilise {}::{}, add to the spec (a new tools: mock needs a re-record, since it changes what the model is told):\n{}",
-            sp.file.display(),
-            c.name,
-            indented.trim_end()
-        ));
+        console.note(&determinism::suggestion_note(&sp.file, &c.name, &yaml));
     }
     checked.report
 }
@@ -184,12 +172,14 @@ fn write_reports(args: &TestArgs, run: &RunReport) -> Result<()> {
         match args.outputs.get(i).filter(|p| p.as_os_str() != "-") {
             Some(path) => {
                 if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                    std::fs::create_dir_all(dir).map_err(|e| {
-                        Error::Usage(format!("failed to create {}: {e}", dir.display()))
+                    std::fs::create_dir_all(dir).map_err(|source| Error::ReportDir {
+                        dir: dir.to_owned(),
+                        source,
                     })?;
                 }
-                std::fs::write(path, text).map_err(|e| {
-                    Error::Usage(format!("failed to write report {}: {e}", path.display()))
+                std::fs::write(path, text).map_err(|source| Error::WriteReport {
+                    path: path.clone(),
+                    source,
                 })?
             }
             None => print!("{text}"),

@@ -6,7 +6,7 @@
 //! Each injected variable points at its own path prefix (`/_via/NAME`), stripped before
 //! routing, so the arrivals tell which variable the program actually read.
 
-use std::future::Future;
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -15,11 +15,10 @@ use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use serde::Serialize;
 use serde_json::Value;
-use tokio::net::TcpListener;
 
 use crate::dialect::{self, Provider, Route};
 use crate::proxy::body::{chunks, json_response, ProxyBody};
-use crate::proxy::server::accept_loop;
+use crate::proxy::server::{accept_loop, BindError, Running};
 use crate::sse;
 
 /// What every canned reply says.
@@ -108,9 +107,41 @@ impl Doctor {
     }
 }
 
-/// Serve doctor mode on `listener` until `shutdown` resolves.
-pub async fn serve(listener: TcpListener, doctor: Arc<Doctor>, shutdown: impl Future<Output = ()>) {
-    accept_loop(listener, move |req| handle(doctor.clone(), req), shutdown).await;
+/// Doctor mode serving in the background, from [`Session::start`] until [`Session::stop`]:
+/// the same shape as a proxy session.
+pub(crate) struct Session {
+    doctor: Arc<Doctor>,
+    running: Running,
+}
+
+impl Session {
+    /// Bind `listen` and answer every request that arrives there on behalf of `doctor`.
+    pub(crate) async fn start(doctor: Doctor, listen: SocketAddr) -> Result<Session, BindError> {
+        let doctor = Arc::new(doctor);
+        let serving = doctor.clone();
+        let running = Running::start(listen, move |listener, stop| {
+            accept_loop(
+                listener,
+                move |req| handle(serving.clone(), req),
+                async move {
+                    let _ = stop.await;
+                },
+            )
+        })
+        .await?;
+        Ok(Session { doctor, running })
+    }
+
+    /// The address doctor mode listens on.
+    pub(crate) fn addr(&self) -> SocketAddr {
+        self.running.addr()
+    }
+
+    /// Stop accepting, let open connections finish, and take every request that arrived.
+    pub(crate) async fn stop(self) -> Vec<Arrival> {
+        self.running.stop().await;
+        self.doctor.arrivals()
+    }
 }
 
 async fn handle(doctor: Arc<Doctor>, req: Request<Incoming>) -> Response<ProxyBody> {

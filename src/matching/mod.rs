@@ -5,7 +5,6 @@ pub mod index;
 pub mod key;
 pub mod nearmiss;
 pub mod normalize;
-pub mod stability;
 
 use crate::cassette::{Body, Interaction};
 

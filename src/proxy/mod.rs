@@ -7,6 +7,7 @@ mod record;
 mod replay;
 pub mod server;
 mod service;
+mod session;
 pub mod upstream;
 
 use std::collections::HashMap;
@@ -23,6 +24,8 @@ use crate::matching::index::{ByPosition, Index, Lookup, Repeat};
 use crate::matching::normalize::Rules;
 use crate::neutral::ToolCall;
 use crate::redact::Secrets;
+pub use server::BindError;
+pub(crate) use session::Session;
 use upstream::Upstream;
 
 /// Tool mocks: given the call a tool result answers and its 0-based occurrence among the
@@ -40,7 +43,7 @@ pub struct Replay {
     by_digest: HashMap<u128, usize>,
     /// Serve streams paced by their recorded latency.
     pub realtime: bool,
-    /// Determinism check: serve by position instead of by key (see [`Replay::lenient`]).
+    /// Lenient replay: serve by position instead of by key (see [`Replay::lenient`]).
     by_position: Option<Mutex<ByPosition>>,
 }
 
@@ -227,7 +230,8 @@ impl Proxy {
         self.opts.replay.as_ref()
     }
 
-    /// Take what the session recorded and missed. Call after [`server::serve`] returned.
+    /// Take what the session recorded and missed. Call after [`server::serve`] returned
+    /// (as [`Session::stop`] does).
     pub fn outcome(&self) -> Outcome {
         let mut st = self.lock();
         let mut recorded = std::mem::take(&mut st.recorded);

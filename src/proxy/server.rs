@@ -3,6 +3,7 @@
 
 use std::convert::Infallible;
 use std::future::Future;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,12 +14,61 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
 
 use super::body::ProxyBody;
 use super::{service, Proxy};
 
 /// How long in-flight requests may take to finish once shutdown starts.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The listen address could not be bound (or read back).
+#[derive(Debug, thiserror::Error)]
+#[error("failed to listen on {addr}: {source}")]
+pub struct BindError {
+    pub addr: SocketAddr,
+    pub source: std::io::Error,
+}
+
+/// A server running in a task on a bound port until [`Running::stop`]: the proxy's
+/// [`Session`](super::Session) and doctor mode's are both one of these.
+pub(crate) struct Running {
+    addr: SocketAddr,
+    stop: oneshot::Sender<()>,
+    task: JoinHandle<()>,
+}
+
+impl Running {
+    /// Bind `listen`, then run `serve(listener, stop)` in a task; `serve` must wind down
+    /// once `stop` resolves (it resolves on [`Running::stop`], or when the handle is dropped).
+    pub(crate) async fn start<F, S>(listen: SocketAddr, serve: S) -> Result<Running, BindError>
+    where
+        S: FnOnce(TcpListener, oneshot::Receiver<()>) -> F,
+        F: Future<Output = ()> + Send + 'static,
+    {
+        let failed = |source| BindError {
+            addr: listen,
+            source,
+        };
+        let listener = TcpListener::bind(listen).await.map_err(failed)?;
+        let addr = listener.local_addr().map_err(failed)?;
+        let (stop, stopped) = oneshot::channel();
+        let task = tokio::spawn(serve(listener, stopped));
+        Ok(Running { addr, stop, task })
+    }
+
+    /// The address the server listens on (the real port when `listen` asked for port 0).
+    pub(crate) fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Stop accepting and wait until the server has drained.
+    pub(crate) async fn stop(self) {
+        let _ = self.stop.send(());
+        let _ = self.task.await;
+    }
+}
 
 /// Serve until `shutdown` resolves, then drain in-flight exchanges (bounded by
 /// [`DRAIN_TIMEOUT`]) so every completed response reaches the recording.

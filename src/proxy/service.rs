@@ -130,8 +130,9 @@ pub async fn handle(proxy: Arc<Proxy>, req: Request<hyper::body::Incoming>) -> R
     }
 }
 
-/// Lenient replay (determinism check): serve the recording at `pos` and log the exchange
-/// with the request as it arrived, so two runs can be compared.
+/// Lenient replay: serve the recording at `pos` and log the exchange with the request as
+/// it arrived, so a caller can see what the program sent (the determinism check compares
+/// two runs).
 async fn serve_by_position(
     proxy: &Proxy,
     rp: &super::Replay,

@@ -8,17 +8,17 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use regex::Regex;
-use tokio::net::TcpListener;
 
-use super::driver::{CommandApp, DriveError};
+use super::driver::CommandApp;
 use super::env;
+use super::error::{CaseError, ProgramError};
 use super::evaluate;
 use super::mocks::MockSet;
 use super::url::UrlApp;
 use crate::cassette::format::{format_version, Upstreams};
 use crate::cassette::{store, Cassette};
 use crate::matching::{self, normalize::Rules};
-use crate::proxy::{server, upstream::Upstream, Options, Outcome, Proxy, Replay};
+use crate::proxy::{upstream::Upstream, Options, Outcome, Replay, Session};
 use crate::redact::Secrets;
 use crate::report::{CaseReport, Status};
 use crate::spec::{Case, Mode, Spec, Target};
@@ -40,7 +40,7 @@ pub struct Settings {
 
 /// What the case's cassette is used for in this run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Use {
+pub(crate) enum Use {
     Replay,
     Record,
     Update,
@@ -66,9 +66,9 @@ pub async fn run(spec: &Spec, case: &Case, s: &Settings) -> CaseReport {
         report.skip(reason);
         return report;
     }
-    if let Err(message) = run_inner(spec, case, s, cassette_path, &mut report).await {
+    if let Err(e) = run_inner(spec, case, s, cassette_path, &mut report).await {
         report.status = Status::Error;
-        report.error = Some(message);
+        report.error = Some(e.to_string());
     }
     report.duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     report
@@ -80,18 +80,17 @@ async fn run_inner(
     s: &Settings,
     cassette_path: PathBuf,
     report: &mut CaseReport,
-) -> Result<(), String> {
+) -> Result<(), CaseError> {
     let existing = if cassette_path.exists() {
-        Some(store::load(&cassette_path).map_err(|e| e.to_string())?)
+        Some(store::load(&cassette_path)?)
     } else {
         None
     };
     let usage = match (s.mode, existing.is_some()) {
         (Mode::Replay, false) => {
-            return Err(format!(
-                "no cassette at {}; record it with `agentproxy test --mode record`",
-                cassette_path.display()
-            ))
+            return Err(CaseError::NoCassette {
+                path: cassette_path,
+            })
         }
         (Mode::Replay, true) | (Mode::Auto, true) => Use::Replay,
         (Mode::Record, _) | (Mode::Auto, false) => Use::Record,
@@ -102,7 +101,7 @@ async fn run_inner(
         (Some(c), Use::Replay | Use::Update) => c.match_rules.merged(&spec.match_rules),
         _ => spec.match_rules.clone(),
     };
-    let rules = Rules::compile(&match_rules).map_err(|e| e.to_string())?;
+    let rules = Rules::compile(&match_rules)?;
     // The cassette a record or update run replaces, for the trajectory diff.
     let previous = if usage == Use::Replay {
         None
@@ -120,13 +119,14 @@ async fn run_inner(
     };
     let upstream = match usage {
         Use::Replay => None,
-        Use::Record | Use::Update => Some(
-            Upstream::new(&s.upstream, &s.anthropic_upstream, s.upstream_timeout)
-                .map_err(|e| e.to_string())?,
-        ),
+        Use::Record | Use::Update => Some(Upstream::new(
+            &s.upstream,
+            &s.anthropic_upstream,
+            s.upstream_timeout,
+        )?),
     };
     let mocks = Arc::new(MockSet::compile(&spec.tools)?);
-    let proxy = Arc::new(Proxy::new(Options {
+    let options = Options {
         rules,
         secrets: Secrets::from_vars(std::env::vars()),
         max_body: s.max_body,
@@ -139,21 +139,12 @@ async fn run_inner(
                 as crate::proxy::Mocks
         }),
         log_exchanges: true,
-    }));
-    let listener = TcpListener::bind(s.listen)
-        .await
-        .map_err(|e| format!("failed to listen on {}: {e}", s.listen))?;
-    let addr = listener.local_addr().map_err(|e| e.to_string())?;
-    let base = format!("http://{addr}");
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(server::serve(listener, proxy.clone(), async {
-        let _ = stop_rx.await;
-    }));
+    };
+    let session = Session::start(options, s.listen).await?;
+    let base = format!("http://{}", session.addr());
 
-    let driven = drive(spec, case, s, &proxy, &base, usage).await;
-    let _ = stop_tx.send(());
-    let _ = server.await;
-    let outcome = proxy.outcome();
+    let driven = drive(spec, case, s, &session, &base, usage).await;
+    let outcome = session.stop().await;
 
     let (outputs, drive_error) = match driven {
         Ok(o) => (o, None),
@@ -201,16 +192,15 @@ async fn run_inner(
     }
     if let Some(e) = drive_error {
         if report.misses.is_empty() {
-            return Err(e);
+            return Err(e.into());
         }
         // The program failed because a request missed: that is the test failure to report.
-        report.error = Some(e);
+        report.error = Some(e.to_string());
     }
     if !outcome.upstream_errors.is_empty() {
-        return Err(format!(
-            "the upstream failed while recording: {}",
-            outcome.upstream_errors.join("; ")
-        ));
+        return Err(CaseError::UpstreamFailed {
+            errors: outcome.upstream_errors,
+        });
     }
     let failed = !report.misses.is_empty()
         || !mock_problems.is_empty()
@@ -231,13 +221,12 @@ fn save_cassette(
     match_rules: &crate::cassette::MatchRules,
     usage: Use,
     outcome: &Outcome,
-) -> Result<Option<Cassette>, String> {
+) -> Result<Option<Cassette>, CaseError> {
     if outcome.recorded.is_empty() {
         if usage == Use::Record && outcome.requests == 0 {
-            return Err(format!(
-                "the program made no request through the proxy, so no cassette was written; {} must read OPENAI_BASE_URL, OPENAI_API_BASE or ANTHROPIC_BASE_URL",
-                spec.file.display()
-            ));
+            return Err(CaseError::NoRequest {
+                spec: spec.file.clone(),
+            });
         }
         return Ok(None);
     }
@@ -257,33 +246,33 @@ fn save_cassette(
         match_rules: match_rules.clone(),
         interactions,
     };
-    store::save(path, &cassette).map_err(|e| e.to_string())?;
+    store::save(path, &cassette)?;
     Ok(Some(cassette))
 }
 
 /// Drive the program through the turns. On failure, the outputs of the turns that did
 /// complete come back with the error, so the report still shows them.
-pub(super) async fn drive(
+pub(crate) async fn drive(
     spec: &Spec,
     case: &Case,
     s: &Settings,
-    proxy: &Proxy,
+    session: &Session,
     base: &str,
     usage: Use,
-) -> Result<Vec<String>, (Vec<String>, String)> {
+) -> Result<Vec<String>, (Vec<String>, ProgramError)> {
     let mut outputs = Vec::with_capacity(case.turns.len());
     let deadline = tokio::time::Instant::now() + s.timeout;
     match &spec.app.target {
         Target::Url(url) => {
             let app = UrlApp::new(url, &case.slug);
             for (i, turn) in case.turns.iter().enumerate() {
-                proxy.set_turn(i);
+                session.set_turn(i);
                 // `app.timeout` per request, within what is left of the case's time.
                 let left = deadline.saturating_duration_since(tokio::time::Instant::now());
                 let limit = spec.app.timeout.map_or(left, |t| t.min(left));
                 match app.turn(&turn.input, limit).await {
                     Ok(out) => outputs.push(out),
-                    Err(e) => return Err((outputs, e.to_string())),
+                    Err(e) => return Err((outputs, e.into())),
                 }
             }
             Ok(outputs)
@@ -314,44 +303,34 @@ pub(super) async fn drive(
                 .first()
                 .map(|t| t.input.as_str())
                 .unwrap_or_default();
-            let crash = |e: DriveError| {
-                let tail = e
-                    .stderr()
-                    .filter(|t| !t.is_empty())
-                    .map(|t| format!("\n--- stderr (tail) ---\n{t}"))
-                    .unwrap_or_default();
-                format!("{e}{tail}")
-            };
-            let mut running = app.start(first, deadline).map_err(|e| (vec![], crash(e)))?;
+            let mut running = app.start(first, deadline).map_err(|e| (vec![], e.into()))?;
             if case.turns.len() == 1 {
-                proxy.set_turn(0);
-                running.send(first).await.map_err(|e| (vec![], crash(e)))?;
+                session.set_turn(0);
+                running.send(first).await.map_err(|e| (vec![], e.into()))?;
                 outputs.push(String::new());
             } else {
                 for (i, turn) in case.turns.iter().enumerate() {
-                    proxy.set_turn(i);
+                    session.set_turn(i);
                     match running.turn(i, &turn.input, spec.app.timeout).await {
                         Ok(out) => outputs.push(out),
-                        Err(e) => return Err((outputs, crash(e))),
+                        Err(e) => return Err((outputs, e.into())),
                     }
                 }
             }
             let finished = running
                 .finish()
                 .await
-                .map_err(|e| (outputs.clone(), crash(e)))?;
+                .map_err(|e| (outputs.clone(), e.into()))?;
             if let Some(last) = outputs.last_mut() {
                 last.push_str(&finished.trailing_output);
             }
             if finished.code != 0 {
-                let tail = if finished.stderr.is_empty() {
-                    String::new()
-                } else {
-                    format!("\n--- stderr (tail) ---\n{}", finished.stderr)
-                };
                 return Err((
                     outputs,
-                    format!("the program exited with status {}{tail}", finished.code),
+                    ProgramError::Exited {
+                        code: finished.code,
+                        stderr: finished.stderr,
+                    },
                 ));
             }
             Ok(outputs)

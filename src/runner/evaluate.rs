@@ -5,7 +5,9 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use crate::assert::{self, CallExpectation, CallsSpec, MatchContext, Matcher, ObservedCall};
+use crate::assert::{
+    self, CallExpectation, CallsSpec, MatchContext, Matcher, MatcherError, ObservedCall,
+};
 use crate::cassette::{Body, Interaction};
 use crate::dialect::Route;
 use crate::neutral::{ModelCall, ToolCall, Usage};
@@ -145,7 +147,7 @@ fn check(
             })
             .collect();
         match calls_spec(e) {
-            Err(msg) => out.push(failed("calls", msg)),
+            Err(e) => out.push(failed("calls", e.to_string())),
             Ok(spec) => {
                 let what = describe_calls(&spec);
                 let failures = assert::check_calls(&spec, &observed);
@@ -175,16 +177,11 @@ fn check(
     out
 }
 
-fn calls_spec(e: &Expect) -> Result<CallsSpec, String> {
-    let compile = |c: &crate::spec::CallExpr| -> Result<CallExpectation, String> {
+fn calls_spec(e: &Expect) -> Result<CallsSpec, MatcherError> {
+    let compile = |c: &crate::spec::CallExpr| -> Result<CallExpectation, MatcherError> {
         Ok(CallExpectation {
             name: c.tool.clone(),
-            args: c
-                .args
-                .as_ref()
-                .map(Matcher::compile)
-                .transpose()
-                .map_err(|e| e.to_string())?,
+            args: c.args.as_ref().map(Matcher::compile).transpose()?,
         })
     };
     let calls = e.calls.as_deref().unwrap_or_default();

@@ -5,9 +5,17 @@ use std::sync::Mutex;
 
 use serde_json::Value;
 
-use crate::assert::{MatchContext, Matcher};
+use crate::assert::{MatchContext, Matcher, MatcherError};
 use crate::neutral::ToolCall;
 use crate::spec::{MockKind, ToolMock};
+
+/// A `tools:` mock whose `when:` matcher does not compile.
+#[derive(Debug, thiserror::Error)]
+#[error("tools.{tool}: {source}")]
+pub(crate) struct MockError {
+    tool: String,
+    source: MatcherError,
+}
 
 enum Compiled {
     Fixed(Value),
@@ -23,7 +31,7 @@ pub struct MockSet {
 
 impl MockSet {
     /// Compile the mocks; matchers were validated when the spec was loaded.
-    pub fn compile(tools: &BTreeMap<String, ToolMock>) -> Result<MockSet, String> {
+    pub(crate) fn compile(tools: &BTreeMap<String, ToolMock>) -> Result<MockSet, MockError> {
         let mut out = BTreeMap::new();
         for (name, mock) in tools {
             let compiled = match &mock.kind {
@@ -35,7 +43,10 @@ impl MockSet {
                         .map(|r| {
                             let when = r.when.as_ref().map(Matcher::compile).transpose();
                             when.map(|w| (w, r.result.clone()))
-                                .map_err(|e| format!("tools.{name}: {e}"))
+                                .map_err(|source| MockError {
+                                    tool: name.clone(),
+                                    source,
+                                })
                         })
                         .collect::<Result<_, _>>()?,
                 ),

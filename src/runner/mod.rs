@@ -2,9 +2,9 @@
 
 pub mod case;
 pub mod child;
-pub mod determinism;
 pub mod driver;
 pub mod env;
+pub(crate) mod error;
 pub mod evaluate;
 pub mod mocks;
 pub mod url;

@@ -1,161 +1,22 @@
-//! `agentproxy test --check-determinism`: run a case twice against its recording, served by
-//! position (so a program whose requests drift still runs to its end), and report every
-//! request value that differed between the two runs, with the spec entry that would make
-//! it stable (see `matching::stability`).
+//! The verdict of a determinism check, from its findings: one failed assertion per place
+//! that differed (the two values around their first change, and the fix), a warning, and
+//! the spec fragment to suggest.
 
-use std::collections::HashMap;
-use std::sync::Arc;
-use std::time::Instant;
+use std::path::Path;
 
 use serde_json::Value;
-use tokio::net::TcpListener;
 
-use super::case::{drive, Settings, Use};
-use super::mocks::MockSet;
-use crate::cassette::{store, Body, Interaction};
-use crate::dialect::Route;
-use crate::matching::normalize::{normalize, Rules};
-use crate::matching::stability::{compare, Difference, Findings, Sample};
-use crate::neutral::ToolCall;
-use crate::proxy::{server, Mocks, Options, Proxy, Replay};
-use crate::redact::Secrets;
+use super::findings::{Difference, Findings};
 use crate::report::{AssertionResult, CaseReport, Status};
-use crate::spec::{Case, Spec};
-
-/// The mode a checked case reports.
-pub const MODE: &str = "determinism";
 
 /// Characters of context shown around a change in a long string.
 const CONTEXT: usize = 40;
 /// The longest rendering of a non-string value.
 const MAX_VALUE: usize = 200;
 
-/// A checked case: its report, and the spec fragment that would stabilise it, if any.
-pub struct Checked {
-    pub report: CaseReport,
-    pub suggestion: Option<String>,
-}
-
-/// Check one case. Every outcome becomes a report: passed (stable), failed (values
-/// differed, or a request missed), error (the program failed), skipped (no cassette).
-pub async fn check(spec: &Spec, case: &Case, s: &Settings) -> Checked {
-    let started = Instant::now();
-    let cassette_path = case.cassette_path(&s.cassette_dir);
-    let mut report = CaseReport::new(&spec.file, &case.name, MODE, &cassette_path);
-    let mut suggestion = None;
-    if let Some(reason) = &case.skip {
-        report.skip(reason);
-    } else if !cassette_path.exists() {
-        report.status = Status::Skipped;
-        report.warnings.push(format!(
-            "no cassette at {}, so nothing to check against; record it first with `agentproxy test --mode record`",
-            cassette_path.display()
-        ));
-    } else {
-        match check_twice(spec, case, s, &cassette_path, &mut report).await {
-            Ok(findings) => suggestion = conclude(&findings, &mut report),
-            Err(message) => {
-                report.status = Status::Error;
-                report.error = Some(message);
-            }
-        }
-    }
-    report.duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-    Checked { report, suggestion }
-}
-
-async fn check_twice(
-    spec: &Spec,
-    case: &Case,
-    s: &Settings,
-    cassette_path: &std::path::Path,
-    report: &mut CaseReport,
-) -> Result<Findings, String> {
-    let cassette = store::load(cassette_path).map_err(|e| e.to_string())?;
-    let match_rules = cassette.match_rules.merged(&spec.match_rules);
-    let rules = Rules::compile(&match_rules).map_err(|e| e.to_string())?;
-    let mut runs = vec![];
-    for n in 1..=2 {
-        let (samples, misses) = run_once(spec, case, s, cassette.interactions.clone(), &rules)
-            .await
-            .map_err(|e| format!("run {n} of 2: {e}"))?;
-        report
-            .misses
-            .extend(misses.into_iter().map(|m| format!("run {n} of 2: {m}")));
-        runs.push(samples);
-    }
-    Ok(compare(&runs[0], &runs[1]))
-}
-
-/// One run in lenient replay: the requests it made, as samples, and its miss reports.
-async fn run_once(
-    spec: &Spec,
-    case: &Case,
-    s: &Settings,
-    interactions: Vec<Interaction>,
-    rules: &Rules,
-) -> Result<(Vec<Sample>, Vec<String>), String> {
-    let mocks = Arc::new(MockSet::compile(&spec.tools)?);
-    let proxy = Arc::new(Proxy::new(Options {
-        rules: rules.clone(),
-        secrets: Secrets::from_vars(std::env::vars()),
-        max_body: s.max_body,
-        upstream: None,
-        replay: Some(Replay::new(interactions, spec.repeat, false).lenient()),
-        print_misses: false,
-        mocks: (!mocks.is_empty()).then(|| {
-            let m = mocks.clone();
-            Arc::new(move |c: &ToolCall, n: usize| m.result_for(c, n)) as Mocks
-        }),
-        log_exchanges: true,
-    }));
-    let listener = TcpListener::bind(s.listen)
-        .await
-        .map_err(|e| format!("failed to listen on {}: {e}", s.listen))?;
-    let addr = listener.local_addr().map_err(|e| e.to_string())?;
-    let base = format!("http://{addr}");
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(server::serve(listener, proxy.clone(), async {
-        let _ = stop_rx.await;
-    }));
-    let driven = drive(spec, case, s, &proxy, &base, Use::Replay).await;
-    let _ = stop_tx.send(());
-    let _ = server.await;
-    let outcome = proxy.outcome();
-    if let Err((_, e)) = driven {
-        if outcome.misses.is_empty() {
-            return Err(e);
-        }
-    }
-    Ok((samples(&outcome.exchanges, rules), outcome.misses))
-}
-
-/// The requests of a run, normalized under the case's rules, with their tool results
-/// located (calls answered across requests are looked up in the run's responses).
-fn samples(exchanges: &[Interaction], rules: &Rules) -> Vec<Sample> {
-    let json = |b: &Option<Body>| b.as_ref().and_then(Body::as_json).cloned();
-    let mut calls: HashMap<String, ToolCall> = HashMap::new();
-    for it in exchanges {
-        if let (Some(q), Some(r)) = (json(&it.request.body), json(&it.response.body)) {
-            if let Some(call) = Route::from_name(&it.route).extract(&q, &r) {
-                calls.extend(call.tool_calls.into_iter().map(|c| (c.id.clone(), c)));
-            }
-        }
-    }
-    let lookup = |id: &str| calls.get(id).cloned();
-    exchanges
-        .iter()
-        .map(|it| {
-            let raw = json(&it.request.body).unwrap_or(Value::Null);
-            let normalized = normalize(&raw, rules);
-            Sample::new(&it.route, it.turn, raw, normalized, &lookup)
-        })
-        .collect()
-}
-
 /// Fill the report from the findings: one failed assertion per differing place, one
 /// warning with the suggested entries. Returns the spec fragment to print, if any.
-fn conclude(f: &Findings, report: &mut CaseReport) -> Option<String> {
+pub(super) fn conclude(f: &Findings, report: &mut CaseReport) -> Option<String> {
     if f.is_stable() {
         if !report.misses.is_empty() {
             report.status = Status::Failed;
@@ -271,11 +132,23 @@ fn show(v: Option<&Value>) -> String {
     }
 }
 
+/// The note printed after a case's block: where the spec fragment `yaml` goes.
+pub(crate) fn suggestion_note(spec_file: &Path, case_name: &str, yaml: &str) -> String {
+    let indented: String = yaml.lines().map(|l| format!("    {l}\n")).collect();
+    format!(
+        "    to stabilise {}::{case_name}, add to the spec (a new tools: mock needs a re-record, since it changes what the model is told):\n{}",
+        spec_file.display(),
+        indented.trim_end()
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::determinism::compare::compare;
+    use crate::determinism::driver::MODE;
+    use crate::determinism::sample::Sample;
     use serde_json::json;
-    use std::path::Path;
 
     #[test]
     fn changes_are_shown_around_where_they_start() {

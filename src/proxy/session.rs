@@ -1,0 +1,46 @@
+//! One proxy session as a handle: start it on a listen address, read its address, stop it
+//! and take what it did. Record, replay, test and the determinism check all run one.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use super::server::{self, BindError, Running};
+use super::{Options, Outcome, Proxy};
+
+/// A proxy serving in the background, from [`Session::start`] until [`Session::stop`].
+pub(crate) struct Session {
+    proxy: Arc<Proxy>,
+    running: Running,
+}
+
+impl Session {
+    /// Bind `listen` and serve a proxy built from `options` on it.
+    pub(crate) async fn start(options: Options, listen: SocketAddr) -> Result<Session, BindError> {
+        let proxy = Arc::new(Proxy::new(options));
+        let serving = proxy.clone();
+        let running = Running::start(listen, move |listener, stop| {
+            server::serve(listener, serving, async move {
+                let _ = stop.await;
+            })
+        })
+        .await?;
+        Ok(Session { proxy, running })
+    }
+
+    /// The address the proxy listens on.
+    pub(crate) fn addr(&self) -> SocketAddr {
+        self.running.addr()
+    }
+
+    /// Stamp the exchanges that arrive from now on with this turn (see [`Proxy::set_turn`]).
+    pub(crate) fn set_turn(&self, turn: usize) {
+        self.proxy.set_turn(turn);
+    }
+
+    /// Stop accepting, drain in-flight exchanges, and take what the session recorded,
+    /// served and missed.
+    pub(crate) async fn stop(self) -> Outcome {
+        self.running.stop().await;
+        self.proxy.outcome()
+    }
+}
