@@ -225,6 +225,15 @@ pub struct TestArgs {
     )]
     pub anthropic_upstream: String,
 
+    /// Gemini upstream used when recording (the Gemini API; a Vertex AI endpoint works too).
+    #[arg(
+        long,
+        value_name = "URL",
+        default_value = "https://generativelanguage.googleapis.com",
+        env = "AGENTPROXY_GEMINI_UPSTREAM"
+    )]
+    pub gemini_upstream: String,
+
     /// How long to wait for the upstream's response head when recording.
     #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_duration)]
     pub upstream_timeout: Duration,
@@ -329,6 +338,15 @@ pub struct RecordArgs {
         env = "AGENTPROXY_ANTHROPIC_UPSTREAM"
     )]
     pub anthropic_upstream: String,
+
+    /// Gemini upstream used when recording (the Gemini API; a Vertex AI endpoint works too).
+    #[arg(
+        long,
+        value_name = "URL",
+        default_value = "https://generativelanguage.googleapis.com",
+        env = "AGENTPROXY_GEMINI_UPSTREAM"
+    )]
+    pub gemini_upstream: String,
 
     /// How long to wait for the upstream's response head (e.g. 30s, 10m); then HTTP 504.
     #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_duration)]

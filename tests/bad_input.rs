@@ -41,6 +41,7 @@ fn write_cassette(path: &std::path::Path, request: serde_json::Value, reply: ser
         upstreams: format::Upstreams {
             openai: "http://127.0.0.1:9".into(),
             anthropic: "http://127.0.0.1:9".into(),
+            gemini: String::new(),
         },
         match_rules: Default::default(),
         interactions: vec![Interaction {

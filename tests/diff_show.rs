@@ -78,6 +78,7 @@ fn weather(path: &Path, salt: u64, system: &str, args: Value, reply: &str) {
         upstreams: format::Upstreams {
             openai: "https://api.openai.com".into(),
             anthropic: "https://api.anthropic.com".into(),
+            gemini: String::new(),
         },
         match_rules: Default::default(),
         interactions,

@@ -562,6 +562,7 @@ pub fn cassette(exchanges: &[Exchange], digests: bool) -> Cassette {
         upstreams: format::Upstreams {
             openai: "https://api.openai.com".into(),
             anthropic: "https://api.anthropic.com".into(),
+            gemini: String::new(),
         },
         match_rules: Default::default(),
         interactions,

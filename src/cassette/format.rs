@@ -45,6 +45,9 @@ pub struct Cassette {
 pub struct Upstreams {
     pub openai: String,
     pub anthropic: String,
+    /// Absent in cassettes recorded before Gemini was a dialect.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub gemini: String,
 }
 
 /// User-declared matching tolerance: JSON pointers removed before hashing and named holes.

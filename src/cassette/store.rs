@@ -127,6 +127,7 @@ mod tests {
             upstreams: Upstreams {
                 openai: "http://127.0.0.1:1".into(),
                 anthropic: "http://127.0.0.1:2".into(),
+                gemini: String::new(),
             },
             match_rules: MatchRules::default(),
             interactions: vec![],

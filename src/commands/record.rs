@@ -15,11 +15,12 @@ pub async fn run(args: RecordArgs) -> Result<Exit> {
     let s = &args.session;
     let match_rules = session::flag_rules(s);
     let rules = session::compile_rules(&match_rules)?;
-    let upstream = Upstream::new(
-        &args.upstream,
-        &args.anthropic_upstream,
-        args.upstream_timeout,
-    )?;
+    let upstreams = Upstreams {
+        openai: args.upstream.clone(),
+        anthropic: args.anthropic_upstream.clone(),
+        gemini: args.gemini_upstream.clone(),
+    };
+    let upstream = Upstream::new(&upstreams, args.upstream_timeout)?;
     let options = Options {
         rules,
         secrets: Secrets::from_vars(std::env::vars()),
@@ -62,10 +63,7 @@ pub async fn run(args: RecordArgs) -> Result<Exit> {
         format: format_version(),
         recorder: format!("agentproxy {}", env!("CARGO_PKG_VERSION")),
         recorded_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
-        upstreams: Upstreams {
-            openai: args.upstream.clone(),
-            anthropic: args.anthropic_upstream.clone(),
-        },
+        upstreams,
         match_rules,
         interactions: ended.outcome.recorded,
     };

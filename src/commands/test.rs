@@ -55,6 +55,7 @@ pub async fn run(args: TestArgs) -> Result<Exit> {
             timeout: resolved.timeout,
             upstream: args.upstream.clone(),
             anthropic_upstream: args.anthropic_upstream.clone(),
+            gemini_upstream: args.gemini_upstream.clone(),
             upstream_timeout: args.upstream_timeout,
             listen: args.listen,
             max_body: args.max_body_size,

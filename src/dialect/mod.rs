@@ -1,5 +1,5 @@
 //! Wire dialects: everything agentproxy knows about a provider's wire format lives in one
-//! folder per dialect (`openai_chat/`, `openai_responses/`, `anthropic/`), behind the
+//! folder per dialect (`openai_chat/`, `openai_responses/`, `anthropic/`, `gemini/`), behind the
 //! [`Dialect`] trait: request flags, the near-miss envelope, stream assembly and
 //! synthesis, extraction into the neutral model, the conversation a request carries, tool
 //! results rewritten for mocks, and the provider's error shape. What the dialects share is
@@ -7,6 +7,7 @@
 //! cassette's route name) to its dialect.
 
 pub mod anthropic;
+pub mod gemini;
 pub mod openai_chat;
 pub mod openai_responses;
 mod shared;
@@ -29,9 +30,16 @@ pub(crate) trait Dialect: Sync {
     /// The route name stored in cassettes, hashed into keys and shown in reports.
     fn name(&self) -> &'static str;
 
-    /// Does this request ask for a server-sent-event stream?
-    fn wants_stream(&self, request: &Value) -> bool {
+    /// Does this request (`path` with its query, and body) ask for a server-sent-event
+    /// stream? Most dialects say so in the body.
+    fn wants_stream(&self, _path: &str, request: &Value) -> bool {
         request.get("stream") == Some(&Value::Bool(true))
+    }
+
+    /// What of the request's path belongs in its key besides the route: the model, for a
+    /// dialect that names it in the URL. `None` (the path prefix does not matter) by default.
+    fn key_scope(&self, _path: &str) -> Option<String> {
+        None
     }
 
     /// The whole response a recorded stream amounts to.
@@ -83,15 +91,18 @@ pub enum Route {
     OpenAiResponses,
     /// `POST /v1/messages` (not `/v1/messages/count_tokens` or `/v1/messages/batches`)
     AnthropicMessages,
+    /// `POST /{version}/…models/{model}:generateContent` or `:streamGenerateContent`
+    GeminiGenerate,
     /// Any other path, recorded and replayed as plain HTTP.
     Http,
 }
 
 /// Every model route, for tables and tests.
-pub const MODEL_ROUTES: [Route; 3] = [
+pub const MODEL_ROUTES: [Route; 4] = [
     Route::OpenAiChat,
     Route::OpenAiResponses,
     Route::AnthropicMessages,
+    Route::GeminiGenerate,
 ];
 
 /// Which provider family a request speaks, for error shapes and upstream choice.
@@ -99,6 +110,7 @@ pub const MODEL_ROUTES: [Route; 3] = [
 pub enum Provider {
     OpenAi,
     Anthropic,
+    Gemini,
 }
 
 impl Route {
@@ -110,6 +122,8 @@ impl Route {
             Route::OpenAiChat
         } else if path.ends_with("/responses") {
             Route::OpenAiResponses
+        } else if gemini::is_generate_path(path) {
+            Route::GeminiGenerate
         } else if path == "/v1/messages" {
             // Exact: OpenAI's `POST /v1/threads/{id}/messages` ends the same way.
             Route::AnthropicMessages
@@ -124,6 +138,7 @@ impl Route {
             Route::OpenAiChat => Some(&openai_chat::OpenAiChat),
             Route::OpenAiResponses => Some(&openai_responses::OpenAiResponses),
             Route::AnthropicMessages => Some(&anthropic::Anthropic),
+            Route::GeminiGenerate => Some(&gemini::Gemini),
             Route::Http => None,
         }
     }
@@ -146,9 +161,16 @@ impl Route {
         self.dialect().is_some()
     }
 
-    /// Does this request ask for a server-sent-event stream?
-    pub fn wants_stream(self, request: &Value) -> bool {
-        self.dialect().is_some_and(|d| d.wants_stream(request))
+    /// Does this request (`path` with its query, and body) ask for a server-sent-event
+    /// stream?
+    pub fn wants_stream(self, path: &str, request: &Value) -> bool {
+        self.dialect()
+            .is_some_and(|d| d.wants_stream(path, request))
+    }
+
+    /// What of `path` belongs in the request's key (see [`Dialect::key_scope`]).
+    pub fn key_scope(self, path: &str) -> Option<String> {
+        self.dialect()?.key_scope(path)
     }
 
     /// The whole response assembled from a recorded stream; `None` when the route has no
@@ -213,23 +235,69 @@ impl Route {
 }
 
 /// Anthropic's API lives under `/v1/messages` (including `count_tokens` and `batches`) and
-/// is also recognised by its version header.
+/// is also recognised by its version header; Google's by its generate paths, its
+/// `v1beta`/`v1alpha` versions or its key header.
 pub fn provider_of(path: &str, headers: &http::HeaderMap) -> Provider {
     let under_messages = path
         .strip_prefix("/v1/messages")
         .is_some_and(|rest| rest.is_empty() || rest.starts_with(['/', '?']));
     if under_messages || headers.contains_key("anthropic-version") {
         Provider::Anthropic
+    } else if gemini::is_generate_path(path)
+        || GOOGLE_VERSIONS.iter().any(|v| {
+            path.strip_prefix(v)
+                .is_some_and(|rest| rest.starts_with('/'))
+        })
+        || headers.contains_key("x-goog-api-key")
+    {
+        Provider::Gemini
     } else {
         Provider::OpenAi
     }
 }
 
+/// API versions only Google uses (`/v1` is everyone's).
+const GOOGLE_VERSIONS: [&str; 3] = ["/v1beta", "/v1alpha", "/v1beta1"];
+
+/// The path prefixes of the provider APIs the proxy serves.
+pub fn is_api_path(path: &str) -> bool {
+    ["/v1"].iter().chain(&GOOGLE_VERSIONS).any(|v| {
+        path.strip_prefix(v)
+            .is_some_and(|rest| rest.starts_with('/'))
+    })
+}
+
+/// Query parameters that carry an API key (Google's `?key=`, and the names other APIs use).
+const CREDENTIAL_PARAMS: [&str; 4] = ["key", "api_key", "apikey", "access_token"];
+
+/// `path_and_query` without its credential parameters: a key in the URL is never stored,
+/// shown or matched.
+pub fn without_credentials(path_and_query: &str) -> String {
+    let Some((path, query)) = path_and_query.split_once('?') else {
+        return path_and_query.to_owned();
+    };
+    let kept: Vec<&str> = query
+        .split('&')
+        .filter(|p| {
+            let name = p.split('=').next().unwrap_or_default();
+            !CREDENTIAL_PARAMS
+                .iter()
+                .any(|c| name.eq_ignore_ascii_case(c))
+        })
+        .collect();
+    if kept.is_empty() {
+        path.to_owned()
+    } else {
+        format!("{path}?{}", kept.join("&"))
+    }
+}
+
 /// An error body in the provider's own shape, so SDKs raise a readable exception.
-pub fn error_body(provider: Provider, kind: &str, message: &str) -> Value {
+pub fn error_body(provider: Provider, status: u16, kind: &str, message: &str) -> Value {
     match provider {
         Provider::OpenAi => openai_chat::error_body(kind, message),
         Provider::Anthropic => anthropic::error_body(kind, message),
+        Provider::Gemini => gemini::error_body(status, kind, message),
     }
 }
 

@@ -2,6 +2,8 @@ use std::collections::HashMap;
 
 use serde_json::json;
 
+use serde_json::Value;
+
 use super::shared::DELTA_CHARS;
 use super::*;
 use crate::neutral::Message;
@@ -51,22 +53,38 @@ fn routes() {
     assert_eq!(Route::of(&http::Method::GET, "/v1/messages"), Route::Http);
     // OpenAI Assistants: same last segment, a different API.
     assert_eq!(post("/v1/threads/thread_1/messages"), Route::Http);
+
+    for path in [
+        "/v1/models/gemini-2.5-flash:generateContent",
+        "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse",
+        "/v1alpha/models/gemini-3-pro:generateContent",
+        "/v1beta1/publishers/google/models/gemini-2.5-flash:generateContent",
+        "/v1/projects/p/locations/us-central1/publishers/google/models/g:streamGenerateContent",
+    ] {
+        assert_eq!(post(path), Route::GeminiGenerate, "{path}");
+    }
+    // OpenAI's model list, and Gemini's other methods, are plain HTTP.
+    assert_eq!(Route::of(&http::Method::GET, "/v1/models"), Route::Http);
+    assert_eq!(post("/v1/models"), Route::Http);
+    assert_eq!(post("/v1beta/models/g:countTokens"), Route::Http);
+    assert_eq!(post("/v1beta/models/:generateContent"), Route::Http);
+    assert_eq!(
+        Route::GeminiGenerate.key_scope("/v1beta/models/gemini-2.5-flash:generateContent?key=k"),
+        Some("models/gemini-2.5-flash".to_owned())
+    );
+    assert_eq!(Route::OpenAiChat.key_scope("/v1/chat/completions"), None);
 }
 
 #[test]
 fn route_names_round_trip() {
-    for route in [
-        Route::OpenAiChat,
-        Route::OpenAiResponses,
-        Route::AnthropicMessages,
-        Route::Http,
-    ] {
+    for route in MODEL_ROUTES.into_iter().chain([Route::Http]) {
         assert_eq!(Route::from_name(route.name()), route);
         assert_eq!(route.envelope(&json!({})).is_some(), route != Route::Http);
         assert_eq!(route.requires_json(), route != Route::Http);
     }
     assert_eq!(Route::OpenAiResponses.name(), "openai.responses");
     assert_eq!(Route::AnthropicMessages.name(), "anthropic.messages");
+    assert_eq!(Route::GeminiGenerate.name(), "gemini.generate");
     assert_eq!(Route::from_name("anthropic.completions"), Route::Http);
 }
 
@@ -78,14 +96,19 @@ fn dispatch_reaches_each_dialect() {
         Route::OpenAiResponses,
         Route::AnthropicMessages,
     ] {
-        assert!(route.wants_stream(&stream), "{route:?}");
-        assert!(!route.wants_stream(&json!({})), "{route:?}");
+        assert!(route.wants_stream("/v1/x", &stream), "{route:?}");
+        assert!(!route.wants_stream("/v1/x", &json!({})), "{route:?}");
         assert_eq!(
             route.extract(&json!({}), &json!({})).map(|c| c.route),
             Some(route.name().to_owned())
         );
     }
-    assert!(!Route::Http.wants_stream(&stream));
+    assert!(!Route::Http.wants_stream("", &stream));
+    // Gemini asks for a stream in the URL, never in the body.
+    let gemini = Route::GeminiGenerate;
+    assert!(gemini.wants_stream("/v1/models/g:streamGenerateContent?alt=sse", &json!({})));
+    assert!(!gemini.wants_stream("/v1/models/g:streamGenerateContent", &json!({})));
+    assert!(!gemini.wants_stream("/v1/models/g:generateContent", &stream));
     assert_eq!(Route::Http.extract(&json!({}), &json!({})), None);
 
     let response =
@@ -147,11 +170,16 @@ fn odd_shapes_never_panic() {
         json!({"output": [{"type": "message", "content": [{"type": "output_text"}]}, {"type": "function_call"}],
                "content": [{"type": "tool_use"}, {"type": "text"}, {"type": "thinking"}]}),
     ];
-    for route in [
-        Route::OpenAiChat,
-        Route::OpenAiResponses,
-        Route::AnthropicMessages,
-    ] {
+    let odd: Vec<Value> = odd
+        .into_iter()
+        .chain([
+            json!({"contents": [null, {"parts": [null, 1, {"functionCall": 2}, {"functionResponse": "x"}]}],
+                   "tools": [{"functionDeclarations": [null, 3]}], "systemInstruction": "s"}),
+            json!({"candidates": [null, "x"], "usageMetadata": []}),
+            json!({"candidates": [{"content": {"parts": [{"text": 1}, {"functionCall": null}]}}]}),
+        ])
+        .collect();
+    for route in MODEL_ROUTES {
         for a in &odd {
             let _ = route.envelope(a);
             let events = route.synthesize(a, a).expect("a stream");
@@ -191,6 +219,17 @@ fn delta_pieces_split_like_tokens_and_never_inside_a_character() {
 }
 
 #[test]
+fn credentials_leave_the_path() {
+    assert_eq!(
+        without_credentials("/v1beta/models/g:streamGenerateContent?alt=sse&key=AIzaSyX"),
+        "/v1beta/models/g:streamGenerateContent?alt=sse"
+    );
+    assert_eq!(without_credentials("/v1/x?KEY=1&api_key=2"), "/v1/x");
+    assert_eq!(without_credentials("/v1/x?keys=1"), "/v1/x?keys=1");
+    assert_eq!(without_credentials("/v1/x"), "/v1/x");
+}
+
+#[test]
 fn providers() {
     let h = http::HeaderMap::new();
     assert_eq!(provider_of("/v1/messages", &h), Provider::Anthropic);
@@ -209,6 +248,14 @@ fn providers() {
     );
     assert_eq!(provider_of("/v1/responses", &h), Provider::OpenAi);
     assert_eq!(
+        provider_of("/v1/models/g:generateContent", &h),
+        Provider::Gemini
+    );
+    assert_eq!(provider_of("/v1beta/cachedContents", &h), Provider::Gemini);
+    assert_eq!(provider_of("/v1/models", &h), Provider::OpenAi);
+    assert!(is_api_path("/v1beta/models/g:generateContent") && is_api_path("/v1/x"));
+    assert!(!is_api_path("/v1x") && !is_api_path("/v2/x") && !is_api_path("/"));
+    assert_eq!(
         provider_of("/v1/threads/thread_1/messages", &h),
         Provider::OpenAi
     );
@@ -220,9 +267,13 @@ fn providers() {
 
 #[test]
 fn error_shapes() {
-    let e = error_body(Provider::OpenAi, "agentproxy_cassette_miss", "m");
+    let e = error_body(Provider::Gemini, 429, "agentproxy_fault", "m");
+    assert_eq!(e["error"]["code"], 429);
+    assert_eq!(e["error"]["status"], "RESOURCE_EXHAUSTED");
+    assert_eq!(e["error"]["details"][0]["reason"], "agentproxy_fault");
+    let e = error_body(Provider::OpenAi, 400, "agentproxy_cassette_miss", "m");
     assert_eq!(e["error"]["type"], "agentproxy_cassette_miss");
-    let e = error_body(Provider::Anthropic, "agentproxy_cassette_miss", "m");
+    let e = error_body(Provider::Anthropic, 400, "agentproxy_cassette_miss", "m");
     assert_eq!(e["type"], "error");
     assert_eq!(e["error"]["message"], "m");
 }

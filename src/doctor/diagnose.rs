@@ -13,7 +13,7 @@ use super::server::Arrival;
 use crate::runner::env::Injected;
 
 /// Which client reads which variable (SDK_NOTES.md, observed with real clients).
-pub const SDK_VARIABLES: [(&str, &str); 5] = [
+pub const SDK_VARIABLES: [(&str, &str); 6] = [
     ("openai (Python)", "OPENAI_BASE_URL"),
     ("openai (npm)", "OPENAI_BASE_URL only"),
     (
@@ -22,6 +22,7 @@ pub const SDK_VARIABLES: [(&str, &str); 5] = [
     ),
     ("litellm", "OPENAI_BASE_URL first, then OPENAI_API_BASE"),
     ("anthropic", "ANTHROPIC_BASE_URL, without /v1"),
+    ("google-genai", "GOOGLE_GEMINI_BASE_URL, without /v1"),
 ];
 
 /// Lines of the program's output shown in the report.

@@ -158,7 +158,9 @@ async fn handle(doctor: Arc<Doctor>, req: Request<Incoming>) -> Response<ProxyBo
         .map(|c| c.to_bytes())
         .unwrap_or_default();
     let request: Option<Value> = serde_json::from_slice(&raw).ok();
-    let stream = request.as_ref().is_some_and(|b| route.wants_stream(b));
+    let stream = request
+        .as_ref()
+        .is_some_and(|b| route.wants_stream(api_path, b));
     let resp = match (route, &request) {
         (Route::Http, _) => refuse(
             provider,
@@ -174,7 +176,7 @@ async fn handle(doctor: Arc<Doctor>, req: Request<Incoming>) -> Response<ProxyBo
             StatusCode::BAD_REQUEST,
             "agentproxy doctor: the request body is not JSON",
         ),
-        (route, Some(request)) => canned_response(route, request),
+        (route, Some(request)) => canned_response(route, api_path, request),
     };
     let arrival = Arrival {
         method: parts.method.to_string(),
@@ -204,7 +206,7 @@ async fn handle(doctor: Arc<Doctor>, req: Request<Incoming>) -> Response<ProxyBo
 fn refuse(provider: Provider, status: StatusCode, message: &str) -> Response<ProxyBody> {
     let mut resp = json_response(
         status,
-        &dialect::error_body(provider, DOCTOR_ERROR, message),
+        &dialect::error_body(provider, status.as_u16(), DOCTOR_ERROR, message),
     );
     resp.headers_mut()
         .insert("x-should-retry", HeaderValue::from_static("false"));
@@ -212,7 +214,7 @@ fn refuse(provider: Provider, status: StatusCode, message: &str) -> Response<Pro
 }
 
 /// The canned reply for a model request: whole, or as the stream the request asked for.
-fn canned_response(route: Route, request: &Value) -> Response<ProxyBody> {
+fn canned_response(route: Route, path: &str, request: &Value) -> Response<ProxyBody> {
     let Some(reply) = canned_reply(route, request) else {
         return refuse(
             Provider::OpenAi,
@@ -221,7 +223,7 @@ fn canned_response(route: Route, request: &Value) -> Response<ProxyBody> {
         );
     };
     let events = route
-        .wants_stream(request)
+        .wants_stream(path, request)
         .then(|| route.synthesize(&reply, request))
         .flatten();
     match events {
@@ -246,7 +248,7 @@ pub fn canned_reply(route: Route, request: &Value) -> Option<Value> {
         .get("model")
         .and_then(Value::as_str)
         .unwrap_or("agentproxy-doctor");
-    Some(route.text_response(request, model, CANNED_TEXT)?)
+    route.text_response(request, model, CANNED_TEXT)
 }
 
 /// The client that sent a request: its `user-agent`, else the language and version the

@@ -7,10 +7,11 @@ pub mod nearmiss;
 pub mod normalize;
 
 use crate::cassette::{Body, Interaction};
+use crate::dialect::Route;
 
-/// The key of a request. Model routes hash their route name and normalized JSON body, so
-/// the path prefix and the SDK's key order do not matter; plain HTTP also hashes the method
-/// and path. A non-JSON body hashes its bytes.
+/// The key of a request. Model routes hash their route name (and what the dialect takes
+/// from the path: Gemini's model) and normalized JSON body, so the path prefix and the SDK's
+/// key order do not matter; plain HTTP also hashes the method and path. A non-JSON body hashes its bytes.
 pub fn request_key(
     route: &str,
     method: &str,
@@ -21,7 +22,10 @@ pub fn request_key(
     let scope = if route == "http" {
         format!("http {method} {path}")
     } else {
-        route.to_owned()
+        match Route::from_name(route).key_scope(path) {
+            Some(extra) => format!("{route} {extra}"),
+            None => route.to_owned(),
+        }
     };
     match body {
         // Without rules, normalizing only drops transport fields: hash a view, not a copy.

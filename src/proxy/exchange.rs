@@ -16,7 +16,10 @@ pub(super) struct Exchange {
     pub route: Route,
     pub provider: Provider,
     pub method: Method,
+    /// The path and query, credentials (`?key=…`) removed: what is stored and matched.
     pub path: String,
+    /// The path and query as the program sent them, for the upstream.
+    pub forward_path: String,
     pub headers: HeaderMap,
     /// The bytes to forward upstream: the program's own, with its real credentials.
     pub raw: Bytes,
@@ -34,7 +37,8 @@ impl Exchange {
 
     /// Does the program want a server-sent-event stream back?
     pub fn wants_stream(&self) -> bool {
-        self.json().is_some_and(|b| self.route.wants_stream(b))
+        self.json()
+            .is_some_and(|b| self.route.wants_stream(&self.path, b))
     }
 
     /// A stream synthesized from a whole recorded response, as this request wants it.

@@ -180,10 +180,12 @@ impl Proxy {
         }
         let first =
             &rp.interactions[*rp.by_digest.get(&crate::matching::key::body_digest(body))?];
-        // The key covers the route, and for plain HTTP the method and path too.
+        // The key covers the route, and for plain HTTP the method and path too. A dialect
+        // that reads part of the request from the path (Gemini: the model, and whether a
+        // stream is wanted) is served as recorded only for the same path.
+        let path_matters = first.route == "http" || route.key_scope(path).is_some();
         let same_scope = first.route == route.name()
-            && (first.route != "http"
-                || (first.request.method == method && first.request.path == path));
+            && (!path_matters || (first.request.method == method && first.request.path == path));
         if !same_scope {
             return None;
         }

@@ -45,7 +45,7 @@ pub(super) async fn forward(
     up: &Upstream,
     ex: Exchange,
 ) -> Response<ProxyBody> {
-    let url = up.url_for(ex.provider, &ex.path);
+    let url = up.url_for(ex.provider, &ex.forward_path);
     let started = Instant::now();
     let resp = match up
         .send(ex.method.clone(), &url, &ex.headers, ex.raw.clone())
@@ -212,6 +212,7 @@ fn upstream_failed(proxy: &Proxy, ex: &Exchange, e: UpstreamError) -> Response<P
         status,
         &dialect::error_body(
             ex.provider,
+            status.as_u16(),
             "agentproxy_upstream_error",
             &format!("agentproxy: {message}"),
         ),

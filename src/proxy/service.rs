@@ -23,18 +23,23 @@ pub async fn handle(proxy: Arc<Proxy>, req: Request<hyper::body::Incoming>) -> R
         .map(|p| p.as_str().to_owned())
         .unwrap_or_else(|| "/".into());
     let provider = dialect::provider_of(&path, &parts.headers);
-    let error = |status, kind: &str, msg: String| {
+    let error = |status: StatusCode, kind: &str, msg: String| {
         json_response(
             status,
-            &dialect::error_body(provider, kind, &format!("agentproxy: {msg}")),
+            &dialect::error_body(
+                provider,
+                status.as_u16(),
+                kind,
+                &format!("agentproxy: {msg}"),
+            ),
         )
     };
-    if !path.starts_with("/v1/") {
+    if !dialect::is_api_path(&path) {
         return error(
             StatusCode::NOT_FOUND,
             "agentproxy_unknown_route",
             format!(
-                "{} {path} is not a provider API path; agentproxy serves /v1/… (point the SDK at $OPENAI_BASE_URL or $ANTHROPIC_BASE_URL)",
+                "{} {path} is not a provider API path; agentproxy serves /v1/…, /v1beta/… and /v1alpha/… (point the SDK at $OPENAI_BASE_URL, $ANTHROPIC_BASE_URL or $GOOGLE_GEMINI_BASE_URL)",
                 parts.method
             ),
         );
@@ -61,6 +66,9 @@ pub async fn handle(proxy: Arc<Proxy>, req: Request<hyper::body::Incoming>) -> R
         }
     };
     let route = Route::of(&parts.method, &path);
+    // What is stored, shown and matched: the path without credentials in its query; the
+    // upstream gets the path as sent.
+    let (forward_path, path) = (path.clone(), dialect::without_credentials(&path));
     if let Some((rp, pos)) = proxy.take_identical(route, parts.method.as_str(), &path, &raw) {
         return serve_identical(&proxy, rp, seq, pos).await;
     }
@@ -90,6 +98,7 @@ pub async fn handle(proxy: Arc<Proxy>, req: Request<hyper::body::Incoming>) -> R
         provider,
         method: parts.method,
         path,
+        forward_path,
         headers: parts.headers,
         raw,
         stored,
@@ -265,6 +274,7 @@ fn answer_miss(
         StatusCode::BAD_REQUEST,
         &dialect::error_body(
             ex.provider,
+            StatusCode::BAD_REQUEST.as_u16(),
             "agentproxy_cassette_miss",
             &format!("agentproxy: {report}"),
         ),

@@ -10,6 +10,7 @@ use hyper::body::Incoming;
 use hyper_util::client::legacy::{connect::HttpConnector, Client};
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 
+use crate::cassette::format::Upstreams;
 use crate::dialect::Provider;
 
 /// Headers that describe one hop, not the message, plus the ones the proxy recomputes.
@@ -31,6 +32,7 @@ pub struct Upstream {
     client: Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>,
     openai: String,
     anthropic: String,
+    gemini: String,
     timeout: Duration,
 }
 
@@ -51,12 +53,9 @@ pub struct InvalidUpstream {
 }
 
 impl Upstream {
-    pub fn new(
-        openai: &str,
-        anthropic: &str,
-        timeout: Duration,
-    ) -> Result<Upstream, InvalidUpstream> {
-        for base in [openai, anthropic] {
+    /// A client for the provider bases in `bases`, each checked to be an http(s) URL.
+    pub fn new(bases: &Upstreams, timeout: Duration) -> Result<Upstream, InvalidUpstream> {
+        for base in [&bases.openai, &bases.anthropic, &bases.gemini] {
             let invalid = |reason: String| InvalidUpstream {
                 url: base.to_owned(),
                 reason,
@@ -85,8 +84,9 @@ impl Upstream {
             .build(connector);
         Ok(Upstream {
             client,
-            openai: openai.trim_end_matches('/').to_owned(),
-            anthropic: anthropic.trim_end_matches('/').to_owned(),
+            openai: bases.openai.trim_end_matches('/').to_owned(),
+            anthropic: bases.anthropic.trim_end_matches('/').to_owned(),
+            gemini: bases.gemini.trim_end_matches('/').to_owned(),
             timeout,
         })
     }
@@ -97,6 +97,7 @@ impl Upstream {
         let base = match provider {
             Provider::OpenAi => &self.openai,
             Provider::Anthropic => &self.anthropic,
+            Provider::Gemini => &self.gemini,
         };
         format!("{base}{path_and_query}")
     }

@@ -32,10 +32,22 @@ pub struct Settings {
     pub timeout: Duration,
     pub upstream: String,
     pub anthropic_upstream: String,
+    pub gemini_upstream: String,
     pub upstream_timeout: Duration,
     /// Where the proxy listens; a fixed port is needed for `url:` apps.
     pub listen: SocketAddr,
     pub max_body: usize,
+}
+
+impl Settings {
+    /// The provider bases a recording forwards to (and names in its cassette).
+    fn upstreams(&self) -> Upstreams {
+        Upstreams {
+            openai: self.upstream.clone(),
+            anthropic: self.anthropic_upstream.clone(),
+            gemini: self.gemini_upstream.clone(),
+        }
+    }
 }
 
 /// What the case's cassette is used for in this run.
@@ -119,11 +131,7 @@ async fn run_inner(
     };
     let upstream = match usage {
         Use::Replay => None,
-        Use::Record | Use::Update => Some(Upstream::new(
-            &s.upstream,
-            &s.anthropic_upstream,
-            s.upstream_timeout,
-        )?),
+        Use::Record | Use::Update => Some(Upstream::new(&s.upstreams(), s.upstream_timeout)?),
     };
     let mocks = Arc::new(MockSet::compile(&spec.tools)?);
     let options = Options {
@@ -239,10 +247,7 @@ fn save_cassette(
         format: format_version(),
         recorder: format!("agentproxy {}", env!("CARGO_PKG_VERSION")),
         recorded_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
-        upstreams: Upstreams {
-            openai: s.upstream.clone(),
-            anthropic: s.anthropic_upstream.clone(),
-        },
+        upstreams: s.upstreams(),
         match_rules: match_rules.clone(),
         interactions,
     };

@@ -18,9 +18,12 @@ pub const SIDE_TRAFFIC_SWITCHES: [(&str, &str, &str); 2] = [
 
 /// Placeholder credentials for a replay, so an SDK that refuses to start without a key
 /// starts; the proxy never forwards them anywhere.
-const PLACEHOLDER_KEYS: [(&str, &str); 2] = [
+/// `GOOGLE_API_KEY` is left alone: google-genai prefers it to `GEMINI_API_KEY` and warns
+/// when both are set, and clients that read only `GOOGLE_API_KEY` fall back to this one.
+const PLACEHOLDER_KEYS: [(&str, &str); 3] = [
     ("OPENAI_API_KEY", "agentproxy-replay-placeholder"),
     ("ANTHROPIC_API_KEY", "agentproxy-replay-placeholder"),
+    ("GEMINI_API_KEY", "agentproxy-replay-placeholder"),
 ];
 
 /// One injected variable and why it was set.
@@ -47,6 +50,11 @@ pub fn injected(base: &str, replay: bool, is_set: &dyn Fn(&str) -> bool) -> Vec<
             "ANTHROPIC_BASE_URL",
             base,
             "proxy URL for the anthropic SDK (it adds /v1)",
+        ),
+        var(
+            "GOOGLE_GEMINI_BASE_URL",
+            base,
+            "proxy URL for the google-genai SDK (it adds /v1 or /v1beta)",
         ),
         var(
             "AGENTPROXY_URL",
@@ -105,11 +113,13 @@ mod tests {
                 "OPENAI_BASE_URL",
                 "OPENAI_API_BASE",
                 "ANTHROPIC_BASE_URL",
+                "GOOGLE_GEMINI_BASE_URL",
                 "AGENTPROXY_URL"
             ]
         );
         assert_eq!(v[0].value, "http://127.0.0.1:9/v1");
         assert_eq!(v[2].value, "http://127.0.0.1:9");
+        assert_eq!(v[3].value, "http://127.0.0.1:9");
     }
 
     #[test]
@@ -117,7 +127,8 @@ mod tests {
         let v = injected("http://127.0.0.1:9", true, &|n| n == "OPENAI_API_KEY");
         let n = names(&v);
         assert!(!n.contains(&"OPENAI_API_KEY"));
-        assert!(n.contains(&"ANTHROPIC_API_KEY"));
+        assert!(n.contains(&"ANTHROPIC_API_KEY") && n.contains(&"GEMINI_API_KEY"));
+        assert!(!n.contains(&"GOOGLE_API_KEY"));
         assert!(n.contains(&"OPENAI_AGENTS_DISABLE_TRACING"));
         assert!(n.contains(&"LITELLM_LOCAL_MODEL_COST_MAP"));
     }

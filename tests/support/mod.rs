@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod fake_anthropic;
+pub mod fake_gemini;
 pub mod fake_openai;
 pub mod http;
 pub mod proxy;

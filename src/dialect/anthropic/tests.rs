@@ -385,9 +385,9 @@ fn synthesized_events_look_like_anthropic_events() {
 
 #[test]
 fn reads_the_request_flags() {
-    assert!(Anthropic.wants_stream(&json!({"stream": true})));
-    assert!(!Anthropic.wants_stream(&json!({"stream": false})));
-    assert!(!Anthropic.wants_stream(&json!({})));
+    assert!(Anthropic.wants_stream("", &json!({"stream": true})));
+    assert!(!Anthropic.wants_stream("", &json!({"stream": false})));
+    assert!(!Anthropic.wants_stream("", &json!({})));
 }
 
 fn agent_request() -> Value {

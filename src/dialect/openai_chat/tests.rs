@@ -332,10 +332,10 @@ fn synthesize_without_usage_sends_no_usage() {
 
 #[test]
 fn reads_the_request_flags() {
-    assert!(OpenAiChat.wants_stream(&json!({"stream": true})));
-    assert!(!OpenAiChat.wants_stream(&json!({"stream": false})));
-    assert!(!OpenAiChat.wants_stream(&json!({"stream": "true"})));
-    assert!(!OpenAiChat.wants_stream(&json!({})));
+    assert!(OpenAiChat.wants_stream("", &json!({"stream": true})));
+    assert!(!OpenAiChat.wants_stream("", &json!({"stream": false})));
+    assert!(!OpenAiChat.wants_stream("", &json!({"stream": "true"})));
+    assert!(!OpenAiChat.wants_stream("", &json!({})));
     assert!(wants_usage(
         &json!({"stream": true, "stream_options": {"include_usage": true}})
     ));

@@ -478,10 +478,10 @@ fn a_failed_response_synthesizes_a_failed_stream() {
 
 #[test]
 fn reads_the_request_flags() {
-    assert!(OpenAiResponses.wants_stream(&json!({"stream": true})));
-    assert!(!OpenAiResponses.wants_stream(&json!({"stream": false})));
-    assert!(!OpenAiResponses.wants_stream(&json!({"stream": "true"})));
-    assert!(!OpenAiResponses.wants_stream(&json!({})));
+    assert!(OpenAiResponses.wants_stream("", &json!({"stream": true})));
+    assert!(!OpenAiResponses.wants_stream("", &json!({"stream": false})));
+    assert!(!OpenAiResponses.wants_stream("", &json!({"stream": "true"})));
+    assert!(!OpenAiResponses.wants_stream("", &json!({})));
 }
 
 fn agent_request() -> Value {

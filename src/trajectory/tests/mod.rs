@@ -272,6 +272,7 @@ impl Rec {
             upstreams: Upstreams {
                 openai: "https://api.openai.com".into(),
                 anthropic: "https://api.anthropic.com".into(),
+                gemini: String::new(),
             },
             match_rules: Default::default(),
             interactions: self.interactions.clone(),
