@@ -1,8 +1,8 @@
-//! The example agents of the two newer dialects pass their specs offline from their
-//! committed cassettes: `examples/anthropic-agent` (the `anthropic` SDK, Messages API) and
+//! The example agents of the newer dialects pass their specs offline from their committed
+//! cassettes: `examples/anthropic-agent` (the `anthropic` SDK, Messages API),
 //! `examples/responses-agent` (the `openai` SDK's Responses API with
-//! `previous_response_id`), each run by `agentproxy test --mode replay` exactly as a user
-//! would run it.
+//! `previous_response_id`) and `examples/gemini-agent` (the `google-genai` SDK), each run
+//! by `agentproxy test --mode replay` exactly as a user would run it.
 //!
 //! The cassettes were recorded against the test suite's fake upstreams, not a real model.
 //! To re-record them after changing an example:
@@ -17,13 +17,15 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use support::fake_anthropic::FakeAnthropic;
+use support::fake_gemini::FakeGemini;
 use support::fake_openai::FakeOpenAi;
 use support::proxy::bin;
 
 /// (spec, number of cases) of each example, relative to the repository root.
-const SPECS: [(&str, usize); 2] = [
+const SPECS: [(&str, usize); 3] = [
     ("examples/anthropic-agent/anthropic.yaml", 2),
     ("examples/responses-agent/responses.yaml", 3),
+    ("examples/gemini-agent/gemini.yaml", 2),
 ];
 
 fn repo() -> &'static Path {
@@ -50,7 +52,7 @@ fn agentproxy(args: &[&str], keys: bool) -> Command {
     command.args(args).current_dir(repo());
     for (name, _) in std::env::vars_os() {
         let text = name.to_string_lossy();
-        if ["OPENAI_", "ANTHROPIC_", "AGENTPROXY_"]
+        if ["OPENAI_", "ANTHROPIC_", "AGENTPROXY_", "GEMINI_", "GOOGLE_"]
             .iter()
             .any(|prefix| text.starts_with(prefix))
         {
@@ -67,6 +69,10 @@ fn agentproxy(args: &[&str], keys: bool) -> Command {
             .env(
                 "ANTHROPIC_API_KEY",
                 "sk-ant-example-not-a-real-key-0000000000000000",
+            )
+            .env(
+                "GEMINI_API_KEY",
+                "AIzaSyExample-not-a-real-key-000000000000",
             );
     }
     command
@@ -108,6 +114,7 @@ async fn rerecord_dialect_examples() {
     assert!(have_python(), "re-recording needs the SDKs in .venv");
     let openai = FakeOpenAi::start().await;
     let anthropic = FakeAnthropic::start().await;
+    let gemini = FakeGemini::start().await;
     for (spec, cases) in SPECS {
         let mut command = agentproxy(
             &[
@@ -119,6 +126,8 @@ async fn rerecord_dialect_examples() {
                 &openai.url(),
                 "--anthropic-upstream",
                 &anthropic.url(),
+                "--gemini-upstream",
+                &gemini.url(),
             ],
             true,
         );
@@ -136,4 +145,5 @@ async fn rerecord_dialect_examples() {
     }
     openai.stop().await;
     anthropic.stop().await;
+    gemini.stop().await;
 }
