@@ -25,20 +25,20 @@
 //! and `commands`.
 //! `docs/architecture.md` says where each concern lives and how to add a dialect.
 
-pub mod assert;
+pub(crate) mod assert;
 pub mod cassette;
 pub mod cli;
 pub mod commands;
 pub(crate) mod determinism;
 pub mod dialect;
-pub mod doctor;
+pub(crate) mod doctor;
 pub mod error;
 pub mod matching;
-pub mod neutral;
-pub mod proxy;
+pub(crate) mod neutral;
+pub(crate) mod proxy;
 pub mod redact;
-pub mod report;
-pub mod runner;
-pub mod spec;
+pub(crate) mod report;
+pub(crate) mod runner;
+pub(crate) mod spec;
 pub mod sse;
-pub mod trajectory;
+pub(crate) mod trajectory;

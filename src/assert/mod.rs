@@ -9,12 +9,9 @@ mod keys;
 pub mod matchers;
 mod paths;
 
-pub use calls::{
-    check_calls, CallExpectation, CallsSpec, Count, Failure, FailureKind, ObservedCall, Order,
-};
+pub use calls::{check_calls, CallExpectation, CallsSpec, Count, ObservedCall, Order};
 pub(crate) use json::join_path;
-pub use matchers::{MatchContext, Matcher, MatcherError, Mismatch};
-pub use paths::Touched;
+pub use matchers::{MatchContext, Matcher, MatcherError};
 
 #[cfg(test)]
 mod tests;

@@ -13,6 +13,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use super::lazy::LazyJson;
+use crate::dialect::Route;
+use crate::neutral::ModelCall;
 use crate::sse::SseEvent;
 
 /// Major version of the format this build writes; a cassette with a newer major is refused.
@@ -103,6 +105,21 @@ pub struct Interaction {
     pub response: RecordedResponse,
     /// Milliseconds from forwarding the request to the end of the response.
     pub latency_ms: u64,
+}
+
+impl Interaction {
+    /// The model call this interaction records, read by its route's dialect: `None` for
+    /// plain HTTP and for a request body that is missing or not JSON. A response body that
+    /// is missing (a stream that kept only its events) or not JSON reads as empty.
+    pub fn model_call(&self) -> Option<ModelCall> {
+        self.model_call_with(self.request.body.as_ref()?.as_json()?)
+    }
+
+    /// [`Interaction::model_call`] with the request body given (normalized, say).
+    pub fn model_call_with(&self, request: &Value) -> Option<ModelCall> {
+        let response = self.response.body.as_ref().and_then(Body::as_json);
+        Route::from_name(&self.route).extract(request, response.unwrap_or(&Value::Null))
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

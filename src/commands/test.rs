@@ -86,7 +86,6 @@ pub async fn run(args: TestArgs) -> Result<Exit> {
                 Verbosity::Verbose => 1,
                 Verbosity::Debug => 2,
             },
-            ..Default::default()
         },
         jobs.len(),
     ));

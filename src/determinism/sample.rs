@@ -108,20 +108,20 @@ fn walk_strings(v: &Value, path: &mut Vec<String>, f: &mut dyn FnMut(&[String], 
 /// The requests of a run, normalized under the case's rules, with their tool results
 /// located (calls answered across requests are looked up in the run's responses).
 pub(crate) fn samples(exchanges: &[Interaction], rules: &Rules) -> Vec<Sample> {
-    let json = |b: &Option<Body>| b.as_ref().and_then(Body::as_json).cloned();
     let mut calls: HashMap<String, ToolCall> = HashMap::new();
     for it in exchanges {
-        if let (Some(q), Some(r)) = (json(&it.request.body), json(&it.response.body)) {
-            if let Some(call) = Route::from_name(&it.route).extract(&q, &r) {
-                calls.extend(call.tool_calls.into_iter().map(|c| (c.id.clone(), c)));
-            }
+        if let Some(call) = it.model_call() {
+            calls.extend(call.tool_calls.into_iter().map(|c| (c.id.clone(), c)));
         }
     }
     let lookup = |id: &str| calls.get(id).cloned();
     exchanges
         .iter()
         .map(|it| {
-            let raw = json(&it.request.body).unwrap_or(Value::Null);
+            let raw = (it.request.body.as_ref())
+                .and_then(Body::as_json)
+                .cloned()
+                .unwrap_or(Value::Null);
             let normalized = normalize(&raw, rules);
             Sample::new(&it.route, it.turn, raw, normalized, &lookup)
         })

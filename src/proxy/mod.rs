@@ -205,13 +205,8 @@ impl Proxy {
         if !self.opts.log_exchanges && self.opts.mocks.is_none() {
             return;
         }
-        let calls = match (&it.request.body, &it.response.body) {
-            (Some(req), Some(resp)) if self.opts.mocks.is_some() => req
-                .as_json()
-                .zip(resp.as_json())
-                .and_then(|(q, r)| Route::from_name(&it.route).extract(q, r))
-                .map(|call| call.tool_calls)
-                .unwrap_or_default(),
+        let calls = match it.model_call() {
+            Some(call) if self.opts.mocks.is_some() => call.tool_calls,
             _ => vec![],
         };
         let mut st = self.lock();
@@ -225,11 +220,6 @@ impl Proxy {
 
     fn known_call(&self, id: &str) -> Option<ToolCall> {
         self.lock().calls.get(id).cloned()
-    }
-
-    /// The interactions being replayed, if any.
-    pub fn replay(&self) -> Option<&Replay> {
-        self.opts.replay.as_ref()
     }
 
     /// Take what the session recorded and missed. Call after [`server::serve`] returned

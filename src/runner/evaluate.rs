@@ -9,7 +9,6 @@ use crate::assert::{
     self, CallExpectation, CallsSpec, MatchContext, Matcher, MatcherError, ObservedCall,
 };
 use crate::cassette::{Body, Interaction};
-use crate::dialect::Route;
 use crate::neutral::{ModelCall, ToolCall, Usage};
 use crate::report::{AssertionResult, CallReport, TurnReport};
 use crate::spec::{Case, Expect, Order};
@@ -24,16 +23,13 @@ struct TurnTrace {
     model_calls: usize,
 }
 
-/// The model calls of a case's exchanges, with the turn each was made in.
+/// The answered model calls of a case's exchanges (a response the program could read),
+/// with the turn each was made in.
 pub fn model_calls(exchanges: &[Interaction]) -> Vec<(usize, ModelCall, u64)> {
     exchanges
         .iter()
-        .filter_map(|it| {
-            let req = it.request.body.as_ref().and_then(Body::as_json)?;
-            let resp = it.response.body.as_ref().and_then(Body::as_json)?;
-            let call = Route::from_name(&it.route).extract(req, resp)?;
-            Some((it.turn.unwrap_or(0), call, it.latency_ms))
-        })
+        .filter(|it| it.response.body.as_ref().and_then(Body::as_json).is_some())
+        .filter_map(|it| Some((it.turn.unwrap_or(0), it.model_call()?, it.latency_ms)))
         .collect()
 }
 

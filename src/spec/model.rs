@@ -365,9 +365,3 @@ pub struct Count {
     pub min: Option<u64>,
     pub max: Option<u64>,
 }
-
-impl Count {
-    pub fn contains(&self, n: u64) -> bool {
-        self.min.is_none_or(|m| n >= m) && self.max.is_none_or(|m| n <= m)
-    }
-}

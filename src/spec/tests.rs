@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use super::model::{App, Count, Execution, MockRule, Pos, Turn};
 use super::*;
 use crate::cassette::format::{Hole, MatchRules};
 use crate::matching::index::Repeat;

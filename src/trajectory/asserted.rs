@@ -47,6 +47,7 @@ pub struct ToolScope {
 
 impl Asserted {
     /// Nothing asserted: every change is incidental.
+    #[cfg(test)]
     pub fn none() -> Asserted {
         Asserted::default()
     }

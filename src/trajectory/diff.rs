@@ -18,7 +18,7 @@ use super::changes::{CallAt, Did, Presence, Told, TrajectoryDiff, TurnDiff, Verd
 use super::extract::{self, Step};
 use super::textdiff;
 use super::{align, told};
-use crate::cassette::{Cassette, Interaction};
+use crate::cassette::Cassette;
 use crate::matching::normalize::Rules;
 use crate::neutral::ToolCall;
 
@@ -33,15 +33,6 @@ pub fn diff_cassettes(old: &Cassette, new: &Cassette, asserted: &Asserted) -> Tr
     diff_steps(
         &extract::steps(&old.interactions, rules.as_ref()),
         &extract::steps(&new.interactions, rules.as_ref()),
-        asserted,
-    )
-}
-
-/// The trajectory diff of two recordings' interactions.
-pub fn diff(old: &[Interaction], new: &[Interaction], asserted: &Asserted) -> TrajectoryDiff {
-    diff_steps(
-        &extract::steps(old, None),
-        &extract::steps(new, None),
         asserted,
     )
 }

@@ -58,11 +58,7 @@ pub(crate) fn steps<'a>(interactions: &'a [Interaction], rules: Option<&Rules>) 
     let calls: Vec<Option<ModelCall>> = interactions
         .iter()
         .zip(&requests)
-        .map(|(it, req)| {
-            let resp = it.response.body.as_ref().and_then(Body::as_json);
-            let empty = Value::Null;
-            Route::from_name(&it.route).extract(req.as_deref()?, resp.unwrap_or(&empty))
-        })
+        .map(|(it, req)| it.model_call_with(req.as_deref()?))
         .collect();
     let names: HashMap<String, String> = calls
         .iter()

@@ -14,8 +14,8 @@ pub mod textdiff;
 mod told;
 
 pub use asserted::Asserted;
-pub use changes::{TrajectoryDiff, Verdict};
-pub use diff::{diff, diff_cassettes};
+pub use changes::Verdict;
+pub use diff::diff_cassettes;
 pub use markdown::render_markdown;
 pub use render::{render_json, render_text};
 pub use show::{show, show_json};

@@ -3,8 +3,8 @@
 
 use super::json;
 use crate::assert::{
-    check_calls, CallExpectation, CallsSpec, Count, Failure, FailureKind, Matcher, ObservedCall,
-    Order,
+    calls::{Failure, FailureKind},
+    check_calls, CallExpectation, CallsSpec, Count, Matcher, ObservedCall, Order,
 };
 
 fn call(name: &str, args: &str) -> ObservedCall {

@@ -298,7 +298,7 @@ fn text_table() {
     run_table(TEXT_TABLE, Matcher::compile_text);
 }
 
-fn mismatch(expr: &str, actual: Option<&str>) -> crate::assert::Mismatch {
+fn mismatch(expr: &str, actual: Option<&str>) -> crate::assert::matchers::Mismatch {
     let matcher = Matcher::compile(&json(expr)).expect("compiles");
     let actual = actual.map(json);
     let schema = json(SCHEMA);

@@ -17,6 +17,7 @@ pub struct Style {
 
 impl Style {
     /// No colour, default detail: what a CI log gets.
+    #[cfg(test)]
     pub fn plain() -> Style {
         Style::default()
     }

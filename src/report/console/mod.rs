@@ -26,26 +26,6 @@ pub use format::{case_block, summary_block, Style};
 use super::text::clean;
 use super::{CaseReport, RunReport};
 
-/// When to colour the output.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ColorChoice {
-    /// Colour on a terminal, unless `NO_COLOR` is set (or `CLICOLOR=0`, `TERM=dumb`);
-    /// `CLICOLOR_FORCE` forces it on.
-    #[default]
-    Auto,
-    Always,
-    Never,
-}
-
-/// Which standard stream the console writes to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Stream {
-    Stdout,
-    /// The default: it leaves stdout to `--json` and to `-o -` reports.
-    #[default]
-    Stderr,
-}
-
 /// What the user asked for on the command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ConsoleOptions {
@@ -54,8 +34,6 @@ pub struct ConsoleOptions {
     /// `-v` (1): each turn's input, tool calls with arguments, reply, usage and every
     /// assertion; `-vv` (2): also tool results and the program's output.
     pub verbose: u8,
-    pub color: ColorChoice,
-    pub stream: Stream,
 }
 
 /// The live console: shared by the tasks that run cases (`&self` everywhere, `Sync`).
@@ -76,7 +54,6 @@ enum Out {
 
 struct Live {
     multi: MultiProgress,
-    stream: Stream,
     /// Running cases' spinners by label.
     running: Mutex<HashMap<String, ProgressBar>>,
     /// `[done/total]` under the spinners, when there is more than one case.
@@ -84,44 +61,25 @@ struct Live {
 }
 
 impl Console {
-    /// A console on stdout or stderr: live with spinners on a terminal (unless quiet), plain
-    /// lines otherwise; colour per [`ColorChoice`].
+    /// A console on stderr (stdout is left to `--json` and to `-o -` reports): live with
+    /// spinners on a terminal (unless quiet), plain lines otherwise; coloured on a terminal
+    /// unless `NO_COLOR` is set (or `CLICOLOR=0`, `TERM=dumb`), and wherever
+    /// `CLICOLOR_FORCE` is set.
     pub fn new(opts: ConsoleOptions, total_cases: usize) -> Console {
-        let (tty, auto) = match opts.stream {
-            Stream::Stdout => (
-                io::stdout().is_terminal(),
-                anstream::AutoStream::choice(&io::stdout()),
-            ),
-            Stream::Stderr => (
-                io::stderr().is_terminal(),
-                anstream::AutoStream::choice(&io::stderr()),
-            ),
-        };
-        let color = match opts.color {
-            ColorChoice::Always => true,
-            ColorChoice::Never => false,
-            ColorChoice::Auto => auto != anstream::ColorChoice::Never,
-        };
+        let tty = io::stderr().is_terminal();
+        let color = anstream::AutoStream::choice(&io::stderr()) != anstream::ColorChoice::Never;
         let style = Style {
             color,
             quiet: opts.quiet,
             verbose: opts.verbose,
         };
         if !tty || opts.quiet {
-            let w: Box<dyn Write + Send> = match opts.stream {
-                Stream::Stdout => Box::new(io::stdout()),
-                Stream::Stderr => Box::new(io::stderr()),
-            };
             return Console {
                 style,
-                out: Out::Plain(Mutex::new(w)),
+                out: Out::Plain(Mutex::new(Box::new(io::stderr()))),
             };
         }
-        let target = match opts.stream {
-            Stream::Stdout => ProgressDrawTarget::stdout(),
-            Stream::Stderr => ProgressDrawTarget::stderr(),
-        };
-        let multi = MultiProgress::with_draw_target(target);
+        let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
         let overall = (total_cases > 1).then(|| {
             let template = if color {
                 "{pos}/{len} cases done {elapsed:.dim}"
@@ -140,18 +98,17 @@ impl Console {
             style,
             out: Out::Live(Live {
                 multi,
-                stream: opts.stream,
                 running: Mutex::new(HashMap::new()),
                 overall,
             }),
         }
     }
 
-    /// A plain console writing to `w` (never live; coloured only with
-    /// [`ColorChoice::Always`]): for tests and for callers that capture the output.
-    pub fn with_writer(opts: ConsoleOptions, w: Box<dyn Write + Send>) -> Console {
+    /// A plain console writing to `w`, uncoloured: for tests.
+    #[cfg(test)]
+    fn with_writer(opts: ConsoleOptions, w: Box<dyn Write + Send>) -> Console {
         let style = Style {
-            color: opts.color == ColorChoice::Always,
+            color: false,
             quiet: opts.quiet,
             verbose: opts.verbose,
         };
@@ -162,7 +119,8 @@ impl Console {
     }
 
     /// The style blocks are rendered in.
-    pub fn style(&self) -> Style {
+    #[cfg(test)]
+    fn style(&self) -> Style {
         self.style
     }
 
@@ -259,10 +217,7 @@ impl Live {
     /// cases finishing together print one block after the other.
     fn print(&self, text: &str) {
         self.multi.suspend(|| {
-            let _ = match self.stream {
-                Stream::Stdout => write_all_flush(&mut io::stdout().lock(), text),
-                Stream::Stderr => write_all_flush(&mut io::stderr().lock(), text),
-            };
+            let _ = write_all_flush(&mut io::stderr().lock(), text);
         });
     }
 }
