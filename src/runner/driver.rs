@@ -13,6 +13,9 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout};
 use tokio::time::Instant;
 
+/// How long an exited program's stderr may take to reach its end of file.
+const STDERR_DRAIN: Duration = Duration::from_millis(500);
+
 /// Lines of stderr kept for the report of a crashed or timed-out program.
 const STDERR_TAIL: usize = 40;
 /// How a timeout names the deadline of the whole case.
@@ -67,6 +70,8 @@ pub struct Running {
     stdin: Option<ChildStdin>,
     stdout: Lines<BufReader<ChildStdout>>,
     stderr: Arc<Mutex<VecDeque<String>>>,
+    /// The task filling `stderr`; ends when the program's stderr closes.
+    stderr_reader: Option<tokio::task::JoinHandle<()>>,
     deadline: Instant,
     reply_until: Option<Regex>,
     started: std::time::Instant,
@@ -110,7 +115,7 @@ impl CommandApp {
             source,
         })?;
         let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
-        if let Some(err) = child.stderr.take() {
+        let stderr_reader = child.stderr.take().map(|err| {
             let tail = stderr_tail.clone();
             tokio::spawn(async move {
                 let mut lines = BufReader::new(err).lines();
@@ -121,8 +126,8 @@ impl CommandApp {
                     }
                     t.push_back(line);
                 }
-            });
-        }
+            })
+        });
         let stdout = child
             .stdout
             .take()
@@ -132,6 +137,7 @@ impl CommandApp {
             child,
             stdout: BufReader::new(stdout).lines(),
             stderr: stderr_tail,
+            stderr_reader,
             deadline,
             reply_until: self.reply_until.clone(),
             started: std::time::Instant::now(),
@@ -162,7 +168,7 @@ impl Running {
             let Some(line) = line else {
                 return Err(DriveError::EndedEarly {
                     turn: index + 1,
-                    stderr: self.stderr_tail(),
+                    stderr: self.drained_stderr().await,
                 });
             };
             output.push_str(&line);
@@ -208,12 +214,10 @@ impl Running {
             Err(_) => return Err(self.timeout(CASE_LIMIT.to_owned())),
             Ok(s) => s?,
         };
-        // Give the stderr reader a moment to drain what the program wrote last.
-        tokio::task::yield_now().await;
         Ok(Finished {
             code: super::child::exit_code(status),
             trailing_output: trailing,
-            stderr: self.stderr_tail(),
+            stderr: self.drained_stderr().await,
         })
     }
 
@@ -229,6 +233,16 @@ impl Running {
             limit,
             stderr: self.stderr_tail(),
         }
+    }
+
+    /// The stderr tail once the reader has read to the end, so the last lines the program
+    /// wrote before exiting are in it. A child of the program that keeps stderr open would
+    /// hold the reader forever: it gets `STDERR_DRAIN`, then the tail is taken as it is.
+    async fn drained_stderr(&mut self) -> String {
+        if let Some(reader) = self.stderr_reader.take() {
+            let _ = tokio::time::timeout(STDERR_DRAIN, reader).await;
+        }
+        self.stderr_tail()
     }
 
     fn stderr_tail(&self) -> String {
