@@ -48,6 +48,13 @@ pub enum Error {
     #[error("more -o files than --report formats; give one --report per -o")]
     OutputWithoutReport,
 
+    #[error("cases {first} and {second} share the cassette {}\n  hint: give one of the specs its own `cassettes:` directory, or rename one of the cases", path.display())]
+    CassetteCollision {
+        path: PathBuf,
+        first: String,
+        second: String,
+    },
+
     #[error("no case matches --case / --filter")]
     NoCaseMatches,
 
@@ -137,6 +144,7 @@ impl Error {
             | Error::Filter(_)
             | Error::OutputWithoutReport
             | Error::NoCaseMatches
+            | Error::CassetteCollision { .. }
             | Error::NoSuchCase { .. }
             | Error::WhichCase { .. }
             | Error::ReadPanicked { .. }
@@ -148,7 +156,10 @@ impl Error {
             Error::Cassette(e) => match e {
                 CassetteError::Read { .. }
                 | CassetteError::Corrupt { .. }
-                | CassetteError::Version { .. } => EXIT_USAGE,
+                | CassetteError::Version { .. }
+                | CassetteError::Refused { .. }
+                | CassetteError::Unwritable { .. }
+                | CassetteError::Locked { .. } => EXIT_USAGE,
                 CassetteError::Secret { .. } | CassetteError::Write { .. } => EXIT_EXECUTION,
             },
             Error::Child(ChildError::Spawn { .. } | ChildError::Wait { .. })

@@ -38,4 +38,16 @@ pub enum CassetteError {
         path: PathBuf,
         source: std::io::Error,
     },
+
+    #[error("refusing to write cassette {path}: {why}\n  hint: give --cassette (or the spec's `cassettes:`) a path to a regular file, or to none yet", path = .path.display())]
+    Refused { path: PathBuf, why: String },
+
+    #[error("cassette {path} cannot be written: {source}\n  hint: the program was not started; make its directory writable or choose another --cassette", path = .path.display())]
+    Unwritable {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+
+    #[error("cassette {path} is being written by another agentproxy (it holds the lock {lock})\n  hint: wait for that run to finish, or record to another path", path = .path.display(), lock = .lock.display())]
+    Locked { path: PathBuf, lock: PathBuf },
 }

@@ -4,8 +4,10 @@ mod error;
 pub mod format;
 mod lazy;
 pub mod store;
+mod writer;
 
 pub use error::CassetteError;
 pub use format::{
     Body, Cassette, Interaction, LazyJson, MatchRules, RecordedRequest, RecordedResponse,
 };
+pub use writer::Writer;

@@ -1,8 +1,5 @@
-//! Reading and writing cassette files: version check on load, secret scan and atomic
-//! replace on save.
+//! Reading cassette files, with a version check; writing goes through [`Writer`].
 
-use std::io::Write;
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use bytes::Bytes;
@@ -11,7 +8,7 @@ use serde::Deserialize;
 use super::error::CassetteError;
 use super::format::{parse_major, Cassette, FORMAT_MAJOR};
 use super::lazy;
-use crate::redact;
+pub use super::writer::{to_bytes, Writer};
 
 /// Load and version-check a cassette.
 pub fn load(path: &Path) -> Result<Cassette, CassetteError> {
@@ -76,42 +73,10 @@ fn check_version(path: &Path, found: &str) -> Result<(), CassetteError> {
     })
 }
 
-/// Serialize a cassette: pretty JSON, LF endings, trailing newline.
-pub fn to_bytes(cassette: &Cassette) -> Vec<u8> {
-    // Serializing plain data with string keys cannot fail.
-    let mut out = serde_json::to_vec_pretty(cassette).unwrap_or_default();
-    out.push(b'\n');
-    out
-}
-
-/// Scan for key-shaped secrets, then replace `path` atomically (temp file + rename), so a
-/// crash at any point leaves either the old cassette or the new one, never a torn file.
+/// Write `cassette` to `path` at once: [`Writer::open`] then [`Writer::save`]. A command
+/// that runs a program opens its writer before the program starts instead.
 pub fn save(path: &Path, cassette: &Cassette) -> Result<(), CassetteError> {
-    let value = serde_json::to_value(cassette).unwrap_or_default();
-    if let Some(hit) = redact::scan(&value) {
-        return Err(CassetteError::Secret {
-            path: path.to_owned(),
-            pointer: hit.pointer,
-            kind: hit.kind,
-        });
-    }
-    let write_err = |source| CassetteError::Write {
-        path: path.to_owned(),
-        source,
-    };
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    std::fs::create_dir_all(dir).map_err(write_err)?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(write_err)?;
-    tmp.write_all(&to_bytes(cassette)).map_err(write_err)?;
-    // The temp file is created private; a cassette is meant to be committed and shared.
-    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o644))
-        .map_err(write_err)?;
-    tmp.as_file().sync_all().map_err(write_err)?;
-    tmp.persist(path).map_err(|e| write_err(e.error))?;
-    Ok(())
+    Writer::open(path)?.save(cassette)
 }
 
 #[cfg(test)]
@@ -198,18 +163,5 @@ mod tests {
         v["added_later"] = serde_json::json!({"x": 1});
         let c = parse(Path::new("c.json"), &serde_json::to_vec(&v).unwrap()).unwrap();
         assert_eq!(c.format, "1.7");
-    }
-
-    #[test]
-    fn secret_blocks_the_write_and_keeps_the_old_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("c.json");
-        save(&path, &empty()).unwrap();
-        let before = std::fs::read(&path).unwrap();
-        let mut bad = empty();
-        bad.recorder = "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789".into();
-        let err = save(&path, &bad).unwrap_err();
-        assert!(err.to_string().contains("/recorder"), "{err}");
-        assert_eq!(std::fs::read(&path).unwrap(), before);
     }
 }

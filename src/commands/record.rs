@@ -3,7 +3,7 @@
 use std::time::SystemTime;
 
 use crate::cassette::format::{format_version, Upstreams};
-use crate::cassette::{store, Cassette};
+use crate::cassette::{Cassette, Writer};
 use crate::cli::RecordArgs;
 use crate::error::{Error, Exit, Result, EXIT_OK};
 use crate::proxy::{upstream::Upstream, Options};
@@ -21,6 +21,8 @@ pub async fn run(args: RecordArgs) -> Result<Exit> {
         gemini: args.gemini_upstream.clone(),
     };
     let upstream = Upstream::new(&upstreams, args.upstream_timeout)?;
+    // Checked and locked before the program starts (or the daemon listens).
+    let writer = Writer::open(&s.cassette)?;
     let options = Options {
         rules,
         secrets: Secrets::from_vars(std::env::vars()),
@@ -67,7 +69,7 @@ pub async fn run(args: RecordArgs) -> Result<Exit> {
         match_rules,
         interactions: ended.outcome.recorded,
     };
-    store::save(&s.cassette, &cassette)?;
+    writer.save(&cassette)?;
     let errors = ended.outcome.upstream_errors.len();
     if !s.quiet {
         eprintln!(

@@ -14,6 +14,31 @@ use crate::report::{self, CaseReport, RunReport, Summary};
 use crate::runner::case::{self, Settings};
 use crate::spec::{self, MatcherKind, MatcherProblem, Verbosity};
 
+/// Two cases of one run on one cassette path would overwrite each other's recording (or
+/// replay the other's): refuse the run before anything starts.
+fn check_cassette_collisions(jobs: &[(Arc<spec::Spec>, usize, Settings)]) -> Result<()> {
+    let mut seen: std::collections::HashMap<std::path::PathBuf, String> = Default::default();
+    for (sp, i, settings) in jobs {
+        let case = &sp.cases[*i];
+        if case.skip.is_some() {
+            continue;
+        }
+        let path = case.cassette_path(&settings.cassette_dir);
+        let key = std::path::absolute(&path)
+            .map(|p| path_clean::clean(p))
+            .unwrap_or_else(|_| path.clone());
+        let label = format!("{}::{}", sp.file.display(), case.name);
+        if let Some(first) = seen.insert(key, label.clone()) {
+            return Err(Error::CassetteCollision {
+                path,
+                first,
+                second: label,
+            });
+        }
+    }
+    Ok(())
+}
+
 pub async fn run(args: TestArgs) -> Result<Exit> {
     let started = Instant::now();
     if args.outputs.len() > args.reports.len() {
@@ -72,6 +97,7 @@ pub async fn run(args: TestArgs) -> Result<Exit> {
     if jobs.is_empty() {
         return Err(Error::NoCaseMatches);
     }
+    check_cassette_collisions(&jobs)?;
     // A fixed listen port can serve one case at a time.
     if args.listen.port() != 0 {
         parallel = 1;

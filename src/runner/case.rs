@@ -16,7 +16,7 @@ use super::evaluate;
 use super::mocks::MockSet;
 use super::url::UrlApp;
 use crate::cassette::format::{format_version, Upstreams};
-use crate::cassette::{store, Cassette};
+use crate::cassette::{store, Cassette, Writer};
 use crate::matching::{self, normalize::Rules};
 use crate::proxy::{upstream::Upstream, Options, Outcome, Replay, Session};
 use crate::redact::Secrets;
@@ -133,6 +133,12 @@ async fn run_inner(
         Use::Replay => None,
         Use::Record | Use::Update => Some(Upstream::new(&s.upstreams(), s.upstream_timeout)?),
     };
+    // Checked and locked before the program starts: a recording is never lost at the end
+    // for a reason that was knowable now.
+    let writer = match usage {
+        Use::Replay => None,
+        Use::Record | Use::Update => Some(Writer::open(&cassette_path)?),
+    };
     let mocks = Arc::new(MockSet::compile(&spec.tools)?);
     let options = Options {
         rules,
@@ -191,8 +197,9 @@ async fn run_inner(
     let mock_problems = mocks.problems();
 
     // A crashed program's own error says more than "nothing was recorded".
-    if usage != Use::Replay && (drive_error.is_none() || !outcome.recorded.is_empty()) {
-        let saved = save_cassette(spec, s, &cassette_path, &match_rules, usage, &outcome)?;
+    let writer = writer.filter(|_| drive_error.is_none() || !outcome.recorded.is_empty());
+    if let Some(writer) = writer {
+        let saved = save_cassette(spec, s, &writer, &match_rules, usage, &outcome)?;
         if let (Some(old), Some(new)) = (&previous, &saved) {
             let d = crate::trajectory::diff_cassettes(old, new, &crate::spec::asserted(case));
             report.diff = Some(crate::trajectory::render_text(&d));
@@ -225,7 +232,7 @@ async fn run_inner(
 fn save_cassette(
     spec: &Spec,
     s: &Settings,
-    path: &std::path::Path,
+    writer: &Writer,
     match_rules: &crate::cassette::MatchRules,
     usage: Use,
     outcome: &Outcome,
@@ -251,7 +258,7 @@ fn save_cassette(
         match_rules: match_rules.clone(),
         interactions,
     };
-    store::save(path, &cassette)?;
+    writer.save(&cassette)?;
     Ok(Some(cassette))
 }
 

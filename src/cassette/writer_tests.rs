@@ -1,0 +1,167 @@
+use std::os::unix::fs::PermissionsExt;
+
+use super::*;
+use crate::cassette::format::{format_version, MatchRules, Upstreams};
+use crate::cassette::store;
+
+fn empty() -> Cassette {
+    Cassette {
+        format: format_version(),
+        recorder: "agentproxy test".into(),
+        recorded_at: "2026-01-01T00:00:00Z".into(),
+        upstreams: Upstreams {
+            openai: "http://127.0.0.1:1".into(),
+            anthropic: "http://127.0.0.1:2".into(),
+            gemini: String::new(),
+        },
+        match_rules: MatchRules::default(),
+        interactions: vec![],
+    }
+}
+
+fn mode(path: &Path) -> u32 {
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+/// The umask is process-wide: tests that read or set it take turns.
+static UMASK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn with_umask<T>(mask: libc::mode_t, f: impl FnOnce() -> T) -> T {
+    let _g = UMASK.lock().unwrap_or_else(|p| p.into_inner());
+    // SAFETY: umask only swaps the process's file-creation mask.
+    let old = unsafe { libc::umask(mask) };
+    let out = f();
+    unsafe { libc::umask(old) };
+    out
+}
+
+#[test]
+fn a_fifo_a_device_or_a_directory_is_refused_and_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: creating a FIFO at a path we own.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    for (path, kind) in [
+        (fifo.as_path(), "a FIFO"),
+        (Path::new("/dev/null"), "a character device"),
+        (dir.path(), "a directory"),
+    ] {
+        let err = Writer::open(path).unwrap_err();
+        assert!(matches!(err, CassetteError::Refused { .. }), "{err}");
+        assert!(err.to_string().contains(kind), "{err}");
+    }
+    use std::os::unix::fs::FileTypeExt;
+    assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+    assert!(std::fs::metadata("/dev/null")
+        .unwrap()
+        .file_type()
+        .is_char_device());
+}
+
+#[test]
+fn a_symlink_is_written_through_and_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let real = dir.path().join("shared/real.json");
+    std::fs::create_dir_all(real.parent().unwrap()).unwrap();
+    std::fs::write(&real, "old").unwrap();
+    let link = dir.path().join("link.json");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    store::save(&link, &empty()).unwrap();
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert!(store::load(&real).is_ok());
+    let dangling = dir.path().join("dangling.json");
+    std::os::unix::fs::symlink(dir.path().join("nowhere/x.json"), &dangling).unwrap();
+    let err = Writer::open(&dangling).unwrap_err();
+    assert!(err.to_string().contains("symlink"), "{err}");
+}
+
+#[test]
+fn a_second_writer_of_the_same_path_fails_at_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.json");
+    let first = Writer::open(&path).unwrap();
+    let err = Writer::open(&path).unwrap_err();
+    assert!(matches!(err, CassetteError::Locked { .. }), "{err}");
+    assert!(err.to_string().contains("another agentproxy"), "{err}");
+    first.save(&empty()).unwrap();
+    drop(first);
+    assert!(
+        !dir.path().join(".c.json.lock").exists(),
+        "lock file removed"
+    );
+    Writer::open(&path).unwrap().save(&empty()).unwrap();
+}
+
+#[test]
+fn a_lock_left_by_a_killed_writer_does_not_block() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join(".c.json.lock"), "").unwrap();
+    Writer::open(&dir.path().join("c.json")).unwrap();
+}
+
+#[test]
+fn a_read_only_directory_is_found_at_open() {
+    // Root may write anywhere; the check only means something for other users.
+    // SAFETY: geteuid has no preconditions.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("file");
+    std::fs::write(&file, "").unwrap();
+    let err = Writer::open(&file.join("c.json")).unwrap_err();
+    assert!(matches!(err, CassetteError::Unwritable { .. }), "{err}");
+    if unsafe { libc::geteuid() } == 0 {
+        return;
+    }
+    let ro = dir.path().join("ro");
+    std::fs::create_dir(&ro).unwrap();
+    std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o555)).unwrap();
+    let err = Writer::open(&ro.join("c.json")).unwrap_err();
+    assert!(matches!(err, CassetteError::Unwritable { .. }), "{err}");
+}
+
+#[test]
+fn new_files_follow_the_umask_and_replaced_files_keep_their_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let private = dir.path().join("private.json");
+    with_umask(0o077, || store::save(&private, &empty())).unwrap();
+    assert_eq!(mode(&private), 0o600);
+    let shared = dir.path().join("shared.json");
+    with_umask(0o022, || store::save(&shared, &empty())).unwrap();
+    assert_eq!(mode(&shared), 0o644);
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o640)).unwrap();
+    with_umask(0o022, || store::save(&shared, &empty())).unwrap();
+    assert_eq!(mode(&shared), 0o640);
+}
+
+#[test]
+fn stale_temp_files_of_our_naming_are_removed_and_others_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let stale = dir.path().join(".c.json.abc123.tmp");
+    let other = dir.path().join(".d.json.abc123.tmp");
+    std::fs::write(&stale, "").unwrap();
+    std::fs::write(&other, "").unwrap();
+    store::save(&dir.path().join("c.json"), &empty()).unwrap();
+    assert!(!stale.exists());
+    assert!(other.exists());
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(left.len(), 2, "{left:?}");
+}
+
+#[test]
+fn a_secret_blocks_the_write_and_keeps_the_old_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.json");
+    store::save(&path, &empty()).unwrap();
+    let before = std::fs::read(&path).unwrap();
+    let mut bad = empty();
+    bad.recorder = "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789".into();
+    let err = store::save(&path, &bad).unwrap_err();
+    assert!(err.to_string().contains("/recorder"), "{err}");
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+}
