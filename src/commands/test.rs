@@ -25,7 +25,7 @@ fn check_cassette_collisions(jobs: &[(Arc<spec::Spec>, usize, Settings)]) -> Res
         }
         let path = case.cassette_path(&settings.cassette_dir);
         let key = std::path::absolute(&path)
-            .map(|p| path_clean::clean(p))
+            .map(path_clean::clean)
             .unwrap_or_else(|_| path.clone());
         let label = format!("{}::{}", sp.file.display(), case.name);
         if let Some(first) = seen.insert(key, label.clone()) {
