@@ -156,6 +156,7 @@ impl Error {
             Error::Cassette(e) => match e {
                 CassetteError::Read { .. }
                 | CassetteError::Corrupt { .. }
+                | CassetteError::Invalid { .. }
                 | CassetteError::Version { .. }
                 | CassetteError::Refused { .. }
                 | CassetteError::Unwritable { .. }

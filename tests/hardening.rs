@@ -132,3 +132,41 @@ fn two_specs_whose_cases_share_a_cassette_are_refused_before_any_case_runs() {
     assert!(r.stderr.contains("b.yaml::same name"), "{}", r.stderr);
     assert!(!d.join("ran").exists());
 }
+
+#[test]
+fn a_cassette_that_parses_but_cannot_be_served_is_refused_at_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for (response, pointer) in [
+        (
+            r#"{"status": 200, "body": {"base64": "!!!notbase64"}}"#,
+            "/interactions/0/response/body/base64",
+        ),
+        (r#"{"status": 99}"#, "/interactions/0/response/status"),
+    ] {
+        let text = format!(
+            r#"{{"format": "1.1", "recorder": "t", "recorded_at": "2026-01-01T00:00:00Z",
+            "upstreams": {{"openai": "http://127.0.0.1:1", "anthropic": "http://127.0.0.1:2"}},
+            "interactions": [{{"route": "http", "key": "k",
+              "request": {{"method": "GET", "path": "/v1/models"}},
+              "response": {response}, "latency_ms": 1}}]}}"#
+        );
+        std::fs::write(d.join("c.json"), text).unwrap();
+        let r = run(
+            &[
+                "replay",
+                "--cassette",
+                "c.json",
+                "--",
+                "sh",
+                "-c",
+                "touch started",
+            ],
+            d,
+        );
+        assert_eq!(r.code, 2, "{}", r.stderr);
+        assert!(r.stderr.contains("c.json is invalid at"), "{}", r.stderr);
+        assert!(r.stderr.contains(pointer), "{}", r.stderr);
+        assert!(!d.join("started").exists());
+    }
+}

@@ -18,6 +18,13 @@ pub enum CassetteError {
         message: String,
     },
 
+    #[error("cassette {path} is invalid at {pointer}: {message}\n  hint: a cassette is JSON written by `agentproxy record`; restore it from version control or re-record it", path = .path.display())]
+    Invalid {
+        path: PathBuf,
+        pointer: String,
+        message: String,
+    },
+
     #[error("cassette {path} has format {found}, but this agentproxy reads format {supported}.x only\n  hint: {hint}", path = .path.display())]
     Version {
         path: PathBuf,

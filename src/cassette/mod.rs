@@ -4,6 +4,7 @@ mod error;
 pub mod format;
 mod lazy;
 pub mod store;
+mod validate;
 mod writer;
 
 pub use error::CassetteError;

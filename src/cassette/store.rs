@@ -7,8 +7,8 @@ use serde::Deserialize;
 
 use super::error::CassetteError;
 use super::format::{parse_major, Cassette, FORMAT_MAJOR};
-use super::lazy;
 pub use super::writer::{to_bytes, Writer};
+use super::{lazy, validate};
 
 /// Load and version-check a cassette.
 pub fn load(path: &Path) -> Result<Cassette, CassetteError> {
@@ -41,6 +41,11 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<Cassette, CassetteError> {
     let full_err = match serde_json::from_slice::<Cassette>(bytes) {
         Ok(cassette) => {
             check_version(path, &cassette.format)?;
+            validate::check(&cassette).map_err(|e| CassetteError::Invalid {
+                path: path.to_owned(),
+                pointer: e.pointer,
+                message: e.message,
+            })?;
             return Ok(cassette);
         }
         Err(e) => e,
