@@ -63,7 +63,6 @@ fn escape(segment: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use crate::cassette::store::parse;
     use std::path::Path;
 
