@@ -18,21 +18,62 @@ pub fn is_secret_name(name: &str) -> bool {
     SECRET_NAME_PARTS.iter().any(|p| upper.contains(p))
 }
 
-/// The secret values of an environment, each with the variable it came from.
+/// The secret values of an environment, each with the placeholder that replaces it.
 #[derive(Debug, Clone, Default)]
 pub struct Secrets {
-    /// Longest value first, so a secret containing another is replaced whole.
+    /// `(needle, replacement)`, longest needle first, so a secret containing another is
+    /// replaced whole.
     pairs: Vec<(String, String)>,
 }
 
+/// `scheme://user:password@…`: the password of a URL-shaped value.
+static URL_PASSWORD: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^[A-Za-z][A-Za-z0-9+.\-]*://[^/@:\s]*:([^/@\s]+)@").expect("static regex")
+});
+
+/// What percent-encoding leaves alone in a query value (RFC 3986 unreserved).
+const QUERY_VALUE: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
 impl Secrets {
+    /// The secrets of an environment: the value of every variable whose name looks
+    /// secret, as `${NAME}`, and of any variable holding a URL with a password (a
+    /// `DATABASE_URL`, say): the whole URL as `${NAME}` and its password as
+    /// `${NAME_PASSWORD}`. Each also in its percent-encoded form, as it appears in a query.
     pub fn from_vars(vars: impl IntoIterator<Item = (String, String)>) -> Secrets {
-        let mut pairs: Vec<(String, String)> = vars
-            .into_iter()
-            .filter(|(name, value)| is_secret_name(name) && value.len() >= MIN_SECRET_LEN)
+        let mut pairs: Vec<(String, String)> = vec![];
+        for (name, value) in vars {
+            let password = URL_PASSWORD
+                .captures(&value)
+                .and_then(|c| c.get(1))
+                .map(|m| m.as_str().to_owned());
+            if let Some(pw) = password {
+                // A short password is only safe to replace where it is one: in its URL.
+                let placeholder = format!("${{{name}_PASSWORD}}");
+                pairs.push((format!(":{pw}@"), format!(":{placeholder}@")));
+                if pw.len() >= MIN_SECRET_LEN {
+                    pairs.push((pw, placeholder));
+                }
+            } else if !is_secret_name(&name) {
+                continue;
+            }
+            if value.len() >= MIN_SECRET_LEN {
+                pairs.push((value, format!("${{{name}}}")));
+            }
+        }
+        let encoded: Vec<(String, String)> = pairs
+            .iter()
+            .filter_map(|(needle, with)| {
+                let e = percent_encoding::utf8_percent_encode(needle, QUERY_VALUE).to_string();
+                (e != *needle).then(|| (e, with.clone()))
+            })
             .collect();
-        pairs.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then_with(|| a.0.cmp(&b.0)));
-        pairs.dedup_by(|a, b| a.1 == b.1);
+        pairs.extend(encoded);
+        pairs.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then_with(|| a.1.cmp(&b.1)));
+        pairs.dedup_by(|a, b| a.0 == b.0);
         Secrets { pairs }
     }
 
@@ -40,13 +81,13 @@ impl Secrets {
         self.pairs.is_empty()
     }
 
-    /// Replace every secret value in `s` by `${NAME}`; `None` when nothing changed.
+    /// Replace every secret value in `s` by its placeholder; `None` when nothing changed.
     pub fn redact_str(&self, s: &str) -> Option<String> {
         let mut out: Option<String> = None;
-        for (name, value) in &self.pairs {
+        for (needle, with) in &self.pairs {
             let current = out.as_deref().unwrap_or(s);
-            if current.contains(value.as_str()) {
-                out = Some(current.replace(value.as_str(), &format!("${{{name}}}")));
+            if current.contains(needle.as_str()) {
+                out = Some(current.replace(needle.as_str(), with));
             }
         }
         out
@@ -103,6 +144,17 @@ static KEY_SHAPES: LazyLock<Vec<(&'static str, Regex)>> = LazyLock::new(|| {
         ("GitHub token", r"\bgh[pousr]_[A-Za-z0-9]{36,}"),
         ("Slack token", r"\bxox[abposr]-[A-Za-z0-9\-]{10,}"),
         ("bearer token", r"(?i)\bbearer\s+[A-Za-z0-9\-._~+/]{20,}=*"),
+        (
+            "GitHub fine-grained token",
+            r"\bgithub_pat_[A-Za-z0-9_]{22,}",
+        ),
+        ("Stripe secret key", r"\b[sr]k_live_[A-Za-z0-9]{16,}"),
+        ("Hugging Face token", r"\bhf_[A-Za-z0-9]{30,}"),
+        (
+            "JSON web token",
+            r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
+        ),
+        ("private key", r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----"),
     ]
     .into_iter()
     .map(|(kind, re)| (kind, Regex::new(re).expect("static key-shape regex")))
@@ -211,6 +263,74 @@ mod tests {
         assert_eq!(
             scan(&json!({"k": "AKIAIOSFODNN7EXAMPLE"})).unwrap().kind,
             "AWS access key id"
+        );
+    }
+
+    #[test]
+    fn scan_finds_the_newer_key_shapes() {
+        for (text, kind) in [
+            (
+                "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+                "JSON web token",
+            ),
+            (
+                "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz",
+                "GitHub fine-grained token",
+            ),
+            ("sk_live_4eC39HqLyjWDarjtT1zdp7dc", "Stripe secret key"),
+            ("hf_abcdefghijklmnopqrstuvwxyzABCDEFGH", "Hugging Face token"),
+            ("-----BEGIN RSA PRIVATE KEY-----\nMIIE...", "private key"),
+            ("-----BEGIN PRIVATE KEY-----", "private key"),
+        ] {
+            assert_eq!(scan(&json!({"k": text})).map(|h| h.kind), Some(kind), "{text}");
+        }
+        assert_eq!(scan(&json!({"k": "-----BEGIN PUBLIC KEY-----"})), None);
+    }
+
+    #[test]
+    fn url_passwords_are_redacted_whatever_the_variable_is_called() {
+        let s = Secrets::from_vars([
+            (
+                "DATABASE_URL".into(),
+                "postgres://app:pw@db.internal:5432/main".into(),
+            ),
+            (
+                "CACHE_URL".into(),
+                "redis://:longerpassword@cache:6379".into(),
+            ),
+            ("HOMEPAGE".into(), "https://example.org/a:b@c".into()),
+        ]);
+        assert_eq!(
+            s.redact_str("connect to postgres://app:pw@db.internal:5432/main now")
+                .unwrap(),
+            "connect to ${DATABASE_URL} now"
+        );
+        assert_eq!(
+            s.redact_str("user app:pw@db.internal").unwrap(),
+            "user app:${DATABASE_URL_PASSWORD}@db.internal"
+        );
+        assert_eq!(
+            s.redact_str("the pw is short"),
+            None,
+            "a short password alone stays"
+        );
+        assert_eq!(
+            s.redact_str("password longerpassword").unwrap(),
+            "password ${CACHE_URL_PASSWORD}"
+        );
+        assert_eq!(s.redact_str("https://example.org/a:b@c"), None);
+    }
+
+    #[test]
+    fn percent_encoded_values_are_redacted_too() {
+        let s = Secrets::from_vars([("DB_PASSWORD".into(), "p@ss/w0rd+x".into())]);
+        assert_eq!(
+            s.redact_str("/v1/x?pw=p%40ss%2Fw0rd%2Bx&y=1").unwrap(),
+            "/v1/x?pw=${DB_PASSWORD}&y=1"
+        );
+        assert_eq!(
+            s.redact_str("raw p@ss/w0rd+x").unwrap(),
+            "raw ${DB_PASSWORD}"
         );
     }
 

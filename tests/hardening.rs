@@ -170,3 +170,103 @@ fn a_cassette_that_parses_but_cannot_be_served_is_refused_at_load() {
         assert!(!d.join("started").exists());
     }
 }
+
+/// Record one request through a daemon with `env` in its environment; the cassette.
+async fn record_one(
+    env: &[(&str, &str)],
+    path: &'static str,
+    body: serde_json::Value,
+) -> (serde_json::Value, String) {
+    let fake = support::fake_openai::FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let url = fake.url();
+    let d = Daemon::start_with_env(
+        &["record", "--cassette", "c.json", "--upstream", url.as_str()],
+        dir.path(),
+        env,
+    );
+    let base = d.url.clone();
+    let reply =
+        tokio::task::spawn_blocking(move || support::http::post_json(&base, path, &body).text())
+            .await
+            .unwrap();
+    let (code, stderr) = d.interrupt();
+    assert_eq!(code, 0, "{stderr}");
+    let text = std::fs::read_to_string(dir.path().join("c.json")).unwrap();
+    (serde_json::from_str(&text).unwrap(), reply)
+}
+
+fn chat(content: &str, stream: bool) -> serde_json::Value {
+    serde_json::json!({
+        "model": "gpt-4o-mini",
+        "stream": stream,
+        "messages": [{"role": "user", "content": content}],
+        "tools": [{"type": "function", "function": {"name": "get_weather",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]
+    })
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn secrets_in_the_query_string_are_never_stored() {
+    const GOOGLE_KEY: &str = "AIzaSyA1234567890abcdefghijklmnopqrstuv";
+    const PASSWORD: &str = "p@ss/word-0042";
+    let (cassette, _) = record_one(
+        &[("GEMINI_API_KEY", GOOGLE_KEY), ("DB_PASSWORD", PASSWORD)],
+        // `?key=` is a credential parameter; `pw` is not, but holds a secret's value,
+        // percent-encoded as a client would send it.
+        "/v1/chat/completions?key=AIzaSyA1234567890abcdefghijklmnopqrstuv&pw=p%40ss%2Fword-0042&x=1",
+        chat("hello", false),
+    )
+    .await;
+    let text = cassette.to_string();
+    assert!(!text.contains(GOOGLE_KEY), "{text}");
+    assert!(!text.contains("p%40ss%2Fword-0042"), "{text}");
+    assert_eq!(
+        cassette["interactions"][0]["request"]["path"],
+        "/v1/chat/completions?pw=${DB_PASSWORD}&x=1"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_secret_split_over_streamed_deltas_is_stored_in_neither_form() {
+    // The fake model calls get_weather with this word as the city, streaming the
+    // arguments in fragments of 1 to 5 characters.
+    const PASSWORD: &str = "Huntersecretpass";
+    let (cassette, reply) = record_one(
+        &[("DB_PASSWORD", PASSWORD)],
+        "/v1/chat/completions",
+        chat(&format!("What's the weather in {PASSWORD}?"), true),
+    )
+    .await;
+    // The program got the real stream, the secret split over several events.
+    assert!(reply.contains("data: "), "{reply}");
+    assert!(
+        reply.split("\n\n").all(|e| !e.contains(PASSWORD)),
+        "the test needs the value split over events: {reply}"
+    );
+    let arguments: String = reply
+        .split("\n\n")
+        .filter_map(|e| e.strip_prefix("data: "))
+        .filter_map(|d| serde_json::from_str::<serde_json::Value>(d).ok())
+        .filter_map(|c| {
+            c.pointer("/choices/0/delta/tool_calls/0/function/arguments")
+                .and_then(|a| a.as_str())
+                .map(str::to_owned)
+        })
+        .collect();
+    assert!(arguments.contains(PASSWORD), "{arguments}");
+    let response = &cassette["interactions"][0]["response"];
+    let body = response["body"].to_string();
+    assert!(body.contains("${DB_PASSWORD}"), "{body}");
+    let events = response["events"].as_array().unwrap();
+    let joined: String = events
+        .iter()
+        .map(|e| e["data"].as_str().unwrap_or_default())
+        .collect();
+    assert!(joined.contains("${DB_PASSWORD}"), "{joined}");
+    // No piece of it either: the fragments that carried it are gone.
+    for piece in ["Hunt", "ecretp", "pass\""] {
+        assert!(!joined.contains(piece), "{piece} in {joined}");
+    }
+    assert!(!cassette.to_string().contains(PASSWORD));
+}

@@ -268,7 +268,20 @@ pub fn is_api_path(path: &str) -> bool {
 }
 
 /// Query parameters that carry an API key (Google's `?key=`, and the names other APIs use).
-const CREDENTIAL_PARAMS: [&str; 4] = ["key", "api_key", "apikey", "access_token"];
+const CREDENTIAL_PARAMS: [&str; 12] = [
+    "key",
+    "api_key",
+    "api-key",
+    "apikey",
+    "access_token",
+    "id_token",
+    "refresh_token",
+    "auth_token",
+    "token",
+    "client_secret",
+    "password",
+    "secret",
+];
 
 /// `path_and_query` without its credential parameters: a key in the URL is never stored,
 /// shown or matched.

@@ -9,6 +9,7 @@ use bytes::Bytes;
 use http::{HeaderMap, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
+use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::body::{full, json_response, ChannelBody, ProxyBody};
@@ -146,7 +147,7 @@ fn store(
 ) {
     let secrets = &proxy.opts.secrets;
     let mut body = body.map(|b| redact_body(secrets, b));
-    let events = events.map(|evs| {
+    let mut events = events.map(|evs| {
         evs.into_iter()
             .map(|mut e| {
                 if let Some(r) = secrets.redact_str(&e.data) {
@@ -158,7 +159,18 @@ fn store(
     });
     if let (Some(evs), true) = (&events, status.is_success()) {
         match ex.route.assemble(evs) {
-            Some(Ok(message)) => body = Some(Body::Json(message.into())),
+            Some(Ok(mut message)) => {
+                // A secret split over several deltas survives redaction event by event and
+                // reappears whole once they are joined. Then neither form may be kept: the
+                // message is redacted, and the events become a stream synthesized from it.
+                if secrets.redact_value(&mut message) {
+                    let request = ex.stored.as_ref().and_then(Body::as_json);
+                    events = ex
+                        .route
+                        .synthesize(&message, request.unwrap_or(&Value::Null));
+                }
+                body = Some(Body::Json(message.into()));
+            }
             Some(Err(e)) => tracing::warn!("{e}; only the stream's events are recorded"),
             None => {}
         }

@@ -68,7 +68,14 @@ pub async fn handle(proxy: Arc<Proxy>, req: Request<hyper::body::Incoming>) -> R
     let route = Route::of(&parts.method, &path);
     // What is stored, shown and matched: the path without credentials in its query; the
     // upstream gets the path as sent.
-    let (forward_path, path) = (path.clone(), dialect::without_credentials(&path));
+    // Secret values in the rest of the query are redacted as in bodies.
+    let stored_path = dialect::without_credentials(&path);
+    let stored_path = proxy
+        .opts
+        .secrets
+        .redact_str(&stored_path)
+        .unwrap_or(stored_path);
+    let (forward_path, path) = (path, stored_path);
     if let Some((rp, pos)) = proxy.take_identical(route, parts.method.as_str(), &path, &raw) {
         return serve_identical(&proxy, rp, seq, pos).await;
     }
