@@ -59,6 +59,7 @@ fn write_cassette(path: &std::path::Path, request: serde_json::Value, reply: ser
                 headers: [("content-type".to_string(), "application/json".to_string())].into(),
                 body: Some(Body::Json(reply.into())),
                 events: None,
+                aborted: None,
                 encoded: Default::default(),
                 encoded_events: Default::default(),
             },

@@ -56,6 +56,7 @@ fn weather(path: &Path, salt: u64, system: &str, args: Value, reply: &str) {
                     "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
                     "usage": {"prompt_tokens": 100 + salt, "completion_tokens": 10 + salt, "total_tokens": 110 + 2 * salt}}).into())),
                 events: None,
+                aborted: None,
                 encoded: Default::default(),
                 encoded_events: Default::default(),
             },

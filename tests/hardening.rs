@@ -270,3 +270,167 @@ async fn a_secret_split_over_streamed_deltas_is_stored_in_neither_form() {
     }
     assert!(!cassette.to_string().contains(PASSWORD));
 }
+
+/// A one-connection upstream on 127.0.0.1 that reads one request, then sends `head` and
+/// `chunks` (HTTP/1.1 chunked) and does `end`: cut the connection, or stall.
+fn raw_upstream(chunks: Vec<&'static str>, stall: bool) -> String {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let (mut conn, _) = listener.accept().unwrap();
+        let mut reader = BufReader::new(conn.try_clone().unwrap());
+        let mut length = 0;
+        loop {
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                length = v.trim().parse().unwrap();
+            }
+            if line == "\r\n" {
+                break;
+            }
+        }
+        let mut body = vec![0; length];
+        reader.read_exact(&mut body).unwrap();
+        let mut out = String::from(
+            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n",
+        );
+        for c in chunks {
+            out.push_str(&format!("{:x}\r\n{c}\r\n", c.len()));
+        }
+        conn.write_all(out.as_bytes()).unwrap();
+        conn.flush().unwrap();
+        if stall {
+            std::thread::sleep(std::time::Duration::from_secs(20));
+        }
+        // Dropping the socket without the last chunk is the abort.
+    });
+    url
+}
+
+/// POST a streaming chat request and read the raw HTTP response to its end.
+fn raw_post(base: &str) -> (Vec<u8>, std::time::Duration) {
+    use std::io::{Read, Write};
+    let body = chat("hello", true).to_string();
+    let mut s = std::net::TcpStream::connect(base.trim_start_matches("http://")).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(15)))
+        .unwrap();
+    let started = std::time::Instant::now();
+    write!(
+        s,
+        "POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut raw = Vec::new();
+    let _ = s.read_to_end(&mut raw);
+    (raw, started.elapsed())
+}
+
+const TWO_CHUNKS: [&str; 2] = [
+    "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"Hel\"},\"finish_reason\":null}]}\n\n",
+    "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"lo\"},\"finish_reason\":null}]}\n\n",
+];
+
+/// A complete HTTP/1.1 chunked body ends with the zero-length chunk.
+fn ended_cleanly(raw: &[u8]) -> bool {
+    raw.ends_with(b"0\r\n\r\n")
+}
+
+#[test]
+fn an_upstream_that_aborts_mid_stream_is_an_abort_in_record_and_in_replay() {
+    let upstream = raw_upstream(TWO_CHUNKS.to_vec(), false);
+    let dir = tempfile::tempdir().unwrap();
+    let d = Daemon::start(
+        &[
+            "record",
+            "--cassette",
+            "c.json",
+            "--upstream",
+            upstream.as_str(),
+        ],
+        dir.path(),
+    );
+    let (raw, _) = raw_post(&d.url);
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    assert!(text.contains("Hel"), "{text}");
+    assert!(
+        !ended_cleanly(&raw),
+        "the program must see the abort: {text}"
+    );
+    let (code, stderr) = d.interrupt();
+    assert_eq!(code, 3, "{stderr}");
+    assert!(stderr.contains("broke off"), "{stderr}");
+    assert!(stderr.contains("recorded as aborted"), "{stderr}");
+    let cassette: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("c.json")).unwrap()).unwrap();
+    let response = &cassette["interactions"][0]["response"];
+    assert!(
+        response["aborted"]
+            .as_str()
+            .unwrap()
+            .contains("after 2 events"),
+        "{response}"
+    );
+    assert_eq!(response["events"].as_array().unwrap().len(), 2);
+    assert!(
+        response.get("body").is_none(),
+        "no whole message: {response}"
+    );
+
+    let replay = Daemon::start(&["replay", "--cassette", "c.json"], dir.path());
+    let (raw, _) = raw_post(&replay.url);
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    assert!(text.contains("Hel") && text.contains("lo"), "{text}");
+    assert!(!ended_cleanly(&raw), "replay must abort too: {text}");
+}
+
+#[test]
+fn an_upstream_that_stalls_after_the_head_times_out_and_fails_the_record() {
+    let upstream = raw_upstream(TWO_CHUNKS[..1].to_vec(), true);
+    let dir = tempfile::tempdir().unwrap();
+    let d = Daemon::start(
+        &[
+            "record",
+            "--cassette",
+            "c.json",
+            "--upstream",
+            upstream.as_str(),
+            "--upstream-timeout",
+            "1s",
+        ],
+        dir.path(),
+    );
+    let (raw, took) = raw_post(&d.url);
+    assert!(took < std::time::Duration::from_secs(10), "{took:?}");
+    assert!(!ended_cleanly(&raw));
+    let (code, stderr) = d.interrupt();
+    assert_eq!(code, 3, "{stderr}");
+    assert!(stderr.contains("sent nothing for 1s"), "{stderr}");
+}
+
+#[test]
+fn nothing_recorded_says_what_happened_to_the_requests_that_came() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = Daemon::start(
+        &[
+            "record",
+            "--cassette",
+            "c.json",
+            "--upstream",
+            "http://127.0.0.1:9",
+        ],
+        dir.path(),
+    );
+    // The base URL without /v1: a common misconfiguration.
+    let reply = support::http::post_json(&d.url, "/chat/completions", &chat("hi", false));
+    assert_eq!(reply.status, 404);
+    let (code, stderr) = d.interrupt();
+    assert_eq!(code, 3, "{stderr}");
+    assert!(
+        stderr.contains("  - POST /chat/completions: 404"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("made no request"), "{stderr}");
+}

@@ -322,16 +322,31 @@ async fn compressed_upstream_answers_are_stored_decoded() {
     let dir = tempfile::tempdir().unwrap();
     let d = record_daemon(dir.path(), &fake, &[]);
     let url = d.url.clone();
-    let r = blocking(move || http::post_json(&url, CHAT, &weather_request("Cairo", false))).await;
+    let (r, streamed) = blocking(move || {
+        (
+            http::post_json(&url, CHAT, &weather_request("Cairo", false)),
+            http::post_json(&url, CHAT, &weather_request("Lima", true)),
+        )
+    })
+    .await;
     assert_eq!(r.status, 200);
     assert!(r.header("content-encoding").is_none());
     assert_eq!(r.json()["object"], "chat.completion");
-    d.interrupt();
+    // A compressed event stream reaches the program decoded, event by event.
+    assert!(streamed.header("content-encoding").is_none());
+    let evs = events(&streamed.text());
+    assert_eq!(evs.last().map(String::as_str), Some("[DONE]"), "{evs:?}");
+    assert!(evs.len() > 3, "{evs:?}");
+    let (code, stderr) = d.interrupt();
+    assert_eq!(code, 0, "{stderr}");
     let c = cassette(dir.path());
     assert_eq!(
         c["interactions"][0]["response"]["body"]["json"]["object"],
         "chat.completion"
     );
+    let stream = &c["interactions"][1]["response"];
+    assert_eq!(stream["events"].as_array().unwrap().len(), evs.len());
+    assert_eq!(stream["body"]["json"]["object"], "chat.completion");
     fake.stop().await;
 }
 
@@ -348,6 +363,13 @@ async fn slow_or_missing_upstreams_fail_clearly_and_record_nothing() {
     let (code, err) = d.interrupt();
     assert_eq!(code, 3, "{err}");
     assert!(!dir.path().join("c.json").exists());
+    // What happened, not "the program made no request".
+    assert!(
+        err.contains("every request that reached the proxy failed"),
+        "{err}"
+    );
+    assert!(err.contains("did not answer within"), "{err}");
+    assert!(!err.contains("made no request"), "{err}");
     fake.stop().await;
 
     // A refused connection: the fake is gone.
@@ -371,8 +393,10 @@ async fn slow_or_missing_upstreams_fail_clearly_and_record_nothing() {
         .as_str()
         .unwrap()
         .contains("failed to reach upstream"));
-    let (code, _) = d.interrupt();
-    assert_eq!(code, 3);
+    let (code, err) = d.interrupt();
+    assert_eq!(code, 3, "{err}");
+    assert!(err.contains("  - POST /v1/chat/completions"), "{err}");
+    assert!(!err.contains("made no request"), "{err}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -548,6 +548,7 @@ pub fn cassette(exchanges: &[Exchange], digests: bool) -> Cassette {
                     headers: [("content-type".to_string(), "application/json".to_string())].into(),
                     body: Some(Body::Json(ex.response.clone().into())),
                     events: None,
+                    aborted: None,
                     encoded: Default::default(),
                     encoded_events: Default::default(),
                 },

@@ -20,7 +20,7 @@ use crate::sse::SseEvent;
 /// Major version of the format this build writes; a cassette with a newer major is refused.
 pub const FORMAT_MAJOR: u32 = 1;
 /// Minor version: additions that older readers can ignore (unknown fields are skipped on load).
-pub const FORMAT_MINOR: u32 = 1;
+pub const FORMAT_MINOR: u32 = 2;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Cassette {
@@ -148,6 +148,10 @@ pub struct RecordedResponse {
     /// For a server-sent-event stream: the events, boundaries intact.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub events: Option<Vec<SseEvent>>,
+    /// Why the upstream's stream broke off before its end, when it did (format 1.2). Such
+    /// a recording replays as a stream that breaks off after the same events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aborted: Option<String>,
     /// The encoded body, cached on first replay so hot keys do not re-serialize.
     #[serde(skip)]
     pub encoded: OnceLock<Bytes>,
@@ -251,7 +255,7 @@ mod tests {
         assert_eq!(parse_major("12.3"), Some(12));
         assert_eq!(parse_major("1"), None);
         assert_eq!(parse_major("x.1"), None);
-        assert_eq!(format_version(), "1.1");
+        assert_eq!(format_version(), "1.2");
     }
 
     #[test]

@@ -46,6 +46,13 @@ pub async fn run(args: RecordArgs) -> Result<Exit> {
             eprintln!("agentproxy: the program exited with status {code} before any request was recorded; no cassette written");
             return Ok(Exit::Program(code));
         }
+        let failures: Vec<String> = (out.upstream_errors.iter())
+            .chain(&out.rejected)
+            .cloned()
+            .collect();
+        if !failures.is_empty() {
+            return Err(Error::NothingRecordable { failures });
+        }
         return Err(Error::NothingRecorded {
             injected: ended
                 .injected
@@ -77,7 +84,9 @@ pub async fn run(args: RecordArgs) -> Result<Exit> {
             s.cassette.display()
         );
         if errors > 0 {
-            eprintln!("agentproxy: {errors} request(s) could not reach the upstream and were not recorded");
+            eprintln!(
+                "agentproxy: {errors} request(s) failed at the upstream (named above); exit 3"
+            );
         }
     }
     let exit = match child_failed {

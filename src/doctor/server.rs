@@ -230,6 +230,7 @@ fn canned_response(route: Route, path: &str, request: &Value) -> Response<ProxyB
         Some(events) => {
             let mut resp = Response::new(chunks(
                 events.iter().map(sse::encode).collect::<Vec<Bytes>>(),
+                None,
             ));
             resp.headers_mut().insert(
                 http::header::CONTENT_TYPE,

@@ -7,7 +7,7 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use http::{HeaderValue, Response, StatusCode};
 use http_body::{Body, Frame};
-use http_body_util::{combinators::BoxBody, BodyExt, Full, StreamBody};
+use http_body_util::{combinators::BoxBody, BodyExt, Full};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
@@ -17,8 +17,21 @@ pub fn full(bytes: Bytes) -> ProxyBody {
     Full::new(bytes).map_err(|never| match never {}).boxed()
 }
 
-/// A body fed by a channel: each message becomes one frame as soon as it is sent.
-pub struct ChannelBody(pub mpsc::Receiver<Bytes>);
+/// A body fed by a channel: each message becomes one frame as soon as it is sent, and an
+/// error aborts the body (the connection is cut, as the upstream's was).
+pub struct ChannelBody {
+    rx: mpsc::Receiver<std::io::Result<Bytes>>,
+    abort: Abort,
+}
+
+impl ChannelBody {
+    pub fn new(rx: mpsc::Receiver<std::io::Result<Bytes>>) -> ChannelBody {
+        ChannelBody {
+            rx,
+            abort: Abort::default(),
+        }
+    }
+}
 
 impl Body for ChannelBody {
     type Data = Bytes;
@@ -28,28 +41,104 @@ impl Body for ChannelBody {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
-        self.0.poll_recv(cx).map(|o| o.map(|b| Ok(Frame::data(b))))
+        let this = &mut *self;
+        if this.abort.is_set() {
+            return this.abort.poll(cx);
+        }
+        match this.rx.poll_recv(cx) {
+            Poll::Ready(Some(Err(e))) => {
+                this.abort.set(e);
+                this.abort.poll(cx)
+            }
+            other => other.map(|o| o.map(|r| r.map(Frame::data))),
+        }
     }
 }
 
-/// A body of pre-encoded chunks, one frame each, so SSE event boundaries stay intact.
-pub fn chunks(items: Vec<Bytes>) -> ProxyBody {
-    let stream = futures_util::stream::iter(items.into_iter().map(|b| Ok(Frame::data(b))));
-    StreamBody::new(stream).boxed()
+/// A body's abort, deferred by one poll: hyper drops what it has buffered but not yet
+/// written when a body fails, so the frames before the abort would never reach the
+/// client. Returning `Pending` once (and waking at once) lets hyper flush them first.
+#[derive(Default)]
+struct Abort {
+    error: Option<std::io::Error>,
+    deferred: bool,
 }
 
-/// A body of chunks sent with a pause before each, for `--realtime` replay.
-pub fn paced_chunks(items: Vec<(std::time::Duration, Bytes)>) -> ProxyBody {
+impl Abort {
+    fn set(&mut self, e: std::io::Error) {
+        self.error = Some(e);
+    }
+
+    fn is_set(&self) -> bool {
+        self.error.is_some()
+    }
+
+    fn poll(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
+        if !self.deferred {
+            self.deferred = true;
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
+        Poll::Ready(self.error.take().map(Err))
+    }
+}
+
+/// Pre-encoded chunks, one frame each, so SSE event boundaries stay intact; with an
+/// abort, the body breaks off after them.
+struct Chunks {
+    items: std::collections::VecDeque<Bytes>,
+    abort: Abort,
+}
+
+impl Body for Chunks {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
+        let this = &mut *self;
+        match this.items.pop_front() {
+            Some(b) => Poll::Ready(Some(Ok(Frame::data(b)))),
+            None => this.abort.poll(cx),
+        }
+    }
+}
+
+/// A body of pre-encoded chunks, one frame each, so SSE event boundaries stay intact;
+/// with `abort`, the body breaks off after them, as a recorded aborted stream did.
+pub fn chunks(items: Vec<Bytes>, abort: Option<&str>) -> ProxyBody {
+    let mut a = Abort::default();
+    match abort {
+        Some(why) => a.set(std::io::Error::other(why.to_owned())),
+        // Nothing to defer: the body simply ends.
+        None => a.deferred = true,
+    }
+    Chunks {
+        items: items.into(),
+        abort: a,
+    }
+    .boxed()
+}
+
+/// A body of chunks sent with a pause before each, for `--realtime` replay; with `abort`,
+/// it breaks off after them.
+pub fn paced_chunks(items: Vec<(std::time::Duration, Bytes)>, abort: Option<&str>) -> ProxyBody {
     let (tx, rx) = mpsc::channel(16);
+    let abort = abort.map(str::to_owned);
     tokio::spawn(async move {
         for (pause, bytes) in items {
             tokio::time::sleep(pause).await;
-            if tx.send(bytes).await.is_err() {
+            if tx.send(Ok(bytes)).await.is_err() {
                 return;
             }
         }
+        if let Some(why) = abort {
+            let _ = tx.send(Err(std::io::Error::other(why))).await;
+        }
     });
-    ChannelBody(rx).boxed()
+    ChannelBody::new(rx).boxed()
 }
 
 /// A JSON response.

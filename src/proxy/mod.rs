@@ -122,6 +122,7 @@ struct State {
     calls: HashMap<String, ToolCall>,
     misses: Vec<String>,
     upstream_errors: Vec<String>,
+    rejected: Vec<String>,
 }
 
 /// What a session did, read once it has drained.
@@ -135,6 +136,9 @@ pub struct Outcome {
     /// One report per missed request.
     pub misses: Vec<String>,
     pub upstream_errors: Vec<String>,
+    /// Requests the proxy answered with an error of its own (not an API path, a body too
+    /// large or not JSON), each as `POST /path: why`.
+    pub rejected: Vec<String>,
     /// Replayable interactions never served, as `#3 POST /v1/chat/completions (openai.chat)`.
     pub unused: Vec<String>,
     /// Requests that reached the proxy, served or not.
@@ -251,6 +255,7 @@ impl Proxy {
             exchanges: exchanges.into_iter().map(|(_, i)| i).collect(),
             misses: std::mem::take(&mut st.misses),
             upstream_errors: std::mem::take(&mut st.upstream_errors),
+            rejected: std::mem::take(&mut st.rejected),
             unused,
             requests: usize::try_from(self.seq.load(Ordering::Relaxed)).unwrap_or(usize::MAX),
         }

@@ -2,8 +2,8 @@
 //! stream chunk by chunk, never buffered), and store it redacted.
 
 use std::collections::BTreeMap;
-use std::io::Read;
-use std::time::Instant;
+use std::io::Write;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::{HeaderMap, Response, StatusCode};
@@ -61,26 +61,45 @@ pub(super) async fn forward(
         .get(http::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|ct| ct.starts_with("text/event-stream"));
+    let encoding = match Encoding::of(&parts.headers) {
+        Ok(e) => e,
+        Err(message) => {
+            return upstream_failed(proxy, &ex, UpstreamError::Unreachable { url, message })
+        }
+    };
     if is_stream {
         let (tx, rx) = mpsc::channel(STREAM_BUFFER);
         let proxy = proxy.clone();
         let status = parts.status;
         let kept = kept_headers(&parts.headers);
+        let idle = up.timeout();
         // The recording finishes in a tracked task even if the program hangs up early, and
         // the cassette is not written before it has.
         proxy.tasks.clone().spawn(async move {
-            let events = pump_stream(body, tx).await;
+            let (events, aborted) = pump_stream(body, tx, encoding.decoder(), idle).await;
             let latency = started.elapsed();
-            store(&proxy, ex, status, kept, None, Some(events), latency);
+            if let Some(why) = &aborted {
+                let message = format!("{} {}: {why}; recorded as aborted", ex.method, ex.path);
+                eprintln!("agentproxy: {message}");
+                proxy.lock().upstream_errors.push(message);
+            }
+            let response = Recorded {
+                status,
+                headers: kept,
+                body: None,
+                events: Some(events),
+                aborted,
+            };
+            store(&proxy, ex, response, latency);
         });
-        let mut out = Response::new(ChannelBody(rx).boxed());
+        let mut out = Response::new(ChannelBody::new(rx).boxed());
         *out.status_mut() = parts.status;
         copy_headers(&parts.headers, out.headers_mut());
         return out;
     }
-    let bytes = match body.collect().await {
-        Ok(c) => c.to_bytes(),
-        Err(e) => {
+    let bytes = match tokio::time::timeout(up.timeout(), body.collect()).await {
+        Ok(Ok(c)) => c.to_bytes(),
+        Ok(Err(e)) => {
             return upstream_failed(
                 proxy,
                 &ex,
@@ -90,8 +109,12 @@ pub(super) async fn forward(
                 },
             )
         }
+        Err(_) => {
+            let secs = up.timeout().as_secs();
+            return upstream_failed(proxy, &ex, UpstreamError::Timeout { url, secs });
+        }
     };
-    let bytes = match decode(&parts.headers, bytes) {
+    let bytes = match encoding.decode(bytes) {
         Ok(b) => b,
         Err(message) => {
             return upstream_failed(proxy, &ex, UpstreamError::Unreachable { url, message })
@@ -101,50 +124,92 @@ pub(super) async fn forward(
     let mut out = Response::new(full(bytes.clone()));
     *out.status_mut() = parts.status;
     copy_headers(&parts.headers, out.headers_mut());
-    store(
-        proxy,
-        ex,
-        parts.status,
-        kept_headers(&parts.headers),
-        Some(Body::from_bytes(&bytes)),
-        None,
-        latency,
-    );
+    let response = Recorded {
+        status: parts.status,
+        headers: kept_headers(&parts.headers),
+        body: Some(Body::from_bytes(&bytes)),
+        events: None,
+        aborted: None,
+    };
+    store(proxy, ex, response, latency);
     out
 }
 
-/// Forward each chunk to the program the moment it arrives, and parse events on the side.
-async fn pump_stream(mut body: Incoming, tx: mpsc::Sender<Bytes>) -> Vec<sse::SseEvent> {
+/// Forward each chunk to the program the moment it arrives (decoded), and parse events on
+/// the side. A stream that breaks off, stalls for `idle`, or cannot be decoded ends the
+/// program's stream the same abrupt way and comes back with why.
+async fn pump_stream(
+    mut body: Incoming,
+    tx: mpsc::Sender<std::io::Result<Bytes>>,
+    mut decoder: Option<Decoder>,
+    idle: Duration,
+) -> (Vec<sse::SseEvent>, Option<String>) {
     let mut parser = sse::SseParser::new();
     let mut events = Vec::new();
     let mut program_gone = false;
-    while let Some(frame) = body.frame().await {
-        let Ok(frame) = frame else {
-            tracing::warn!("the upstream stream broke off; recording the events received so far");
-            break;
+    let aborted = loop {
+        let data = match tokio::time::timeout(idle, body.frame()).await {
+            Err(_) => {
+                break Some(format!(
+                    "the upstream's stream sent nothing for {}",
+                    humantime::format_duration(idle)
+                ))
+            }
+            Ok(None) => match decoder.as_mut().map(Decoder::finish) {
+                Some(Err(e)) => break Some(format!("failed to decode the upstream's stream: {e}")),
+                Some(Ok(rest)) if !rest.is_empty() => rest,
+                _ => break None,
+            },
+            Ok(Some(Err(e))) => break Some(format!("the upstream's stream broke off: {e}")),
+            Ok(Some(Ok(frame))) => {
+                let Ok(data) = frame.into_data() else {
+                    continue;
+                };
+                match decoder.as_mut().map(|d| d.push(&data)) {
+                    None => data,
+                    Some(Ok(plain)) => plain,
+                    Some(Err(e)) => {
+                        break Some(format!("failed to decode the upstream's stream: {e}"))
+                    }
+                }
+            }
         };
-        let Ok(data) = frame.into_data() else {
+        if data.is_empty() {
             continue;
-        };
+        }
         if !program_gone {
             // A program that hung up stops receiving, but the recording still completes.
-            program_gone = tx.send(data.clone()).await.is_err();
+            program_gone = tx.send(Ok(data.clone())).await.is_err();
         }
         events.extend(parser.push(&data));
+    };
+    match &aborted {
+        Some(why) => {
+            let _ = tx.send(Err(std::io::Error::other(why.clone()))).await;
+        }
+        None => events.extend(parser.finish()),
     }
-    events.extend(parser.finish());
-    events
+    let aborted = aborted.map(|why| format!("{why} (after {} events)", events.len()));
+    (events, aborted)
 }
 
-fn store(
-    proxy: &Proxy,
-    ex: Exchange,
+/// A response as it is stored, before redaction.
+struct Recorded {
     status: StatusCode,
     headers: BTreeMap<String, String>,
     body: Option<Body>,
     events: Option<Vec<sse::SseEvent>>,
-    latency: std::time::Duration,
-) {
+    aborted: Option<String>,
+}
+
+fn store(proxy: &Proxy, ex: Exchange, response: Recorded, latency: Duration) {
+    let Recorded {
+        status,
+        headers,
+        body,
+        events,
+        aborted,
+    } = response;
     let secrets = &proxy.opts.secrets;
     let mut body = body.map(|b| redact_body(secrets, b));
     let mut events = events.map(|evs| {
@@ -157,7 +222,8 @@ fn store(
             })
             .collect::<Vec<_>>()
     });
-    if let (Some(evs), true) = (&events, status.is_success()) {
+    // A stream that broke off is kept as the events it sent: it has no whole message.
+    if let (Some(evs), true, None) = (&events, status.is_success(), &aborted) {
         match ex.route.assemble(evs) {
             Some(Ok(mut message)) => {
                 // A secret split over several deltas survives redaction event by event and
@@ -175,6 +241,13 @@ fn store(
             None => {}
         }
     }
+    if let (Some(evs), Some(_)) = (&mut events, &aborted) {
+        // No assembled message to check a split secret against: the joined data is.
+        let joined: String = evs.iter().map(|e| e.data.as_str()).collect();
+        if secrets.redact_str(&joined).is_some() {
+            evs.clear();
+        }
+    }
     let interaction = Interaction {
         route: ex.route.name().to_owned(),
         key: ex.key,
@@ -190,6 +263,7 @@ fn store(
             headers,
             body,
             events,
+            aborted,
             encoded: Default::default(),
             encoded_events: Default::default(),
         },
@@ -218,8 +292,9 @@ fn upstream_failed(proxy: &Proxy, ex: &Exchange, e: UpstreamError) -> Response<P
         UpstreamError::Unreachable { .. } => StatusCode::BAD_GATEWAY,
     };
     let message = e.to_string();
-    eprintln!("agentproxy: {} {}: {message}", ex.method, ex.path);
-    proxy.lock().upstream_errors.push(message.clone());
+    let named = format!("{} {}: {message}", ex.method, ex.path);
+    eprintln!("agentproxy: {named}");
+    proxy.lock().upstream_errors.push(named);
     json_response(
         status,
         &dialect::error_body(
@@ -249,30 +324,90 @@ fn copy_headers(from: &HeaderMap, to: &mut HeaderMap) {
     }
 }
 
-/// Undo a `content-encoding` the upstream applied although asked for `identity`: the cassette
-/// stores readable bodies and the program gets them uncompressed.
-fn decode(headers: &HeaderMap, bytes: Bytes) -> Result<Bytes, String> {
-    let encoding = headers
-        .get(http::header::CONTENT_ENCODING)
-        .and_then(|v| v.to_str().ok())
-        .map(|s| s.trim().to_ascii_lowercase());
-    let mut out = Vec::new();
-    let result = match encoding.as_deref() {
-        None | Some("identity") | Some("") => return Ok(bytes),
-        Some("gzip") | Some("x-gzip") => {
-            flate2::read::MultiGzDecoder::new(&bytes[..]).read_to_end(&mut out)
+/// The `content-encoding` of an upstream response. The proxy asks for `identity`; an
+/// upstream that compresses anyway is decoded, so the cassette stores readable bodies and
+/// the program gets them uncompressed (the header is not passed on).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Encoding {
+    Identity,
+    Gzip,
+    Deflate,
+}
+
+impl Encoding {
+    fn of(headers: &HeaderMap) -> Result<Encoding, String> {
+        let value = headers
+            .get(http::header::CONTENT_ENCODING)
+            .and_then(|v| v.to_str().ok())
+            .map(|s| s.trim().to_ascii_lowercase());
+        match value.as_deref() {
+            None | Some("identity") | Some("") => Ok(Encoding::Identity),
+            Some("gzip") | Some("x-gzip") => Ok(Encoding::Gzip),
+            Some("deflate") => Ok(Encoding::Deflate),
+            Some(other) => Err(format!(
+                "the upstream answered with content-encoding `{other}` although asked for identity, and agentproxy decodes only gzip and deflate; nothing was recorded"
+            )),
         }
-        Some("deflate") => flate2::read::ZlibDecoder::new(&bytes[..]).read_to_end(&mut out),
-        Some(other) => {
-            return Err(format!(
-            "the upstream answered with content-encoding `{other}`, which agentproxy cannot decode"
-        ))
+    }
+
+    /// Decode a whole body.
+    fn decode(self, bytes: Bytes) -> Result<Bytes, String> {
+        let Some(mut d) = self.decoder() else {
+            return Ok(bytes);
+        };
+        let fail =
+            |e: std::io::Error| format!("failed to decode the upstream's {self:?} body: {e}");
+        let mut out = d.push(&bytes).map_err(fail)?.to_vec();
+        out.extend_from_slice(&d.finish().map_err(fail)?);
+        Ok(Bytes::from(out))
+    }
+
+    fn decoder(self) -> Option<Decoder> {
+        match self {
+            Encoding::Identity => None,
+            Encoding::Gzip => Some(Decoder::Gzip(
+                flate2::write::MultiGzDecoder::new(Vec::new()),
+            )),
+            Encoding::Deflate => Some(Decoder::Deflate(
+                flate2::write::ZlibDecoder::new(Vec::new()),
+            )),
         }
-    };
-    result.map(|_| Bytes::from(out)).map_err(|e| {
-        format!(
-            "failed to decode the upstream's {} body: {e}",
-            encoding.unwrap_or_default()
-        )
-    })
+    }
+}
+
+/// Incremental decoding: compressed chunks in, whatever they decode to out, so a
+/// compressed stream still reaches the program event by event.
+enum Decoder {
+    Gzip(flate2::write::MultiGzDecoder<Vec<u8>>),
+    Deflate(flate2::write::ZlibDecoder<Vec<u8>>),
+}
+
+impl Decoder {
+    fn push(&mut self, chunk: &[u8]) -> std::io::Result<Bytes> {
+        match self {
+            Decoder::Gzip(d) => {
+                d.write_all(chunk)?;
+                d.flush()?;
+                Ok(Bytes::from(std::mem::take(d.get_mut())))
+            }
+            Decoder::Deflate(d) => {
+                d.write_all(chunk)?;
+                d.flush()?;
+                Ok(Bytes::from(std::mem::take(d.get_mut())))
+            }
+        }
+    }
+
+    /// The end of the input: what is left.
+    fn finish(&mut self) -> std::io::Result<Bytes> {
+        match self {
+            Decoder::Gzip(d) => d.try_finish()?,
+            Decoder::Deflate(d) => d.try_finish()?,
+        }
+        let rest = match self {
+            Decoder::Gzip(d) => std::mem::take(d.get_mut()),
+            Decoder::Deflate(d) => std::mem::take(d.get_mut()),
+        };
+        Ok(Bytes::from(rest))
+    }
 }

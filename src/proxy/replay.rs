@@ -35,12 +35,14 @@ pub(super) async fn serve(
         _ => None,
     };
     let latency = Duration::from_millis(if rp.realtime { it.latency_ms } else { 0 });
+    // A recording of a stream that broke off replays as one that breaks off.
+    let abort = rec.aborted.as_deref();
     let mut resp = match events {
         Some(evs) => {
             let mut r = if rp.realtime {
-                Response::new(paced_chunks(pace(evs, latency)))
+                Response::new(paced_chunks(pace(evs, latency), abort))
             } else {
-                Response::new(chunks(evs))
+                Response::new(chunks(evs, abort))
             };
             r.headers_mut().insert(
                 http::header::CONTENT_TYPE,
@@ -52,7 +54,11 @@ pub(super) async fn serve(
             if !latency.is_zero() {
                 tokio::time::sleep(latency).await;
             }
-            let mut r = Response::new(full(rec.body_bytes()));
+            // An aborted stream has no whole form: the body breaks off at once.
+            let mut r = match abort {
+                Some(why) => Response::new(chunks(vec![], Some(why))),
+                None => Response::new(full(rec.body_bytes())),
+            };
             for (name, value) in &rec.headers {
                 if let (Ok(n), Ok(v)) = (
                     http::HeaderName::from_bytes(name.as_bytes()),

@@ -23,7 +23,15 @@ pub async fn handle(proxy: Arc<Proxy>, req: Request<hyper::body::Incoming>) -> R
         .map(|p| p.as_str().to_owned())
         .unwrap_or_else(|| "/".into());
     let provider = dialect::provider_of(&path, &parts.headers);
+    // Named in the outcome when the proxy refuses the request itself.
+    let label = (parts.method.clone(), path.clone());
     let error = |status: StatusCode, kind: &str, msg: String| {
+        if kind != "agentproxy_cassette_miss" {
+            let (method, path) = &label;
+            let path = dialect::without_credentials(path);
+            let why = format!("{method} {path}: {} {msg}", status.as_u16());
+            proxy.lock().rejected.push(why);
+        }
         json_response(
             status,
             &dialect::error_body(

@@ -93,6 +93,11 @@ impl Upstream {
 
     /// The full upstream URL for a request path: the provider's base joined with the path,
     /// so a base with a prefix (`https://host/api`) keeps it.
+    /// How long to wait for the response head, and for each chunk of a body after it.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
     pub fn url_for(&self, provider: Provider, path_and_query: &str) -> String {
         let base = match provider {
             Provider::OpenAi => &self.openai,

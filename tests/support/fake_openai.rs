@@ -52,7 +52,7 @@ const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 pub struct FakeConfig {
     /// Delay before every answer; see [`FakeOpenAi::set_latency`].
     pub latency: Duration,
-    /// Gzip every JSON answer; see [`FakeOpenAi::set_gzip`].
+    /// Gzip every answer, streams too; see [`FakeOpenAi::set_gzip`].
     pub gzip: bool,
 }
 
@@ -310,8 +310,12 @@ async fn render(answer: Answer, latency: Duration, gzip: bool) -> Response<Body>
             response
         }
         Answer::Stream(events) => {
+            let events = if gzip { gzip_events(events) } else { events };
             let mut response = Response::new(stream_body(events, latency));
             let h = response.headers_mut();
+            if gzip {
+                h.insert("content-encoding", HeaderValue::from_static("gzip"));
+            }
             h.insert(
                 "content-type",
                 HeaderValue::from_static("text/event-stream; charset=utf-8"),
@@ -363,6 +367,24 @@ fn maybe_gzip(bytes: Vec<u8>, gzip: bool) -> Vec<u8> {
         .write_all(&bytes)
         .expect("writing to a Vec cannot fail");
     encoder.finish().expect("writing to a Vec cannot fail")
+}
+
+/// A gzip stream with a sync flush after each event, as servers that compress event streams
+/// send them: each chunk decodes to whole events as it arrives; the trailer comes last.
+fn gzip_events(events: Vec<Bytes>) -> Vec<Bytes> {
+    let mut encoder = GzEncoder::new(Vec::new(), Compression::fast());
+    let mut out: Vec<Bytes> = events
+        .iter()
+        .map(|e| {
+            encoder.write_all(e).expect("writing to a Vec cannot fail");
+            encoder.flush().expect("writing to a Vec cannot fail");
+            Bytes::from(std::mem::take(encoder.get_mut()))
+        })
+        .collect();
+    out.push(Bytes::from(
+        encoder.finish().expect("writing to a Vec cannot fail"),
+    ));
+    out
 }
 
 /// A chunked body fed by a task, so each event is its own HTTP chunk sent at its own time

@@ -430,6 +430,7 @@ fn other_dialects_diff_the_same_way() {
                 headers: Default::default(),
                 body: Some(Body::Json(response.into())),
                 events: None,
+                aborted: None,
                 encoded: Default::default(),
                 encoded_events: Default::default(),
             },
