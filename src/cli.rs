@@ -234,7 +234,8 @@ pub struct TestArgs {
     )]
     pub gemini_upstream: String,
 
-    /// How long to wait for the upstream's response head when recording.
+    /// How long to wait for the upstream when recording: for its response head, and for
+    /// each chunk of its body after that (a stalled stream is cut and fails the case).
     #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_duration)]
     pub upstream_timeout: Duration,
 
@@ -348,7 +349,9 @@ pub struct RecordArgs {
     )]
     pub gemini_upstream: String,
 
-    /// How long to wait for the upstream's response head (e.g. 30s, 10m); then HTTP 504.
+    /// How long to wait for the upstream (e.g. 30s, 10m): for its response head, then HTTP
+    /// 504; and for each chunk of its body after that, then the stream is cut, recorded as
+    /// aborted, and the run exits 3.
     #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_duration)]
     pub upstream_timeout: Duration,
 }
@@ -415,9 +418,15 @@ pub fn parse_size(s: &str) -> Result<usize, String> {
         .ok_or_else(|| format!("`{s}` is not a size like 1048576, 512K or 32M"))
 }
 
+/// A duration of more than zero: every duration flag is a limit, and a limit of zero
+/// would fail everything it bounds.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    humantime::parse_duration(s)
-        .map_err(|e| format!("`{s}` is not a duration like 30s or 10m: {e}"))
+    let d = humantime::parse_duration(s)
+        .map_err(|e| format!("`{s}` is not a duration like 30s or 10m: {e}"))?;
+    if d.is_zero() {
+        return Err(format!("`{s}` is zero; give a limit like 30s or 10m"));
+    }
+    Ok(d)
 }
 
 #[derive(Debug, Args)]

@@ -41,4 +41,6 @@ pub(crate) mod report;
 pub(crate) mod runner;
 pub(crate) mod spec;
 pub mod sse;
+#[cfg(test)]
+mod tests;
 pub(crate) mod trajectory;

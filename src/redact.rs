@@ -31,18 +31,11 @@ static URL_PASSWORD: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^[A-Za-z][A-Za-z0-9+.\-]*://[^/@:\s]*:([^/@\s]+)@").expect("static regex")
 });
 
-/// What percent-encoding leaves alone in a query value (RFC 3986 unreserved).
-const QUERY_VALUE: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
-    .remove(b'-')
-    .remove(b'.')
-    .remove(b'_')
-    .remove(b'~');
-
 impl Secrets {
     /// The secrets of an environment: the value of every variable whose name looks
     /// secret, as `${NAME}`, and of any variable holding a URL with a password (a
     /// `DATABASE_URL`, say): the whole URL as `${NAME}` and its password as
-    /// `${NAME_PASSWORD}`. Each also in its percent-encoded form, as it appears in a query.
+    /// `${NAME_PASSWORD}`.
     pub fn from_vars(vars: impl IntoIterator<Item = (String, String)>) -> Secrets {
         let mut pairs: Vec<(String, String)> = vec![];
         for (name, value) in vars {
@@ -64,14 +57,6 @@ impl Secrets {
                 pairs.push((value, format!("${{{name}}}")));
             }
         }
-        let encoded: Vec<(String, String)> = pairs
-            .iter()
-            .filter_map(|(needle, with)| {
-                let e = percent_encoding::utf8_percent_encode(needle, QUERY_VALUE).to_string();
-                (e != *needle).then(|| (e, with.clone()))
-            })
-            .collect();
-        pairs.extend(encoded);
         pairs.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then_with(|| a.1.cmp(&b.1)));
         pairs.dedup_by(|a, b| a.0 == b.0);
         Secrets { pairs }
@@ -91,6 +76,92 @@ impl Secrets {
             }
         }
         out
+    }
+
+    /// Redact a request's path and query: the path as text, and each query parameter as
+    /// it decodes (percent-encoding in any spelling, `+` as a space), so a secret is found
+    /// however the client encoded it. A parameter that held one is stored decoded, with
+    /// the placeholder: `pw=${DB_PASSWORD}`. `None` when nothing changed.
+    pub fn redact_path(&self, path_and_query: &str) -> Option<String> {
+        if self.pairs.is_empty() {
+            return None;
+        }
+        let (path, query) = match path_and_query.split_once('?') {
+            Some((p, q)) => (p, Some(q)),
+            None => (path_and_query, None),
+        };
+        let mut changed = false;
+        let mut out = match self.redact_str(path) {
+            Some(r) => {
+                changed = true;
+                r
+            }
+            None => path.to_owned(),
+        };
+        if let Some(query) = query {
+            let params: Vec<String> = query
+                .split('&')
+                .map(|param| {
+                    let spaced = param.replace('+', " ");
+                    let decoded = percent_encoding::percent_decode_str(&spaced).decode_utf8_lossy();
+                    match self.redact_str(&decoded) {
+                        Some(r) => {
+                            changed = true;
+                            r
+                        }
+                        None => param.to_owned(),
+                    }
+                })
+                .collect();
+            out.push('?');
+            out.push_str(&params.join("&"));
+        }
+        changed.then_some(out)
+    }
+
+    /// Does a secret value appear once the strings of these stream events are joined as a
+    /// client joins deltas? The string at each JSON pointer (say
+    /// `/choices/0/delta/content`) is concatenated across the events in order; events
+    /// that are not JSON are concatenated as text.
+    pub fn split_across<'a>(&self, events: impl IntoIterator<Item = &'a str>) -> bool {
+        if self.pairs.is_empty() {
+            return false;
+        }
+        fn leaves(v: &Value, pointer: &mut String, out: &mut Vec<(String, String)>) {
+            match v {
+                Value::String(s) => out.push((pointer.clone(), s.clone())),
+                Value::Array(items) => {
+                    for (i, item) in items.iter().enumerate() {
+                        let len = pointer.len();
+                        pointer.push_str(&format!("/{i}"));
+                        leaves(item, pointer, out);
+                        pointer.truncate(len);
+                    }
+                }
+                Value::Object(map) => {
+                    for (k, item) in map {
+                        let len = pointer.len();
+                        pointer.push('/');
+                        pointer.push_str(k);
+                        leaves(item, pointer, out);
+                        pointer.truncate(len);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut joined: std::collections::HashMap<String, String> = Default::default();
+        for data in events {
+            let mut found = Vec::new();
+            match serde_json::from_str::<Value>(data) {
+                Ok(v) => leaves(&v, &mut String::new(), &mut found),
+                Err(_) => found.push(("text".to_owned(), data.to_owned())),
+            }
+            for (pointer, text) in found {
+                joined.entry(pointer).or_default().push_str(&text);
+            }
+        }
+        joined.values().any(|text| self.redact_str(text).is_some())
     }
 
     /// Redact every string (and object key) inside a JSON value, in place; `true` when
@@ -322,15 +393,39 @@ mod tests {
     }
 
     #[test]
-    fn percent_encoded_values_are_redacted_too() {
-        let s = Secrets::from_vars([("DB_PASSWORD".into(), "p@ss/w0rd+x".into())]);
+    fn a_secret_split_over_deltas_is_found_in_the_joined_strings() {
+        let s = Secrets::from_vars([("DB_PASSWORD".into(), "Huntersecretpass".into())]);
+        let events = [
+            r#"{"id":"c1","choices":[{"delta":{"tool_calls":[{"function":{"arguments":"{\"city\":\"Hun"}}]}}]}"#,
+            r#"{"id":"c1","choices":[{"delta":{"tool_calls":[{"function":{"arguments":"tersecr"}}]}}]}"#,
+            r#"{"id":"c1","choices":[{"delta":{"tool_calls":[{"function":{"arguments":"etpass\"}"}}]}}]}"#,
+        ];
+        assert!(s.split_across(events));
+        assert!(!s.split_across(events[..2].iter().copied()));
+        assert!(s.split_across(["plain Hunters", "ecretpass text"]));
+        assert!(!s.split_across([r#"{"a":"Hunter"}"#, r#"{"b":"secretpass"}"#]));
+    }
+
+    #[test]
+    fn query_values_are_redacted_however_they_were_encoded() {
+        let s = Secrets::from_vars([("DB_PASSWORD".into(), "p@ss/w0rd x~*".into())]);
+        for query in [
+            "pw=p%40ss%2Fw0rd%20x~*",
+            "pw=p%40ss%2Fw0rd+x%7E%2A",
+            "pw=p%40ss%2fw0rd+x%7e*",
+            "pw=p@ss/w0rd%20x~*",
+        ] {
+            assert_eq!(
+                s.redact_path(&format!("/v1/x?{query}&y=1%2B")).as_deref(),
+                Some("/v1/x?pw=${DB_PASSWORD}&y=1%2B"),
+                "{query}"
+            );
+        }
+        assert_eq!(s.redact_path("/v1/x?y=1"), None);
+        let k = Secrets::from_vars([("API_TOKEN".into(), "tok_abcdefgh".into())]);
         assert_eq!(
-            s.redact_str("/v1/x?pw=p%40ss%2Fw0rd%2Bx&y=1").unwrap(),
-            "/v1/x?pw=${DB_PASSWORD}&y=1"
-        );
-        assert_eq!(
-            s.redact_str("raw p@ss/w0rd+x").unwrap(),
-            "raw ${DB_PASSWORD}"
+            k.redact_path("/v1/files/tok_abcdefgh/content").as_deref(),
+            Some("/v1/files/${API_TOKEN}/content")
         );
     }
 

@@ -382,7 +382,8 @@ fn an_upstream_that_aborts_mid_stream_is_an_abort_in_record_and_in_replay() {
     let replay = Daemon::start(&["replay", "--cassette", "c.json"], dir.path());
     let (raw, _) = raw_post(&replay.url);
     let text = String::from_utf8_lossy(&raw).into_owned();
-    assert!(text.contains("Hel") && text.contains("lo"), "{text}");
+    assert!(text.contains(r#""content":"Hel""#), "{text}");
+    assert!(text.contains(r#""content":"lo""#), "{text}");
     assert!(!ended_cleanly(&raw), "replay must abort too: {text}");
 }
 
@@ -433,4 +434,207 @@ fn nothing_recorded_says_what_happened_to_the_requests_that_came() {
         "{stderr}"
     );
     assert!(!stderr.contains("made no request"), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_second_sigint_stops_at_once_and_keeps_what_was_recorded() {
+    let fake = support::fake_openai::FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let url = fake.url();
+    let d = Daemon::start(
+        &["record", "--cassette", "c.json", "--upstream", url.as_str()],
+        dir.path(),
+    );
+    let base = d.url.clone();
+    let done = tokio::task::spawn_blocking(move || {
+        support::http::post_json(&base, "/v1/chat/completions", &chat("first", false)).status
+    })
+    .await
+    .unwrap();
+    assert_eq!(done, 200);
+    fake.set_latency(std::time::Duration::from_secs(20));
+    let base = d.url.clone();
+    let _stuck = std::thread::spawn(move || {
+        support::http::post_json(&base, "/v1/chat/completions", &chat("second", false))
+    });
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let started = std::time::Instant::now();
+    let (code, stderr) = tokio::task::spawn_blocking(move || {
+        d.interrupt_again_after(Some(std::time::Duration::from_millis(300)))
+    })
+    .await
+    .unwrap();
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(10),
+        "{:?}: {stderr}",
+        started.elapsed()
+    );
+    assert!(stderr.contains("stopping now"), "{stderr}");
+    assert_eq!(code, 0, "{stderr}");
+    let cassette: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("c.json")).unwrap()).unwrap();
+    assert_eq!(cassette["interactions"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn the_http_edge_refuses_dot_segments_and_oversized_declared_bodies_at_once() {
+    use std::io::{Read, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let d = Daemon::start(
+        &[
+            "record",
+            "--cassette",
+            "c.json",
+            "--upstream",
+            "http://127.0.0.1:9",
+            "--max-body-size",
+            "1K",
+        ],
+        dir.path(),
+    );
+    for path in [
+        "/v1/../../admin",
+        "/v1/%2e%2e/%2E%2E/admin",
+        "/v1/./chat/completions",
+    ] {
+        let r = support::http::post_json(&d.url, path, &chat("hi", false));
+        assert_eq!(r.status, 400, "{path}");
+        assert!(r.text().contains("agentproxy_bad_path"), "{}", r.text());
+    }
+    // A head declaring 1 GB, and no body sent: the answer comes without waiting for it.
+    let mut s = std::net::TcpStream::connect(d.url.trim_start_matches("http://")).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    s.write_all(b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 1000000000\r\n\r\n")
+        .unwrap();
+    let mut head = [0u8; 12];
+    s.read_exact(&mut head).expect("an answer before the body");
+    assert_eq!(&head, b"HTTP/1.1 413");
+}
+
+#[test]
+fn a_half_sent_request_head_does_not_hold_up_a_second_sigint() {
+    use std::io::{Read, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let d = Daemon::start(&["replay", "--cassette", "c.json"], {
+        std::fs::write(dir.path().join("c.json"), r#"{"format": "1.2", "recorder": "t", "recorded_at": "2026-01-01T00:00:00Z", "upstreams": {"openai": "http://127.0.0.1:1", "anthropic": "http://127.0.0.1:2"}, "interactions": []}"#).unwrap();
+        dir.path()
+    });
+    let mut s = std::net::TcpStream::connect(d.url.trim_start_matches("http://")).unwrap();
+    s.write_all(b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\n")
+        .unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    let started = std::time::Instant::now();
+    let (code, stderr) = d.interrupt_again_after(Some(std::time::Duration::from_millis(300)));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(5),
+        "shutdown took {:?}",
+        started.elapsed()
+    );
+    // The connection is gone with the proxy: end of file, not a read timeout.
+    let mut rest = Vec::new();
+    assert!(
+        s.read_to_end(&mut rest).is_ok(),
+        "the connection was left open"
+    );
+}
+
+#[test]
+fn upstreams_with_a_query_and_zero_timeouts_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [
+        &[
+            "record",
+            "--upstream",
+            "http://127.0.0.1:9/?x=1",
+            "--",
+            "true",
+        ][..],
+        &[
+            "record",
+            "--upstream",
+            "http://127.0.0.1:9/#frag",
+            "--",
+            "true",
+        ][..],
+        &["record", "--upstream-timeout", "0s", "--", "true"][..],
+    ] {
+        let r = run(args, dir.path());
+        assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
+        assert!(
+            r.stderr.contains("query or fragment") || r.stderr.contains("is zero"),
+            "{}",
+            r.stderr
+        );
+    }
+}
+
+#[test]
+fn under_ci_a_spec_cannot_choose_to_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("s.yaml"),
+        "app:\n  command: [sh, -c, 'touch ran']\nexecution:\n  mode: record\ncases:\n  - name: a\n    input: hi\n",
+    )
+    .unwrap();
+    let out = Command::new(bin())
+        .args(["test", "s.yaml"])
+        .current_dir(d)
+        .env("CI", "true")
+        .env_remove("AGENTPROXY_MODE")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("may call the real model from CI"),
+        "{stderr}"
+    );
+    assert!(!d.join("ran").exists());
+}
+
+#[test]
+fn a_case_without_input_runs_the_program_once_with_stdin_closed() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("s.yaml"),
+        "app:\n  command: [sh, -c, 'if read line; then echo \"got $line\"; else echo \"stdin closed, input=${AGENTPROXY_INPUT-unset}\"; fi']\ncassettes: cas\ncases:\n  - name: built in\n    expect:\n      output: {contains: 'stdin closed, input=unset'}\n",
+    )
+    .unwrap();
+    std::fs::create_dir(d.join("cas")).unwrap();
+    std::fs::write(d.join("cas/built-in.json"), r#"{"format": "1.2", "recorder": "t", "recorded_at": "2026-01-01T00:00:00Z", "upstreams": {"openai": "http://127.0.0.1:1", "anthropic": "http://127.0.0.1:2"}, "interactions": []}"#).unwrap();
+    let r = run(&["test", "s.yaml", "--mode", "replay"], d);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains("PASS"), "{}", r.stderr);
+}
+
+#[test]
+fn many_unused_recordings_are_summarised_unless_asked_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let interactions: Vec<String> = (0..15)
+        .map(|i| {
+            format!(
+                r#"{{"route": "http", "key": "k{i}", "request": {{"method": "GET", "path": "/v1/models/m{i}"}}, "response": {{"status": 200}}, "latency_ms": 1}}"#
+            )
+        })
+        .collect();
+    std::fs::write(
+        d.join("c.json"),
+        format!(
+            r#"{{"format": "1.2", "recorder": "t", "recorded_at": "2026-01-01T00:00:00Z", "upstreams": {{"openai": "http://127.0.0.1:1", "anthropic": "http://127.0.0.1:2"}}, "interactions": [{}]}}"#,
+            interactions.join(",")
+        ),
+    )
+    .unwrap();
+    let r = run(&["replay", "--cassette", "c.json", "--", "true"], d);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stderr.matches("  unused #").count(), 10, "{}", r.stderr);
+    assert!(r.stderr.contains("… and 5 more unused"), "{}", r.stderr);
+    let r = run(&["replay", "-v", "--cassette", "c.json", "--", "true"], d);
+    assert_eq!(r.stderr.matches("  unused #").count(), 15, "{}", r.stderr);
 }

@@ -144,8 +144,8 @@ fn the_layer_list_names_every_module() {
     let lib = fs::read_to_string(src.join("lib.rs")).unwrap();
     let layer = layers(&lib);
     for line in lib.lines() {
-        if let Some(name) = line
-            .strip_prefix("pub mod ")
+        if let Some(name) = (line.strip_prefix("pub mod "))
+            .or_else(|| line.strip_prefix("pub(crate) mod "))
             .and_then(|l| l.strip_suffix(';'))
         {
             assert!(layer.contains_key(name), "`{name}` has no layer in lib.rs");

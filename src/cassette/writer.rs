@@ -22,6 +22,9 @@ use super::error::CassetteError;
 use super::format::Cassette;
 use crate::redact;
 
+/// Length of the random part of a temp file's name.
+const TEMP_RANDOM: usize = 6;
+
 /// Mode of a new cassette before the umask: what any program's new file gets.
 const NEW_FILE_MODE: u32 = 0o666;
 
@@ -135,6 +138,7 @@ impl Writer {
     fn temp(&self) -> std::io::Result<tempfile::NamedTempFile> {
         tempfile::Builder::new()
             .prefix(&format!(".{}.", file_name(&self.target)))
+            .rand_bytes(TEMP_RANDOM)
             .suffix(".tmp")
             .permissions(std::fs::Permissions::from_mode(NEW_FILE_MODE))
             .tempfile_in(dir_of(&self.target))
@@ -149,7 +153,14 @@ impl Writer {
         for entry in entries.flatten() {
             let name = entry.file_name();
             let name = name.to_string_lossy();
-            if name.starts_with(&prefix) && name.ends_with(".tmp") {
+            // Exactly `.NAME.` + the random part + `.tmp`: `.NAME.bak.XXXXXX.tmp` belongs
+            // to the writer of `NAME.bak`.
+            let ours = (name.strip_prefix(&prefix))
+                .and_then(|rest| rest.strip_suffix(".tmp"))
+                .is_some_and(|r| {
+                    r.len() == TEMP_RANDOM && r.bytes().all(|b| b.is_ascii_alphanumeric())
+                });
+            if ours {
                 let _ = std::fs::remove_file(entry.path());
             }
         }

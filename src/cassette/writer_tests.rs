@@ -141,16 +141,19 @@ fn stale_temp_files_of_our_naming_are_removed_and_others_kept() {
     let dir = tempfile::tempdir().unwrap();
     let stale = dir.path().join(".c.json.abc123.tmp");
     let other = dir.path().join(".d.json.abc123.tmp");
-    std::fs::write(&stale, "").unwrap();
-    std::fs::write(&other, "").unwrap();
+    // The temp file of `c.json.bak`'s writer, not ours.
+    let bak = dir.path().join(".c.json.bak.abc123.tmp");
+    for f in [&stale, &other, &bak] {
+        std::fs::write(f, "").unwrap();
+    }
     store::save(&dir.path().join("c.json"), &empty()).unwrap();
     assert!(!stale.exists());
-    assert!(other.exists());
+    assert!(other.exists() && bak.exists());
     let left: Vec<_> = std::fs::read_dir(dir.path())
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
-    assert_eq!(left.len(), 2, "{left:?}");
+    assert_eq!(left.len(), 3, "{left:?}");
 }
 
 #[test]

@@ -92,7 +92,7 @@ async fn run_program(
     input: &str,
     deadline: Instant,
 ) -> Result<(ProgramEnd, String, String)> {
-    let mut running = app.start(input, deadline).map_err(|e| match e {
+    let mut running = app.start(Some(input), deadline).map_err(|e| match e {
         DriveError::Spawn { program, source } => ChildError::Spawn { program, source },
         other => ChildError::Spawn {
             program: app.argv.first().cloned().unwrap_or_default(),

@@ -46,10 +46,16 @@ pub async fn run(args: RecordArgs) -> Result<Exit> {
             eprintln!("agentproxy: the program exited with status {code} before any request was recorded; no cassette written");
             return Ok(Exit::Program(code));
         }
-        let failures: Vec<String> = (out.upstream_errors.iter())
+        let mut failures: Vec<String> = (out.upstream_errors.iter())
             .chain(&out.rejected)
             .cloned()
             .collect();
+        if failures.is_empty() && out.requests > 0 {
+            failures.push(format!(
+                "{} request(s) were still waiting for the upstream when agentproxy was stopped",
+                out.requests
+            ));
+        }
         if !failures.is_empty() {
             return Err(Error::NothingRecordable { failures });
         }

@@ -9,6 +9,9 @@ use crate::redact::Secrets;
 
 use super::session;
 
+/// Unused recordings listed by name without `-v`.
+const UNUSED_SHOWN: usize = 10;
+
 pub async fn run(args: ReplayArgs) -> Result<Exit> {
     let s = &args.session;
     let mut cassette = store::load(&s.cassette)?;
@@ -48,8 +51,27 @@ pub async fn run(args: ReplayArgs) -> Result<Exit> {
             s.cassette.display(),
             out.unused.len()
         );
-        for line in &out.unused {
+        // A few name the pattern; all of them with -v, and in --json.
+        let shown = if s.verbose > 0 {
+            out.unused.len()
+        } else {
+            UNUSED_SHOWN
+        };
+        for line in out.unused.iter().take(shown) {
             eprintln!("agentproxy:   unused {line}");
+        }
+        if out.unused.len() > shown {
+            eprintln!(
+                "agentproxy:   … and {} more unused (-v lists them all, --json too)",
+                out.unused.len() - shown
+            );
+        }
+    }
+    if s.quiet {
+        // Quiet still says why the run failed: one line per miss.
+        for miss in &out.misses {
+            let first = miss.lines().next().unwrap_or_default();
+            eprintln!("agentproxy: miss: {first}");
         }
     }
     let exit = match ended.child {

@@ -54,8 +54,8 @@ pub async fn run(
     let injected = env::injected(&base, replay, &|name| std::env::var_os(name).is_some());
     // Listen for SIGINT/SIGTERM before the banner: a daemon's user (or script) may signal
     // as soon as it reads the URL, and an unhandled SIGINT would lose the recording.
-    let shutdown = if args.command.is_empty() {
-        Some(shutdown_signal().map_err(Error::Signal)?)
+    let mut signals = if args.command.is_empty() {
+        Some(Signals::listen().map_err(Error::Signal)?)
     } else {
         None
     };
@@ -67,23 +67,37 @@ pub async fn run(
             }
         }
     }
-    let child = if let Some(shutdown) = shutdown {
+    let (child, hurry) = if let Some(mut signals) = signals.take() {
         print!("{}", env::export_lines(&injected));
         use std::io::Write;
         let _ = std::io::stdout().flush();
-        shutdown.await;
+        signals.next().await;
         if !args.quiet {
-            eprintln!("agentproxy: shutting down, draining in-flight requests");
+            eprintln!("agentproxy: shutting down, draining in-flight requests (Ctrl-C again to stop at once)");
         }
-        None
+        // A second signal stops at once; what was recorded is still written.
+        (None, Some(signals))
     } else {
         let vars: Vec<(String, String)> = injected
             .iter()
             .map(|v| (v.name.clone(), v.value.clone()))
             .collect();
-        Some(child::run(&args.command, &vars).await)
+        (Some(child::run(&args.command, &vars).await), None)
     };
-    let outcome = session.stop().await;
+    let outcome = match hurry {
+        Some(mut signals) => {
+            let quiet = args.quiet;
+            session
+                .stop_unless(async move {
+                    signals.next().await;
+                    if !quiet {
+                        eprintln!("agentproxy: stopping now; in-flight requests are not recorded");
+                    }
+                })
+                .await
+        }
+        None => session.stop().await,
+    };
     let child = child.transpose()?;
     Ok(Ended {
         outcome,
@@ -92,15 +106,27 @@ pub async fn run(
     })
 }
 
-/// Resolves at the first SIGINT or SIGTERM; both are caught from the moment this returns.
-fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut int = signal(SignalKind::interrupt())?;
-    let mut term = signal(SignalKind::terminate())?;
-    Ok(async move {
+/// SIGINT and SIGTERM, caught from the moment [`Signals::listen`] returns; one that
+/// arrives while nobody waits is kept for the next [`Signals::next`].
+struct Signals {
+    int: tokio::signal::unix::Signal,
+    term: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn listen() -> std::io::Result<Signals> {
+        use tokio::signal::unix::{signal, SignalKind};
+        Ok(Signals {
+            int: signal(SignalKind::interrupt())?,
+            term: signal(SignalKind::terminate())?,
+        })
+    }
+
+    /// The next SIGINT or SIGTERM.
+    async fn next(&mut self) {
         tokio::select! {
-            _ = int.recv() => {}
-            _ = term.recv() => {}
+            _ = self.int.recv() => {}
+            _ = self.term.recv() => {}
         }
-    })
+    }
 }

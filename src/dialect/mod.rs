@@ -267,6 +267,29 @@ pub fn is_api_path(path: &str) -> bool {
     })
 }
 
+/// Does the path (before any query) have a `.` or `..` segment, spelled plainly or
+/// percent-encoded (`%2e`)? A server that normalises paths would resolve it, so a request
+/// could leave the upstream base's prefix: such paths are refused, never forwarded.
+pub fn has_dot_segment(path_and_query: &str) -> bool {
+    let path = path_and_query.split(['?', '#']).next().unwrap_or_default();
+    /// `.` or `..`, each dot plain or as `%2e` / `%2E`.
+    fn is_dots(mut s: &[u8]) -> bool {
+        let mut dots = 0;
+        while !s.is_empty() {
+            if s[0] == b'.' {
+                s = &s[1..];
+            } else if s.len() >= 3 && s[0] == b'%' && s[1] == b'2' && s[2] | 0x20 == b'e' {
+                s = &s[3..];
+            } else {
+                return false;
+            }
+            dots += 1;
+        }
+        (1..=2).contains(&dots)
+    }
+    path.split('/').any(|segment| is_dots(segment.as_bytes()))
+}
+
 /// Query parameters that carry an API key (Google's `?key=`, and the names other APIs use).
 const CREDENTIAL_PARAMS: [&str; 12] = [
     "key",

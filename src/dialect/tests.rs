@@ -348,3 +348,24 @@ fn every_dialect_becomes_neutral_messages() {
     );
     assert!(Route::Http.messages(&chat, &names).is_empty());
 }
+
+#[test]
+fn dot_segments_are_found_plain_or_encoded() {
+    for p in [
+        "/v1/../../x",
+        "/v1/./chat/completions",
+        "/v1/%2e%2e/x",
+        "/v1/%2E./x",
+        "/v1/.%2e",
+    ] {
+        assert!(has_dot_segment(p), "{p}");
+    }
+    for p in [
+        "/v1/chat/completions",
+        "/v1/models/gemini-2.5-flash:generateContent",
+        "/v1/files/a..b",
+        "/v1/x?next=../y",
+    ] {
+        assert!(!has_dot_segment(p), "{p}");
+    }
+}

@@ -119,13 +119,14 @@ impl Session {
     pub(crate) async fn start(doctor: Doctor, listen: SocketAddr) -> Result<Session, BindError> {
         let doctor = Arc::new(doctor);
         let serving = doctor.clone();
-        let running = Running::start(listen, move |listener, stop| {
+        let running = Running::start(listen, move |listener, stop, hurry| {
             accept_loop(
                 listener,
                 move |req| handle(serving.clone(), req),
                 async move {
                     let _ = stop.await;
                 },
+                hurry,
             )
         })
         .await?;

@@ -1,6 +1,7 @@
 //! Response bodies the proxy serves: whole buffers, recorded event lists and live
 //! channel-fed streams, behind one boxed type.
 
+use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
@@ -55,13 +56,17 @@ impl Body for ChannelBody {
     }
 }
 
-/// A body's abort, deferred by one poll: hyper drops what it has buffered but not yet
-/// written when a body fails, so the frames before the abort would never reach the
-/// client. Returning `Pending` once (and waking at once) lets hyper flush them first.
+/// How long a body holds its abort back, so the frames before it reach the client.
+const ABORT_GRACE: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// A body's abort, deferred: hyper drops what it has buffered but not yet written when a
+/// body fails, so the frames before the abort would never reach the client. Holding the
+/// error back for [`ABORT_GRACE`] lets hyper flush them first (a client too slow to take
+/// them in that time sees the abort a little earlier than recorded).
 #[derive(Default)]
 struct Abort {
     error: Option<std::io::Error>,
-    deferred: bool,
+    grace: Option<Pin<Box<tokio::time::Sleep>>>,
 }
 
 impl Abort {
@@ -73,13 +78,18 @@ impl Abort {
         self.error.is_some()
     }
 
+    /// Once the frames are all given out: the end of the body, or its abort in due time.
     fn poll(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
-        if !self.deferred {
-            self.deferred = true;
-            cx.waker().wake_by_ref();
-            return Poll::Pending;
+        if self.error.is_none() {
+            return Poll::Ready(None);
         }
-        Poll::Ready(self.error.take().map(Err))
+        let grace = self
+            .grace
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(ABORT_GRACE)));
+        match grace.as_mut().poll(cx) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(()) => Poll::Ready(self.error.take().map(Err)),
+        }
     }
 }
 
@@ -110,10 +120,8 @@ impl Body for Chunks {
 /// with `abort`, the body breaks off after them, as a recorded aborted stream did.
 pub fn chunks(items: Vec<Bytes>, abort: Option<&str>) -> ProxyBody {
     let mut a = Abort::default();
-    match abort {
-        Some(why) => a.set(std::io::Error::other(why.to_owned())),
-        // Nothing to defer: the body simply ends.
-        None => a.deferred = true,
+    if let Some(why) = abort {
+        a.set(std::io::Error::other(why.to_owned()));
     }
     Chunks {
         items: items.into(),

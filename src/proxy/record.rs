@@ -46,15 +46,21 @@ pub(super) async fn forward(
     up: &Upstream,
     ex: Exchange,
 ) -> Response<ProxyBody> {
-    let url = up.url_for(ex.provider, &ex.forward_path);
     let started = Instant::now();
     let resp = match up
-        .send(ex.method.clone(), &url, &ex.headers, ex.raw.clone())
+        .send(
+            ex.method.clone(),
+            &up.url_for(ex.provider, &ex.forward_path),
+            &ex.headers,
+            ex.raw.clone(),
+        )
         .await
     {
         Ok(r) => r,
         Err(e) => return upstream_failed(proxy, &ex, e),
     };
+    // Messages name the URL as stored: no credential, no secret value.
+    let url = up.url_for(ex.provider, &ex.path);
     let (parts, body) = resp.into_parts();
     let is_stream = parts
         .headers
@@ -97,9 +103,13 @@ pub(super) async fn forward(
         copy_headers(&parts.headers, out.headers_mut());
         return out;
     }
-    let bytes = match tokio::time::timeout(up.timeout(), body.collect()).await {
-        Ok(Ok(c)) => c.to_bytes(),
-        Ok(Err(e)) => {
+    let bytes = match read_body(body, up.timeout()).await {
+        Ok(b) => b,
+        Err(BodyEnd::Stalled) => {
+            let secs = up.timeout().as_secs();
+            return upstream_failed(proxy, &ex, UpstreamError::Timeout { url, secs });
+        }
+        Err(BodyEnd::Broke(e)) => {
             return upstream_failed(
                 proxy,
                 &ex,
@@ -108,10 +118,6 @@ pub(super) async fn forward(
                     message: format!("the response body broke off: {e}"),
                 },
             )
-        }
-        Err(_) => {
-            let secs = up.timeout().as_secs();
-            return upstream_failed(proxy, &ex, UpstreamError::Timeout { url, secs });
         }
     };
     let bytes = match encoding.decode(bytes) {
@@ -193,6 +199,32 @@ async fn pump_stream(
     (events, aborted)
 }
 
+/// Why a whole body could not be read.
+enum BodyEnd {
+    /// Nothing arrived for the idle limit.
+    Stalled,
+    Broke(hyper::Error),
+}
+
+/// Read a whole body, waiting at most `idle` for each chunk.
+async fn read_body(mut body: Incoming, idle: Duration) -> Result<Bytes, BodyEnd> {
+    // A body that comes in one frame (most do) is passed on without a copy.
+    let mut chunks: Vec<Bytes> = Vec::new();
+    loop {
+        match tokio::time::timeout(idle, body.frame()).await {
+            Err(_) => return Err(BodyEnd::Stalled),
+            Ok(None) if chunks.len() == 1 => return Ok(chunks.swap_remove(0)),
+            Ok(None) => return Ok(Bytes::from(chunks.concat())),
+            Ok(Some(Err(e))) => return Err(BodyEnd::Broke(e)),
+            Ok(Some(Ok(frame))) => {
+                if let Ok(data) = frame.into_data() {
+                    chunks.push(data);
+                }
+            }
+        }
+    }
+}
+
 /// A response as it is stored, before redaction.
 struct Recorded {
     status: StatusCode,
@@ -222,10 +254,13 @@ fn store(proxy: &Proxy, ex: Exchange, response: Recorded, latency: Duration) {
             })
             .collect::<Vec<_>>()
     });
+    // Whether the stream's whole text was checked for a secret split over its events.
+    let mut checked = false;
     // A stream that broke off is kept as the events it sent: it has no whole message.
     if let (Some(evs), true, None) = (&events, status.is_success(), &aborted) {
         match ex.route.assemble(evs) {
             Some(Ok(mut message)) => {
+                checked = true;
                 // A secret split over several deltas survives redaction event by event and
                 // reappears whole once they are joined. Then neither form may be kept: the
                 // message is redacted, and the events become a stream synthesized from it.
@@ -241,10 +276,14 @@ fn store(proxy: &Proxy, ex: Exchange, response: Recorded, latency: Duration) {
             None => {}
         }
     }
-    if let (Some(evs), Some(_)) = (&mut events, &aborted) {
-        // No assembled message to check a split secret against: the joined data is.
-        let joined: String = evs.iter().map(|e| e.data.as_str()).collect();
-        if secrets.redact_str(&joined).is_some() {
+    if let (Some(evs), false) = (&mut events, checked) {
+        // No assembled message to check against (an aborted stream, an error stream, plain
+        // HTTP): the events' text fields are joined as a client joins deltas. A secret found
+        // there costs the recording its events, never the secret its redaction.
+        if secrets.split_across(evs.iter().map(|e| e.data.as_str())) {
+            tracing::warn!(
+                "a secret value was split over the stream's events; its events are not recorded"
+            );
             evs.clear();
         }
     }

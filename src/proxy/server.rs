@@ -10,18 +10,26 @@ use std::time::Duration;
 use http::{Request, Response};
 use hyper::body::Incoming;
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 use super::body::ProxyBody;
 use super::{service, Proxy};
 
-/// How long in-flight requests may take to finish once shutdown starts.
+/// How long in-flight requests may take to finish once shutdown starts (a second signal
+/// cuts it short).
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long a client may take to send a request's head (hyper's own default): a
+/// connection that trickles header bytes is closed. hyper also counts the wait for the
+/// next request on a kept-alive connection, so an idle connection is closed after this
+/// long, as servers commonly do; SDK clients then open a new one.
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The listen address could not be bound (or read back).
 #[derive(Debug, thiserror::Error)]
@@ -36,15 +44,18 @@ pub struct BindError {
 pub(crate) struct Running {
     addr: SocketAddr,
     stop: oneshot::Sender<()>,
+    /// Cancelled to stop draining: what has finished is kept, the rest is dropped.
+    hurry: CancellationToken,
     task: JoinHandle<()>,
 }
 
 impl Running {
-    /// Bind `listen`, then run `serve(listener, stop)` in a task; `serve` must wind down
-    /// once `stop` resolves (it resolves on [`Running::stop`], or when the handle is dropped).
+    /// Bind `listen`, then run `serve(listener, stop, hurry)` in a task; `serve` must wind
+    /// down once `stop` resolves (it resolves on [`Running::stop`], or when the handle is
+    /// dropped), and stop waiting for in-flight work once `hurry` is cancelled.
     pub(crate) async fn start<F, S>(listen: SocketAddr, serve: S) -> Result<Running, BindError>
     where
-        S: FnOnce(TcpListener, oneshot::Receiver<()>) -> F,
+        S: FnOnce(TcpListener, oneshot::Receiver<()>, CancellationToken) -> F,
         F: Future<Output = ()> + Send + 'static,
     {
         let failed = |source| BindError {
@@ -54,8 +65,14 @@ impl Running {
         let listener = TcpListener::bind(listen).await.map_err(failed)?;
         let addr = listener.local_addr().map_err(failed)?;
         let (stop, stopped) = oneshot::channel();
-        let task = tokio::spawn(serve(listener, stopped));
-        Ok(Running { addr, stop, task })
+        let hurry = CancellationToken::new();
+        let task = tokio::spawn(serve(listener, stopped, hurry.clone()));
+        Ok(Running {
+            addr,
+            stop,
+            hurry,
+            task,
+        })
     }
 
     /// The address the server listens on (the real port when `listen` asked for port 0).
@@ -65,25 +82,42 @@ impl Running {
 
     /// Stop accepting and wait until the server has drained.
     pub(crate) async fn stop(self) {
+        self.stop_unless(std::future::pending()).await;
+    }
+
+    /// Stop accepting and wait until the server has drained, or, once `hurry` resolves (a
+    /// second Ctrl-C), only for what has already finished.
+    pub(crate) async fn stop_unless(mut self, hurry: impl Future<Output = ()>) {
         let _ = self.stop.send(());
+        tokio::select! {
+            _ = &mut self.task => return,
+            () = hurry => self.hurry.cancel(),
+        }
         let _ = self.task.await;
     }
 }
 
 /// Serve until `shutdown` resolves, then drain in-flight exchanges (bounded by
 /// [`DRAIN_TIMEOUT`]) so every completed response reaches the recording.
-pub async fn serve(listener: TcpListener, proxy: Arc<Proxy>, shutdown: impl Future<Output = ()>) {
+pub async fn serve(
+    listener: TcpListener,
+    proxy: Arc<Proxy>,
+    shutdown: impl Future<Output = ()>,
+    hurry: CancellationToken,
+) {
     let handler = {
         let proxy = proxy.clone();
         move |req| service::handle(proxy.clone(), req)
     };
-    accept_loop(listener, handler, shutdown).await;
+    accept_loop(listener, handler, shutdown, hurry.clone()).await;
     proxy.tasks.close();
-    if tokio::time::timeout(DRAIN_TIMEOUT, proxy.tasks.wait())
-        .await
-        .is_err()
-    {
-        tracing::warn!("some upstream exchanges did not finish within {DRAIN_TIMEOUT:?}; they are not recorded");
+    tokio::select! {
+        r = tokio::time::timeout(DRAIN_TIMEOUT, proxy.tasks.wait()) => if r.is_err() {
+            tracing::warn!("some upstream exchanges did not finish within {DRAIN_TIMEOUT:?}; they are not recorded");
+        },
+        () = hurry.cancelled() => {
+            tracing::warn!("stopping at once: exchanges still in flight are not recorded");
+        }
     }
 }
 
@@ -94,12 +128,17 @@ pub(crate) async fn accept_loop<H, F>(
     listener: TcpListener,
     handler: H,
     shutdown: impl Future<Output = ()>,
+    hurry: CancellationToken,
 ) where
     H: Fn(Request<Incoming>) -> F + Clone + Send + Sync + 'static,
     F: Future<Output = Response<ProxyBody>> + Send + 'static,
 {
     let graceful = GracefulShutdown::new();
-    let builder = auto::Builder::new(TokioExecutor::new());
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEADER_READ_TIMEOUT);
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
@@ -129,10 +168,10 @@ pub(crate) async fn accept_loop<H, F>(
         }
     }
     drop(listener);
-    if tokio::time::timeout(DRAIN_TIMEOUT, graceful.shutdown())
-        .await
-        .is_err()
-    {
-        tracing::warn!("some connections were still open after {DRAIN_TIMEOUT:?}; closing them");
+    tokio::select! {
+        r = tokio::time::timeout(DRAIN_TIMEOUT, graceful.shutdown()) => if r.is_err() {
+            tracing::warn!("some connections were still open after {DRAIN_TIMEOUT:?}; closing them");
+        },
+        () = hurry.cancelled() => {}
     }
 }

@@ -23,23 +23,19 @@ pub async fn handle(proxy: Arc<Proxy>, req: Request<hyper::body::Incoming>) -> R
         .map(|p| p.as_str().to_owned())
         .unwrap_or_else(|| "/".into());
     let provider = dialect::provider_of(&path, &parts.headers);
-    // Named in the outcome when the proxy refuses the request itself.
-    let label = (parts.method.clone(), path.clone());
+    // What is stored, shown and matched: the path without credentials in its query, and
+    // secret values in the rest of it redacted as in bodies. The upstream gets the path
+    // as sent.
+    let stored_path = dialect::without_credentials(&path);
+    let stored_path = (proxy.opts.secrets.redact_path(&stored_path)).unwrap_or(stored_path);
     let error = |status: StatusCode, kind: &str, msg: String| {
-        if kind != "agentproxy_cassette_miss" {
-            let (method, path) = &label;
-            let path = dialect::without_credentials(path);
-            let why = format!("{method} {path}: {} {msg}", status.as_u16());
-            proxy.lock().rejected.push(why);
-        }
-        json_response(
+        refuse(
+            &proxy,
+            provider,
+            (&parts.method, &stored_path),
             status,
-            &dialect::error_body(
-                provider,
-                status.as_u16(),
-                kind,
-                &format!("agentproxy: {msg}"),
-            ),
+            kind,
+            msg,
         )
     };
     if !dialect::is_api_path(&path) {
@@ -47,24 +43,41 @@ pub async fn handle(proxy: Arc<Proxy>, req: Request<hyper::body::Incoming>) -> R
             StatusCode::NOT_FOUND,
             "agentproxy_unknown_route",
             format!(
-                "{} {path} is not a provider API path; agentproxy serves /v1/…, /v1beta/… and /v1alpha/… (point the SDK at $OPENAI_BASE_URL, $ANTHROPIC_BASE_URL or $GOOGLE_GEMINI_BASE_URL)",
+                "{} {stored_path} is not a provider API path; agentproxy serves /v1/…, /v1beta/… and /v1alpha/… (point the SDK at $OPENAI_BASE_URL, $ANTHROPIC_BASE_URL or $GOOGLE_GEMINI_BASE_URL)",
                 parts.method
             ),
         );
     }
+    if dialect::has_dot_segment(&path) {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "agentproxy_bad_path",
+            format!(
+                "{} {stored_path} has a `.` or `..` segment; refused, so that no request can leave the upstream's base path",
+                parts.method
+            ),
+        );
+    }
+    let too_large = || {
+        error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "agentproxy_body_too_large",
+            format!(
+                "the request body is larger than the limit of {} bytes; raise it with --max-body-size",
+                proxy.opts.max_body
+            ),
+        )
+    };
+    // A declared length over the limit is refused before the body is read.
+    let declared = (parts.headers.get(http::header::CONTENT_LENGTH))
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > proxy.opts.max_body as u64) {
+        return too_large();
+    }
     let seq = proxy.next_seq();
     let raw = match Limited::new(body, proxy.opts.max_body).collect().await {
         Ok(collected) => collected.to_bytes(),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
-            return error(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "agentproxy_body_too_large",
-                format!(
-                    "the request body is larger than the limit of {} bytes; raise it with --max-body-size",
-                    proxy.opts.max_body
-                ),
-            )
-        }
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => return too_large(),
         Err(e) => {
             return error(
                 StatusCode::BAD_REQUEST,
@@ -74,17 +87,8 @@ pub async fn handle(proxy: Arc<Proxy>, req: Request<hyper::body::Incoming>) -> R
         }
     };
     let route = Route::of(&parts.method, &path);
-    // What is stored, shown and matched: the path without credentials in its query; the
-    // upstream gets the path as sent.
-    // Secret values in the rest of the query are redacted as in bodies.
-    let stored_path = dialect::without_credentials(&path);
-    let stored_path = proxy
-        .opts
-        .secrets
-        .redact_str(&stored_path)
-        .unwrap_or(stored_path);
-    let (forward_path, path) = (path, stored_path);
-    if let Some((rp, pos)) = proxy.take_identical(route, parts.method.as_str(), &path, &raw) {
+    if let Some((rp, pos)) = proxy.take_identical(route, parts.method.as_str(), &stored_path, &raw)
+    {
         return serve_identical(&proxy, rp, seq, pos).await;
     }
     let (raw, stored, digest) = match prepare_body(&proxy, route, raw) {
@@ -102,7 +106,7 @@ pub async fn handle(proxy: Arc<Proxy>, req: Request<hyper::body::Incoming>) -> R
     let key = matching::request_key(
         route.name(),
         parts.method.as_str(),
-        &path,
+        &stored_path,
         stored.as_ref(),
         &proxy.opts.rules,
     );
@@ -112,8 +116,8 @@ pub async fn handle(proxy: Arc<Proxy>, req: Request<hyper::body::Incoming>) -> R
         route,
         provider,
         method: parts.method,
-        path,
-        forward_path,
+        path: stored_path,
+        forward_path: path,
         headers: parts.headers,
         raw,
         stored,
@@ -146,12 +150,41 @@ pub async fn handle(proxy: Arc<Proxy>, req: Request<hyper::body::Incoming>) -> R
     match &proxy.opts.upstream {
         Some(up) => record::forward(&proxy, up, ex).await,
         // A proxy is built with a cassette, an upstream or both; without either, nothing matches.
-        None => error(
+        None => refuse(
+            &proxy,
+            provider,
+            (&ex.method, &ex.path),
             StatusCode::BAD_REQUEST,
             "agentproxy_cassette_miss",
             "no cassette and no upstream".into(),
         ),
     }
+}
+
+/// An error the proxy answers itself, in the provider's shape. Except for a miss (which
+/// has its own report), it is noted in the outcome, so a run that recorded nothing can
+/// say what happened. `path` is the stored form: no credential, no secret value.
+fn refuse(
+    proxy: &Proxy,
+    provider: dialect::Provider,
+    (method, path): (&http::Method, &str),
+    status: StatusCode,
+    kind: &str,
+    msg: String,
+) -> Response<ProxyBody> {
+    if kind != "agentproxy_cassette_miss" {
+        let why = format!("{method} {path}: {} {msg}", status.as_u16());
+        proxy.lock().rejected.push(why);
+    }
+    json_response(
+        status,
+        &dialect::error_body(
+            provider,
+            status.as_u16(),
+            kind,
+            &format!("agentproxy: {msg}"),
+        ),
+    )
 }
 
 /// Lenient replay: serve the recording at `pos` and log the exchange with the request as

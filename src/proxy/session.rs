@@ -18,10 +18,15 @@ impl Session {
     pub(crate) async fn start(options: Options, listen: SocketAddr) -> Result<Session, BindError> {
         let proxy = Arc::new(Proxy::new(options));
         let serving = proxy.clone();
-        let running = Running::start(listen, move |listener, stop| {
-            server::serve(listener, serving, async move {
-                let _ = stop.await;
-            })
+        let running = Running::start(listen, move |listener, stop, hurry| {
+            server::serve(
+                listener,
+                serving,
+                async move {
+                    let _ = stop.await;
+                },
+                hurry,
+            )
         })
         .await?;
         Ok(Session { proxy, running })
@@ -40,7 +45,13 @@ impl Session {
     /// Stop accepting, drain in-flight exchanges, and take what the session recorded,
     /// served and missed.
     pub(crate) async fn stop(self) -> Outcome {
-        self.running.stop().await;
+        self.stop_unless(std::future::pending()).await
+    }
+
+    /// [`Session::stop`], but once `hurry` resolves the drain is cut short: the outcome
+    /// holds what had finished by then.
+    pub(crate) async fn stop_unless(self, hurry: impl std::future::Future<Output = ()>) -> Outcome {
+        self.running.stop_unless(hurry).await;
         self.proxy.outcome()
     }
 }

@@ -60,6 +60,13 @@ impl Upstream {
                 url: base.to_owned(),
                 reason,
             };
+            // A base is joined with the request's path and query: a query or fragment of
+            // its own would end up in the middle of the URL.
+            if base.contains(['?', '#']) {
+                return Err(invalid(
+                    "it must not have a query or fragment; give the base URL only".to_owned(),
+                ));
+            }
             let uri: Uri = base.parse().map_err(|e| invalid(format!("{e}")))?;
             if !matches!(uri.scheme_str(), Some("http" | "https")) || uri.host().is_none() {
                 return Err(invalid(
@@ -91,13 +98,13 @@ impl Upstream {
         })
     }
 
-    /// The full upstream URL for a request path: the provider's base joined with the path,
-    /// so a base with a prefix (`https://host/api`) keeps it.
     /// How long to wait for the response head, and for each chunk of a body after it.
     pub fn timeout(&self) -> Duration {
         self.timeout
     }
 
+    /// The full upstream URL for a request path: the provider's base joined with the path,
+    /// so a base with a prefix (`https://host/api`) keeps it.
     pub fn url_for(&self, provider: Provider, path_and_query: &str) -> String {
         let base = match provider {
             Provider::OpenAi => &self.openai,
@@ -107,8 +114,8 @@ impl Upstream {
         format!("{base}{path_and_query}")
     }
 
-    /// Send one request; the timeout covers connecting and the response head (a stream may
-    /// then take as long as the model needs).
+    /// Send one request; the timeout covers connecting and the response head (the caller
+    /// bounds each chunk of the body after it the same way).
     pub async fn send(
         &self,
         method: http::Method,

@@ -233,7 +233,9 @@ fn turn_section(out: &mut String, t: &TurnReport) {
         secs(t.latency_ms),
         tokens(&t.usage)
     );
-    value_item(out, "", "input", &t.input, false);
+    if let Some(input) = &t.input {
+        value_item(out, "", "input", input, false);
+    }
     if !t.tool_calls.is_empty() {
         out.push_str("- **tool calls:**\n");
         for call in &t.tool_calls {

@@ -83,7 +83,8 @@ pub struct CaseReport {
 pub struct TurnReport {
     /// The turn's number, from 1.
     pub index: usize,
-    pub input: String,
+    /// `None` for a case without `input` (the program runs with stdin closed).
+    pub input: Option<String>,
     /// The last assistant message the model produced in this turn.
     pub reply: Option<String>,
     /// What the program printed (or answered, for `url:` apps) in this turn.

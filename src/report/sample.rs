@@ -67,7 +67,7 @@ pub(crate) fn run() -> RunReport {
     let mut paris = case(weather, "paris", Status::Passed, 842);
     paris.turns.push(TurnReport {
         index: 1,
-        input: "What's the weather in Paris?".into(),
+        input: Some("What's the weather in Paris?".into()),
         reply: Some("It's 18°C and sunny in Paris ☀️".into()),
         output: "It's 18°C and sunny in Paris ☀️".into(),
         tool_calls: vec![CallReport {
@@ -88,7 +88,7 @@ pub(crate) fn run() -> RunReport {
     let mut follow = case(weather, "follow-up | °F", Status::Failed, 1570);
     follow.turns.push(TurnReport {
         index: 1,
-        input: "Weather in Paris?".into(),
+        input: Some("Weather in Paris?".into()),
         reply: Some("Sunny, 18°C.".into()),
         output: "Sunny, 18°C.".into(),
         tool_calls: vec![CallReport {
@@ -103,7 +103,7 @@ pub(crate) fn run() -> RunReport {
     });
     follow.turns.push(TurnReport {
         index: 2,
-        input: "And in Fahrenheit?".into(),
+        input: Some("And in Fahrenheit?".into()),
         reply: None,
         output: "Error code: 400 - agentproxy_cassette_miss".into(),
         tool_calls: Vec::new(),
@@ -146,7 +146,7 @@ pub(crate) fn run() -> RunReport {
     book.mode = "record".into();
     book.turns.push(TurnReport {
         index: 1,
-        input: "Book me a flight to Zürich for Zoë and me, tomorrow".into(),
+        input: Some("Book me a flight to Zürich for Zoë and me, tomorrow".into()),
         reply: Some("I checked the visa rules.\nShall I book it?".into()),
         output: "I checked the visa rules.\nShall I book it?\n".into(),
         tool_calls: vec![
@@ -186,7 +186,7 @@ pub(crate) fn run() -> RunReport {
     let mut crash = case(booking, "cancel", Status::Error, 312);
     crash.turns.push(TurnReport {
         index: 1,
-        input: "Cancel booking LX345".into(),
+        input: Some("Cancel booking LX345".into()),
         reply: None,
         output: String::new(),
         tool_calls: Vec::new(),

@@ -282,7 +282,9 @@ pub(crate) async fn drive(
                 // `app.timeout` per request, within what is left of the case's time.
                 let left = deadline.saturating_duration_since(tokio::time::Instant::now());
                 let limit = spec.app.timeout.map_or(left, |t| t.min(left));
-                match app.turn(&turn.input, limit).await {
+                // Parsing refuses a `url:` case without input.
+                let input = turn.input.as_deref().unwrap_or_default();
+                match app.turn(input, limit).await {
                     Ok(out) => outputs.push(out),
                     Err(e) => return Err((outputs, e.into())),
                 }
@@ -310,20 +312,19 @@ pub(crate) async fn drive(
                     .as_deref()
                     .and_then(|r| Regex::new(r).ok()),
             };
-            let first = case
-                .turns
-                .first()
-                .map(|t| t.input.as_str())
-                .unwrap_or_default();
+            let first = case.turns.first().and_then(|t| t.input.as_deref());
             let mut running = app.start(first, deadline).map_err(|e| (vec![], e.into()))?;
             if case.turns.len() == 1 {
                 session.set_turn(0);
-                running.send(first).await.map_err(|e| (vec![], e.into()))?;
+                if let Some(first) = first {
+                    running.send(first).await.map_err(|e| (vec![], e.into()))?;
+                }
                 outputs.push(String::new());
             } else {
                 for (i, turn) in case.turns.iter().enumerate() {
                     session.set_turn(i);
-                    match running.turn(i, &turn.input, spec.app.timeout).await {
+                    let input = turn.input.as_deref().unwrap_or_default();
+                    match running.turn(i, input, spec.app.timeout).await {
                         Ok(out) => outputs.push(out),
                         Err(e) => return Err((outputs, e.into())),
                     }

@@ -87,11 +87,17 @@ pub struct Finished {
 
 impl CommandApp {
     /// Start the program; `first_input` is also given as `AGENTPROXY_INPUT` and `{input}`.
-    pub fn start(&self, first_input: &str, deadline: Instant) -> Result<Running, DriveError> {
+    /// Without one (a case with no `input`), stdin is closed at once and
+    /// `AGENTPROXY_INPUT` is not set.
+    pub fn start(
+        &self,
+        first_input: Option<&str>,
+        deadline: Instant,
+    ) -> Result<Running, DriveError> {
         let argv: Vec<String> = self
             .argv
             .iter()
-            .map(|a| a.replace("{input}", first_input))
+            .map(|a| a.replace("{input}", first_input.unwrap_or_default()))
             .collect();
         let (program, args) = argv.split_first().ok_or_else(|| DriveError::Spawn {
             program: String::new(),
@@ -100,8 +106,11 @@ impl CommandApp {
         let mut cmd = tokio::process::Command::new(program);
         cmd.args(args)
             .envs(self.env.iter().map(|(k, v)| (k, v)))
-            .env("AGENTPROXY_INPUT", first_input)
-            .stdin(Stdio::piped())
+            .stdin(if first_input.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             // Its own process group, so a timeout can stop the program and its children.
@@ -109,6 +118,9 @@ impl CommandApp {
             .kill_on_drop(true);
         if let Some(cwd) = &self.cwd {
             cmd.current_dir(cwd);
+        }
+        if let Some(input) = first_input {
+            cmd.env("AGENTPROXY_INPUT", input);
         }
         let mut child = cmd.spawn().map_err(|source| DriveError::Spawn {
             program: program.clone(),
@@ -272,7 +284,9 @@ mod tests {
     #[tokio::test]
     async fn turns_read_up_to_the_reply_line() {
         let script = r#"while read line; do echo "tool: x"; echo "bot: got $line"; done; echo bye"#;
-        let mut r = app(script, Some("^bot:")).start("first", soon()).unwrap();
+        let mut r = app(script, Some("^bot:"))
+            .start(Some("first"), soon())
+            .unwrap();
         assert_eq!(
             r.turn(0, "first", None).await.unwrap(),
             "tool: x\nbot: got first\n"
@@ -296,7 +310,7 @@ mod tests {
             ],
             ..app("", None)
         };
-        let mut r = a.start("hello there", soon()).unwrap();
+        let mut r = a.start(Some("hello there"), soon()).unwrap();
         r.send("hello there").await.unwrap();
         let f = r.finish().await.unwrap();
         assert_eq!(f.trailing_output, "hello there|hello there\n");
@@ -305,7 +319,7 @@ mod tests {
     #[tokio::test]
     async fn a_hung_program_times_out_with_its_stderr() {
         let mut r = app("echo starting >&2; sleep 30", None)
-            .start("x", Instant::now() + Duration::from_millis(300))
+            .start(Some("x"), Instant::now() + Duration::from_millis(300))
             .unwrap();
         let err = r.turn(0, "x", None).await.unwrap_err();
         assert!(matches!(err, DriveError::Timeout { .. }), "{err}");
@@ -316,7 +330,7 @@ mod tests {
     #[tokio::test]
     async fn a_turn_that_outlasts_app_timeout_stops_before_the_case_deadline() {
         let script = "read a; echo one; read b; sleep 30";
-        let mut r = app(script, None).start("x", soon()).unwrap();
+        let mut r = app(script, None).start(Some("x"), soon()).unwrap();
         let limit = Some(Duration::from_millis(300));
         assert_eq!(r.turn(0, "a", limit).await.unwrap(), "one\n");
         let started = std::time::Instant::now();
@@ -328,7 +342,7 @@ mod tests {
     #[tokio::test]
     async fn a_program_that_dies_mid_conversation_is_reported() {
         let mut r = app("read a; echo one; echo boom >&2; exit 3", None)
-            .start("x", soon())
+            .start(Some("x"), soon())
             .unwrap();
         assert_eq!(r.turn(0, "a", None).await.unwrap(), "one\n");
         let err = r.turn(1, "b", None).await.unwrap_err();

@@ -76,15 +76,31 @@ impl Builder<'_> {
                     "use `input` for a single turn, or `turns: [{input: ...}, ...]` for several",
                 ))
             }
-            (None, None) => return Err(self.err_hint(
+            (None, None) if matches!(app.target, Target::Url(_)) => return Err(self.err_hint(
                 f.owner,
                 format!("case `{name}` has no `input` or `turns`"),
-                "add `input: ...` for a single turn, or `turns: [{input: ...}, ...]` for several",
+                "a `url:` app is driven by its input: add `input: ...` for a single turn, or `turns: [{input: ...}, ...]` for several",
             )),
-            (Some((_, input)), None) => {
+            (input, None) => {
+                let input = match input {
+                    Some((_, node)) => Some(self.input(node, &f.path("input"))?),
+                    // A program with its task built in: it runs once, stdin closed.
+                    None => {
+                        if let Target::Command(argv) = &app.target {
+                            if argv.iter().any(|a| a.contains("{input}")) {
+                                return Err(self.err_hint(
+                                    f.owner,
+                                    format!("case `{name}` has no `input`, but `app.command` uses `{{input}}`"),
+                                    "add `input: ...` to the case, or take `{input}` out of the command",
+                                ));
+                            }
+                        }
+                        None
+                    }
+                };
                 let turn = Turn {
                     at: node.at,
-                    input: self.input(input, &f.path("input"))?,
+                    input,
                     expect,
                 };
                 (vec![turn], None)
@@ -160,7 +176,7 @@ impl Builder<'_> {
                 };
                 Ok(Turn {
                     at: item.at,
-                    input: self.input(input, &f.path("input"))?,
+                    input: Some(self.input(input, &f.path("input"))?),
                     expect,
                 })
             })

@@ -33,6 +33,10 @@ pub enum SpecError {
         hint: Option<String>,
     },
 
+    /// Under `CI`, a spec or the environment asks for a mode that may call the real model.
+    #[error("CI is set, and {from} asks for mode `{mode}`, which may call the real model from CI\n  hint: in CI only the command line may choose a mode that records: pass --mode replay (or remove it from the spec), or --mode {mode} if this job is meant to record")]
+    CiRecords { from: String, mode: &'static str },
+
     /// An `AGENTPROXY_*` variable (or `CI`) holds a value that cannot be used.
     #[error("invalid {var}={value:?}: {message}")]
     Env {

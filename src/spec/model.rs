@@ -239,7 +239,8 @@ impl Verbosity {
 
 /// One `cases:` item.
 ///
-/// Keys: `name` (required), `input` or `turns` (exactly one), `expect`, `env`, `skip`.
+/// Keys: `name` (required), `input` or `turns` (at most one; neither is a single turn
+/// without input, for `command:` apps), `expect`, `env`, `skip`.
 /// `input: X` with `expect: E` is short for `turns: [{input: X, expect: E}]`: the
 /// expectation then belongs to that single turn and [`Case::expect`] is `None`.
 #[derive(Debug, Clone, PartialEq)]
@@ -274,10 +275,12 @@ impl Case {
 pub struct Turn {
     /// Where the turn starts.
     pub at: Pos,
-    /// `input:` (string, required): what the user says. Sent as `AGENTPROXY_INPUT`, as one
-    /// line on stdin and in place of `{input}` in the command (command apps), or as the
-    /// `input` of the POST body (url apps). Numbers are refused: quote them.
-    pub input: String,
+    /// `input:` (string): what the user says. Sent as `AGENTPROXY_INPUT`, as one line on
+    /// stdin and in place of `{input}` in the command (command apps), or as the `input` of
+    /// the POST body (url apps). Numbers are refused: quote them. Required in `turns:`
+    /// items and for `url:` apps; a single-turn case of a `command:` app may leave it out
+    /// (`None`): the program, whose task is built in, runs once with stdin closed.
+    pub input: Option<String>,
     /// `expect:`: checked against this turn only.
     pub expect: Option<Expect>,
 }

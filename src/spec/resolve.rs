@@ -141,6 +141,19 @@ pub fn resolve(
             (Mode::Auto, Origin::Default)
         }
     });
+    if ci && mode != Mode::Replay {
+        let from = match mode_origin {
+            Origin::Spec => Some(format!("{}'s `execution.mode`", spec.file.display())),
+            Origin::Env(var) => Some(var.to_owned()),
+            _ => None,
+        };
+        if let Some(from) = from {
+            return Err(SpecError::CiRecords {
+                from,
+                mode: mode.as_str(),
+            });
+        }
+    }
     let (parallel, parallel_origin) = pick(
         cli.parallel,
         ex.parallel,
@@ -264,7 +277,6 @@ mod tests {
         ("AGENTPROXY_TIMEOUT", "90s"),
         ("AGENTPROXY_VERBOSITY", "quiet"),
         ("AGENTPROXY_CASSETTE_DIR", "env/cassettes"),
-        ("CI", "true"),
     ];
 
     fn full_execution() -> Execution {
@@ -330,7 +342,54 @@ mod tests {
     }
 
     #[test]
-    fn layer_env_beats_defaults_and_ci() {
+    fn under_ci_only_the_command_line_may_record() {
+        for m in [Mode::Record, Mode::Auto, Mode::Update] {
+            let recording = Execution {
+                mode: Some(m),
+                ..Execution::default()
+            };
+            let err = run(
+                &CliOverrides::default(),
+                &spec(recording.clone(), None),
+                &[("CI", "true")],
+            )
+            .unwrap_err()
+            .to_string();
+            assert!(err.contains("execution.mode"), "{err}");
+            assert!(err.contains(&format!("--mode {}", m.as_str())), "{err}");
+            let env = [("CI", "true"), ("AGENTPROXY_MODE", m.as_str())];
+            let err = run(
+                &CliOverrides::default(),
+                &spec(Execution::default(), None),
+                &env,
+            )
+            .unwrap_err()
+            .to_string();
+            assert!(err.contains("AGENTPROXY_MODE asks for mode"), "{err}");
+            let cli = CliOverrides {
+                mode: Some(m),
+                ..CliOverrides::default()
+            };
+            let r = run(&cli, &spec(recording, None), &env).unwrap();
+            assert_eq!((r.mode, r.origins.mode), (m, Origin::Cli));
+        }
+        let replaying = Execution {
+            mode: Some(Mode::Replay),
+            ..Execution::default()
+        };
+        let r = run(
+            &CliOverrides::default(),
+            &spec(replaying, None),
+            &[("CI", "true")],
+        )
+        .unwrap();
+        assert_eq!(r.mode, Mode::Replay);
+    }
+
+    /// (Under `CI` a recording mode from the environment is refused: see
+    /// `under_ci_only_the_command_line_may_record`.)
+    #[test]
+    fn layer_env_beats_defaults() {
         let r = run(
             &CliOverrides::default(),
             &spec(Execution::default(), None),

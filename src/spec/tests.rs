@@ -207,7 +207,7 @@ fn a_full_spec_parses_to_the_model() {
                 slug: "paris".into(),
                 turns: vec![Turn {
                     at: Pos::new(29, 5),
-                    input: "What's the weather in Paris?".into(),
+                    input: Some("What's the weather in Paris?".into()),
                     expect: Some(Expect {
                         at: Pos::new(32, 7),
                         calls: Some(vec![CallExpr {
@@ -249,7 +249,7 @@ fn a_full_spec_parses_to_the_model() {
                 turns: vec![
                     Turn {
                         at: Pos::new(43, 9),
-                        input: "Weather in Paris?".into(),
+                        input: Some("Weather in Paris?".into()),
                         expect: Some(Expect {
                             at: Pos::new(44, 17),
                             calls: Some(vec![CallExpr {
@@ -263,7 +263,7 @@ fn a_full_spec_parses_to_the_model() {
                     },
                     Turn {
                         at: Pos::new(45, 9),
-                        input: "And in Fahrenheit?".into(),
+                        input: Some("And in Fahrenheit?".into()),
                         expect: Some(Expect {
                             at: Pos::new(46, 17),
                             calls: Some(vec![]),
@@ -423,8 +423,8 @@ fn errors_point_at_file_line_and_column() {
         ),
         (&format!("{app}cases:\n  - input: hi\n"), "specs/weather.yaml:3:5: `cases[0]` is missing `name`".into()),
         (
-            &format!("{app}cases:\n  - name: a\n"),
-            "specs/weather.yaml:3:5: case `a` has no `input` or `turns`\n  hint: add `input: ...` for a single turn, or `turns: [{input: ...}, ...]` for several".into(),
+            "app: {url: 'http://127.0.0.1:8088/chat'}\ncases:\n  - name: a\n",
+            "specs/weather.yaml:3:5: case `a` has no `input` or `turns`\n  hint: a `url:` app is driven by its input: add `input: ...` for a single turn, or `turns: [{input: ...}, ...]` for several".into(),
         ),
         (
             &format!("{app}cases:\n  - name: a\n    input: hi\n    turns: []\n"),
@@ -648,4 +648,38 @@ fn files_and_directories_load_in_order() {
 fn spec_errors_exit_with_code_2() {
     let e: crate::error::Error = load_str("").unwrap_err().into();
     assert_eq!(e.exit_code(), crate::error::EXIT_USAGE);
+}
+
+#[test]
+fn a_command_case_without_input_is_one_turn_with_stdin_closed() {
+    let spec = parse(
+        "app: {command: python3 app.py}\ncases:\n  - name: built in\n    expect: {reply: {contains: Paris}}\n",
+        Path::new("specs/weather.yaml"),
+        &AcceptAnyMatcher,
+    )
+    .unwrap();
+    let case = &spec.cases[0];
+    assert_eq!(case.turns.len(), 1);
+    assert_eq!(case.turns[0].input, None);
+    assert!(
+        case.turns[0].expect.is_some(),
+        "the case's expect is the turn's"
+    );
+}
+
+#[test]
+fn a_case_without_input_cannot_use_input_in_the_command() {
+    let err = parse(
+        "app: {command: [python3, app.py, '{input}']}\ncases:\n  - name: a\n",
+        Path::new("specs/weather.yaml"),
+        &AcceptAnyMatcher,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.starts_with(
+            "specs/weather.yaml:3:5: case `a` has no `input`, but `app.command` uses `{input}`"
+        ),
+        "{err}"
+    );
 }

@@ -52,9 +52,21 @@ impl Daemon {
     }
 
     /// SIGINT, then wait: returns (exit code, stderr).
-    pub fn interrupt(mut self) -> (i32, String) {
+    pub fn interrupt(self) -> (i32, String) {
+        self.interrupt_again_after(None)
+    }
+
+    /// SIGINT, and with `again`, a second SIGINT that long after the first; then wait.
+    pub fn interrupt_again_after(mut self, again: Option<std::time::Duration>) -> (i32, String) {
+        let pid = self.child.id() as i32;
         unsafe {
-            libc::kill(self.child.id() as i32, libc::SIGINT);
+            libc::kill(pid, libc::SIGINT);
+        }
+        if let Some(gap) = again {
+            std::thread::sleep(gap);
+            unsafe {
+                libc::kill(pid, libc::SIGINT);
+            }
         }
         let status = self.child.wait().unwrap();
         let mut err = String::new();

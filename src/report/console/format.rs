@@ -159,7 +159,9 @@ fn turns_section(out: &mut String, case: &CaseReport, style: &Style) {
                 &turn_heading(t)
             )
         );
-        field(out, &inner, ("input: ", dim()), &t.input, style);
+        if let Some(input) = &t.input {
+            field(out, &inner, ("input: ", dim()), input, style);
+        }
         for call in &t.tool_calls {
             let args = text::truncate(&text::compact(&call.arguments), 300).into_owned();
             let line = format!(

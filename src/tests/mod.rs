@@ -1,0 +1,3 @@
+//! Tests across modules: property tests of every parser that reads what others wrote.
+
+mod properties;
