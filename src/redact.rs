@@ -86,9 +86,9 @@ impl Secrets {
         if self.pairs.is_empty() {
             return None;
         }
-        let (path, query) = match path_and_query.split_once('?') {
-            Some((p, q)) => (p, Some(q)),
-            None => (path_and_query, None),
+        let Some((path, query)) = path_and_query.split_once('?') else {
+            // No query (the usual request): no copy unless a secret is there.
+            return self.redact_str(path_and_query);
         };
         let mut changed = false;
         let mut out = match self.redact_str(path) {
@@ -98,24 +98,22 @@ impl Secrets {
             }
             None => path.to_owned(),
         };
-        if let Some(query) = query {
-            let params: Vec<String> = query
-                .split('&')
-                .map(|param| {
-                    let spaced = param.replace('+', " ");
-                    let decoded = percent_encoding::percent_decode_str(&spaced).decode_utf8_lossy();
-                    match self.redact_str(&decoded) {
-                        Some(r) => {
-                            changed = true;
-                            r
-                        }
-                        None => param.to_owned(),
+        let params: Vec<String> = query
+            .split('&')
+            .map(|param| {
+                let spaced = param.replace('+', " ");
+                let decoded = percent_encoding::percent_decode_str(&spaced).decode_utf8_lossy();
+                match self.redact_str(&decoded) {
+                    Some(r) => {
+                        changed = true;
+                        r
                     }
-                })
-                .collect();
-            out.push('?');
-            out.push_str(&params.join("&"));
-        }
+                    None => param.to_owned(),
+                }
+            })
+            .collect();
+        out.push('?');
+        out.push_str(&params.join("&"));
         changed.then_some(out)
     }
 

@@ -116,9 +116,12 @@ impl Interaction {
     }
 
     /// [`Interaction::model_call`] with the request body given (normalized, say).
+    /// The response body is read without keeping its parsed tree (the interaction is
+    /// read once, and a whole cassette of trees would cost several times its size).
     pub fn model_call_with(&self, request: &Value) -> Option<ModelCall> {
-        let response = self.response.body.as_ref().and_then(Body::as_json);
-        Route::from_name(&self.route).extract(request, response.unwrap_or(&Value::Null))
+        let response = self.response.body.as_ref().and_then(Body::json_transient);
+        let response = response.as_deref().unwrap_or(&Value::Null);
+        Route::from_name(&self.route).extract(request, response)
     }
 }
 
@@ -196,6 +199,14 @@ impl Body {
     pub fn as_json(&self) -> Option<&Value> {
         match self {
             Body::Json(v) => Some(v.get()),
+            _ => None,
+        }
+    }
+
+    /// [`Body::as_json`] without keeping the parsed value (see [`LazyJson::get_transient`]).
+    pub fn json_transient(&self) -> Option<std::borrow::Cow<'_, Value>> {
+        match self {
+            Body::Json(v) => Some(v.get_transient()),
             _ => None,
         }
     }

@@ -65,6 +65,22 @@ impl LazyJson {
         })
     }
 
+    /// The value without keeping it: parsed anew from the loaded text unless it was
+    /// already parsed, so a pass over a whole cassette (`show`, `diff`) holds one body at a
+    /// time instead of every body as a tree.
+    pub fn get_transient(&self) -> std::borrow::Cow<'_, Value> {
+        match (self.value.get(), &self.raw) {
+            (Some(v), _) => std::borrow::Cow::Borrowed(v),
+            (None, Some(raw)) => {
+                std::borrow::Cow::Owned(serde_json::from_slice(raw).unwrap_or_else(|e| {
+                    tracing::warn!("a cassette body did not parse as a JSON value: {e}");
+                    Value::Null
+                }))
+            }
+            (None, None) => std::borrow::Cow::Owned(Value::Null),
+        }
+    }
+
     /// The value, for editing; the loaded text is dropped.
     pub fn get_mut(&mut self) -> &mut Value {
         self.get();

@@ -3,7 +3,7 @@
 //! and `diff`, so both read a recording the same way.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 
 use serde_json::Value;
 
@@ -23,8 +23,8 @@ pub(crate) struct Step<'a> {
     pub it: &'a Interaction,
     /// The test-runner turn; 0 when the recording has none.
     pub turn: usize,
-    /// The request body, match rules applied; `None` when it is not JSON.
-    pub request: Option<Cow<'a, Value>>,
+    /// The request's `tools`, raw, match rules applied (descriptions included).
+    pub tools: Vec<Value>,
     /// The model call; `None` for plain HTTP or a body that is not JSON.
     pub call: Option<ModelCall>,
     /// The conversation items this request sent that earlier ones had not.
@@ -44,74 +44,57 @@ impl Step<'_> {
 /// The steps of `interactions`, in recorded order. `rules` (the recording's match rules)
 /// are applied to request bodies first, so ignored fields and holes, which the user
 /// declared volatile, read the same on both sides of a diff.
+///
+/// One pass, holding one request body as a tree at a time (plus the last few of each
+/// route that the next request's history is compared with), so reading a recording of
+/// any size costs about its own size in memory, not several times it.
 pub(crate) fn steps<'a>(interactions: &'a [Interaction], rules: Option<&Rules>) -> Vec<Step<'a>> {
-    let requests: Vec<Option<Cow<'a, Value>>> = interactions
-        .iter()
-        .map(|it| {
-            let body = it.request.body.as_ref().and_then(Body::as_json)?;
-            Some(match rules {
-                Some(r) if it.route != "http" => Cow::Owned(normalize::normalize(body, r)),
-                _ => Cow::Borrowed(body),
-            })
-        })
-        .collect();
-    let calls: Vec<Option<ModelCall>> = interactions
-        .iter()
-        .zip(&requests)
-        .map(|(it, req)| it.model_call_with(req.as_deref()?))
-        .collect();
-    let names: HashMap<String, String> = calls
-        .iter()
-        .flatten()
-        .flat_map(|c| c.tool_calls.iter().map(|t| (t.id.clone(), t.name.clone())))
-        .collect();
-    let items: Vec<Cow<'_, [Value]>> = interactions
-        .iter()
-        .zip(&requests)
-        .map(|(it, req)| match req {
-            Some(r) => Route::from_name(&it.route).conversation(r),
-            _ => Cow::Borrowed(&[][..]),
-        })
-        .collect();
-    let answered: Vec<bool> = interactions
-        .iter()
-        .map(|it| {
-            (200..300).contains(&it.response.status)
-                && it.response.body.as_ref().and_then(Body::as_json).is_some()
-        })
-        .collect();
-    // Only answered requests count as history: a request the upstream refused (and the
-    // SDK retried) did not reach the model.
-    let news: Vec<Vec<Message>> = (0..interactions.len())
-        .map(|i| {
-            let it = &interactions[i];
-            if calls[i].is_none() {
-                return Vec::new();
-            }
-            let earlier: Vec<&[Value]> = (0..i)
-                .rev()
-                .filter(|&j| answered[j] && interactions[j].route == it.route)
-                .take(LOOKBACK)
-                .map(|j| &*items[j])
-                .collect();
-            let route = Route::from_name(&it.route);
-            let start = history::new_start(route, &items[i], &earlier);
-            route.messages(&items[i][start..], &names)
-        })
-        .collect();
-    drop(items);
+    // Tool names by call id, from the responses so far: a tool result names only its id.
+    let mut names: HashMap<String, String> = HashMap::new();
+    // The last answered requests of each route, most recent last.
+    let mut earlier: HashMap<&str, VecDeque<Cow<'a, Value>>> = HashMap::new();
     let mut out = Vec::with_capacity(interactions.len());
-    let all = interactions
-        .iter()
-        .zip(requests)
-        .zip(calls)
-        .zip(news)
-        .zip(answered);
-    for ((((it, request), call), new), answered) in all {
+    for it in interactions {
+        let request = it.request.body.as_ref().and_then(Body::json_transient);
+        let request: Option<Cow<'a, Value>> = request.map(|body| match rules {
+            Some(r) if it.route != "http" => Cow::Owned(normalize::normalize(&body, r)),
+            _ => body,
+        });
+        let call = request.as_deref().and_then(|r| it.model_call_with(r));
+        if let Some(c) = &call {
+            names.extend(c.tool_calls.iter().map(|t| (t.id.clone(), t.name.clone())));
+        }
+        // Only answered requests count as history: a request the upstream refused (and
+        // the SDK retried) did not reach the model.
+        let answered = (200..300).contains(&it.response.status)
+            && matches!(it.response.body, Some(Body::Json(_)));
+        let route = Route::from_name(&it.route);
+        let window = earlier.entry(it.route.as_str()).or_default();
+        let new = match (&call, &request) {
+            (Some(_), Some(req)) => {
+                let items = route.conversation(req);
+                let before: Vec<Cow<'_, [Value]>> =
+                    window.iter().rev().map(|r| route.conversation(r)).collect();
+                let before: Vec<&[Value]> = before.iter().map(|c| &**c).collect();
+                let start = history::new_start(route, &items, &before);
+                route.messages(&items[start..], &names)
+            }
+            _ => Vec::new(),
+        };
+        let tools = (request.as_deref())
+            .and_then(|r| r["tools"].as_array().cloned())
+            .unwrap_or_default();
+        if answered {
+            // A body that is not JSON carries no conversation, as for the requests after it.
+            window.push_back(request.unwrap_or(Cow::Owned(Value::Null)));
+            if window.len() > LOOKBACK {
+                window.pop_front();
+            }
+        }
         out.push(Step {
             it,
             turn: it.turn.unwrap_or(0),
-            request,
+            tools,
             call,
             new,
             answered,

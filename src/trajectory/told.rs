@@ -46,16 +46,12 @@ impl ToldLog {
 
 /// The raw definition of each tool a request offers, by name (description included).
 fn tool_defs<'v>(step: &'v Step<'_>) -> BTreeMap<&'v str, &'v Value> {
-    let (Some(call), Some(req)) = (&step.call, &step.request) else {
+    let Some(call) = &step.call else {
         return BTreeMap::new();
     };
-    let raw = req["tools"]
-        .as_array()
-        .map(Vec::as_slice)
-        .unwrap_or_default();
     call.tools
         .iter()
-        .zip(raw)
+        .zip(&step.tools)
         .map(|(t, r)| (t.name.as_str(), r))
         .collect()
 }
