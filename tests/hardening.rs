@@ -26,6 +26,32 @@ fn run(args: &[&str], cwd: &Path) -> Run {
     }
 }
 
+/// `agentproxy record --cassette CASSETTE -- sh -c 'touch started'` in `cwd`: a program
+/// whose start leaves a trace.
+fn record_touching(cassette: &str, cwd: &Path) -> Run {
+    run(
+        &[
+            "record",
+            "--cassette",
+            cassette,
+            "--upstream",
+            "http://127.0.0.1:9",
+            "--",
+            "sh",
+            "-c",
+            "touch started",
+        ],
+        cwd,
+    )
+}
+
+/// A cassette with these interactions (JSON objects, comma-separated).
+fn cassette_with(interactions: &str) -> String {
+    format!(
+        r#"{{"format": "1.2", "recorder": "t", "recorded_at": "2026-01-01T00:00:00Z", "upstreams": {{"openai": "http://127.0.0.1:1", "anthropic": "http://127.0.0.1:2"}}, "interactions": [{interactions}]}}"#
+    )
+}
+
 fn mkfifo(path: &Path) {
     let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
     // SAFETY: creating a FIFO at a path the test owns.
@@ -38,20 +64,7 @@ fn a_cassette_path_that_is_not_a_regular_file_is_refused_before_the_program_star
     let d = dir.path();
     mkfifo(&d.join("node"));
     for cassette in ["node", "/dev/null"] {
-        let r = run(
-            &[
-                "record",
-                "--cassette",
-                cassette,
-                "--upstream",
-                "http://127.0.0.1:9",
-                "--",
-                "sh",
-                "-c",
-                "touch started",
-            ],
-            d,
-        );
+        let r = record_touching(cassette, d);
         assert_eq!(r.code, 2, "{}", r.stderr);
         assert!(r.stderr.contains("not a regular file"), "{}", r.stderr);
         assert!(!d.join("started").exists(), "the program must not run");
@@ -72,20 +85,7 @@ fn an_unwritable_cassette_directory_is_found_before_the_program_starts() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     std::fs::write(d.join("plain-file"), "").unwrap();
-    let r = run(
-        &[
-            "record",
-            "--cassette",
-            "plain-file/c.json",
-            "--upstream",
-            "http://127.0.0.1:9",
-            "--",
-            "sh",
-            "-c",
-            "touch started",
-        ],
-        d,
-    );
+    let r = record_touching("plain-file/c.json", d);
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("cannot be written"), "{}", r.stderr);
     assert!(!d.join("started").exists(), "the program must not run");
@@ -144,13 +144,10 @@ fn a_cassette_that_parses_but_cannot_be_served_is_refused_at_load() {
         ),
         (r#"{"status": 99}"#, "/interactions/0/response/status"),
     ] {
-        let text = format!(
-            r#"{{"format": "1.1", "recorder": "t", "recorded_at": "2026-01-01T00:00:00Z",
-            "upstreams": {{"openai": "http://127.0.0.1:1", "anthropic": "http://127.0.0.1:2"}},
-            "interactions": [{{"route": "http", "key": "k",
-              "request": {{"method": "GET", "path": "/v1/models"}},
-              "response": {response}, "latency_ms": 1}}]}}"#
-        );
+        let text = cassette_with(&format!(
+            r#"{{"route": "http", "key": "k", "request": {{"method": "GET", "path": "/v1/models"}},
+              "response": {response}, "latency_ms": 1}}"#
+        ));
         std::fs::write(d.join("c.json"), text).unwrap();
         let r = run(
             &[
@@ -517,7 +514,7 @@ fn a_half_sent_request_head_does_not_hold_up_a_second_sigint() {
     use std::io::{Read, Write};
     let dir = tempfile::tempdir().unwrap();
     let d = Daemon::start(&["replay", "--cassette", "c.json"], {
-        std::fs::write(dir.path().join("c.json"), r#"{"format": "1.2", "recorder": "t", "recorded_at": "2026-01-01T00:00:00Z", "upstreams": {"openai": "http://127.0.0.1:1", "anthropic": "http://127.0.0.1:2"}, "interactions": []}"#).unwrap();
+        std::fs::write(dir.path().join("c.json"), cassette_with("")).unwrap();
         dir.path()
     });
     let mut s = std::net::TcpStream::connect(d.url.trim_start_matches("http://")).unwrap();
@@ -606,7 +603,7 @@ fn a_case_without_input_runs_the_program_once_with_stdin_closed() {
     )
     .unwrap();
     std::fs::create_dir(d.join("cas")).unwrap();
-    std::fs::write(d.join("cas/built-in.json"), r#"{"format": "1.2", "recorder": "t", "recorded_at": "2026-01-01T00:00:00Z", "upstreams": {"openai": "http://127.0.0.1:1", "anthropic": "http://127.0.0.1:2"}, "interactions": []}"#).unwrap();
+    std::fs::write(d.join("cas/built-in.json"), cassette_with("")).unwrap();
     let r = run(&["test", "s.yaml", "--mode", "replay"], d);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(r.stderr.contains("PASS"), "{}", r.stderr);
@@ -623,14 +620,7 @@ fn many_unused_recordings_are_summarised_unless_asked_for() {
             )
         })
         .collect();
-    std::fs::write(
-        d.join("c.json"),
-        format!(
-            r#"{{"format": "1.2", "recorder": "t", "recorded_at": "2026-01-01T00:00:00Z", "upstreams": {{"openai": "http://127.0.0.1:1", "anthropic": "http://127.0.0.1:2"}}, "interactions": [{}]}}"#,
-            interactions.join(",")
-        ),
-    )
-    .unwrap();
+    std::fs::write(d.join("c.json"), cassette_with(&interactions.join(","))).unwrap();
     let r = run(&["replay", "--cassette", "c.json", "--", "true"], d);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(r.stderr.matches("  unused #").count(), 10, "{}", r.stderr);

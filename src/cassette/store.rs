@@ -85,11 +85,12 @@ pub fn save(path: &Path, cassette: &Cassette) -> Result<(), CassetteError> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::cassette::format::{format_version, MatchRules, Upstreams};
 
-    fn empty() -> Cassette {
+    /// A cassette with no interactions, for the cassette module's tests.
+    pub(crate) fn empty() -> Cassette {
         Cassette {
             format: format_version(),
             recorder: "agentproxy test".into(),

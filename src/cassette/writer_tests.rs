@@ -1,22 +1,10 @@
 use std::os::unix::fs::PermissionsExt;
 
 use super::*;
-use crate::cassette::format::{format_version, MatchRules, Upstreams};
 use crate::cassette::store;
 
 fn empty() -> Cassette {
-    Cassette {
-        format: format_version(),
-        recorder: "agentproxy test".into(),
-        recorded_at: "2026-01-01T00:00:00Z".into(),
-        upstreams: Upstreams {
-            openai: "http://127.0.0.1:1".into(),
-            anthropic: "http://127.0.0.1:2".into(),
-            gemini: String::new(),
-        },
-        match_rules: MatchRules::default(),
-        interactions: vec![],
-    }
+    crate::cassette::store::tests::empty()
 }
 
 fn mode(path: &Path) -> u32 {
