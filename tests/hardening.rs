@@ -530,12 +530,18 @@ fn a_half_sent_request_head_does_not_hold_up_a_second_sigint() {
         "shutdown took {:?}",
         started.elapsed()
     );
-    // The connection is gone with the proxy: end of file, not a read timeout.
+    // The connection is gone with the proxy: end of file or a reset (the proxy exited
+    // with the half head unread), not a read timeout.
     let mut rest = Vec::new();
-    assert!(
-        s.read_to_end(&mut rest).is_ok(),
-        "the connection was left open"
-    );
+    if let Err(e) = s.read_to_end(&mut rest) {
+        assert!(
+            !matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ),
+            "the connection was left open: {e}"
+        );
+    }
 }
 
 #[test]
