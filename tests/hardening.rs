@@ -424,8 +424,17 @@ fn nothing_recorded_says_what_happened_to_the_requests_that_came() {
     // The base URL without /v1: a common misconfiguration.
     let reply = support::http::post_json(&d.url, "/chat/completions", &chat("hi", false));
     assert_eq!(reply.status, 404);
+    // An unreachable upstream, with a key in the URL: named, the key never shown.
+    let keyed = "/v1/chat/completions?key=AIzaSyA1234567890abcdefghijklmnopqrstuv";
+    let reply = support::http::post_json(&d.url, keyed, &chat("hi", false));
+    assert_eq!(reply.status, 502);
     let (code, stderr) = d.interrupt();
     assert_eq!(code, 3, "{stderr}");
+    assert!(
+        stderr.contains("  - POST /v1/chat/completions: failed to reach upstream"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("AIzaSy"), "{stderr}");
     assert!(
         stderr.contains("  - POST /chat/completions: 404"),
         "{stderr}"

@@ -57,7 +57,10 @@ pub(super) async fn forward(
         .await
     {
         Ok(r) => r,
-        Err(e) => return upstream_failed(proxy, &ex, e),
+        Err(e) => {
+            let e = e.naming(up.url_for(ex.provider, &ex.path));
+            return upstream_failed(proxy, &ex, e);
+        }
     };
     // Messages name the URL as stored: no credential, no secret value.
     let url = up.url_for(ex.provider, &ex.path);

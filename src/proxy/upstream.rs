@@ -45,6 +45,19 @@ pub enum UpstreamError {
 }
 
 /// An upstream base URL that cannot be used.
+impl UpstreamError {
+    /// The same error naming `url` instead: the URL as stored, for messages and reports
+    /// (the URL as sent may carry a key in its query).
+    pub fn naming(self, url: String) -> UpstreamError {
+        match self {
+            UpstreamError::Timeout { secs, .. } => UpstreamError::Timeout { url, secs },
+            UpstreamError::Unreachable { message, .. } => {
+                UpstreamError::Unreachable { url, message }
+            }
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 #[error("invalid upstream URL `{url}`: {reason}")]
 pub struct InvalidUpstream {
