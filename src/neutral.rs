@@ -35,20 +35,67 @@ pub struct ToolDef {
     pub parameters: Value,
 }
 
-/// Token usage of one model call.
+/// Token usage of one model call as its response reported it, or summed over calls.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Usage {
+    /// Every prompt token, cached ones included.
     pub prompt: u64,
     pub completion: u64,
-    /// Prompt tokens served from the provider's cache.
-    pub cached: u64,
+    /// Prompt tokens read from the provider's cache.
+    pub cache_read: u64,
+    /// Prompt tokens written to the provider's cache (Anthropic reports them; OpenAI and
+    /// Gemini do not).
+    pub cache_creation: u64,
+    /// Calls summed in whose response carried no usage (a stream without a usage chunk):
+    /// their tokens are unknown, not zero.
+    pub calls_without_usage: u32,
+}
+
+impl Usage {
+    /// The usage of a call whose response reported none.
+    pub const UNKNOWN: Usage = Usage {
+        prompt: 0,
+        completion: 0,
+        cache_read: 0,
+        cache_creation: 0,
+        calls_without_usage: 1,
+    };
+}
+
+impl std::fmt::Display for Usage {
+    /// `412 prompt / 38 completion tokens`, with `(256 cache read, 32 cache write)` after
+    /// `prompt` when the cache was used, `; 1 call without usage` when some calls did not
+    /// report theirs, and `usage unknown` when none did.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let unknown = self.calls_without_usage;
+        if unknown > 0 && self.prompt == 0 && self.completion == 0 {
+            return f.write_str("usage unknown");
+        }
+        write!(f, "{} prompt", self.prompt)?;
+        let cache: Vec<String> = [(self.cache_read, "read"), (self.cache_creation, "write")]
+            .iter()
+            .filter(|(n, _)| *n > 0)
+            .map(|(n, what)| format!("{n} cache {what}"))
+            .collect();
+        if !cache.is_empty() {
+            write!(f, " ({})", cache.join(", "))?;
+        }
+        write!(f, " / {} completion tokens", self.completion)?;
+        match unknown {
+            0 => Ok(()),
+            1 => f.write_str("; 1 call without usage"),
+            n => write!(f, "; {n} calls without usage"),
+        }
+    }
 }
 
 impl std::ops::AddAssign for Usage {
     fn add_assign(&mut self, o: Usage) {
         self.prompt += o.prompt;
         self.completion += o.completion;
-        self.cached += o.cached;
+        self.cache_read += o.cache_read;
+        self.cache_creation += o.cache_creation;
+        self.calls_without_usage += o.calls_without_usage;
     }
 }
 
@@ -108,4 +155,37 @@ pub enum Message {
     },
     /// Anything else (images, files, reasoning items), by its type.
     Other { role: String, item: String },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Usage;
+
+    #[test]
+    fn usage_reads_as_tokens_cache_and_unknown_calls() {
+        let known = Usage {
+            prompt: 412,
+            completion: 38,
+            ..Usage::default()
+        };
+        assert_eq!(known.to_string(), "412 prompt / 38 completion tokens");
+        let cached = Usage {
+            cache_read: 256,
+            cache_creation: 32,
+            ..known
+        };
+        assert_eq!(
+            cached.to_string(),
+            "412 prompt (256 cache read, 32 cache write) / 38 completion tokens"
+        );
+        assert_eq!(Usage::UNKNOWN.to_string(), "usage unknown");
+        let mut partial = known;
+        partial += Usage::UNKNOWN;
+        partial += Usage::UNKNOWN;
+        assert_eq!(
+            partial.to_string(),
+            "412 prompt / 38 completion tokens; 2 calls without usage"
+        );
+        assert_eq!(partial.calls_without_usage, 2);
+    }
 }

@@ -227,7 +227,7 @@ fn a_changed_input_misses_the_cassette_and_fails_with_the_nearest_recording() {
     std::fs::write(
         d.join("s.yaml"),
         format!(
-            "app:\n  command: [{}, {}]\ncassettes: cassettes\ncases:\n  - name: paris\n    input: What's the weather in Lyon?\n",
+            "app:\n  command: [{}, {}]\ncassettes: cassettes\ntools:\n  get_time: {{result: {{time: noon}}}}\ncases:\n  - name: paris\n    input: What's the weather in Lyon?\n    expect:\n      calls: [get_weather]\n      reply: '18'\n",
             python.display(),
             agent.display()
         ),
@@ -235,12 +235,108 @@ fn a_changed_input_misses_the_cassette_and_fails_with_the_nearest_recording() {
     .unwrap();
     let r = run_in(d, &["test", "s.yaml", "--mode", "replay"]);
     assert_eq!(r.code, 1, "{}", r.stderr);
-    assert!(
-        r.stderr.contains("nearest recorded request"),
+    assert!(r.stderr.contains("Lyon"), "{}", r.stderr);
+    // The cause first, once; the expectations it left unjudged collapsed after it; no
+    // warning about the mock the program never got to call.
+    let miss = r.stderr.find("    miss:").expect("a miss block");
+    let collapsed = r
+        .stderr
+        .find("2 expectations not judged: the program did not get its answers (-v shows them)")
+        .expect("collapsed expectations");
+    assert!(miss < collapsed, "{}", r.stderr);
+    assert_eq!(
+        r.stderr.matches("nearest recorded request").count(),
+        1,
         "{}",
         r.stderr
     );
-    assert!(r.stderr.contains("Lyon"), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("agentproxy: cassette miss (reported above)"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains("✗"), "{}", r.stderr);
+    assert!(!r.stderr.contains("was never called"), "{}", r.stderr);
+    // -v shows what was not judged, and the whole stderr tail.
+    let v = run_in(d, &["test", "s.yaml", "--mode", "replay", "-v"]);
+    assert!(
+        v.stderr
+            .contains("not judged: a request of this turn missed the cassette"),
+        "{}",
+        v.stderr
+    );
+    assert!(v.stderr.contains("✗ calls [get_weather]"), "{}", v.stderr);
+    assert!(v.stderr.contains("Traceback"), "{}", v.stderr);
+}
+
+#[test]
+fn turns_after_the_program_died_are_not_reached_and_counted_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("die.yaml"),
+        "app:\n  command: [sh, -c, 'read a; echo one; read b; echo gone >&2; exit 5']\ncases:\n  - name: three turns\n    turns:\n      - input: a\n      - input: b\n        expect: {reply: x}\n      - input: c\n        expect: {reply: y}\n",
+    )
+    .unwrap();
+    let r = run_in(
+        dir.path(),
+        &[
+            "test",
+            "die.yaml",
+            "--mode",
+            "record",
+            "--upstream",
+            "http://127.0.0.1:9",
+            "--report",
+            "junit",
+            "-o",
+            "j.xml",
+        ],
+    );
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(
+            "turn 3 not reached: the program exited before answering turn 2 during turn 2"
+        ),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("1 error, 1 turn not reached"),
+        "{}",
+        r.stderr
+    );
+    let xml = std::fs::read_to_string(dir.path().join("j.xml")).unwrap();
+    assert!(xml.contains("name=\"three turns › turn 3\""), "{xml}");
+    assert!(xml.contains("skipped=\"1\""), "{xml}");
+}
+
+#[test]
+fn a_timed_out_turn_names_the_turn_and_the_last_line_and_python_is_unbuffered() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("slow.yaml"),
+        "app:\n  command: [sh, -c, 'read a; echo \"unbuffered=$PYTHONUNBUFFERED\"; read b; echo thinking; sleep 30']\n  reply_until: unbuffered|done\nexecution:\n  timeout: 2s\ncases:\n  - name: slow\n    turns:\n      - input: a\n        expect: {output: unbuffered=1}\n      - input: b\n",
+    )
+    .unwrap();
+    let r = run_in(
+        dir.path(),
+        &[
+            "test",
+            "slow.yaml",
+            "--mode",
+            "record",
+            "--upstream",
+            "http://127.0.0.1:9",
+        ],
+    );
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("(the case timeout) waiting for the reply of turn 2; its last output line was `thinking`"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains("✗"), "{}", r.stderr);
 }
 
 #[test]

@@ -10,7 +10,7 @@ mod service;
 mod session;
 pub mod upstream;
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -121,6 +121,7 @@ struct State {
     /// mocked even when its call is not in the request (Responses `previous_response_id`).
     calls: HashMap<String, ToolCall>,
     misses: Vec<String>,
+    missed_turns: BTreeSet<usize>,
     upstream_errors: Vec<String>,
     rejected: Vec<String>,
 }
@@ -135,6 +136,8 @@ pub struct Outcome {
     pub exchanges: Vec<Interaction>,
     /// One report per missed request.
     pub misses: Vec<String>,
+    /// The turns (see [`Proxy::set_turn`]) in which a request missed.
+    pub missed_turns: BTreeSet<usize>,
     pub upstream_errors: Vec<String>,
     /// Requests the proxy answered with an error of its own (not an API path, a body too
     /// large or not JSON), each as `POST /path: why`.
@@ -254,6 +257,7 @@ impl Proxy {
             recorded: recorded.into_iter().map(|(_, i)| i).collect(),
             exchanges: exchanges.into_iter().map(|(_, i)| i).collect(),
             misses: std::mem::take(&mut st.misses),
+            missed_turns: std::mem::take(&mut st.missed_turns),
             upstream_errors: std::mem::take(&mut st.upstream_errors),
             rejected: std::mem::take(&mut st.rejected),
             unused,

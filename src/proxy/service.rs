@@ -317,7 +317,11 @@ fn answer_miss(
     if proxy.opts.print_misses {
         eprint!("agentproxy: {report}");
     }
-    proxy.lock().misses.push(report.clone());
+    let turn = proxy.current_turn();
+    let mut st = proxy.lock();
+    st.misses.push(report.clone());
+    st.missed_turns.extend(turn);
+    drop(st);
     let mut resp = json_response(
         StatusCode::BAD_REQUEST,
         &dialect::error_body(

@@ -4,16 +4,17 @@
 //!
 //! ```json
 //! {
-//!   "version": "1.0",
+//!   "version": "2.0",
 //!   "cases": [ { "spec", "name", "status", "mode", "cassette", "duration_ms",
 //!                "turns": [ { "index", "input", "reply", "output",
 //!                             "tool_calls": [ { "name", "arguments", "result" } ],
 //!                             "assertions": [ { "passed", "what", "message", "expected",
 //!                                               "actual", "path", "nearest" } ],
-//!                             "model_calls", "usage": { "prompt", "completion", "cached" },
-//!                             "latency_ms" } ],
+//!                             "model_calls", "usage": { "prompt", "completion", "cache_read",
+//!                                                  "cache_creation", "calls_without_usage" },
+//!                             "latency_ms", "missed", "not_reached" } ],
 //!                "assertions", "misses", "warnings", "error", "usage", "diff" } ],
-//!   "summary": { "passed", "failed", "errors", "skipped" },
+//!   "summary": { "passed", "failed", "errors", "skipped", "turns_not_reached" },
 //!   "duration_ms": 5231
 //! }
 //! ```
@@ -28,7 +29,7 @@ use serde::Serialize;
 use super::RunReport;
 
 /// The version of the JSON report format.
-pub const FORMAT_VERSION: &str = "1.0";
+pub const FORMAT_VERSION: &str = "2.0";
 
 #[derive(Serialize)]
 struct Document<'a> {
@@ -64,7 +65,7 @@ mod tests {
     #[test]
     fn json_report_parses_back_with_version_and_summary() {
         let v: Value = serde_json::from_str(&render(&sample::run())).expect("valid JSON");
-        assert_eq!(v["version"], "1.0");
+        assert_eq!(v["version"], "2.0");
         assert_eq!(v["summary"]["failed"], 2);
         assert_eq!(
             v["cases"][3]["turns"][0]["tool_calls"][1]["arguments"]["country"],

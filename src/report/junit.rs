@@ -4,7 +4,8 @@
 //! `<testcase>` per case (`classname` = the spec file, `name` = the case name, `time`). A
 //! failed case has a `<failure>` whose `message` is its first failed assertion (or first
 //! miss) and whose text is every failure and miss report; an erroring case an `<error>`
-//! with the error text; a skipped case `<skipped>`. `<system-out>` holds the turn
+//! with the error text; a skipped case `<skipped>`, and so does each turn the program never
+//! reached (its own `<testcase>`, `name` = `case › turn N`). `<system-out>` holds the turn
 //! transcript, headed by the case's mode, cassette and token usage. `quick-junit` drops escape sequences and characters XML cannot carry, so a
 //! coloured stderr tail still gives a valid document.
 
@@ -29,10 +30,30 @@ fn failure_line(turn: Option<usize>, a: &AssertionResult) -> String {
     }
 }
 
-/// Every failure of a case with its values, then its miss reports and warnings.
+/// A case's miss reports, then every failure with its values, the expectations that
+/// could not be judged likewise, and the warnings.
 fn failure_body(c: &CaseReport) -> String {
     let mut out = String::new();
-    for (turn, a) in c.failures() {
+    for m in &c.misses {
+        out.push_str(m);
+        out.push('\n');
+    }
+    failure_lines(&mut out, c.failures());
+    if c.unjudged().next().is_some() {
+        out.push_str("not judged (the program did not get its answers):\n");
+        failure_lines(&mut out, c.unjudged());
+    }
+    for w in &c.warnings {
+        out.push_str(&format!("warning: {w}\n"));
+    }
+    out
+}
+
+fn failure_lines<'a>(
+    out: &mut String,
+    failures: impl Iterator<Item = (Option<usize>, &'a AssertionResult)>,
+) {
+    for (turn, a) in failures {
         out.push_str(&failure_line(turn, a));
         out.push('\n');
         for (label, value) in [
@@ -46,14 +67,6 @@ fn failure_body(c: &CaseReport) -> String {
             }
         }
     }
-    for m in &c.misses {
-        out.push_str(m);
-        out.push('\n');
-    }
-    for w in &c.warnings {
-        out.push_str(&format!("warning: {w}\n"));
-    }
-    out
 }
 
 fn status(c: &CaseReport) -> TestCaseStatus {
@@ -109,12 +122,7 @@ fn test_case(c: &CaseReport) -> TestCase {
     );
     // Mode, cassette and tokens go in the transcript's first line rather than in
     // `<properties>`: the common JUnit schemas only allow properties on a testsuite.
-    let mut out = format!(
-        "mode {}, cassette {}, {} tokens\n",
-        c.mode,
-        c.cassette,
-        text::usage(&c.usage)
-    );
+    let mut out = format!("mode {}, cassette {}, {}\n", c.mode, c.cassette, c.usage);
     out.push_str(&transcript(c));
     if let Some(d) = &c.diff {
         out.push_str("trajectory changed:\n");
@@ -124,6 +132,22 @@ fn test_case(c: &CaseReport) -> TestCase {
     }
     tc.set_system_out(out);
     tc
+}
+
+/// A skipped `<testcase>` (`name` = `case › turn N`) for each turn the program never
+/// reached, so CI counts them apart from the case's own error.
+fn not_reached(c: &CaseReport) -> Vec<TestCase> {
+    c.turns
+        .iter()
+        .filter_map(|t| {
+            let why = t.not_reached.as_deref()?;
+            let mut status = TestCaseStatus::skipped();
+            status.set_message(clean(&format!("not reached: {why}")));
+            let mut tc = TestCase::new(clean(&format!("{} › turn {}", c.name, t.index)), status);
+            tc.set_classname(clean(&c.spec));
+            Some(tc)
+        })
+        .collect()
 }
 
 /// The report as JUnit XML, ending with a newline.
@@ -136,7 +160,10 @@ pub fn render(report: &RunReport) -> String {
         suite.set_time(Duration::from_millis(
             cases.iter().map(|c| c.duration_ms).sum(),
         ));
-        suite.add_test_cases(cases.into_iter().map(test_case));
+        for c in cases {
+            suite.add_test_case(test_case(c));
+            suite.add_test_cases(not_reached(c));
+        }
         junit.add_test_suite(suite);
     }
     // Cannot fail when writing to memory: quick-xml errs only on I/O.
@@ -168,10 +195,10 @@ mod tests {
         let doc = roxmltree::Document::parse(&xml).expect("well-formed XML");
         let root = doc.root_element();
         assert_eq!(root.tag_name().name(), "testsuites");
-        assert_eq!(attr(root, "tests"), "5");
+        assert_eq!(attr(root, "tests"), "7");
         assert_eq!(attr(root, "failures"), "2");
         assert_eq!(attr(root, "errors"), "1");
-        assert_eq!(attr(root, "skipped"), "1");
+        assert_eq!(attr(root, "skipped"), "3");
         assert_eq!(attr(root, "time"), "5.231");
 
         let suites: Vec<_> = root
@@ -185,15 +212,16 @@ mod tests {
         assert_eq!(attr(suites[0], "errors"), "0");
         assert_eq!(attr(suites[0], "skipped"), "1");
         assert_eq!(attr(suites[1], "name"), "specs/booking.yaml");
-        assert_eq!(attr(suites[1], "tests"), "2");
+        assert_eq!(attr(suites[1], "tests"), "4");
         assert_eq!(attr(suites[1], "failures"), "1");
         assert_eq!(attr(suites[1], "errors"), "1");
+        assert_eq!(attr(suites[1], "skipped"), "2");
 
         let cases: Vec<_> = doc
             .descendants()
             .filter(|n| n.has_tag_name("testcase"))
             .collect();
-        assert_eq!(cases.len(), 5);
+        assert_eq!(cases.len(), 7);
         for c in &cases {
             let suite = c.parent().expect("parent");
             assert_eq!(attr(*c, "classname"), attr(suite, "name"));
@@ -224,13 +252,26 @@ mod tests {
             .children()
             .find(|n| n.has_tag_name("failure"))
             .expect("failure");
+        // The miss is the cause; the expectations it left unjudged follow it in the body.
         assert_eq!(
             attr(failure, "message"),
-            "turn 2: reply: {regex: '6[0-9]'}: the turn has no reply: the model call missed the cassette"
+            "cassette miss: POST /v1/chat/completions (openai.chat) has no recording"
         );
+        assert_eq!(attr(failure, "type"), "cassette_miss");
         let body = failure.text().unwrap_or_default();
-        assert!(body.contains("case: never: [delete_account]"));
-        assert!(body.contains("cassette miss: POST /v1/chat/completions"));
+        assert!(body.starts_with("cassette miss: POST /v1/chat/completions"));
+        assert!(body.contains("not judged (the program did not get its answers):\nturn 2: reply"));
+        assert!(body.contains("\ncase: never: [delete_account]"));
+
+        let unreached = by_name("cancel › turn 2");
+        let skipped = unreached
+            .children()
+            .find(|n| n.has_tag_name("skipped"))
+            .expect("skipped");
+        assert_eq!(
+            attr(skipped, "message"),
+            "not reached: the program exited with status 1 during turn 1"
+        );
 
         let book = by_name("book flight");
         let failure = book

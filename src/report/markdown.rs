@@ -114,8 +114,22 @@ fn value_item(out: &mut String, indent: &str, label: &str, value: &str, as_code:
     }
 }
 
+/// `412 / 38 / 256 / 0` (prompt / completion / cache read / cache write), `unknown` when no
+/// call reported usage, `(1 call without usage)` after the figures when some did not.
 fn tokens(u: &crate::neutral::Usage) -> String {
-    format!("{} / {} / {}", u.prompt, u.completion, u.cached)
+    if u.calls_without_usage > 0 && u.prompt == 0 && u.completion == 0 {
+        return "unknown".into();
+    }
+    let figures = [u.prompt, u.completion, u.cache_read, u.cache_creation]
+        .map(|n| n.to_string())
+        .join(" / ");
+    match u.calls_without_usage {
+        0 => figures,
+        n => format!(
+            "{figures} ({})",
+            text::count(n as usize, "call without usage", "calls without usage")
+        ),
+    }
 }
 
 fn headline(out: &mut String, report: &RunReport) {
@@ -136,7 +150,7 @@ fn headline(out: &mut String, report: &RunReport) {
     }
     let _ = writeln!(
         out,
-        "{} ({} tokens: prompt / completion / cached).\n",
+        "{} ({} tokens: prompt / completion / cache read / cache write).\n",
         inline(&capitalize(&text::run_line(report))),
         tokens(&total)
     );
@@ -151,7 +165,7 @@ fn capitalize(s: &str) -> String {
 }
 
 fn table(out: &mut String, report: &RunReport) {
-    out.push_str("| | case | spec | status | turns | tool calls | tokens (prompt / completion / cached) | time |\n");
+    out.push_str("| | case | spec | status | turns | tool calls | tokens (prompt / completion / cache read / cache write) | time |\n");
     out.push_str("|---|---|---|---|--:|--:|--:|--:|\n");
     for c in &report.cases {
         let _ = writeln!(
@@ -198,6 +212,11 @@ fn failure_section(out: &mut String, c: &CaseReport) {
         code(&c.spec),
         status_word(c.status)
     );
+    for miss in &c.misses {
+        out.push_str("**Cassette miss**\n\n");
+        fenced(out, "", "text", miss);
+        out.push('\n');
+    }
     let failures: Vec<_> = c.failures().collect();
     if !failures.is_empty() {
         for (turn, a) in failures {
@@ -209,9 +228,20 @@ fn failure_section(out: &mut String, c: &CaseReport) {
         }
         out.push('\n');
     }
-    for miss in &c.misses {
-        out.push_str("**Cassette miss**\n\n");
-        fenced(out, "", "text", miss);
+    let unjudged = c.unjudged().count();
+    if unjudged > 0 {
+        let _ = writeln!(
+            out,
+            "_{} not judged: the program did not get its answers._\n",
+            text::count(unjudged, "expectation", "expectations")
+        );
+    }
+    for t in &c.turns {
+        if let Some(why) = &t.not_reached {
+            let _ = writeln!(out, "- **turn {}** not reached: {}", t.index, inline(why));
+        }
+    }
+    if c.turns.iter().any(|t| t.not_reached.is_some()) {
         out.push('\n');
     }
     if let Some(e) = &c.error {
@@ -227,7 +257,7 @@ fn failure_section(out: &mut String, c: &CaseReport) {
 fn turn_section(out: &mut String, t: &TurnReport) {
     let _ = writeln!(
         out,
-        "**Turn {}**: {}, {}, tokens {} (prompt / completion / cached)\n",
+        "**Turn {}**: {}, {}, tokens {} (prompt / completion / cache read / cache write)\n",
         t.index,
         text::count(t.model_calls, "model call", "model calls"),
         secs(t.latency_ms),
@@ -283,7 +313,7 @@ fn details(out: &mut String, c: &CaseReport) {
     );
     let _ = writeln!(
         out,
-        "Mode {}, cassette {}, tokens {} (prompt / completion / cached).\n",
+        "Mode {}, cassette {}, tokens {} (prompt / completion / cache read / cache write).\n",
         inline(&c.mode),
         code(&c.cassette),
         tokens(&c.usage)

@@ -27,6 +27,8 @@ pub struct Summary {
     pub failed: usize,
     pub errors: usize,
     pub skipped: usize,
+    /// Turns of erroring cases that the program never reached, counted apart from cases.
+    pub turns_not_reached: usize,
 }
 
 impl Summary {
@@ -39,6 +41,7 @@ impl Summary {
                 Status::Error => s.errors += 1,
                 Status::Skipped => s.skipped += 1,
             }
+            s.turns_not_reached += c.turns.iter().filter(|t| t.not_reached.is_some()).count();
         }
         s
     }
@@ -95,6 +98,20 @@ pub struct TurnReport {
     pub usage: Usage,
     /// Summed recorded latency of the turn's model calls.
     pub latency_ms: u64,
+    /// A request of this turn missed the cassette: the program did not get its answers, so
+    /// the turn's expectations could not be judged (they are kept, and not counted).
+    pub missed: bool,
+    /// Why the program never got to this turn (`the program exited with status 1 during
+    /// turn 2`): its expectations are skipped.
+    pub not_reached: Option<String>,
+}
+
+impl TurnReport {
+    /// Whether the turn's assertions are verdicts: the program got its answers and reached
+    /// the turn.
+    pub fn judged(&self) -> bool {
+        !self.missed && self.not_reached.is_none()
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -151,12 +168,37 @@ impl CaseReport {
         });
     }
 
-    /// Every failed assertion of the case, turn ones first.
+    /// Every failed assertion of the case that is a verdict, turn ones first; the
+    /// case-level ones only when every turn was judged (see [`TurnReport::judged`]).
     pub fn failures(&self) -> impl Iterator<Item = (Option<usize>, &AssertionResult)> {
+        let whole = self.turns.iter().all(TurnReport::judged);
         self.turns
             .iter()
+            .filter(|t| t.judged())
             .flat_map(|t| t.assertions.iter().map(move |a| (Some(t.index), a)))
-            .chain(self.assertions.iter().map(|a| (None, a)))
+            .chain(
+                self.assertions
+                    .iter()
+                    .filter(move |_| whole)
+                    .map(|a| (None, a)),
+            )
+            .filter(|(_, a)| !a.passed)
+    }
+
+    /// The failed assertions that are not verdicts, because a request of their turn missed
+    /// the cassette (or, for case-level ones, of any turn): the ones a console collapses.
+    pub fn unjudged(&self) -> impl Iterator<Item = (Option<usize>, &AssertionResult)> {
+        let whole = self.turns.iter().all(TurnReport::judged);
+        self.turns
+            .iter()
+            .filter(|t| t.missed)
+            .flat_map(|t| t.assertions.iter().map(move |a| (Some(t.index), a)))
+            .chain(
+                self.assertions
+                    .iter()
+                    .filter(move |_| !whole)
+                    .map(|a| (None, a)),
+            )
             .filter(|(_, a)| !a.passed)
     }
 }

@@ -7,11 +7,12 @@ use serde_json::json;
 use super::{AssertionResult, CallReport, CaseReport, RunReport, Status, Summary, TurnReport};
 use crate::neutral::Usage;
 
-fn usage(prompt: u64, completion: u64, cached: u64) -> Usage {
+fn usage(prompt: u64, completion: u64, cache_read: u64) -> Usage {
     Usage {
         prompt,
         completion,
-        cached,
+        cache_read,
+        ..Usage::default()
     }
 }
 
@@ -82,6 +83,8 @@ pub(crate) fn run() -> RunReport {
         model_calls: 2,
         usage: usage(412, 38, 256),
         latency_ms: 731,
+        missed: false,
+        not_reached: None,
     });
     sum_usage(&mut paris);
 
@@ -98,8 +101,15 @@ pub(crate) fn run() -> RunReport {
         }],
         assertions: vec![pass("calls: [get_weather]")],
         model_calls: 2,
-        usage: usage(398, 21, 0),
+        // One of the two calls streamed without a usage chunk.
+        usage: {
+            let mut u = usage(398, 21, 0);
+            u += Usage::UNKNOWN;
+            u
+        },
         latency_ms: 655,
+        missed: false,
+        not_reached: None,
     });
     follow.turns.push(TurnReport {
         index: 2,
@@ -119,9 +129,11 @@ pub(crate) fn run() -> RunReport {
                 nearest: None,
             },
         ],
-        model_calls: 1,
-        usage: usage(0, 0, 0),
+        model_calls: 0,
+        usage: Usage::default(),
         latency_ms: 0,
+        missed: true,
+        not_reached: None,
     });
     follow.assertions.push(AssertionResult {
         passed: false,
@@ -133,9 +145,9 @@ pub(crate) fn run() -> RunReport {
         nearest: None,
     });
     follow.misses.push(MISS.into());
-    follow
-        .warnings
-        .push("mocked tool `get_time` was never called".into());
+    follow.error = Some(
+        "the program exited with status 1\n--- stderr (tail) ---\nTraceback (most recent call last):\n  File \"agent.py\", line 66, in main\nopenai.BadRequestError: Error code: 400 - agentproxy: cassette miss (reported above)".into(),
+    );
     sum_usage(&mut follow);
 
     let mut skipped = case(weather, "tokyo <later>", Status::Skipped, 0);
@@ -172,10 +184,24 @@ pub(crate) fn run() -> RunReport {
                 path: Some("passengers.0.name".into()),
                 nearest: Some("check_visa {\"passengers\":[{\"name\":\"Zoe\"}]} (name: \"Zoe\" ≠ \"Zoë\")".into()),
             },
+            AssertionResult {
+                passed: false,
+                what: "calls: create_booking {passengers.0.name: Zoë}".into(),
+                message: "expected exactly 3 tool calls, got 2".into(),
+                expected: Some("exactly 3 tool calls".into()),
+                actual: Some("2".into()),
+                path: None,
+                nearest: None,
+            },
         ],
         model_calls: 3,
-        usage: usage(1830, 164, 1024),
+        usage: Usage {
+            cache_creation: 512,
+            ..usage(1830, 164, 1024)
+        },
         latency_ms: 2011,
+        missed: false,
+        not_reached: None,
     });
     book.diff = Some(
         "now also calls `check_visa` before `create_booking`\n  - create_booking {\"flight\":\"LX345\"}\n  + check_visa {\"country\":\"CH\"}"
@@ -194,7 +220,32 @@ pub(crate) fn run() -> RunReport {
         model_calls: 0,
         usage: Usage::default(),
         latency_ms: 0,
+        missed: false,
+        not_reached: None,
     });
+    for index in [2, 3] {
+        crash.turns.push(TurnReport {
+            index,
+            input: Some("Yes, cancel it".into()),
+            reply: None,
+            output: String::new(),
+            tool_calls: Vec::new(),
+            assertions: vec![AssertionResult {
+                passed: false,
+                what: "reply: {contains: cancelled}".into(),
+                message: "the turn has no reply".into(),
+                expected: Some("contains \"cancelled\"".into()),
+                actual: None,
+                path: None,
+                nearest: None,
+            }],
+            model_calls: 0,
+            usage: Usage::default(),
+            latency_ms: 0,
+            missed: false,
+            not_reached: Some("the program exited with status 1 during turn 1".into()),
+        });
+    }
     crash.error = Some(
         "the program exited with status 1 before replying\nstderr (last 3 lines):\n  File \"app.py\", line 42, in cancel\n    booking = BOOKINGS[ref]\n\u{1b}[31mKeyError\u{1b}[0m: 'LX345'"
             .into(),

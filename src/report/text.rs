@@ -6,20 +6,11 @@ use std::borrow::Cow;
 use serde_json::Value;
 
 use super::{CaseReport, RunReport, Summary};
-use crate::neutral::Usage;
 
 /// A duration in seconds with two decimals: `2.41s`. One form everywhere, so a case time
 /// in the console, the Markdown table and the summary line compare at a glance.
 pub(crate) fn secs(ms: u64) -> String {
     format!("{}.{:02}s", ms / 1000, (ms % 1000) / 10)
-}
-
-/// `120 prompt / 30 completion / 0 cached`.
-pub(crate) fn usage(u: &Usage) -> String {
-    format!(
-        "{} prompt / {} completion / {} cached",
-        u.prompt, u.completion, u.cached
-    )
 }
 
 /// JSON on one line, as a tool call's arguments are shown next to its name.
@@ -59,7 +50,8 @@ pub(crate) fn count(n: usize, one: &str, many: &str) -> String {
 }
 
 /// The counts of the closing line: `3 passed, 1 failed`, then `, 1 error` / `, 2 errors`
-/// only when there are errors and `, 1 skipped` only when cases were skipped.
+/// only when there are errors, `, 1 skipped` only when cases were skipped, and
+/// `, 2 turns not reached` only when a program stopped before its last turn.
 ///
 /// With no errors the line is exactly `N passed, N failed[, N skipped]`, the plain form CI
 /// log readers look for alone on a line. Errors are not folded into `failed` (they exit 3,
@@ -71,6 +63,14 @@ pub(crate) fn counts(s: &Summary) -> Vec<(usize, &'static str)> {
     }
     if s.skipped > 0 {
         parts.push((s.skipped, "skipped"));
+    }
+    if s.turns_not_reached > 0 {
+        let word = if s.turns_not_reached == 1 {
+            "turn not reached"
+        } else {
+            "turns not reached"
+        };
+        parts.push((s.turns_not_reached, word));
     }
     parts
 }
@@ -123,6 +123,13 @@ pub(crate) fn reason(case: &CaseReport) -> String {
     if !case.misses.is_empty() {
         parts.push(count(case.misses.len(), "cassette miss", "cassette misses"));
     }
+    let unjudged = case.unjudged().count();
+    if unjudged > 0 {
+        parts.push(format!(
+            "{} not judged",
+            count(unjudged, "expectation", "expectations")
+        ));
+    }
     parts.join(", ")
 }
 
@@ -161,6 +168,7 @@ mod tests {
             failed: 1,
             errors: 0,
             skipped: 0,
+            turns_not_reached: 0,
         };
         assert_eq!(summary_line(&s), "3 passed, 1 failed");
         let s = Summary {
@@ -168,6 +176,7 @@ mod tests {
             failed: 0,
             errors: 0,
             skipped: 2,
+            turns_not_reached: 0,
         };
         assert_eq!(summary_line(&s), "3 passed, 0 failed, 2 skipped");
         let s = Summary {
@@ -175,6 +184,7 @@ mod tests {
             failed: 1,
             errors: 2,
             skipped: 1,
+            turns_not_reached: 0,
         };
         assert_eq!(summary_line(&s), "0 passed, 1 failed, 2 errors, 1 skipped");
         let s = Summary {
@@ -182,7 +192,17 @@ mod tests {
             failed: 0,
             errors: 1,
             skipped: 0,
+            turns_not_reached: 0,
         };
         assert_eq!(summary_line(&s), "0 passed, 0 failed, 1 error");
+        let s = Summary {
+            errors: 1,
+            turns_not_reached: 2,
+            ..Summary::default()
+        };
+        assert_eq!(
+            summary_line(&s),
+            "0 passed, 0 failed, 1 error, 2 turns not reached"
+        );
     }
 }

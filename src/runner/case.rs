@@ -164,7 +164,18 @@ async fn run_inner(
         Ok(o) => (o, None),
         Err((partial, e)) => (partial, Some(e)),
     };
-    let (turns, assertions) = evaluate::evaluate(case, &outcome.exchanges, &outputs);
+    let progress = evaluate::Progress {
+        missed_turns: &outcome.missed_turns,
+        // `outputs` holds the turns that completed: the program stopped in the next one.
+        stopped: drive_error.as_ref().map(|e| {
+            let why = e.to_string();
+            (
+                outputs.len(),
+                why.lines().next().unwrap_or_default().to_owned(),
+            )
+        }),
+    };
+    let (turns, assertions) = evaluate::evaluate(case, &outcome.exchanges, &outputs, &progress);
     report.turns = turns;
     report.assertions = assertions;
     for t in &report.turns {
@@ -186,10 +197,12 @@ async fn run_inner(
         .iter()
         .flat_map(|t| t.tool_calls.iter().map(|c| c.name.as_str()))
         .collect();
-    for name in mocks
+    // After a miss the program did not get the answers that would have called them.
+    let unused = mocks
         .names()
         .filter(|n| !called.contains(n) && !expected_absent.contains(n))
-    {
+        .filter(|_| report.misses.is_empty());
+    for name in unused {
         report
             .warnings
             .push(format!("mocked tool `{name}` was never called"));
@@ -209,8 +222,9 @@ async fn run_inner(
         if report.misses.is_empty() {
             return Err(e.into());
         }
-        // The program failed because a request missed: that is the test failure to report.
-        report.error = Some(e.to_string());
+        // The program failed because a request missed: that is the test failure to report,
+        // and the miss is shown once, not again as the program's stderr repeats it.
+        report.error = Some(evaluate::without_misses(&e.to_string(), &report.misses));
     }
     if !outcome.upstream_errors.is_empty() {
         return Err(CaseError::UpstreamFailed {
@@ -299,6 +313,8 @@ pub(crate) async fn drive(
             .into_iter()
             .map(|v| (v.name, v.value))
             .collect();
+            // Python buffers a pipe's output, and a turn waits for its reply line.
+            vars.push(("PYTHONUNBUFFERED".into(), "1".into()));
             for (k, v) in spec.app.env.iter().chain(&case.env) {
                 vars.push((k.clone(), crate::spec::expand_env_value(v, &v1, base)));
             }

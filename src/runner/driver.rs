@@ -20,6 +20,8 @@ const STDERR_DRAIN: Duration = Duration::from_millis(500);
 const STDERR_TAIL: usize = 40;
 /// How a timeout names the deadline of the whole case.
 const CASE_LIMIT: &str = "the case timeout";
+/// What a program is waited for once its turns are done.
+const EXIT: &str = "the program to exit";
 
 /// How to start the program of a case.
 #[derive(Debug, Clone)]
@@ -39,17 +41,33 @@ pub enum DriveError {
         program: String,
         source: std::io::Error,
     },
-    #[error("the program timed out after {secs:.1}s ({limit})")]
+    #[error("the program timed out after {secs:.1}s ({limit}) waiting for {waiting}; {}", last_seen(.last_line.as_deref()))]
     Timeout {
         secs: f64,
         /// Which limit expired, e.g. `the case timeout` or `app.timeout of turn 2`.
         limit: String,
+        /// What the program owed: `the reply of turn 2`, `the program to exit`.
+        waiting: String,
+        /// The last line it printed on stdout, if any.
+        last_line: Option<String>,
         stderr: String,
     },
     #[error("the program exited before answering turn {turn}")]
     EndedEarly { turn: usize, stderr: String },
     #[error("failed to talk to the program: {0}")]
     Io(#[from] std::io::Error),
+}
+
+/// The end of a timeout message: the last output line, or a hint when there was none (a
+/// program writing to a pipe often buffers its output).
+fn last_seen(line: Option<&str>) -> String {
+    match line {
+        Some(l) => format!("its last output line was `{}`", l.trim_end()),
+        None => "it printed nothing on stdout: if it did print, its output is buffered; \
+                 flush after each reply (agentproxy sets PYTHONUNBUFFERED=1 for Python \
+                 unless app.env sets it)"
+            .to_owned(),
+    }
 }
 
 impl DriveError {
@@ -75,6 +93,8 @@ pub struct Running {
     deadline: Instant,
     reply_until: Option<Regex>,
     started: std::time::Instant,
+    /// The last line read from stdout, for a timeout's report.
+    last_line: Option<String>,
 }
 
 /// How the program ended.
@@ -153,6 +173,7 @@ impl CommandApp {
             deadline,
             reply_until: self.reply_until.clone(),
             started: std::time::Instant::now(),
+            last_line: None,
         })
     }
 }
@@ -174,7 +195,9 @@ impl Running {
         let mut output = String::new();
         loop {
             let line = match tokio::time::timeout_at(until, self.stdout.next_line()).await {
-                Err(_) => return Err(self.timeout(which)),
+                Err(_) => {
+                    return Err(self.timeout(which, format!("the reply of turn {}", index + 1)))
+                }
                 Ok(r) => r?,
             };
             let Some(line) = line else {
@@ -185,6 +208,7 @@ impl Running {
             };
             output.push_str(&line);
             output.push('\n');
+            self.last_line = Some(line.clone());
             if self
                 .reply_until
                 .as_ref()
@@ -213,17 +237,18 @@ impl Running {
         let mut trailing = String::new();
         loop {
             match tokio::time::timeout_at(self.deadline, self.stdout.next_line()).await {
-                Err(_) => return Err(self.timeout(CASE_LIMIT.to_owned())),
+                Err(_) => return Err(self.timeout(CASE_LIMIT.to_owned(), EXIT.to_owned())),
                 Ok(Ok(Some(line))) => {
                     trailing.push_str(&line);
                     trailing.push('\n');
+                    self.last_line = Some(line);
                 }
                 Ok(Ok(None)) => break,
                 Ok(Err(e)) => return Err(e.into()),
             }
         }
         let status = match tokio::time::timeout_at(self.deadline, self.child.wait()).await {
-            Err(_) => return Err(self.timeout(CASE_LIMIT.to_owned())),
+            Err(_) => return Err(self.timeout(CASE_LIMIT.to_owned(), EXIT.to_owned())),
             Ok(s) => s?,
         };
         Ok(Finished {
@@ -233,7 +258,7 @@ impl Running {
         })
     }
 
-    fn timeout(&mut self, limit: String) -> DriveError {
+    fn timeout(&mut self, limit: String, waiting: String) -> DriveError {
         if let Some(pid) = self.child.id().and_then(|p| libc::pid_t::try_from(p).ok()) {
             // SAFETY: signalling the process group we created; no memory is touched.
             unsafe {
@@ -243,6 +268,8 @@ impl Running {
         DriveError::Timeout {
             secs: self.started.elapsed().as_secs_f64(),
             limit,
+            waiting,
+            last_line: self.last_line.take(),
             stderr: self.stderr_tail(),
         }
     }
@@ -325,6 +352,13 @@ mod tests {
         assert!(matches!(err, DriveError::Timeout { .. }), "{err}");
         assert!(err.to_string().contains("the case timeout"), "{err}");
         assert!(err.stderr().unwrap().contains("starting"));
+        // Nothing on stdout: the message says so and how output gets through.
+        assert!(
+            err.to_string()
+                .contains("waiting for the reply of turn 1; it printed nothing on stdout"),
+            "{err}"
+        );
+        assert!(err.to_string().contains("PYTHONUNBUFFERED=1"), "{err}");
     }
 
     #[tokio::test]
@@ -336,7 +370,11 @@ mod tests {
         let started = std::time::Instant::now();
         let err = r.turn(1, "b", limit).await.unwrap_err();
         assert!(started.elapsed() < Duration::from_secs(5));
-        assert!(err.to_string().contains("app.timeout of turn 2"), "{err}");
+        assert!(
+            err.to_string()
+                .contains("(app.timeout of turn 2) waiting for the reply of turn 2; its last output line was `one`"),
+            "{err}"
+        );
     }
 
     #[tokio::test]

@@ -1,7 +1,7 @@
 //! Turning what a case did (its exchanges and the program's output) into turn reports and
 //! assertion verdicts. Pure: no I/O.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use serde_json::Value;
 
@@ -33,12 +33,24 @@ pub fn model_calls(exchanges: &[Interaction]) -> Vec<(usize, ModelCall, u64)> {
         .collect()
 }
 
+/// How far the program got, beside what it said: what makes a turn's expectations
+/// verdicts or not.
+#[derive(Debug)]
+pub struct Progress<'a> {
+    /// The turns (from 0) in which a request missed the cassette.
+    pub missed_turns: &'a BTreeSet<usize>,
+    /// The turn (from 0) during which the program stopped before its conversation was
+    /// over, and why (`the program exited with status 1`).
+    pub stopped: Option<(usize, String)>,
+}
+
 /// Evaluate a case: one report per turn (with its own assertions), and the case-level
 /// assertions over the whole conversation.
 pub fn evaluate(
     case: &Case,
     exchanges: &[Interaction],
     outputs: &[String],
+    progress: &Progress,
 ) -> (Vec<TurnReport>, Vec<AssertionResult>) {
     let calls = model_calls(exchanges);
     let schemas: HashMap<String, Value> = calls
@@ -106,6 +118,13 @@ pub fn evaluate(
                 model_calls: trace.model_calls,
                 usage: trace.usage,
                 latency_ms: trace.latency_ms,
+                missed: progress.missed_turns.contains(&index),
+                not_reached: match &progress.stopped {
+                    Some((during, why)) if index > *during => {
+                        Some(format!("{why} during turn {}", during + 1))
+                    }
+                    _ => None,
+                },
             }
         })
         .collect();
@@ -261,5 +280,70 @@ fn failed(what: &str, message: String) -> AssertionResult {
         actual: None,
         path: None,
         nearest: None,
+    }
+}
+
+/// The program's error text without what repeats a miss report: the SDK's exception
+/// quotes the proxy's error body, which is the report the case already shows. The line
+/// that quotes it is cut to `… agentproxy: cassette miss (reported above)`, and the
+/// report's own lines that follow are dropped.
+pub fn without_misses(error: &str, misses: &[String]) -> String {
+    const MARK: &str = "agentproxy: cassette miss";
+    let repeated: HashSet<&str> = misses
+        .iter()
+        .flat_map(|m| m.lines())
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let mut out = String::with_capacity(error.len());
+    for line in error.lines() {
+        if let Some(at) = line.find(MARK) {
+            out.push_str(&line[..at]);
+            out.push_str(MARK);
+            out.push_str(" (reported above)\n");
+        } else if !repeated.contains(line.trim()) {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out.truncate(out.trim_end().len());
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_misses;
+
+    #[test]
+    fn a_stderr_tail_does_not_repeat_the_miss() {
+        let miss = "cassette miss: POST /v1/chat/completions (openai.chat) has no recording
+  nearest recorded request: interaction #0
+  first difference at /messages/0/content:
+    - …Use the tools.
+    + …Use the tools well.
+  hint: if this change is intended, re-record";
+        let error = format!(
+            "the program exited with status 1
+--- stderr (tail) ---
+Traceback (most recent call last):
+  File \"agent.py\", line 66, in main
+openai.BadRequestError: Error code: 400 - agentproxy: {}
+",
+            miss.replace('\n', "\n  ")
+        );
+        assert_eq!(
+            without_misses(&error, &[miss.to_owned()]),
+            "the program exited with status 1
+--- stderr (tail) ---
+Traceback (most recent call last):
+  File \"agent.py\", line 66, in main
+openai.BadRequestError: Error code: 400 - agentproxy: cassette miss (reported above)"
+        );
+        // A one-line JSON error body is cut where the report starts.
+        let json = "anthropic.BadRequestError: {'message': 'agentproxy: cassette miss: POST /v1/messages\\n nearest'}";
+        assert_eq!(
+            without_misses(json, &[miss.to_owned()]),
+            "anthropic.BadRequestError: {'message': 'agentproxy: cassette miss (reported above)"
+        );
     }
 }

@@ -242,22 +242,15 @@ pub fn show(cassette: &Cassette) -> String {
     };
     let _ = writeln!(
         out,
-        "\ntotal: {} model call{}{failed}, {} tool call{}, {} tokens, {} ms",
+        "\ntotal: {} model call{}{failed}, {} tool call{}, {}, {} ms",
         t.model_calls,
         if t.model_calls == 1 { "" } else { "s" },
         t.tool_calls,
         if t.tool_calls == 1 { "" } else { "s" },
-        usage(&t.usage),
+        t.usage,
         t.latency_ms
     );
     out
-}
-
-fn usage(u: &Usage) -> String {
-    format!(
-        "{} prompt / {} completion / {} cached",
-        u.prompt, u.completion, u.cached
-    )
 }
 
 /// `label text`, continuation lines aligned under the text.
@@ -275,12 +268,12 @@ fn field(out: &mut String, label: &str, text: &str) {
 fn call_text(out: &mut String, c: &ShownCall) {
     let _ = writeln!(
         out,
-        "  model call {} · {} · {} · {} ms · {} tokens",
+        "  model call {} · {} · {} · {} ms · {}",
         c.number,
         clean(&c.route),
         clean(&c.model),
         c.latency_ms,
-        usage(&c.usage)
+        c.usage
     );
     if let Some(s) = &c.system {
         field(out, "system:", s);

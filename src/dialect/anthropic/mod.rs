@@ -160,7 +160,8 @@ const NOT_PARAMS: [&str; 5] = ["model", "system", "messages", "tools", "stream"]
 ///   several blocks); `None` when there is none.
 /// - `usage`: `prompt` is `input_tokens + cache_read_input_tokens +
 ///   cache_creation_input_tokens` (Anthropic's `input_tokens` excludes cached tokens, unlike
-///   OpenAI's), `cached` is `cache_read_input_tokens`.
+///   OpenAI's), `cache_read` is `cache_read_input_tokens` and `cache_creation`
+///   `cache_creation_input_tokens`; a response without `usage` gives [`Usage::UNKNOWN`].
 pub fn extract(request: &Value, response: &Value) -> ModelCall {
     let system = match &request["system"] {
         Value::String(text) => Some(text.clone()),
@@ -220,12 +221,17 @@ pub fn extract(request: &Value, response: &Value) -> ModelCall {
         tool_results,
         tool_calls,
         reply: (!texts.is_empty()).then(|| texts.concat()),
-        usage: Usage {
-            prompt: count("input_tokens")
-                + count("cache_read_input_tokens")
-                + count("cache_creation_input_tokens"),
-            completion: count("output_tokens"),
-            cached: count("cache_read_input_tokens"),
+        usage: match usage {
+            Value::Object(_) => Usage {
+                prompt: count("input_tokens")
+                    + count("cache_read_input_tokens")
+                    + count("cache_creation_input_tokens"),
+                completion: count("output_tokens"),
+                cache_read: count("cache_read_input_tokens"),
+                cache_creation: count("cache_creation_input_tokens"),
+                calls_without_usage: 0,
+            },
+            _ => Usage::UNKNOWN,
         },
         params: params(request, &NOT_PARAMS),
     }

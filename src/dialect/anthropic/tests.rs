@@ -464,7 +464,9 @@ fn extract_reads_the_neutral_call() {
         Usage {
             prompt: 410 + 120 + 2048,
             completion: 96,
-            cached: 2048
+            cache_read: 2048,
+            cache_creation: 120,
+            calls_without_usage: 0
         }
     );
     assert_eq!(
@@ -488,7 +490,7 @@ fn extract_a_first_turn_and_an_error() {
         &req,
         &json!({"type": "error", "error": {"type": "overloaded_error", "message": "x"}}),
     );
-    assert_eq!((call.reply, call.usage), (None, Usage::default()));
+    assert_eq!((call.reply, call.usage), (None, Usage::UNKNOWN));
     let call = extract(
         &json!({"messages": [{"role": "user", "content": "x"}]}),
         &json!({}),

@@ -330,10 +330,14 @@ pub fn extract(request: &Value, response: &Value) -> ModelCall {
         tool_results,
         tool_calls,
         reply: (!texts.is_empty()).then(|| texts.concat()),
-        usage: Usage {
-            prompt: count("promptTokenCount"),
-            completion: count("candidatesTokenCount") + count("thoughtsTokenCount"),
-            cached: count("cachedContentTokenCount"),
+        usage: match usage {
+            Value::Object(_) => Usage {
+                prompt: count("promptTokenCount"),
+                completion: count("candidatesTokenCount") + count("thoughtsTokenCount"),
+                cache_read: count("cachedContentTokenCount"),
+                ..Usage::default()
+            },
+            _ => Usage::UNKNOWN,
         },
         params: params(request, &NOT_PARAMS),
     }

@@ -65,7 +65,7 @@ fn extracts_the_neutral_call() {
     );
     assert_eq!(call.usage.prompt, 40);
     assert_eq!(call.usage.completion, 12);
-    assert_eq!(call.usage.cached, 8);
+    assert_eq!(call.usage.cache_read, 8);
     assert_eq!(
         call.params.keys().collect::<Vec<_>>(),
         ["generationConfig", "toolConfig"]

@@ -181,12 +181,16 @@ pub fn extract(request: &Value, response: &Value) -> ModelCall {
         tool_results,
         tool_calls,
         reply: message["content"].as_str().map(str::to_owned),
-        usage: Usage {
-            prompt: usage["prompt_tokens"].as_u64().unwrap_or(0),
-            completion: usage["completion_tokens"].as_u64().unwrap_or(0),
-            cached: usage["prompt_tokens_details"]["cached_tokens"]
-                .as_u64()
-                .unwrap_or(0),
+        usage: match usage {
+            Value::Object(_) => Usage {
+                prompt: usage["prompt_tokens"].as_u64().unwrap_or(0),
+                completion: usage["completion_tokens"].as_u64().unwrap_or(0),
+                cache_read: usage["prompt_tokens_details"]["cached_tokens"]
+                    .as_u64()
+                    .unwrap_or(0),
+                ..Usage::default()
+            },
+            _ => Usage::UNKNOWN,
         },
         params: params(request, &NOT_PARAMS),
     }

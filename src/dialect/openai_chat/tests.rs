@@ -443,7 +443,8 @@ fn extract_reads_the_neutral_call() {
         Usage {
             prompt: 50,
             completion: 7,
-            cached: 32
+            cache_read: 32,
+            ..Usage::default()
         }
     );
     assert_eq!(call.params.get("temperature"), Some(&json!(0.2)));

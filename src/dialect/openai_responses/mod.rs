@@ -269,12 +269,16 @@ pub fn extract(request: &Value, response: &Value) -> ModelCall {
         tool_results,
         tool_calls,
         reply: (!texts.is_empty()).then(|| texts.concat()),
-        usage: Usage {
-            prompt: usage["input_tokens"].as_u64().unwrap_or(0),
-            completion: usage["output_tokens"].as_u64().unwrap_or(0),
-            cached: usage["input_tokens_details"]["cached_tokens"]
-                .as_u64()
-                .unwrap_or(0),
+        usage: match usage {
+            Value::Object(_) => Usage {
+                prompt: usage["input_tokens"].as_u64().unwrap_or(0),
+                completion: usage["output_tokens"].as_u64().unwrap_or(0),
+                cache_read: usage["input_tokens_details"]["cached_tokens"]
+                    .as_u64()
+                    .unwrap_or(0),
+                ..Usage::default()
+            },
+            _ => Usage::UNKNOWN,
         },
         params: params(request, &NOT_PARAMS),
     }

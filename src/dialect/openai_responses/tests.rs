@@ -567,7 +567,8 @@ fn extract_reads_the_neutral_call() {
         Usage {
             prompt: 312,
             completion: 41,
-            cached: 256
+            cache_read: 256,
+            ..Usage::default()
         }
     );
     assert_eq!(

@@ -84,27 +84,42 @@ fn block(out: &mut String, indent: &str, heading: &str, body: &str) {
     }
 }
 
-/// One assertion: `✓ what` or `✗ turn 2: what` and, when it failed, why and the values.
-fn assertion(out: &mut String, indent: &str, scope: &str, a: &AssertionResult, style: &Style) {
-    let what = clean(&a.what);
-    if a.passed {
-        let _ = writeln!(
-            out,
-            "{indent}{} {scope}{what}",
-            style.paint(fg(AnsiColor::Green), "✓")
-        );
-        return;
+/// Assertions in order, `✓ what` or `✗ turn 2: what` and, for a failed one, why and the
+/// values. Consecutive failures of one expectation (a `calls` block that failed in three
+/// ways) share one heading.
+fn assertions<'a>(
+    out: &mut String,
+    indent: &str,
+    items: impl IntoIterator<Item = (String, &'a AssertionResult)>,
+    style: &Style,
+) {
+    let mut last_heading: Option<String> = None;
+    for (scope, a) in items {
+        let heading = format!("{scope}{}", clean(&a.what));
+        if a.passed {
+            let _ = writeln!(
+                out,
+                "{indent}{} {heading}",
+                style.paint(fg(AnsiColor::Green), "✓")
+            );
+            last_heading = None;
+            continue;
+        }
+        if last_heading.as_deref() != Some(heading.as_str()) {
+            let _ = writeln!(
+                out,
+                "{indent}{} {}",
+                style.paint(bold(AnsiColor::Red), "✗"),
+                style.paint(anstyle::Style::new().effects(Effects::BOLD), &heading)
+            );
+        }
+        failure_detail(out, &format!("{indent}{INDENT}"), a, style);
+        last_heading = Some(heading);
     }
-    let _ = writeln!(
-        out,
-        "{indent}{} {}",
-        style.paint(bold(AnsiColor::Red), "✗"),
-        style.paint(
-            anstyle::Style::new().effects(Effects::BOLD),
-            &format!("{scope}{what}")
-        )
-    );
-    let inner = format!("{indent}{INDENT}");
+}
+
+/// Why an assertion failed and the values it compared, one row each.
+fn failure_detail(out: &mut String, inner: &str, a: &AssertionResult, style: &Style) {
     if !a.message.is_empty() {
         for line in clean(&a.message).lines() {
             let _ = writeln!(out, "{inner}{line}");
@@ -135,14 +150,22 @@ fn assertion(out: &mut String, indent: &str, scope: &str, a: &AssertionResult, s
     }
 }
 
-/// `turn 1 (2 model calls, 0.73s, 412 prompt / 38 completion / 256 cached tokens)`.
+/// `turn 2: ` for a turn's assertion, `case: ` for a case-level one.
+fn scope(turn: Option<usize>) -> String {
+    match turn {
+        Some(n) => format!("turn {n}: "),
+        None => "case: ".to_owned(),
+    }
+}
+
+/// `turn 1 (2 model calls, 0.73s, 412 prompt (256 cache read) / 38 completion tokens)`.
 fn turn_heading(t: &TurnReport) -> String {
     format!(
-        "turn {} ({}, {}, {} tokens)",
+        "turn {} ({}, {}, {})",
         t.index,
         text::count(t.model_calls, "model call", "model calls"),
         secs(t.latency_ms),
-        text::usage(&t.usage)
+        t.usage
     )
 }
 
@@ -197,14 +220,49 @@ fn turns_section(out: &mut String, case: &CaseReport, style: &Style) {
         if shows_output && !t.output.is_empty() {
             field(out, &inner, ("output:", dim()), &t.output, style);
         }
-        for a in &t.assertions {
-            assertion(out, &inner, "", a, style);
+        if t.missed {
+            let _ = writeln!(
+                out,
+                "{inner}{}",
+                style.paint(
+                    dim(),
+                    "not judged: a request of this turn missed the cassette"
+                )
+            );
         }
+        if let Some(why) = &t.not_reached {
+            let _ = writeln!(
+                out,
+                "{inner}{}",
+                style.paint(
+                    fg(AnsiColor::Yellow),
+                    &format!("not reached: {}", clean(why))
+                )
+            );
+        }
+        assertions(
+            out,
+            &inner,
+            t.assertions.iter().map(|a| (String::new(), a)),
+            style,
+        );
     }
 }
 
-/// Everything under a case's header line, in the detail its style asks for.
+/// Everything under a case's header line, in the detail its style asks for: the cause
+/// first (cassette misses), then the failed expectations that are verdicts, a line for
+/// those that could not be judged, the turns never reached, warnings, the error and the
+/// trajectory diff. Verbose puts each turn's transcript, every assertion included, after
+/// the misses.
 fn case_body(out: &mut String, case: &CaseReport, style: &Style) {
+    for miss in &case.misses {
+        block(
+            out,
+            INDENT,
+            &style.paint(bold(AnsiColor::Red), "miss:"),
+            miss,
+        );
+    }
     if style.verbose > 0 {
         turns_section(out, case, style);
         if !case.assertions.is_empty() {
@@ -216,36 +274,44 @@ fn case_body(out: &mut String, case: &CaseReport, style: &Style) {
                     "whole conversation"
                 )
             );
-            for a in &case.assertions {
-                assertion(out, &format!("{INDENT}{INDENT}"), "", a, style);
-            }
+            assertions(
+                out,
+                &format!("{INDENT}{INDENT}"),
+                case.assertions.iter().map(|a| (String::new(), a)),
+                style,
+            );
         }
         if !case.turns.is_empty() {
             let total = format!(
-                "total: {}, {}, {} tokens; cassette {}",
+                "total: {}, {}, {}; cassette {}",
                 text::count(text::model_calls(case), "model call", "model calls"),
                 text::count(text::tool_calls(case), "tool call", "tool calls"),
-                text::usage(&case.usage),
+                case.usage,
                 clean(&case.cassette)
             );
             let _ = writeln!(out, "{INDENT}{}", style.paint(dim(), &total));
         }
     } else {
-        for (turn, a) in case.failures() {
-            let scope = match turn {
-                Some(n) => format!("turn {n}: "),
-                None => "case: ".to_owned(),
-            };
-            assertion(out, INDENT, &scope, a, style);
-        }
-    }
-    for miss in &case.misses {
-        block(
+        assertions(
             out,
             INDENT,
-            &style.paint(bold(AnsiColor::Red), "miss:"),
-            miss,
+            case.failures().map(|(turn, a)| (scope(turn), a)),
+            style,
         );
+        let unjudged = case.unjudged().count();
+        if unjudged > 0 {
+            let why = if case.misses.is_empty() {
+                "the program did not finish its conversation"
+            } else {
+                "the program did not get its answers"
+            };
+            let line = format!(
+                "{} not judged: {why} (-v shows them)",
+                text::count(unjudged, "expectation", "expectations")
+            );
+            let _ = writeln!(out, "{INDENT}{}", style.paint(dim(), &line));
+        }
+        not_reached(out, case, style);
     }
     for w in &case.warnings {
         let _ = writeln!(
@@ -256,7 +322,12 @@ fn case_body(out: &mut String, case: &CaseReport, style: &Style) {
         );
     }
     if let Some(e) = &case.error {
-        field(out, INDENT, ("error:", bold(AnsiColor::Magenta)), e, style);
+        let e = if case.misses.is_empty() || style.verbose > 0 {
+            e.clone()
+        } else {
+            short_tail(e)
+        };
+        field(out, INDENT, ("error:", bold(AnsiColor::Magenta)), &e, style);
     }
     if let Some(d) = &case.diff {
         block(
@@ -264,6 +335,55 @@ fn case_body(out: &mut String, case: &CaseReport, style: &Style) {
             INDENT,
             &style.paint(bold(AnsiColor::Cyan), "trajectory changed:"),
             d,
+        );
+    }
+}
+
+/// A program error caused by a cassette miss, with its stderr tail cut to where the
+/// program reported the miss (`… agentproxy: cassette miss (reported above)`): the
+/// traceback above that line is how the SDK got there, which the miss already says.
+fn short_tail(error: &str) -> String {
+    let lines: Vec<&str> = error.lines().collect();
+    let tail = lines.iter().position(|l| l.starts_with("--- stderr"));
+    let mark = lines
+        .iter()
+        .rposition(|l| l.ends_with("agentproxy: cassette miss (reported above)"));
+    let (Some(tail), Some(mark)) = (tail, mark) else {
+        return error.to_owned();
+    };
+    if mark <= tail + 1 {
+        return error.to_owned();
+    }
+    let mut out: Vec<String> = lines[..=tail].iter().map(|l| (*l).to_owned()).collect();
+    out.push(format!("… {} lines (-v shows them)", mark - tail - 1));
+    out.extend(lines[mark..].iter().map(|l| (*l).to_owned()));
+    out.join("\n")
+}
+
+/// `turns 2-3 not reached: the program exited with status 1 during turn 1`, one line per
+/// run of turns with the same reason.
+fn not_reached(out: &mut String, case: &CaseReport, style: &Style) {
+    let mut runs: Vec<(usize, usize, &str)> = Vec::new();
+    for t in &case.turns {
+        let Some(why) = t.not_reached.as_deref() else {
+            continue;
+        };
+        match runs.last_mut() {
+            Some((_, last, w)) if *w == why && *last + 1 == t.index => *last = t.index,
+            _ => runs.push((t.index, t.index, why)),
+        }
+    }
+    for (first, last, why) in runs {
+        let turns = if first == last {
+            format!("turn {first}")
+        } else {
+            format!("turns {first}-{last}")
+        };
+        let _ = writeln!(
+            out,
+            "{INDENT}{} {}",
+            style.paint(bold(AnsiColor::Yellow), &format!("{turns} not reached:")),
+            clean(why)
         );
     }
 }

@@ -283,7 +283,7 @@ mod tests {
         let out = summary_block(&report, &Style::plain());
         assert_eq!(
             out.lines().last(),
-            Some("1 passed, 2 failed, 1 error, 1 skipped")
+            Some("1 passed, 2 failed, 1 error, 1 skipped, 2 turns not reached")
         );
         assert_eq!(
             out.lines().rev().nth(1),
