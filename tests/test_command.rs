@@ -551,7 +551,8 @@ async fn url_apps_are_driven_turn_by_turn_over_http() {
 }
 
 /// Re-record after the model changed (it now also calls get_weather for London): the diff
-/// names the new call, and the verdict depends on what the spec asserts.
+/// names the new call, and the verdict depends on what the spec asserts and whether it
+/// still holds.
 #[tokio::test(flavor = "multi_thread")]
 async fn rerecord_with_a_changed_model_reports_regression_or_benign() {
     let fake = FakeOpenAi::start().await;
@@ -559,6 +560,11 @@ async fn rerecord_with_a_changed_model_reports_regression_or_benign() {
         (
             "    expect:\n      never:\n        - get_weather: {city: London}\n",
             "regression",
+        ),
+        // The asserted tool is called anew, and the assertion still holds.
+        (
+            "    expect:\n      calls:\n        - get_weather: {city: Paris}\n",
+            "asserted values changed and every assertion still holds",
         ),
         ("", "benign"),
     ] {
@@ -617,4 +623,28 @@ async fn rerecord_with_a_changed_model_reports_regression_or_benign() {
             .contains("London"));
     }
     fake.stop().await;
+}
+
+#[test]
+fn a_case_without_cassette_in_replay_names_its_mode_and_how_to_record_just_it() {
+    let dir = tempfile::tempdir().unwrap();
+    weather_spec(
+        dir.path(),
+        "  - name: tokyo only\n    input: What's the weather in Tokyo?\n",
+    );
+    let r = run_in(dir.path(), &["test", "weather.yaml", "--mode", "replay"]);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("ERROR weather.yaml::tokyo only (0.00s, replay)"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains(
+            "record it with `agentproxy test weather.yaml --mode record --case 'tokyo only'`"
+        ),
+        "{}",
+        r.stderr
+    );
 }

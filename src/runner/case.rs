@@ -100,9 +100,12 @@ async fn run_inner(
     };
     let usage = match (s.mode, existing.is_some()) {
         (Mode::Replay, false) => {
+            report.mode = Use::Replay.name().into();
             return Err(CaseError::NoCassette {
                 path: cassette_path,
-            })
+                spec: spec.file.clone(),
+                case: case.name.clone(),
+            });
         }
         (Mode::Replay, true) | (Mode::Auto, true) => Use::Replay,
         (Mode::Record, _) | (Mode::Auto, false) => Use::Record,
@@ -214,7 +217,9 @@ async fn run_inner(
     if let Some(writer) = writer {
         let saved = save_cassette(spec, s, &writer, &match_rules, usage, &outcome)?;
         if let (Some(old), Some(new)) = (&previous, &saved) {
-            let d = crate::trajectory::diff_cassettes(old, new, &crate::spec::asserted(case));
+            let mut d = crate::trajectory::diff_cassettes(old, new, &crate::spec::asserted(case));
+            d.assertions_held =
+                Some(report.misses.is_empty() && report.failures().next().is_none());
             report.diff = Some(crate::trajectory::render_text(&d));
         }
     }

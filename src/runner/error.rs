@@ -17,8 +17,12 @@ pub(crate) enum CaseError {
     #[error(transparent)]
     Cassette(#[from] CassetteError),
 
-    #[error("no cassette at {}; record it with `agentproxy test --mode record`", path.display())]
-    NoCassette { path: PathBuf },
+    #[error("no cassette at {}; record it with `agentproxy test {} --mode record --case {}`", path.display(), shell_words::quote(&spec.display().to_string()), shell_words::quote(case))]
+    NoCassette {
+        path: PathBuf,
+        spec: PathBuf,
+        case: String,
+    },
 
     #[error(transparent)]
     Rules(#[from] RuleError),

@@ -20,6 +20,10 @@ pub struct TrajectoryDiff {
     /// caller, `None` when the diff stands inside another report.
     pub old_name: Option<String>,
     pub new_name: Option<String>,
+    /// Set by a test run that re-recorded: whether the case's assertions all held on the
+    /// new recording. An asserted change whose assertions hold is not a regression in
+    /// that run, and the verdict line says so.
+    pub assertions_held: Option<bool>,
     /// How many changes are asserted, and how many incidental (an argument change counts
     /// once per changed path).
     pub asserted: usize,

@@ -186,6 +186,7 @@ fn diff_steps(old: &[Step<'_>], new: &[Step<'_>], asserted: &Asserted) -> Trajec
         everything_asserted: asserted.everything,
         old_name: None,
         new_name: None,
+        assertions_held: None,
         asserted: a,
         incidental: i,
         turns,

@@ -62,7 +62,12 @@ pub(super) fn presence(p: Presence) -> &'static str {
 }
 
 fn verdict_line(d: &TrajectoryDiff) -> String {
-    let mut s = d.verdict.as_str().to_owned();
+    let mut s = match (d.verdict, d.assertions_held) {
+        (Verdict::Regression, Some(true)) => {
+            "asserted values changed and every assertion still holds".to_owned()
+        }
+        (v, _) => v.as_str().to_owned(),
+    };
     if d.verdict == Verdict::Identical {
         return s;
     }

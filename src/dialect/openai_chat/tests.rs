@@ -328,6 +328,9 @@ fn synthesize_without_usage_sends_no_usage() {
         .all(|e| !e.data.contains("usage") && !e.data.contains("\"choices\":[]")));
     let assembled = assemble(&events).expect("assembles");
     assert!(assembled.get("usage").is_none());
+    // A stream without a usage chunk: its tokens are unknown, not zero.
+    let call = extract(&json!({"model": "m", "messages": []}), &assembled);
+    assert_eq!(call.usage, crate::neutral::Usage::UNKNOWN);
 }
 
 #[test]
