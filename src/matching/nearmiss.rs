@@ -152,9 +152,20 @@ pub fn report(method: &str, path: &str, route: &str, body: &Value, kind: &MissKi
             }
             if let Some((at, was, now)) = first_difference(recorded, body) {
                 let at = if at.is_empty() { "/".to_owned() } else { at };
-                let _ = writeln!(out, "  first difference at {at}:");
-                for line in value_diff(was, now).lines() {
-                    let _ = writeln!(out, "    {line}");
+                match (was, now) {
+                    (None, Some(v)) => {
+                        let _ = writeln!(out, "  added at {at}: {}", short(v));
+                    }
+                    (Some(v), None) => {
+                        let _ = writeln!(out, "  removed at {at}: {}", short(v));
+                    }
+                    (Some(was), Some(now)) => {
+                        let _ = writeln!(out, "  first difference at {at}:");
+                        for line in value_diff(was, now).lines() {
+                            let _ = writeln!(out, "    {line}");
+                        }
+                    }
+                    (None, None) => {}
                 }
             }
             let _ = writeln!(out, "  hint: if this change is intended, re-record; if the value is volatile, declare it (a spec's `match:` block or `tools:` mock, or --match-ignore / --match-hole)");
@@ -176,19 +187,33 @@ fn envelope_diff(route: &str, recorded: &Value, now: &Value) -> Vec<String> {
         .collect()
 }
 
+/// A value on one line, cut at 120 characters: what an added or removed value shows.
+fn short(v: &Value) -> String {
+    const MAX: usize = 120;
+    let text = serde_json::to_string(v).unwrap_or_default();
+    match text.char_indices().nth(MAX) {
+        None => text,
+        Some((at, _)) => format!("{}…", &text[..at]),
+    }
+}
+
 /// A readable diff of one value: a line diff for multi-line text, `-`/`+` lines otherwise,
 /// with long common prefixes and suffixes elided.
-fn value_diff(was: Option<&Value>, now: Option<&Value>) -> String {
-    let render = |v: Option<&Value>| match v {
-        None => "<absent>".to_owned(),
-        Some(Value::String(s)) => s.clone(),
-        Some(other) => serde_json::to_string_pretty(other).unwrap_or_default(),
+fn value_diff(was: &Value, now: &Value) -> String {
+    let render = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        other => serde_json::to_string_pretty(other).unwrap_or_default(),
     };
     let (a, b) = (render(was), render(now));
     if a.contains('\n') || b.contains('\n') {
         let diff = similar::TextDiff::from_lines(&a, &b);
         let mut out = String::new();
-        for hunk in diff.unified_diff().context_radius(2).iter_hunks() {
+        for hunk in diff
+            .unified_diff()
+            .context_radius(2)
+            .missing_newline_hint(false)
+            .iter_hunks()
+        {
             let _ = write!(out, "{hunk}");
         }
         return format!("--- recorded\n+++ now\n{out}");
@@ -342,7 +367,38 @@ mod tests {
 
     #[test]
     fn multiline_values_get_a_line_diff() {
-        let d = value_diff(Some(&json!("a\nb\nc")), Some(&json!("a\nB\nc")));
+        let d = value_diff(&json!("a\nb\nc"), &json!("a\nB\nc"));
         assert!(d.contains("-b") && d.contains("+B"), "{d}");
+        let d = value_diff(&json!({"a": 1}), &json!({"a": 2}));
+        assert!(!d.contains("No newline"), "{d}");
+    }
+
+    #[test]
+    fn an_added_or_removed_value_is_named_as_such() {
+        let schema = |props: Value| {
+            json!({"model": "m", "messages": [{"role": "user", "content": "hi"}],
+                   "tools": [{"type": "function", "function": {"name": "get_weather",
+                              "parameters": {"type": "object", "properties": props}}}]})
+        };
+        let recorded = schema(json!({"city": {"type": "string"}}));
+        let now = schema(json!({"city": {"type": "string"},
+                                "unit": {"type": "string", "enum": ["c", "f"]}}));
+        let kind = MissKind::Unknown {
+            nearest: Some((0, &recorded)),
+        };
+        let r = report("POST", "/v1/chat/completions", "openai.chat", &now, &kind);
+        assert!(
+            r.contains(r#"  added at /tools/0/function/parameters/properties/unit: {"enum":["c","f"],"type":"string"}"#),
+            "{r}"
+        );
+        assert!(!r.contains("<absent>") && !r.contains("No newline"), "{r}");
+        let kind = MissKind::Unknown {
+            nearest: Some((0, &now)),
+        };
+        let r = report("POST", "/v1/chat/completions", "openai.chat", &recorded, &kind);
+        assert!(
+            r.contains("  removed at /tools/0/function/parameters/properties/unit: {"),
+            "{r}"
+        );
     }
 }
