@@ -23,6 +23,7 @@ pub struct TrajectoryDiff {
     /// Set by a test run that re-recorded: whether the case's assertions all held on the
     /// new recording. An asserted change whose assertions hold is not a regression in
     /// that run, and the verdict line says so.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub assertions_held: Option<bool>,
     /// How many changes are asserted, and how many incidental (an argument change counts
     /// once per changed path).
