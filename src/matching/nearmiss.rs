@@ -395,7 +395,13 @@ mod tests {
         let kind = MissKind::Unknown {
             nearest: Some((0, &now)),
         };
-        let r = report("POST", "/v1/chat/completions", "openai.chat", &recorded, &kind);
+        let r = report(
+            "POST",
+            "/v1/chat/completions",
+            "openai.chat",
+            &recorded,
+            &kind,
+        );
         assert!(
             r.contains("  removed at /tools/0/function/parameters/properties/unit: {"),
             "{r}"

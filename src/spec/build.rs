@@ -3,6 +3,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
+use super::error::Errors;
 use super::model::*;
 use super::read::*;
 use super::yaml::{Kind, Node, Pos};
@@ -53,49 +54,74 @@ impl Builder<'_> {
                 .unwrap_or_default(),
         };
         let dir = spec_dir(self.file);
-        let Some((app_key, app_node)) = top.entry("app") else {
-            return Err(self.err_hint(
-                root.at,
-                "the spec has no `app:`",
-                "add `app: {command: ...}` to start a program, or `app: {url: ...}` to drive a running service",
-            ));
+        // The sections are read apart, so a run reports every one that is wrong.
+        let mut errors = Errors::default();
+        let app = match top.entry("app") {
+            Some((app_key, app_node)) => errors.take(self.app(app_node, app_key.at, dir)),
+            None => {
+                errors.push(self.err_hint(
+                    root.at,
+                    "the spec has no `app:`",
+                    "add `app: {command: ...}` to start a program, or `app: {url: ...}` to drive a running service",
+                ));
+                None
+            }
         };
-        let app = self.app(app_node, app_key.at, dir)?;
-        let cassettes = top
-            .get("cassettes")
-            .map(|n| self.non_empty_string(n, "cassettes").map(|s| dir.join(s)))
-            .transpose()?;
+        let cassettes = errors
+            .take(
+                top.get("cassettes")
+                    .map(|n| self.non_empty_string(n, "cassettes").map(|s| dir.join(s)))
+                    .transpose(),
+            )
+            .flatten();
         let (match_rules, repeat) = match top.entry("match") {
-            Some((k, v)) if !v.is_null() => self.match_block(v, k.at)?,
-            _ => (MatchRules::default(), Repeat::None),
-        };
+            Some((k, v)) if !v.is_null() => errors.take(self.match_block(v, k.at)),
+            _ => None,
+        }
+        .unwrap_or((MatchRules::default(), Repeat::None));
         let tools = match top.get("tools") {
-            Some(n) => self.tools(n)?,
+            Some(n) => errors.take(self.tools(n)).unwrap_or_default(),
             None => BTreeMap::new(),
         };
         let execution = match top.entry("execution") {
-            Some((k, v)) if !v.is_null() => self.execution(v, k.at)?,
-            _ => Execution::default(),
+            Some((k, v)) if !v.is_null() => errors.take(self.execution(v, k.at)),
+            _ => None,
+        }
+        .unwrap_or_default();
+        let cases = match (top.get("cases"), &app) {
+            (None, _) => {
+                errors.push(self.err_hint(
+                    root.at,
+                    "the spec has no `cases:`",
+                    "add `cases:` with at least one `- name: ...` and `input: ...`",
+                ));
+                None
+            }
+            (Some(cases_node), Some(app)) => errors.take(self.cases(cases_node, app)),
+            // Without a valid app, the cases are still checked, against a command app
+            // (the only app-dependent checks are for `url:` apps and `{input}`).
+            (Some(cases_node), None) => {
+                let _ = errors.take(self.cases(cases_node, &placeholder_app()));
+                None
+            }
         };
-        let Some(cases_node) = top.get("cases") else {
-            return Err(self.err_hint(
-                root.at,
-                "the spec has no `cases:`",
-                "add `cases:` with at least one `- name: ...` and `input: ...`",
-            ));
-        };
-        let cases = self.cases(cases_node, &app)?;
-        Ok(Spec {
-            file: self.file.to_path_buf(),
-            name,
-            app,
-            cassettes,
-            match_rules,
-            repeat,
-            tools,
-            execution,
-            cases,
-        })
+        // Each `None` above kept its error, so `errors` is not empty then.
+        match (app, cases) {
+            (Some(app), Some(cases)) => errors.into_result(Spec {
+                file: self.file.to_path_buf(),
+                name,
+                app,
+                cassettes,
+                match_rules,
+                repeat,
+                tools,
+                execution,
+                cases,
+            }),
+            _ => errors
+                .into_result(())
+                .and(Err(self.err(root.at, "the spec could not be read"))),
+        }
     }
 
     pub(super) fn app(&self, node: &Node, owner: Pos, dir: &Path) -> R<App> {
@@ -406,5 +432,16 @@ impl Builder<'_> {
                 .map(|n| self.word(n, "execution.verbosity", &levels))
                 .transpose()?,
         })
+    }
+}
+
+/// The app cases are checked against when the spec's own `app:` is invalid.
+fn placeholder_app() -> App {
+    App {
+        target: Target::Command(vec![]),
+        env: BTreeMap::new(),
+        timeout: None,
+        reply_until: None,
+        cwd: std::path::PathBuf::new(),
     }
 }

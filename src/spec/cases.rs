@@ -2,6 +2,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use super::error::Errors;
 use super::model::*;
 use super::read::*;
 use super::yaml::{Kind, Node, Pos};
@@ -21,17 +22,22 @@ impl Builder<'_> {
         let mut names: HashMap<String, u32> = HashMap::new();
         let mut slugs: HashMap<String, (String, u32)> = HashMap::new();
         let mut cases = Vec::with_capacity(items.len());
+        let mut errors = Errors::default();
         for (i, item) in items.iter().enumerate() {
-            let (case, name_at) = self.case(item, &index("cases", i), app)?;
+            let Some((case, name_at)) = errors.take(self.case(item, &index("cases", i), app))
+            else {
+                continue;
+            };
             if let Some(line) = names.insert(case.name.clone(), name_at.line) {
-                return Err(self.err_hint(
+                errors.push(self.err_hint(
                     name_at,
                     format!("duplicate case name `{}` (also at line {line})", case.name),
                     "each case records its own cassette, named after the case: make the names unique",
                 ));
+                continue;
             }
             if case.slug.is_empty() {
-                return Err(self.err_hint(
+                errors.push(self.err_hint(
                     name_at,
                     format!(
                         "case name `{}` has no ASCII letter or digit to name its cassette file",
@@ -39,11 +45,12 @@ impl Builder<'_> {
                     ),
                     "add a few letters or digits to the name",
                 ));
+                continue;
             }
             if let Some((other, line)) =
                 slugs.insert(case.slug.clone(), (case.name.clone(), name_at.line))
             {
-                return Err(self.err_hint(
+                errors.push(self.err_hint(
                     name_at,
                     format!(
                         "case `{}` would share the cassette file `{}.json` with case `{other}` (line {line})",
@@ -51,10 +58,11 @@ impl Builder<'_> {
                     ),
                     "cassette file names keep only letters and digits of the case name, lowercased: rename one of the cases",
                 ));
+                continue;
             }
             cases.push(case);
         }
-        Ok(cases)
+        errors.into_result(cases)
     }
 
     /// The case and the position of its name (for duplicate reports).
@@ -225,6 +233,23 @@ impl Builder<'_> {
             .map(|n| self.calls(n, &f.path("never")))
             .transpose()?
             .unwrap_or_default();
+        if let Some(listed) = &calls {
+            if let Some(both) = never
+                .iter()
+                .find(|n| n.args.is_none() && listed.iter().any(|c| c.tool == n.tool))
+            {
+                return Err(self.err_hint(
+                    both.at,
+                    format!(
+                        "`{}` is both in `{}` and in `{}`: the expectation can never hold",
+                        both.tool,
+                        f.path("calls"),
+                        f.path("never")
+                    ),
+                    "keep it in one of them; to forbid only some calls, give `never` arguments (`- tool: {arg: value}`)",
+                ));
+            }
+        }
         let count = f
             .get("count")
             .map(|n| self.count(n, &f.path("count")))

@@ -37,6 +37,11 @@ pub enum SpecError {
     #[error("CI is set, and {from} asks for mode `{mode}`, which may call the real model from CI\n  hint: in CI only the command line may choose a mode that records: pass --mode replay (or remove it from the spec), or --mode {mode} if this job is meant to record")]
     CiRecords { from: String, mode: &'static str },
 
+    /// Several of the above, from independent parts of one spec or from several specs:
+    /// a run reports every one it found (the first [`MAX_SHOWN`]), not just the first.
+    #[error("{}", many(errors))]
+    Many { errors: Vec<SpecError> },
+
     /// An `AGENTPROXY_*` variable (or `CI`) holds a value that cannot be used.
     #[error("invalid {var}={value:?}: {message}")]
     Env {
@@ -44,6 +49,55 @@ pub enum SpecError {
         value: String,
         message: String,
     },
+}
+
+/// How many errors of a [`SpecError::Many`] are printed.
+pub const MAX_SHOWN: usize = 20;
+
+fn many(errors: &[SpecError]) -> String {
+    let mut out = format!("{} errors in the specs:", errors.len());
+    for e in errors.iter().take(MAX_SHOWN) {
+        out.push('\n');
+        out.push_str(&e.to_string());
+    }
+    if errors.len() > MAX_SHOWN {
+        out.push_str(&format!("\n… and {} more", errors.len() - MAX_SHOWN));
+    }
+    out
+}
+
+/// Errors gathered while reading the independent parts of a spec (its sections, its
+/// cases) or several specs, so that one run reports them all.
+#[derive(Debug, Default)]
+pub(crate) struct Errors(Vec<SpecError>);
+
+impl Errors {
+    /// The value of `r`, or `None` with its error kept.
+    pub(crate) fn take<T>(&mut self, r: Result<T, SpecError>) -> Option<T> {
+        match r {
+            Ok(v) => Some(v),
+            Err(e) => {
+                self.push(e);
+                None
+            }
+        }
+    }
+
+    pub(crate) fn push(&mut self, e: SpecError) {
+        match e {
+            SpecError::Many { errors } => self.0.extend(errors),
+            e => self.0.push(e),
+        }
+    }
+
+    /// `value` when nothing went wrong; otherwise the one error, or all of them.
+    pub(crate) fn into_result<T>(mut self, value: T) -> Result<T, SpecError> {
+        match self.0.len() {
+            0 => Ok(value),
+            1 => Err(self.0.remove(0)),
+            _ => Err(SpecError::Many { errors: self.0 }),
+        }
+    }
 }
 
 struct Invalid<'a> {

@@ -84,12 +84,15 @@ pub fn spec_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, SpecError> {
     Ok(out)
 }
 
-/// Load every spec named by `paths` (see [`spec_files`]); the first error stops.
+/// Load every spec named by `paths` (see [`spec_files`]); every spec is read, and the
+/// errors of all of them are reported together.
 pub fn load_all(paths: &[PathBuf], validate: &dyn ValidateMatcher) -> Result<Vec<Spec>, SpecError> {
-    spec_files(paths)?
+    let mut errors = error::Errors::default();
+    let specs = spec_files(paths)?
         .iter()
-        .map(|p| load(p, validate))
-        .collect()
+        .filter_map(|p| errors.take(load(p, validate)))
+        .collect();
+    errors.into_result(specs)
 }
 
 fn read_error(path: &Path, source: std::io::Error) -> SpecError {

@@ -580,7 +580,12 @@ fn errors_point_at_file_line_and_column() {
     ];
     let mut failures = Vec::new();
     for (src, want) in cases {
-        let got = error(src);
+        // Most of these specs lack `cases:` too: the error under test comes first.
+        let got = match load_str(src) {
+            Err(SpecError::Many { errors }) => errors[0].to_string(),
+            Err(e) => e.to_string(),
+            Ok(_) => "loaded".into(),
+        };
         if &got != want {
             failures.push(format!("spec:\n{src}\n  want: {want}\n  got:  {got}\n"));
         }
@@ -682,4 +687,55 @@ fn a_case_without_input_cannot_use_input_in_the_command() {
         ),
         "{err}"
     );
+}
+
+#[test]
+fn every_error_of_independent_parts_is_reported() {
+    let src = "app:\n  command: python3 a.py\n  tiemout: 3s\ncases:\n  - name: a\n    input: hi\n    expct: {}\n  - name: b\n    input: hi\n  - name: c\n    inptu: hi\n  - name: b\n    input: again\n";
+    let e = error(src);
+    let lines: Vec<&str> = e
+        .lines()
+        .filter(|l| l.starts_with("specs/weather.yaml:"))
+        .collect();
+    // The app section, two broken cases and a duplicate name: four errors, in order.
+    assert_eq!(e.lines().next(), Some("4 errors in the specs:"), "{e}");
+    assert_eq!(lines.len(), 4, "{e}");
+    assert!(lines[0].starts_with("specs/weather.yaml:3:3: "), "{e}");
+    assert!(lines[1].starts_with("specs/weather.yaml:7:5: "), "{e}");
+    assert!(lines[2].starts_with("specs/weather.yaml:11:5: "), "{e}");
+    assert!(
+        lines[3].starts_with("specs/weather.yaml:12:11: ")
+            && lines[3].contains("duplicate case name `b`"),
+        "{e}"
+    );
+    // One error alone reads as before.
+    let one =
+        error("app:\n  command: python3 a.py\ncases:\n  - name: a\n    input: hi\n    expct: {}\n");
+    assert!(one.starts_with("specs/weather.yaml:6:5: "), "{one}");
+}
+
+#[test]
+fn errors_past_the_limit_are_counted() {
+    let mut src = String::from("app:\n  command: python3 a.py\ncases:\n");
+    for i in 0..25 {
+        src.push_str(&format!("  - name: c{i}\n    inptu: hi\n"));
+    }
+    let e = error(&src);
+    assert!(e.starts_with("25 errors in the specs:"), "{e}");
+    assert_eq!(
+        e.lines()
+            .filter(|l| l.starts_with("specs/weather.yaml:"))
+            .count(),
+        20,
+        "{e}"
+    );
+    assert!(e.ends_with("… and 5 more"), "{e}");
+}
+
+#[test]
+fn a_tool_both_required_and_forbidden_is_refused() {
+    let e = error("app:\n  command: python3 a.py\ncases:\n  - name: a\n    input: hi\n    expect:\n      calls: [get_weather]\n      never: [get_time, get_weather]\n");
+    assert!(e.starts_with("specs/weather.yaml:8:25: `get_weather` is both in `cases[0].expect.calls` and in `cases[0].expect.never`"), "{e}");
+    // Forbidding some arguments of a required tool is fine.
+    load_str("app:\n  command: python3 a.py\ncases:\n  - name: a\n    input: hi\n    expect:\n      calls: [get_weather]\n      never:\n        - get_weather: {city: London}\n").expect("loads");
 }
