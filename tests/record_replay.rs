@@ -563,3 +563,71 @@ time.sleep(60)
     );
     fake.stop().await;
 }
+
+/// One chat request through the proxy; an error (an HTTP 502, say) makes the program exit 1.
+const ONE_REQUEST: &str = r#"
+import json, os, urllib.request
+body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]}).encode()
+req = urllib.request.Request(os.environ["OPENAI_BASE_URL"] + "/chat/completions", data=body,
+                             headers={"content-type": "application/json"})
+print(json.load(urllib.request.urlopen(req))["choices"][0]["message"]["content"])
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn record_names_its_upstreams_and_an_unreachable_one_is_exit_3_with_the_overridden_base_named(
+) {
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let record = |upstream: String, preset: Option<&'static str>| {
+        let dir = dir.path().to_owned();
+        blocking(move || {
+            let mut cmd = std::process::Command::new(support::proxy::bin());
+            cmd.args(["record", "--cassette", "c.json", "--upstream", &upstream])
+                .args(["--", "python3", "-c", ONE_REQUEST])
+                .current_dir(dir)
+                .env_remove("OPENAI_BASE_URL")
+                .env_remove("OPENAI_API_BASE");
+            if let Some(base) = preset {
+                cmd.env("OPENAI_BASE_URL", base);
+            }
+            let out = cmd.output().unwrap();
+            (
+                out.status.code(),
+                String::from_utf8_lossy(&out.stderr).into_owned(),
+            )
+        })
+    };
+    let (code, err) = record(fake.url(), None).await;
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains(&format!(
+            "recording to c.json from openai {}, anthropic https://api.anthropic.com, gemini https://generativelanguage.googleapis.com, listening on http://127.0.0.1:",
+            fake.url()
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "recorded 1 interaction(s) (0 streamed) from {} to c.json",
+            fake.url()
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("warning"), "{err}");
+
+    // A gateway the user had configured, and an upstream that refuses connections: the
+    // program fails with 1, the run with 3, and the warning says how to record through it.
+    let gone = fake.url();
+    fake.stop().await;
+    std::fs::remove_file(dir.path().join("c.json")).unwrap();
+    let (code, err) = record(gone.clone(), Some("http://127.0.0.1:9/v1")).await;
+    assert_eq!(code, Some(3), "{err}");
+    assert!(
+        err.contains(&format!(
+            "agentproxy: warning: OPENAI_BASE_URL was set to http://127.0.0.1:9/v1; the program now talks to agentproxy, which records from {gone} (to record through http://127.0.0.1:9, pass --upstream http://127.0.0.1:9)"
+        )),
+        "{err}"
+    );
+    assert!(err.contains("failed to reach upstream"), "{err}");
+    assert!(!dir.path().join("c.json").exists());
+}

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use super::lazy::LazyJson;
-use crate::dialect::Route;
+use crate::dialect::{Provider, Route};
 use crate::neutral::ModelCall;
 use crate::sse::SseEvent;
 
@@ -50,6 +50,17 @@ pub struct Upstreams {
     /// Absent in cassettes recorded before Gemini was a dialect.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub gemini: String,
+}
+
+impl Upstreams {
+    /// The base URL for `provider`'s requests.
+    pub fn of(&self, provider: Provider) -> &str {
+        match provider {
+            Provider::OpenAi => &self.openai,
+            Provider::Anthropic => &self.anthropic,
+            Provider::Gemini => &self.gemini,
+        }
+    }
 }
 
 /// User-declared matching tolerance: JSON pointers removed before hashing and named holes.

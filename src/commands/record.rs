@@ -3,11 +3,13 @@
 use std::time::SystemTime;
 
 use crate::cassette::format::{format_version, Upstreams};
-use crate::cassette::{Cassette, Writer};
+use crate::cassette::{Cassette, Interaction, Writer};
 use crate::cli::RecordArgs;
+use crate::dialect::{provider_of, Route};
 use crate::error::{Error, Exit, Result, EXIT_OK};
 use crate::proxy::{upstream::Upstream, Options};
 use crate::redact::Secrets;
+use crate::runner::env;
 
 use super::session;
 
@@ -34,15 +36,20 @@ pub async fn run(args: RecordArgs) -> Result<Exit> {
         log_exchanges: false,
     };
     let banner = format!(
-        "recording to {} via {}",
+        "recording to {} from openai {}, anthropic {}, gemini {}",
         s.cassette.display(),
-        args.upstream
+        upstreams.openai,
+        upstreams.anthropic,
+        upstreams.gemini
     );
+    for warning in env::overridden(&|name| std::env::var(name).ok(), &upstreams) {
+        eprintln!("agentproxy: warning: {warning}");
+    }
     let ended = session::run(s, options, false, &banner).await?;
     let out = &ended.outcome;
     let child_failed = ended.child.filter(|c| *c != EXIT_OK);
     if out.recorded.is_empty() {
-        if let Some(code) = child_failed {
+        if let Some(code) = child_failed.filter(|_| out.upstream_errors.is_empty()) {
             eprintln!("agentproxy: the program exited with status {code} before any request was recorded; no cassette written");
             return Ok(Exit::Program(code));
         }
@@ -74,6 +81,7 @@ pub async fn run(args: RecordArgs) -> Result<Exit> {
         .iter()
         .filter(|i| i.response.events.is_some())
         .count();
+    let used = used_upstreams(&upstreams, &out.recorded);
     let cassette = Cassette {
         format: format_version(),
         recorder: format!("agentproxy {}", env!("CARGO_PKG_VERSION")),
@@ -86,7 +94,8 @@ pub async fn run(args: RecordArgs) -> Result<Exit> {
     let errors = ended.outcome.upstream_errors.len();
     if !s.quiet {
         eprintln!(
-            "agentproxy: recorded {count} interaction(s) ({streamed} streamed) to {}",
+            "agentproxy: recorded {count} interaction(s) ({streamed} streamed) from {} to {}",
+            used.join(" and "),
             s.cassette.display()
         );
         if errors > 0 {
@@ -95,9 +104,10 @@ pub async fn run(args: RecordArgs) -> Result<Exit> {
             );
         }
     }
+    // A failed upstream is the cause when the program then fails too.
     let exit = match child_failed {
+        _ if errors > 0 => Exit::Execution,
         Some(code) => Exit::Program(code),
-        None if errors > 0 => Exit::Execution,
         None => Exit::Ok,
     };
     if s.json {
@@ -113,4 +123,19 @@ pub async fn run(args: RecordArgs) -> Result<Exit> {
         println!("{summary}");
     }
     Ok(exit)
+}
+
+/// The upstreams the recorded interactions came from, each once, in order of first use.
+fn used_upstreams(upstreams: &Upstreams, recorded: &[Interaction]) -> Vec<String> {
+    let mut used: Vec<String> = vec![];
+    for i in recorded {
+        let provider = Route::from_name(&i.route)
+            .provider()
+            .unwrap_or_else(|| provider_of(&i.request.path, &http::HeaderMap::new()));
+        let base = upstreams.of(provider);
+        if !used.iter().any(|u| u == base) {
+            used.push(base.to_owned());
+        }
+    }
+    used
 }

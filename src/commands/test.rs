@@ -6,12 +6,14 @@ use std::time::Instant;
 use serde_json::Value;
 
 use crate::assert::Matcher;
+use crate::cassette::format::Upstreams;
 use crate::cli::{ReportFormat, TestArgs};
 use crate::determinism;
 use crate::error::{Error, Exit, Result};
 use crate::report::console::{Console, ConsoleOptions};
 use crate::report::{self, CaseReport, RunReport, Summary};
 use crate::runner::case::{self, Settings};
+use crate::runner::env;
 use crate::spec::{self, MatcherKind, MatcherProblem, Verbosity};
 
 /// Two cases of one run on one cassette path would overwrite each other's recording (or
@@ -98,6 +100,17 @@ pub async fn run(args: TestArgs) -> Result<Exit> {
         return Err(Error::NoCaseMatches);
     }
     check_cassette_collisions(&jobs)?;
+    let may_record = jobs.iter().any(|(_, _, s)| s.mode != spec::Mode::Replay);
+    if may_record && !args.quiet {
+        let upstreams = Upstreams {
+            openai: args.upstream.clone(),
+            anthropic: args.anthropic_upstream.clone(),
+            gemini: args.gemini_upstream.clone(),
+        };
+        for warning in env::overridden(&|name| std::env::var(name).ok(), &upstreams) {
+            eprintln!("agentproxy: warning: {warning}");
+        }
+    }
     // A fixed listen port can serve one case at a time.
     if args.listen.port() != 0 {
         parallel = 1;

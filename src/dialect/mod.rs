@@ -143,6 +143,16 @@ impl Route {
         }
     }
 
+    /// The provider a model route belongs to; `None` for plain HTTP.
+    pub fn provider(self) -> Option<Provider> {
+        match self {
+            Route::OpenAiChat | Route::OpenAiResponses => Some(Provider::OpenAi),
+            Route::AnthropicMessages => Some(Provider::Anthropic),
+            Route::GeminiGenerate => Some(Provider::Gemini),
+            Route::Http => None,
+        }
+    }
+
     /// The name stored in cassettes and hashed into keys.
     pub fn name(self) -> &'static str {
         self.dialect().map_or("http", |d| d.name())

@@ -30,9 +30,8 @@ const NOT_FORWARDED: [&str; 11] = [
 
 pub struct Upstream {
     client: Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>,
-    openai: String,
-    anthropic: String,
-    gemini: String,
+    /// The bases, without a trailing `/`.
+    bases: Upstreams,
     timeout: Duration,
 }
 
@@ -104,9 +103,11 @@ impl Upstream {
             .build(connector);
         Ok(Upstream {
             client,
-            openai: bases.openai.trim_end_matches('/').to_owned(),
-            anthropic: bases.anthropic.trim_end_matches('/').to_owned(),
-            gemini: bases.gemini.trim_end_matches('/').to_owned(),
+            bases: Upstreams {
+                openai: bases.openai.trim_end_matches('/').to_owned(),
+                anthropic: bases.anthropic.trim_end_matches('/').to_owned(),
+                gemini: bases.gemini.trim_end_matches('/').to_owned(),
+            },
             timeout,
         })
     }
@@ -119,12 +120,7 @@ impl Upstream {
     /// The full upstream URL for a request path: the provider's base joined with the path,
     /// so a base with a prefix (`https://host/api`) keeps it.
     pub fn url_for(&self, provider: Provider, path_and_query: &str) -> String {
-        let base = match provider {
-            Provider::OpenAi => &self.openai,
-            Provider::Anthropic => &self.anthropic,
-            Provider::Gemini => &self.gemini,
-        };
-        format!("{base}{path_and_query}")
+        format!("{}{path_and_query}", self.bases.of(provider))
     }
 
     /// Send one request; the timeout covers connecting and the response head (the caller

@@ -223,6 +223,11 @@ async fn run_inner(
             report.diff = Some(crate::trajectory::render_text(&d));
         }
     }
+    if !outcome.upstream_errors.is_empty() {
+        return Err(CaseError::UpstreamFailed {
+            errors: outcome.upstream_errors,
+        });
+    }
     if let Some(e) = drive_error {
         if report.misses.is_empty() {
             return Err(e.into());
@@ -230,11 +235,6 @@ async fn run_inner(
         // The program failed because a request missed: that is the test failure to report,
         // and the miss is shown once, not again as the program's stderr repeats it.
         report.error = Some(evaluate::without_misses(&e.to_string(), &report.misses));
-    }
-    if !outcome.upstream_errors.is_empty() {
-        return Err(CaseError::UpstreamFailed {
-            errors: outcome.upstream_errors,
-        });
     }
     let failed = !report.misses.is_empty()
         || !mock_problems.is_empty()

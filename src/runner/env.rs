@@ -1,6 +1,9 @@
 //! The environment injected into the program: where the proxy is, placeholder keys so SDKs
 //! start offline, and the switches that stop SDK side traffic from going around the proxy.
 
+use crate::cassette::format::Upstreams;
+use crate::dialect::Provider;
+
 /// Variables that stop known SDK side traffic which would bypass the proxy, set for a
 /// replayed program unless it sets them itself.
 pub const SIDE_TRAFFIC_SWITCHES: [(&str, &str, &str); 2] = [
@@ -89,6 +92,47 @@ fn var(name: &str, value: &str, why: &'static str) -> Injected {
     }
 }
 
+/// The injected URL variables that replace a provider's base, with the recording flag
+/// that sets that provider's upstream and the path the variable's value adds to the base.
+const BASE_VARS: [(&str, Provider, &str, &str); 4] = [
+    ("OPENAI_BASE_URL", Provider::OpenAi, "--upstream", "/v1"),
+    ("OPENAI_API_BASE", Provider::OpenAi, "--upstream", "/v1"),
+    (
+        "ANTHROPIC_BASE_URL",
+        Provider::Anthropic,
+        "--anthropic-upstream",
+        "",
+    ),
+    (
+        "GOOGLE_GEMINI_BASE_URL",
+        Provider::Gemini,
+        "--gemini-upstream",
+        "",
+    ),
+];
+
+/// Warnings for a recording session about base URLs the user had set (`lookup` reads the
+/// environment) that the injected ones replace: the traffic would have gone there, and now
+/// goes to the configured upstream instead. Each names the old value and the flag that
+/// records through it; a value that already is the configured upstream is no surprise.
+pub fn overridden(lookup: &dyn Fn(&str) -> Option<String>, upstreams: &Upstreams) -> Vec<String> {
+    let trim = |s: &str| s.trim_end_matches('/').to_owned();
+    BASE_VARS
+        .iter()
+        .filter_map(|&(name, provider, flag, suffix)| {
+            let old = lookup(name).filter(|v| !v.trim().is_empty())?;
+            let base = trim(&old);
+            let base = base.strip_suffix(suffix).unwrap_or(&base).to_owned();
+            let configured = upstreams.of(provider);
+            (base != trim(configured)).then(|| {
+                format!(
+                    "{name} was set to {old}; the program now talks to agentproxy, which records from {configured} (to record through {base}, pass {flag} {base})"
+                )
+            })
+        })
+        .collect()
+}
+
 /// `NAME=value` lines for the daemon's `export` hints, quoted for POSIX shells.
 pub fn export_lines(vars: &[Injected]) -> String {
     vars.iter()
@@ -131,6 +175,42 @@ mod tests {
         assert!(!n.contains(&"GOOGLE_API_KEY"));
         assert!(n.contains(&"OPENAI_AGENTS_DISABLE_TRACING"));
         assert!(n.contains(&"LITELLM_LOCAL_MODEL_COST_MAP"));
+    }
+
+    fn upstreams() -> Upstreams {
+        Upstreams {
+            openai: "https://api.openai.com".into(),
+            anthropic: "https://api.anthropic.com/".into(),
+            gemini: "https://generativelanguage.googleapis.com".into(),
+        }
+    }
+
+    #[test]
+    fn overridden_names_the_old_value_and_the_flag() {
+        let env = |n: &str| match n {
+            "OPENAI_BASE_URL" => Some("http://localhost:4000/v1/".to_owned()),
+            "ANTHROPIC_BASE_URL" => Some("http://gw:8080/anthropic".to_owned()),
+            _ => None,
+        };
+        let w = overridden(&env, &upstreams());
+        assert_eq!(
+            w,
+            [
+                "OPENAI_BASE_URL was set to http://localhost:4000/v1/; the program now talks to agentproxy, which records from https://api.openai.com (to record through http://localhost:4000, pass --upstream http://localhost:4000)",
+                "ANTHROPIC_BASE_URL was set to http://gw:8080/anthropic; the program now talks to agentproxy, which records from https://api.anthropic.com/ (to record through http://gw:8080/anthropic, pass --anthropic-upstream http://gw:8080/anthropic)",
+            ]
+        );
+    }
+
+    #[test]
+    fn overridden_is_quiet_when_the_old_value_is_the_upstream_or_empty() {
+        let env = |n: &str| match n {
+            "OPENAI_BASE_URL" => Some("https://api.openai.com/v1".to_owned()),
+            "OPENAI_API_BASE" => Some(" ".to_owned()),
+            "ANTHROPIC_BASE_URL" => Some("https://api.anthropic.com".to_owned()),
+            _ => None,
+        };
+        assert!(overridden(&env, &upstreams()).is_empty());
     }
 
     #[test]
