@@ -65,6 +65,34 @@ fn example_specs_pass_offline() {
     }
 }
 
+/// `agentproxy test examples/*/`: every example directory at once; the one without a spec
+/// is skipped with a note.
+#[test]
+fn all_example_directories_run_together_and_one_without_a_spec_is_skipped() {
+    let mut dirs: Vec<String> = std::fs::read_dir(repo().join("examples"))
+        .unwrap()
+        .map(|e| format!("examples/{}/", e.unwrap().file_name().to_string_lossy()))
+        .collect();
+    dirs.sort();
+    let out = Command::new(bin())
+        .arg("test")
+        .args(&dirs)
+        .args(["--mode", "replay"])
+        .current_dir(repo())
+        .env_remove("OPENAI_API_KEY")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(
+            "agentproxy: note: skipped examples/weather-agent/: it has no spec (*.yaml or *.yml)"
+        ),
+        "{stderr}"
+    );
+    assert!(stderr.contains(" passed, 0 failed"), "{stderr}");
+}
+
 #[test]
 fn verbosity_comes_from_the_environment_unless_a_flag_says_otherwise() {
     let run = |verbosity: &str, flags: &[&str]| {

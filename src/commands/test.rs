@@ -46,7 +46,15 @@ pub async fn run(args: TestArgs) -> Result<Exit> {
     if args.outputs.len() > args.reports.len() {
         return Err(Error::OutputWithoutReport);
     }
-    let specs = spec::load_all(&args.specs, &validate_matcher)?;
+    let loaded = spec::load_all(&args.specs, &validate_matcher)?;
+    if !args.quiet {
+        for dir in &loaded.without_specs {
+            eprintln!(
+                "agentproxy: note: skipped {}: it has no spec (*.yaml or *.yml)",
+                dir.display()
+            );
+        }
+    }
     let filter = args
         .filter
         .as_deref()
@@ -72,7 +80,7 @@ pub async fn run(args: TestArgs) -> Result<Exit> {
     let mut parallel = 1;
     // One console for the run: as verbose as the most verbose spec asks.
     let mut verbosity = Verbosity::Quiet;
-    for sp in specs {
+    for sp in loaded.specs {
         let resolved = spec::resolve(&cli, &sp, &env)?;
         parallel = parallel.max(resolved.parallel);
         verbosity = verbosity.max(resolved.verbosity);

@@ -17,9 +17,10 @@ pub enum SpecError {
         hint: Option<String>,
     },
 
-    /// A directory given as a spec holds no `*.yaml` or `*.yml` file.
-    #[error("no spec in {}: it has no *.yaml or *.yml file", dir.display())]
-    EmptyDir { dir: PathBuf },
+    /// The directories given as specs hold no `*.yaml` or `*.yml` file (and no file was
+    /// named).
+    #[error("no spec in {}: {} no *.yaml or *.yml file", dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", "), if dirs.len() == 1 { "it has" } else { "they have" })]
+    NoSpecs { dirs: Vec<PathBuf> },
 
     /// The text is not valid YAML, or is valid YAML but not a valid spec.
     #[error("{}", Invalid { file, at: *at, message, hint: hint.as_deref() })]

@@ -48,10 +48,23 @@ pub fn load(path: &Path, validate: &dyn ValidateMatcher) -> Result<Spec, SpecErr
     parse(&src, path, validate)
 }
 
-/// The spec files named by `paths`, in order: a file as it is, a directory as its `*.yaml`
-/// and `*.yml` files (not recursive), sorted by name. A file named twice is kept once.
-pub fn spec_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, SpecError> {
-    let mut out = Vec::new();
+/// The spec files named by `paths`, and the directories among them that held none.
+#[derive(Debug, PartialEq, Eq)]
+pub struct SpecFiles {
+    /// In order: a file as it is, a directory as its `*.yaml` and `*.yml` files (not
+    /// recursive), sorted by name. A file named twice is kept once.
+    pub files: Vec<PathBuf>,
+    /// Directories with no spec file, skipped (`examples/*/` may match a few).
+    pub without_specs: Vec<PathBuf>,
+}
+
+/// Find the spec files named by `paths` (see [`SpecFiles`]). A directory without specs is
+/// skipped; finding no spec at all is an error.
+pub fn spec_files(paths: &[PathBuf]) -> Result<SpecFiles, SpecError> {
+    let mut found = SpecFiles {
+        files: vec![],
+        without_specs: vec![],
+    };
     let mut seen = HashSet::new();
     for path in paths {
         let meta = std::fs::metadata(path).map_err(|e| read_error(path, e))?;
@@ -68,7 +81,7 @@ pub fn spec_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, SpecError> {
                 }
             }
             if files.is_empty() {
-                return Err(SpecError::EmptyDir { dir: path.clone() });
+                found.without_specs.push(path.clone());
             }
             files.sort();
             files
@@ -77,22 +90,37 @@ pub fn spec_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, SpecError> {
         };
         for f in files {
             if seen.insert(f.clone()) {
-                out.push(f);
+                found.files.push(f);
             }
         }
     }
-    Ok(out)
+    if found.files.is_empty() {
+        return Err(SpecError::NoSpecs {
+            dirs: found.without_specs,
+        });
+    }
+    Ok(found)
+}
+
+/// The specs [`load_all`] read, and the directories it skipped.
+#[derive(Debug)]
+pub struct Loaded {
+    pub specs: Vec<Spec>,
+    pub without_specs: Vec<PathBuf>,
 }
 
 /// Load every spec named by `paths` (see [`spec_files`]); every spec is read, and the
 /// errors of all of them are reported together.
-pub fn load_all(paths: &[PathBuf], validate: &dyn ValidateMatcher) -> Result<Vec<Spec>, SpecError> {
+pub fn load_all(paths: &[PathBuf], validate: &dyn ValidateMatcher) -> Result<Loaded, SpecError> {
     let mut errors = error::Errors::default();
-    let specs = spec_files(paths)?
-        .iter()
+    let found = spec_files(paths)?;
+    let specs = (found.files.iter())
         .filter_map(|p| errors.take(load(p, validate)))
         .collect();
-    errors.into_result(specs)
+    errors.into_result(Loaded {
+        specs,
+        without_specs: found.without_specs,
+    })
 }
 
 fn read_error(path: &Path, source: std::io::Error) -> SpecError {

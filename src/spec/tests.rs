@@ -608,13 +608,26 @@ fn files_and_directories_load_in_order() {
     }
     std::fs::create_dir(dir.path().join("sub.yaml")).unwrap();
     let b = dir.path().join("b.yaml");
-    let files = spec_files(&[dir.path().to_path_buf(), b.clone()]).unwrap();
-    assert_eq!(files, vec![dir.path().join("a.yml"), b.clone()]);
-    let specs = load_all(std::slice::from_ref(&b), &AcceptAnyMatcher).unwrap();
+    let empty = tempfile::tempdir().unwrap();
+    let files = spec_files(&[
+        dir.path().to_path_buf(),
+        empty.path().to_path_buf(),
+        b.clone(),
+    ])
+    .unwrap();
+    assert_eq!(
+        files,
+        SpecFiles {
+            files: vec![dir.path().join("a.yml"), b.clone()],
+            without_specs: vec![empty.path().to_path_buf()],
+        }
+    );
+    let specs = load_all(std::slice::from_ref(&b), &AcceptAnyMatcher)
+        .unwrap()
+        .specs;
     assert_eq!(specs[0].name, "b");
     assert_eq!(specs[0].app.cwd, dir.path());
 
-    let empty = tempfile::tempdir().unwrap();
     let e = spec_files(&[empty.path().to_path_buf()]).unwrap_err();
     assert_eq!(
         e.to_string(),
