@@ -6,12 +6,15 @@
 //! directly against the fake upstream. Overhead per case = (replay run − baseline) / 100.
 //!
 //! Run: `cargo bench --bench runner` (`-- --cases N` for another count); `cargo test
-//! --all-targets` runs it with 3 cases. Figures are
+//! --all-targets` runs it with 3 cases, quiet unless it fails. Figures are
 //! recorded in docs/benchmarks.md. This is a measurement, never a pass/fail test.
 
 #[allow(dead_code)]
 #[path = "../tests/support/fake_openai.rs"]
 mod fake_openai;
+mod support {
+    pub mod smoke;
+}
 
 use std::path::Path;
 use std::process::Command;
@@ -46,7 +49,10 @@ fn agentproxy(dir: &Path, args: &[&str]) -> Duration {
     took
 }
 
-fn main() {
+fn main() -> std::process::ExitCode {
+    if let Some(code) = support::smoke::quiet_unless_asked("runner") {
+        return code;
+    }
     let args: Vec<String> = std::env::args().collect();
     let cases: usize = args
         .iter()
@@ -133,4 +139,5 @@ fn main() {
         parallel.as_secs_f64(),
         parallel.as_secs_f64() / baseline.as_secs_f64()
     );
+    std::process::ExitCode::SUCCESS
 }

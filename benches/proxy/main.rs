@@ -3,8 +3,8 @@
 //! `cargo bench --bench proxy` runs every scenario at full size (a few minutes);
 //! `cargo bench --bench proxy -- --quick` runs them all small, in seconds. Under
 //! `cargo test --all-targets` (no `--bench` argument) it runs `--quick` against the debug
-//! binary, so the test suite keeps the bench working; a timing is never a pass/fail: the
-//! run fails only when a request fails. docs/benchmarks.md explains every figure.
+//! binary, so the test suite keeps the bench working, and prints its tables only if it
+//! fails; a timing is never a pass/fail: the run fails only when a request fails. docs/benchmarks.md explains every figure.
 //!
 //! 0. replay's per-request work, step by step, in process (where the time goes);
 //! 1. replay throughput and latency at concurrency 1, 8, 64, beside a canned-reply server
@@ -19,6 +19,9 @@
 // The binary's allocator, so the in-process figures (scenario 0) are the binary's.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+#[path = "../support/smoke.rs"]
+mod smoke;
 
 mod daemon;
 mod dialects;
@@ -174,7 +177,10 @@ fn parse_args() -> Result<Config, String> {
     Ok(c)
 }
 
-fn main() {
+fn main() -> std::process::ExitCode {
+    if let Some(code) = smoke::quiet_unless_asked("proxy") {
+        return code;
+    }
     let cfg = match parse_args() {
         Ok(c) => c,
         Err(e) => {
@@ -183,7 +189,7 @@ fn main() {
         }
     };
     match run(&cfg) {
-        Ok(0) => {}
+        Ok(0) => std::process::ExitCode::SUCCESS,
         Ok(failures) => {
             eprintln!("bench: {failures} request(s) failed; the figures above are not valid");
             std::process::exit(1);
