@@ -22,7 +22,8 @@ Exit codes: 0 success; 1 a replayed request missed the cassette; 2 usage or conf
 (bad flag, unreadable cassette); 3 execution error (upstream unreachable while recording, nothing recorded, \
 cassette refused by the secret scan). With `-- COMMAND`, a command that exits non-zero passes its status through \
 (128+N when killed by signal N).",
-    after_help = "Docs: docs/cassette-format.md, docs/benchmarks.md. Run `agentproxy COMMAND --help` for each command."
+    after_help = "Getting started: docs/getting-started.md (record, write a spec, replay in CI). \
+Every format and flag is documented in docs/. Run `agentproxy COMMAND --help` for each command."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -41,7 +42,7 @@ the `export` lines, and on SIGINT/SIGTERM drains in-flight requests and writes t
 The program's own credentials are forwarded upstream and never written; values of environment variables whose \
 names contain KEY, TOKEN, SECRET, PASSWORD or CREDENTIAL are written as ${NAME}; a cassette that still holds \
 a key-shaped string is refused. A run that sent no request through the proxy fails and writes nothing.",
-        after_help = "Examples:\n  agentproxy record --cassette cassettes/demo.json -- python app.py\n  agentproxy record --upstream https://openrouter.ai/api --cassette c.json -- node agent.js"
+        after_help = "Examples:\n  agentproxy record --cassette cassettes/demo.json -- python app.py\n  agentproxy record --upstream https://openrouter.ai/api -- node agent.js"
     )]
     Record(RecordArgs),
     /// Serve a cassette to a program: offline, deterministic, free.
@@ -54,7 +55,7 @@ agentproxy_cassette_miss, not retried by SDKs) and a report on stderr naming the
 the first difference; the run then exits 1. Streamed recordings are served as streams, and converted when the \
 program asks for the other kind. Placeholder API keys are injected when the program has none, and known SDK \
 side traffic (tracing upload, price-map download) is switched off; -v lists what was set.",
-        after_help = "Examples:\n  agentproxy replay --cassette cassettes/demo.json -- python app.py\n  agentproxy replay --cassette c.json --match-ignore /user --repeat last -- pytest"
+        after_help = "Examples:\n  agentproxy replay --cassette cassettes/demo.json -- python app.py\n  agentproxy replay --match-ignore /user --repeat last -- pytest tests/"
     )]
     Replay(ReplayArgs),
     /// Run the cases of YAML specs: drive the program, mock tools, assert calls and replies.
@@ -90,8 +91,9 @@ Exit codes: 0 done (whatever the verdict, unless --check); 1 the verdict is regr
 given; 2 a cassette or the spec cannot be read. Format: docs/trajectory-diff.md.",
         after_help = "Examples:\n  agentproxy diff cassettes/paris.json /tmp/paris.json\n  \
 agentproxy diff old.json new.json --spec weather.yaml --case paris --check\n  \
-agentproxy diff old.json new.json --spec weather.yaml --case paris --format markdown > comment.md\n  \
-git show HEAD:cassettes/paris.json > /tmp/old.json && agentproxy diff /tmp/old.json cassettes/paris.json"
+agentproxy diff a.json b.json --spec s.yaml --format markdown > pr.md\n  \
+git show HEAD:cassettes/paris.json > /tmp/old.json\n  \
+agentproxy diff /tmp/old.json cassettes/paris.json"
     )]
     Diff(DiffArgs),
     /// Show a cassette's trajectory: turns, model calls, tool calls, results, replies.
@@ -119,7 +121,7 @@ carried (never its value), which variables were honoured, and the program's exit
 arrived it says which SDK reads which variable and what to map in a spec's app.env.\n\n\
 Exit codes: 0 at least one model request arrived; 1 none did; 2 usage error; 3 the program could not \
 be started.",
-        after_help = "Examples:\n  agentproxy doctor -- python app.py\n  agentproxy doctor --input 'What is the weather in Paris?' --timeout 2m -- node agent.js\n  agentproxy doctor --json -- python app.py"
+        after_help = "Examples:\n  agentproxy doctor -- python app.py\n  agentproxy doctor --input 'Weather in Paris?' --timeout 2m -- node agent.js\n  agentproxy doctor --json -- python app.py"
     )]
     Doctor(DoctorArgs),
 }
@@ -483,6 +485,21 @@ mod tests {
         assert_eq!(parse_size("1GiB"), Ok(1 << 30));
         assert!(parse_size("0").is_err());
         assert!(parse_size("lots").is_err());
+    }
+
+    /// An example that wraps mid-command cannot be pasted: each fits an 80-column terminal.
+    #[test]
+    fn help_examples_fit_80_columns() {
+        use clap::CommandFactory;
+        for sub in Cli::command().get_subcommands() {
+            let help = sub
+                .get_after_help()
+                .map(|h| h.to_string())
+                .unwrap_or_default();
+            for line in help.lines().filter(|l| l.starts_with("  ")) {
+                assert!(line.chars().count() <= 80, "{}: {line}", sub.get_name());
+            }
+        }
     }
 
     #[test]

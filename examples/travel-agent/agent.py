@@ -55,11 +55,16 @@ def run_tool(name, args):
     return {"error": f"unknown tool {name}"}
 
 
+# The prompt the cassettes were recorded with; TRAVEL_SYSTEM_PROMPT changes it (the docs
+# use that to show what a drifted prompt does to a replay).
+SYSTEM_PROMPT = "You are a travel assistant. Use the tools."
+
+
 def main():
     client = OpenAI()
     question = os.environ.get("AGENTPROXY_INPUT") or " ".join(sys.argv[1:]) or "What's the weather in Paris?"
     messages = [
-        {"role": "system", "content": "You are a travel assistant. Use the tools."},
+        {"role": "system", "content": os.environ.get("TRAVEL_SYSTEM_PROMPT", SYSTEM_PROMPT)},
         {"role": "user", "content": question},
     ]
     for _ in range(5):
