@@ -124,6 +124,41 @@ be started.",
         after_help = "Examples:\n  agentproxy doctor -- python app.py\n  agentproxy doctor --input 'Weather in Paris?' --timeout 2m -- node agent.js\n  agentproxy doctor --json -- python app.py"
     )]
     Doctor(DoctorArgs),
+    /// Work with JSON reports of `agentproxy test`: merge the reports of a sharded run.
+    #[command(subcommand)]
+    Report(ReportCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ReportCommand {
+    /// Merge the JSON reports of the shards of one run, and render the whole run.
+    #[command(
+        long_about = "Merge the JSON reports (--report json) of the shards of one `agentproxy test --shard` \
+run into the report of the whole run: each case is taken from the shard that ran it, the summary is counted \
+again, and the duration is the longest shard's. Every shard of the run must be given once, and all must have \
+been run with the same selection of cases.\n\n\
+Exit codes: 0 merged (whatever the cases' statuses); 2 a report cannot be read, a shard is missing or given \
+twice, or the reports are not of one run. Formats: docs/spec-reference.md (Reports).",
+        after_help = "Examples:\n  agentproxy report merge shard-*.json --report junit -o junit.xml\n  \
+agentproxy report merge a.json b.json --report markdown -o report.md --report json -o all.json"
+    )]
+    Merge(MergeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The shards' JSON reports.
+    #[arg(value_name = "REPORT", required = true)]
+    pub files: Vec<PathBuf>,
+
+    /// Write the merged report: json, markdown or junit (repeatable; pair each with -o).
+    /// Without it, the merged JSON goes to stdout.
+    #[arg(long = "report", value_name = "FORMAT")]
+    pub reports: Vec<ReportFormat>,
+
+    /// File for the report given at the same position (default, or `-`: stdout).
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub outputs: Vec<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -188,6 +223,13 @@ pub struct TestArgs {
     /// Run only the cases whose name matches this glob (`*`, `?`, `[...]`).
     #[arg(long, value_name = "GLOB")]
     pub filter: Option<String>,
+
+    /// Run one shard of the selected cases, for a run split across CI machines: K/N
+    /// (1-based) deals cases by a hash of spec path and case name, stable when cases are
+    /// added; count:K/N by position, round robin. The other cases are reported skipped.
+    /// Without it, CI_NODE_INDEX (1-based, as GitLab sets it) and CI_NODE_TOTAL are read.
+    #[arg(long, value_name = "K/N", value_parser = crate::spec::Shard::parse)]
+    pub shard: Option<crate::spec::Shard>,
 
     /// How many cases run at once (turns within a case stay sequential).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]

@@ -58,6 +58,20 @@ pub enum Error {
     #[error("no case matches --case / --filter")]
     NoCaseMatches,
 
+    /// `CI_NODE_INDEX` / `CI_NODE_TOTAL` do not name a shard.
+    #[error("invalid shard from the environment: {0}")]
+    ShardEnv(String),
+
+    #[error("failed to read report {}: {source}", path.display())]
+    ReadReport {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
+    #[error(transparent)]
+    Merge(#[from] crate::report::merge::MergeError),
+
     /// `diff --spec --case NAME` names a case the spec does not have.
     #[error("{} has no case named `{name}`\n  hint: its cases are {}", spec.display(), quoted(cases))]
     NoSuchCase {
@@ -148,6 +162,9 @@ impl Error {
             | Error::Filter(_)
             | Error::OutputWithoutReport
             | Error::NoCaseMatches
+            | Error::ShardEnv(_)
+            | Error::ReadReport { .. }
+            | Error::Merge(_)
             | Error::CassetteCollision { .. }
             | Error::NoSuchCase { .. }
             | Error::WhichCase { .. }

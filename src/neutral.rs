@@ -36,7 +36,7 @@ pub struct ToolDef {
 }
 
 /// Token usage of one model call as its response reported it, or summed over calls.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Usage {
     /// Every prompt token, cached ones included.
     pub prompt: u64,

@@ -163,3 +163,95 @@ async fn rerecord_examples() {
     }
     fake.stop().await;
 }
+
+/// A run split in shards (by flag, and by CI_NODE_INDEX / CI_NODE_TOTAL), each shard's JSON
+/// report merged back into the whole run's reports.
+#[test]
+fn sharded_runs_merge_into_the_whole_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = "examples/travel-agent/travel.yaml";
+    let run = |args: &[&str], env: &[(&str, &str)]| {
+        let out = Command::new(bin())
+            .args(args)
+            .current_dir(repo())
+            .env_remove("CI_NODE_INDEX")
+            .env_remove("CI_NODE_TOTAL")
+            .envs(env.iter().copied())
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let report = |k: usize| dir.path().join(format!("shard-{k}.json"));
+    let shard = |k: usize, flag: Option<&str>, env: &[(&str, &str)]| {
+        let out = report(k);
+        let mut args = vec!["test", spec, "--mode", "replay", "--report", "json", "-o"];
+        args.push(out.to_str().unwrap());
+        args.extend(flag.map(|f| ["--shard", f]).into_iter().flatten());
+        run(&args, env)
+    };
+    // count:K/3 deals the two cases to shards 1 and 2: shard 3 is empty, and exits 0.
+    let (code, err) = shard(1, Some("count:1/3"), &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("agentproxy: shard count:1/3: 1 of the 2 selected case(s) run here; the others are reported skipped"), "{err}");
+    assert!(err.contains("1 passed, 0 failed, 1 skipped"), "{err}");
+    let (code, err) = shard(2, None, &[("CI_NODE_INDEX", "2"), ("CI_NODE_TOTAL", "3")]);
+    // Read from the environment when no flag is given: 1-based, by hash.
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("agentproxy: shard hash:2/3: "), "{err}");
+    let (code, err) = shard(2, Some("count:2/3"), &[]);
+    assert_eq!(code, Some(0), "{err}");
+    let (code, err) = shard(3, Some("count:3/3"), &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains("0 of the 2 selected case(s) run here; nothing to run"),
+        "{err}"
+    );
+
+    let merged_json = dir.path().join("merged.json");
+    let junit = dir.path().join("junit.xml");
+    let (code, err) = run(
+        &[
+            "report",
+            "merge",
+            report(3).to_str().unwrap(),
+            report(1).to_str().unwrap(),
+            report(2).to_str().unwrap(),
+            "--report",
+            "json",
+            "-o",
+            merged_json.to_str().unwrap(),
+            "--report",
+            "junit",
+            "-o",
+            junit.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let merged: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&merged_json).unwrap()).unwrap();
+    assert_eq!(merged["summary"]["passed"], 2, "{merged}");
+    assert_eq!(merged["summary"]["skipped"], 0, "{merged}");
+    assert_eq!(merged["shard"], serde_json::Value::Null);
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(
+        xml.contains("tests=\"2\"") && xml.contains("skipped=\"0\""),
+        "{xml}"
+    );
+
+    // A shard left out is refused.
+    let (code, err) = run(
+        &[
+            "report",
+            "merge",
+            report(1).to_str().unwrap(),
+            report(3).to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("shard(s) 2 of 3 missing"), "{err}");
+}

@@ -4,6 +4,7 @@ pub mod diff;
 pub mod doctor;
 pub mod record;
 pub mod replay;
+pub mod report;
 mod session;
 pub mod show;
 pub mod test;
@@ -20,5 +21,6 @@ pub async fn run(cli: Cli) -> Result<Exit> {
         Command::Diff(args) => diff::run(args),
         Command::Show(args) => show::run(args),
         Command::Doctor(args) => doctor::run(args).await,
+        Command::Report(command) => report::run(command),
     }
 }

@@ -108,6 +108,42 @@ pub async fn run(args: TestArgs) -> Result<Exit> {
         return Err(Error::NoCaseMatches);
     }
     check_cassette_collisions(&jobs)?;
+    let shard = match args.shard {
+        Some(s) => Some(s),
+        None => spec::Shard::from_env(&env).map_err(Error::ShardEnv)?,
+    };
+    // The selected cases outside this shard: reported skipped, in their place.
+    let outside: Vec<Option<CaseReport>> = (jobs.iter().enumerate())
+        .map(|(p, (sp, i, settings))| {
+            let c = &sp.cases[*i];
+            let spec_name = sp.file.display().to_string();
+            let shard = shard.filter(|s| !s.contains(p, &spec_name, &c.name))?;
+            let mut r = CaseReport::new(
+                &sp.file,
+                &c.name,
+                "",
+                &c.cassette_path(&settings.cassette_dir),
+            );
+            r.skip(&format!("not in shard {shard}"));
+            Some(r)
+        })
+        .collect();
+    let selected = jobs.len();
+    let jobs: Vec<_> = (jobs.into_iter().zip(&outside))
+        .filter(|(_, o)| o.is_none())
+        .map(|(j, _)| j)
+        .collect();
+    if let Some(shard) = shard.filter(|_| !args.quiet) {
+        eprintln!(
+            "agentproxy: shard {shard}: {} of the {selected} selected case(s) run here{}",
+            jobs.len(),
+            if jobs.is_empty() {
+                "; nothing to run"
+            } else {
+                "; the others are reported skipped"
+            }
+        );
+    }
     let may_record = jobs.iter().any(|(_, _, s)| s.mode != spec::Mode::Replay);
     if may_record && !args.quiet {
         let upstreams = Upstreams {
@@ -155,17 +191,23 @@ pub async fn run(args: TestArgs) -> Result<Exit> {
             report
         }));
     }
-    let mut cases: Vec<CaseReport> = Vec::with_capacity(handles.len());
+    let mut ran = Vec::with_capacity(handles.len());
     for h in handles {
-        cases.push(h.await.map_err(Error::CasePanicked)?);
+        ran.push(h.await.map_err(Error::CasePanicked)?);
     }
+    let mut ran = ran.into_iter();
+    let cases: Vec<CaseReport> = (outside.into_iter())
+        .map(|o| o.or_else(|| ran.next()))
+        .collect::<Option<_>>()
+        .unwrap_or_default();
     let run = RunReport {
         summary: Summary::of(&cases),
         cases,
         duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        shard,
     };
     console.finish(&run);
-    write_reports(&args, &run)?;
+    write_reports(&args.reports, &args.outputs, &run)?;
     Ok(if run.summary.errors > 0 {
         Exit::Execution
     } else if run.summary.failed > 0 {
@@ -209,14 +251,20 @@ pub(crate) fn validate_matcher(
     })
 }
 
-fn write_reports(args: &TestArgs, run: &RunReport) -> Result<()> {
-    for (i, format) in args.reports.iter().enumerate() {
+/// Render `run` in each of `formats`, each to the output at its position (stdout without
+/// one, or for `-`).
+pub(crate) fn write_reports(
+    formats: &[ReportFormat],
+    outputs: &[std::path::PathBuf],
+    run: &RunReport,
+) -> Result<()> {
+    for (i, format) in formats.iter().enumerate() {
         let text = match format {
             ReportFormat::Json => report::json::render(run),
             ReportFormat::Markdown => report::markdown::render(run),
             ReportFormat::Junit => report::junit::render(run),
         };
-        match args.outputs.get(i).filter(|p| p.as_os_str() != "-") {
+        match outputs.get(i).filter(|p| p.as_os_str() != "-") {
             Some(path) => {
                 if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
                     std::fs::create_dir_all(dir).map_err(|source| Error::ReportDir {

@@ -4,7 +4,7 @@
 //!
 //! ```json
 //! {
-//!   "version": "2.0",
+//!   "version": "2.1",
 //!   "cases": [ { "spec", "name", "status", "mode", "cassette", "duration_ms",
 //!                "turns": [ { "index", "input", "reply", "output",
 //!                             "tool_calls": [ { "name", "arguments", "result" } ],
@@ -15,11 +15,13 @@
 //!                             "latency_ms", "missed", "not_reached" } ],
 //!                "assertions", "misses", "warnings", "error", "usage", "diff" } ],
 //!   "summary": { "passed", "failed", "errors", "skipped", "turns_not_reached" },
-//!   "duration_ms": 5231
+//!   "duration_ms": 5231,
+//!   "shard": { "index", "total", "strategy" }
 //! }
 //! ```
 //!
-//! Keys come in this fixed order, absent optional values are `null`, `status` is one of
+//! `shard` is `null` unless the run was one shard (`--shard`). Keys come in this fixed
+//! order, absent optional values are `null`, `status` is one of
 //! `passed`, `failed`, `error`, `skipped`; two runs that did the same thing give the same
 //! bytes except for the durations. The minor version grows when fields are added; the major
 //! when a field changes meaning or goes away.
@@ -29,7 +31,7 @@ use serde::Serialize;
 use super::RunReport;
 
 /// The version of the JSON report format.
-pub const FORMAT_VERSION: &str = "2.0";
+pub const FORMAT_VERSION: &str = "2.1";
 
 #[derive(Serialize)]
 struct Document<'a> {
@@ -65,7 +67,7 @@ mod tests {
     #[test]
     fn json_report_parses_back_with_version_and_summary() {
         let v: Value = serde_json::from_str(&render(&sample::run())).expect("valid JSON");
-        assert_eq!(v["version"], "2.0");
+        assert_eq!(v["version"], "2.1");
         assert_eq!(v["summary"]["failed"], 2);
         assert_eq!(
             v["cases"][3]["turns"][0]["tool_calls"][1]["arguments"]["country"],
@@ -73,6 +75,9 @@ mod tests {
         );
         assert_eq!(v["cases"][4]["status"], "error");
         let keys: Vec<&String> = v.as_object().expect("object").keys().collect();
-        assert_eq!(keys.len(), 4);
+        assert_eq!(
+            keys,
+            ["cases", "duration_ms", "shard", "summary", "version"]
+        );
     }
 }

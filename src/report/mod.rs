@@ -5,23 +5,27 @@ pub mod console;
 pub mod json;
 pub mod junit;
 pub mod markdown;
+pub mod merge;
 #[cfg(test)]
 mod sample;
 mod text;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::neutral::Usage;
+use crate::spec::Shard;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunReport {
     pub cases: Vec<CaseReport>,
     pub summary: Summary,
     pub duration_ms: u64,
+    /// The shard this run was (`--shard`), whose other cases are reported skipped.
+    pub shard: Option<Shard>,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Summary {
     pub passed: usize,
     pub failed: usize,
@@ -47,7 +51,7 @@ impl Summary {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     Passed,
@@ -58,7 +62,7 @@ pub enum Status {
     Skipped,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CaseReport {
     /// The spec file the case comes from.
     pub spec: String,
@@ -82,7 +86,7 @@ pub struct CaseReport {
     pub diff: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TurnReport {
     /// The turn's number, from 1.
     pub index: usize,
@@ -114,7 +118,7 @@ impl TurnReport {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CallReport {
     pub name: String,
     pub arguments: Value,
@@ -122,7 +126,7 @@ pub struct CallReport {
     pub result: Option<Value>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct AssertionResult {
     pub passed: bool,
     /// What was asserted, e.g. `calls: get_weather {city: {contains: Paris}}`.

@@ -256,5 +256,6 @@ pub(crate) fn run() -> RunReport {
         summary: Summary::of(&cases),
         cases,
         duration_ms: 5231,
+        shard: None,
     }
 }

@@ -17,6 +17,7 @@ mod error;
 mod model;
 mod read;
 mod resolve;
+mod shard;
 mod yaml;
 
 use std::collections::HashSet;
@@ -29,6 +30,7 @@ pub use model::{CallExpr, Case, Expect, MockKind, Mode, Order, Spec, Target, Too
 pub use read::AcceptAnyMatcher;
 pub use read::{MatcherKind, MatcherProblem, ValidateMatcher};
 pub use resolve::{resolve, CliOverrides};
+pub use shard::{owner as shard_owner, Shard};
 
 /// Parse and validate the text of a spec. `file` is where it came from: it names the file
 /// in errors and anchors the spec's relative paths (`cassettes`, `app.cwd`).
