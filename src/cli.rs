@@ -231,6 +231,11 @@ pub struct TestArgs {
     #[arg(long, value_name = "K/N", value_parser = crate::spec::Shard::parse)]
     pub shard: Option<crate::spec::Shard>,
 
+    /// Warn of each replayed cassette recorded longer ago than this (e.g. 30d); overrides
+    /// a spec's execution.max_age.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub max_age: Option<Duration>,
+
     /// How many cases run at once (turns within a case stay sequential).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub parallel: Option<u16>,
@@ -412,6 +417,11 @@ pub struct ReplayArgs {
     /// Pace replies by their recorded latency instead of answering at once.
     #[arg(long)]
     pub realtime: bool,
+
+    /// Warn when the cassette was recorded longer ago than this (e.g. 30d): the model it
+    /// recorded may have changed since.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub max_age: Option<Duration>,
 }
 
 /// `NAME[@POINTER]=REGEX`; the regex is everything after the first `=`.

@@ -255,3 +255,52 @@ fn sharded_runs_merge_into_the_whole_run() {
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("shard(s) 2 of 3 missing"), "{err}");
 }
+
+/// `--max-age` (and `execution.max_age`) warn of a cassette recorded longer ago; the run
+/// still passes.
+#[test]
+fn an_old_cassette_is_named_with_its_age() {
+    let out = Command::new(bin())
+        .args([
+            "replay",
+            "--max-age",
+            "1s",
+            "--cassette",
+            EXAMPLES[0].0,
+            "--",
+        ])
+        .args(EXAMPLES[0].1)
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(
+            "agentproxy: warning: cassette cassettes/examples/weather-agent.json was recorded "
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("more than the maximum age of 1s; re-record it"),
+        "{stderr}"
+    );
+
+    let out = Command::new(bin())
+        .args(["test", SPECS[1], "--mode", "replay", "--max-age", "1s"])
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("    warning: cassette cassettes/examples/chat/greeting-then-follow-up.json was recorded "),
+        "{stderr}"
+    );
+    let fresh = Command::new(bin())
+        .args(["test", SPECS[1], "--mode", "replay", "--max-age", "100y"])
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&fresh.stderr).contains("warning"));
+}

@@ -1,5 +1,6 @@
 //! Cassettes: the recorded interactions of one run, as a versioned JSON file.
 
+pub mod age;
 mod error;
 pub mod format;
 mod lazy;

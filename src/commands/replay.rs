@@ -1,6 +1,8 @@
 //! `agentproxy replay`: serve a cassette with no network, report misses and unused recordings.
 
-use crate::cassette::store;
+use std::time::SystemTime;
+
+use crate::cassette::{age, store};
 use crate::cli::ReplayArgs;
 use crate::error::{Exit, Result, EXIT_OK};
 use crate::matching;
@@ -15,6 +17,11 @@ const UNUSED_SHOWN: usize = 10;
 pub async fn run(args: ReplayArgs) -> Result<Exit> {
     let s = &args.session;
     let mut cassette = store::load(&s.cassette)?;
+    let stale = (args.max_age)
+        .and_then(|max| age::stale(&s.cassette, &cassette.recorded_at, max, SystemTime::now()));
+    if let Some(warning) = stale.filter(|_| !s.quiet) {
+        eprintln!("agentproxy: warning: {warning}");
+    }
     let flags = session::flag_rules(s);
     let match_rules = cassette.match_rules.merged(&flags);
     let rules = session::compile_rules(&match_rules)?;

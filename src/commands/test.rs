@@ -73,6 +73,7 @@ pub async fn run(args: TestArgs) -> Result<Exit> {
             _ => Some(Verbosity::Debug),
         },
         cassette_dir: args.cassettes.clone(),
+        max_age: args.max_age,
     };
 
     // Every (spec, case, settings) to run, in file order.
@@ -94,6 +95,7 @@ pub async fn run(args: TestArgs) -> Result<Exit> {
             upstream_timeout: args.upstream_timeout,
             listen: args.listen,
             max_body: args.max_body_size,
+            max_age: resolved.max_age,
         };
         let sp = Arc::new(sp);
         for (i, c) in sp.cases.iter().enumerate() {

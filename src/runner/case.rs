@@ -16,7 +16,7 @@ use super::evaluate;
 use super::mocks::MockSet;
 use super::url::UrlApp;
 use crate::cassette::format::{format_version, Upstreams};
-use crate::cassette::{store, Cassette, Writer};
+use crate::cassette::{age, store, Cassette, Writer};
 use crate::matching::{self, normalize::Rules};
 use crate::proxy::{upstream::Upstream, Options, Outcome, Replay, Session};
 use crate::redact::Secrets;
@@ -37,6 +37,8 @@ pub struct Settings {
     /// Where the proxy listens; a fixed port is needed for `url:` apps.
     pub listen: SocketAddr,
     pub max_body: usize,
+    /// Warn of a replayed cassette recorded longer ago than this.
+    pub max_age: Option<Duration>,
 }
 
 impl Settings {
@@ -112,6 +114,15 @@ async fn run_inner(
         (Mode::Update, _) => Use::Update,
     };
     report.mode = usage.name().into();
+    if let (Some(c), Some(max), Use::Replay | Use::Update) = (&existing, s.max_age, usage) {
+        let stale = age::stale(
+            &path_clean::clean(&cassette_path),
+            &c.recorded_at,
+            max,
+            std::time::SystemTime::now(),
+        );
+        report.warnings.extend(stale);
+    }
     let match_rules = match (&existing, usage) {
         (Some(c), Use::Replay | Use::Update) => c.match_rules.merged(&spec.match_rules),
         _ => spec.match_rules.clone(),

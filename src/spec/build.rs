@@ -431,6 +431,10 @@ impl Builder<'_> {
                 .get("verbosity")
                 .map(|n| self.word(n, "execution.verbosity", &levels))
                 .transpose()?,
+            max_age: f
+                .get("max_age")
+                .map(|n| self.duration(n, "execution.max_age"))
+                .transpose()?,
         })
     }
 }

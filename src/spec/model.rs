@@ -171,6 +171,9 @@ pub struct Execution {
     pub timeout: Option<Duration>,
     /// `verbosity:` (`quiet` | `normal` | `verbose` | `debug`).
     pub verbosity: Option<Verbosity>,
+    /// `max_age:` (duration such as `30d`): a replayed cassette recorded longer ago than
+    /// this gets a warning.
+    pub max_age: Option<Duration>,
 }
 
 /// How cassettes are used.

@@ -40,6 +40,8 @@ pub struct CliOverrides {
     pub verbosity: Option<Verbosity>,
     /// `--cassette-dir`, relative to the current directory.
     pub cassette_dir: Option<PathBuf>,
+    /// `--max-age`.
+    pub max_age: Option<Duration>,
 }
 
 /// Where a resolved value came from (for `-v` output and reports).
@@ -78,6 +80,8 @@ pub struct Resolved {
     /// Where the case cassettes are. Default: `cassettes/<spec file stem>` next to the spec
     /// file (`specs/weather.yaml` → `specs/cassettes/weather/`).
     pub cassette_dir: PathBuf,
+    /// Warn of a replayed cassette older than this: `--max-age`, else `execution.max_age`.
+    pub max_age: Option<Duration>,
     pub origins: Origins,
 }
 
@@ -185,6 +189,7 @@ pub fn resolve(
         timeout,
         verbosity,
         cassette_dir,
+        max_age: cli.max_age.or(ex.max_age),
         origins: Origins {
             mode: mode_origin,
             parallel: parallel_origin,
@@ -285,6 +290,7 @@ mod tests {
             parallel: Some(4),
             timeout: Some(Duration::from_secs(120)),
             verbosity: Some(Verbosity::Verbose),
+            max_age: Some(Duration::from_secs(86_400)),
         }
     }
 
@@ -452,6 +458,7 @@ mod tests {
             timeout: Some(Duration::from_secs(5)),
             verbosity: Some(Verbosity::Debug),
             cassette_dir: Some("cli/cassettes".into()),
+            max_age: Some(Duration::from_secs(60)),
         };
         let r = run(
             &cli,
@@ -477,6 +484,7 @@ mod tests {
         );
         assert_eq!(r.origins.mode, Origin::Cli);
         assert_eq!(r.origins.cassette_dir, Origin::Cli);
+        assert_eq!(r.max_age, Some(Duration::from_secs(60)));
     }
 
     #[test]
@@ -519,6 +527,7 @@ mod tests {
             timeout: Some(Duration::from_secs(1)),
             verbosity: Some(Verbosity::Quiet),
             cassette_dir: None,
+            max_age: None,
         };
         let s = spec(Execution::default(), None);
         for (var, value, want) in [

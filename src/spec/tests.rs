@@ -199,6 +199,7 @@ fn a_full_spec_parses_to_the_model() {
             parallel: Some(4),
             timeout: Some(Duration::from_secs(120)),
             verbosity: Some(Verbosity::Verbose),
+            max_age: None,
         },
         cases: vec![
             Case {
@@ -392,7 +393,7 @@ fn errors_point_at_file_line_and_column() {
         ),
         (
             &format!("{app}execution: {{mdoe: replay}}\n"),
-            "specs/weather.yaml:2:13: unknown key `mdoe` in execution; expected one of: mode, parallel, timeout, verbosity (did you mean `mode`?)".into(),
+            "specs/weather.yaml:2:13: unknown key `mdoe` in execution; expected one of: mode, parallel, timeout, verbosity, max_age (did you mean `mode`?)".into(),
         ),
         (
             &format!("{app}tools:\n  t: {{when: {{a: 1}}, result: 2}}\n"),
@@ -751,4 +752,21 @@ fn a_tool_both_required_and_forbidden_is_refused() {
     assert!(e.starts_with("specs/weather.yaml:8:25: `get_weather` is both in `cases[0].expect.calls` and in `cases[0].expect.never`"), "{e}");
     // Forbidding some arguments of a required tool is fine.
     load_str("app:\n  command: python3 a.py\ncases:\n  - name: a\n    input: hi\n    expect:\n      calls: [get_weather]\n      never:\n        - get_weather: {city: London}\n").expect("loads");
+}
+
+#[test]
+fn execution_max_age_is_a_duration() {
+    let spec = |max_age: &str| {
+        parse(
+            &format!("app: {{command: a}}\nexecution: {{max_age: {max_age}}}\ncases: [{{name: a, input: x}}]\n"),
+            Path::new("s.yaml"),
+            &AcceptAnyMatcher,
+        )
+    };
+    assert_eq!(
+        spec("30d").unwrap().execution.max_age,
+        Some(Duration::from_secs(30 * 86_400))
+    );
+    let e = spec("30").unwrap_err().to_string();
+    assert!(e.starts_with("s.yaml:2:22: expected a duration"), "{e}");
 }
