@@ -1,0 +1,80 @@
+//! The Python wheel, as a user gets it: built by scripts/build-wheel.sh, installed into a
+//! fresh venv with no cargo on PATH, `agentproxy --version` and `python -m agentproxy`
+//! print the crate's version, and the installed binary replays the committed example.
+
+use std::path::Path;
+use std::process::Command;
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn the_wheel_installs_the_binary_on_the_venv_path() {
+    let built = Command::new(repo().join("scripts/build-wheel.sh"))
+        // The dev profile reuses the test build; users get release (the script's default).
+        .env("AGENTPROXY_WHEEL_PROFILE", "dev")
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&built.stdout).into_owned()
+        + &String::from_utf8_lossy(&built.stderr);
+    assert!(built.status.success(), "{log}");
+    let wheel = log
+        .lines()
+        .find_map(|l| l.strip_prefix("build-wheel: "))
+        .map(|w| repo().join(w.trim()))
+        .expect("the script names the wheel");
+
+    let dir = tempfile::tempdir().unwrap();
+    let venv = dir.path().join("venv");
+    let ok = Command::new("python3")
+        .args(["-m", "venv"])
+        .arg(&venv)
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let pip = Command::new(venv.join("bin/pip"))
+        .args(["install", "--quiet", "--no-index", "--disable-pip-version-check"])
+        .arg(&wheel)
+        .output()
+        .unwrap();
+    assert!(pip.status.success(), "{}", String::from_utf8_lossy(&pip.stderr));
+
+    // Only the venv and the system: no cargo, no target/ directory.
+    let path = format!("{}:/usr/bin:/bin", venv.join("bin").display());
+    let version = format!("agentproxy {}", env!("CARGO_PKG_VERSION"));
+    let run = |program: &str, args: &[&str]| {
+        let out = Command::new(program)
+            .args(args)
+            .current_dir(repo())
+            .env_clear()
+            .env("PATH", &path)
+            .env("HOME", dir.path())
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        (out.status.success(), text)
+    };
+    let (ok, out) = run("sh", &["-c", "command -v cargo || echo no cargo"]);
+    assert!(ok && out.trim() == "no cargo", "{out}");
+    let (ok, out) = run("agentproxy", &["--version"]);
+    assert!(ok, "{out}");
+    assert_eq!(out.trim(), version);
+    let (ok, out) = run("python", &["-m", "agentproxy", "--version"]);
+    assert!(ok, "{out}");
+    assert_eq!(out.trim(), version);
+    let (ok, out) = run(
+        "agentproxy",
+        &[
+            "replay",
+            "--cassette",
+            "cassettes/examples/weather-agent.json",
+            "--",
+            "python",
+            "examples/weather-agent/agent.py",
+        ],
+    );
+    assert!(ok, "{out}");
+    assert!(out.contains("0 missed"), "{out}");
+}
