@@ -124,9 +124,69 @@ be started.",
         after_help = "Examples:\n  agentproxy doctor -- python app.py\n  agentproxy doctor --input 'Weather in Paris?' --timeout 2m -- node agent.js\n  agentproxy doctor --json -- python app.py"
     )]
     Doctor(DoctorArgs),
+    /// One proxy for a whole test session, each test switching its cassette (pytest plugin).
+    #[command(
+        long_about = "One proxy for a whole test session whose cassette, mode and tool mocks each test switches \
+through a control endpoint under /_agentproxy/, so that SDK clients made once (at import time) keep going \
+through it. The pytest plugin of the Python package starts it; other harnesses can too (docs/pytest.md has \
+the protocol).\n\n\
+It prints one JSON line on stdout, {\"url\": ..., \"env\": {NAME: value}}, with the variables a program needs \
+(the same record and replay inject), then serves until its stdin is closed, or SIGTERM or SIGINT. Between \
+tests every request misses. A test still active at the end keeps what it recorded.\n\n\
+Exit codes: 0 stopped; 2 a bad flag or listen address.",
+        after_help = "Example:\n  agentproxy serve --replay-env < /dev/null"
+    )]
+    Serve(ServeArgs),
     /// Work with JSON reports of `agentproxy test`: merge the reports of a sharded run.
     #[command(subcommand)]
     Report(ReportCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Where the proxy listens (loopback only).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
+    pub listen: SocketAddr,
+
+    /// Also give the variables replay gives: placeholder API keys and the switches that
+    /// stop SDK side traffic (each unless already set).
+    #[arg(long)]
+    pub replay_env: bool,
+
+    /// OpenAI-compatible upstream used when a test records.
+    #[arg(
+        long,
+        value_name = "URL",
+        default_value = "https://api.openai.com",
+        env = "AGENTPROXY_UPSTREAM"
+    )]
+    pub upstream: String,
+
+    /// Anthropic upstream used when a test records.
+    #[arg(
+        long,
+        value_name = "URL",
+        default_value = "https://api.anthropic.com",
+        env = "AGENTPROXY_ANTHROPIC_UPSTREAM"
+    )]
+    pub anthropic_upstream: String,
+
+    /// Gemini upstream used when a test records.
+    #[arg(
+        long,
+        value_name = "URL",
+        default_value = "https://generativelanguage.googleapis.com",
+        env = "AGENTPROXY_GEMINI_UPSTREAM"
+    )]
+    pub gemini_upstream: String,
+
+    /// How long to wait for the upstream when recording (e.g. 30s, 10m).
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_duration)]
+    pub upstream_timeout: Duration,
+
+    /// Larger request bodies get HTTP 413.
+    #[arg(long, value_name = "SIZE", default_value = "32M", value_parser = parse_size)]
+    pub max_body_size: usize,
 }
 
 #[derive(Debug, Subcommand)]

@@ -13,7 +13,9 @@ fn main() {
         agentproxy::cli::Command::Replay(a) => (a.session.quiet, a.session.verbose),
         agentproxy::cli::Command::Test(a) => (a.quiet, a.verbose.saturating_sub(1)),
         agentproxy::cli::Command::Diff(_) | agentproxy::cli::Command::Show(_) => (false, 0),
-        agentproxy::cli::Command::Doctor(_) | agentproxy::cli::Command::Report(_) => (false, 0),
+        agentproxy::cli::Command::Doctor(_)
+        | agentproxy::cli::Command::Report(_)
+        | agentproxy::cli::Command::Serve(_) => (false, 0),
     };
     let level = match verbosity {
         (true, _) => "error",

@@ -1,6 +1,7 @@
 //! The Python wheel, as a user gets it: built by scripts/build-wheel.sh, installed into a
 //! fresh venv with no cargo on PATH, `agentproxy --version` and `python -m agentproxy`
-//! print the crate's version, and the installed binary replays the committed example.
+//! print the crate's version, the pytest plugin is registered, and the installed binary
+//! replays the committed example.
 
 use std::path::Path;
 use std::process::Command;
@@ -34,11 +35,20 @@ fn the_wheel_installs_the_binary_on_the_venv_path() {
         .unwrap();
     assert!(ok.success());
     let pip = Command::new(venv.join("bin/pip"))
-        .args(["install", "--quiet", "--no-index", "--disable-pip-version-check"])
+        .args([
+            "install",
+            "--quiet",
+            "--no-index",
+            "--disable-pip-version-check",
+        ])
         .arg(&wheel)
         .output()
         .unwrap();
-    assert!(pip.status.success(), "{}", String::from_utf8_lossy(&pip.stderr));
+    assert!(
+        pip.status.success(),
+        "{}",
+        String::from_utf8_lossy(&pip.stderr)
+    );
 
     // Only the venv and the system: no cargo, no target/ directory.
     let path = format!("{}:/usr/bin:/bin", venv.join("bin").display());
@@ -64,6 +74,15 @@ fn the_wheel_installs_the_binary_on_the_venv_path() {
     let (ok, out) = run("python", &["-m", "agentproxy", "--version"]);
     assert!(ok, "{out}");
     assert_eq!(out.trim(), version);
+    // The pytest plugin is registered for pytest to load.
+    let (ok, out) = run(
+        "python",
+        &[
+            "-c",
+            "from importlib.metadata import entry_points; print([e.value for e in entry_points(group='pytest11')])",
+        ],
+    );
+    assert!(ok && out.contains("agentproxy.pytest_plugin"), "{out}");
     let (ok, out) = run(
         "agentproxy",
         &[

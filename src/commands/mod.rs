@@ -5,6 +5,7 @@ pub mod doctor;
 pub mod record;
 pub mod replay;
 pub mod report;
+pub mod serve;
 mod session;
 pub mod show;
 pub mod test;
@@ -22,5 +23,6 @@ pub async fn run(cli: Cli) -> Result<Exit> {
         Command::Show(args) => show::run(args),
         Command::Doctor(args) => doctor::run(args).await,
         Command::Report(command) => report::run(command),
+        Command::Serve(args) => serve::run(args).await,
     }
 }

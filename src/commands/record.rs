@@ -1,15 +1,14 @@
 //! `agentproxy record`: forward to the upstream, write the cassette when the program exits.
 
-use std::time::SystemTime;
-
-use crate::cassette::format::{format_version, Upstreams};
-use crate::cassette::{Cassette, Interaction, Writer};
+use crate::cassette::format::Upstreams;
+use crate::cassette::{Interaction, Writer};
 use crate::cli::RecordArgs;
 use crate::dialect::{provider_of, Route};
 use crate::error::{Error, Exit, Result, EXIT_OK};
 use crate::proxy::{upstream::Upstream, Options};
 use crate::redact::Secrets;
 use crate::runner::env;
+use crate::runner::plan::{self, Use};
 
 use super::session;
 
@@ -82,15 +81,7 @@ pub async fn run(args: RecordArgs) -> Result<Exit> {
         .filter(|i| i.response.events.is_some())
         .count();
     let used = used_upstreams(&upstreams, &out.recorded);
-    let cassette = Cassette {
-        format: format_version(),
-        recorder: format!("agentproxy {}", env!("CARGO_PKG_VERSION")),
-        recorded_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
-        upstreams,
-        match_rules,
-        interactions: ended.outcome.recorded,
-    };
-    writer.save(&cassette)?;
+    plan::save(&writer, &upstreams, &match_rules, Use::Record, out)?;
     let errors = ended.outcome.upstream_errors.len();
     if !s.quiet {
         eprintln!(

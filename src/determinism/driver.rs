@@ -15,9 +15,10 @@ use crate::neutral::ToolCall;
 use crate::proxy::{Mocks, Options, Replay, Session};
 use crate::redact::Secrets;
 use crate::report::{CaseReport, Status};
-use crate::runner::case::{drive, Settings, Use};
+use crate::runner::case::{drive, Settings};
 use crate::runner::error::CaseError;
 use crate::runner::mocks::MockSet;
+use crate::runner::plan::Use;
 use crate::spec::{Case, Spec};
 
 /// The mode a checked case reports.

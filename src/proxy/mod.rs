@@ -8,6 +8,7 @@ mod replay;
 pub mod server;
 mod service;
 mod session;
+pub mod switch;
 pub mod upstream;
 
 use std::collections::{BTreeSet, HashMap};
@@ -261,8 +262,20 @@ impl Proxy {
             upstream_errors: std::mem::take(&mut st.upstream_errors),
             rejected: std::mem::take(&mut st.rejected),
             unused,
-            requests: usize::try_from(self.seq.load(Ordering::Relaxed)).unwrap_or(usize::MAX),
+            requests: self.requests(),
         }
+    }
+
+    /// The exchanges logged so far (with `log_exchanges`), in arrival order, left in place.
+    pub fn exchanges_so_far(&self) -> Vec<Interaction> {
+        let mut exchanges = self.lock().exchanges.clone();
+        exchanges.sort_by_key(|(seq, _)| *seq);
+        exchanges.into_iter().map(|(_, i)| i).collect()
+    }
+
+    /// Requests that reached the proxy so far, served or not.
+    pub fn requests(&self) -> usize {
+        usize::try_from(self.seq.load(Ordering::Relaxed)).unwrap_or(usize::MAX)
     }
 
     fn next_seq(&self) -> u64 {

@@ -23,7 +23,7 @@ use super::{service, Proxy};
 
 /// How long in-flight requests may take to finish once shutdown starts (a second signal
 /// cuts it short).
-const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How long a client may take to send a request's head (hyper's own default): a
 /// connection that trickles header bytes is closed. hyper also counts the wait for the

@@ -4,7 +4,6 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use regex::Regex;
@@ -13,13 +12,11 @@ use super::driver::CommandApp;
 use super::env;
 use super::error::{CaseError, ProgramError};
 use super::evaluate;
-use super::mocks::MockSet;
+use super::plan::{self, Forwarding, Plan, Use};
 use super::url::UrlApp;
-use crate::cassette::format::{format_version, Upstreams};
+use crate::cassette::format::Upstreams;
 use crate::cassette::{age, store, Cassette, Writer};
-use crate::matching::{self, normalize::Rules};
-use crate::proxy::{upstream::Upstream, Options, Outcome, Replay, Session};
-use crate::redact::Secrets;
+use crate::proxy::{Outcome, Session};
 use crate::report::{CaseReport, Status};
 use crate::spec::{Case, Mode, Spec, Target};
 
@@ -48,24 +45,6 @@ impl Settings {
             openai: self.upstream.clone(),
             anthropic: self.anthropic_upstream.clone(),
             gemini: self.gemini_upstream.clone(),
-        }
-    }
-}
-
-/// What the case's cassette is used for in this run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Use {
-    Replay,
-    Record,
-    Update,
-}
-
-impl Use {
-    fn name(self) -> &'static str {
-        match self {
-            Use::Replay => "replay",
-            Use::Record => "record",
-            Use::Update => "update",
         }
     }
 }
@@ -100,18 +79,13 @@ async fn run_inner(
     } else {
         None
     };
-    let usage = match (s.mode, existing.is_some()) {
-        (Mode::Replay, false) => {
-            report.mode = Use::Replay.name().into();
-            return Err(CaseError::NoCassette {
-                path: cassette_path,
-                spec: spec.file.clone(),
-                case: case.name.clone(),
-            });
-        }
-        (Mode::Replay, true) | (Mode::Auto, true) => Use::Replay,
-        (Mode::Record, _) | (Mode::Auto, false) => Use::Record,
-        (Mode::Update, _) => Use::Update,
+    let Some(usage) = Use::of(s.mode, existing.is_some()) else {
+        report.mode = Use::Replay.name().into();
+        return Err(CaseError::NoCassette {
+            path: cassette_path,
+            spec: spec.file.clone(),
+            case: case.name.clone(),
+        });
     };
     report.mode = usage.name().into();
     if let (Some(c), Some(max), Use::Replay | Use::Update) = (&existing, s.max_age, usage) {
@@ -123,51 +97,27 @@ async fn run_inner(
         );
         report.warnings.extend(stale);
     }
-    let match_rules = match (&existing, usage) {
-        (Some(c), Use::Replay | Use::Update) => c.match_rules.merged(&spec.match_rules),
-        _ => spec.match_rules.clone(),
-    };
-    let rules = Rules::compile(&match_rules)?;
-    // The cassette a record or update run replaces, for the trajectory diff.
-    let previous = if usage == Use::Replay {
-        None
-    } else {
-        existing.clone()
-    };
-    let replay = match (existing, usage) {
-        (Some(mut c), Use::Replay | Use::Update) => {
-            if c.match_rules != match_rules {
-                matching::rekey(&mut c.interactions, &rules);
-            }
-            Some(Replay::new(c.interactions, spec.repeat, false))
-        }
-        _ => None,
-    };
-    let upstream = match usage {
-        Use::Replay => None,
-        Use::Record | Use::Update => Some(Upstream::new(&s.upstreams(), s.upstream_timeout)?),
-    };
-    // Checked and locked before the program starts: a recording is never lost at the end
-    // for a reason that was knowable now.
-    let writer = match usage {
-        Use::Replay => None,
-        Use::Record | Use::Update => Some(Writer::open(&cassette_path)?),
-    };
-    let mocks = Arc::new(MockSet::compile(&spec.tools)?);
-    let options = Options {
-        rules,
-        secrets: Secrets::from_vars(std::env::vars()),
+    let upstreams = s.upstreams();
+    let fwd = Forwarding {
+        upstreams: &upstreams,
+        upstream_timeout: s.upstream_timeout,
         max_body: s.max_body,
-        upstream,
-        replay,
-        print_misses: false,
-        mocks: (!mocks.is_empty()).then(|| {
-            let m = mocks.clone();
-            Arc::new(move |c: &crate::neutral::ToolCall, n: usize| m.result_for(c, n))
-                as crate::proxy::Mocks
-        }),
-        log_exchanges: true,
     };
+    let Plan {
+        options,
+        match_rules,
+        writer,
+        previous,
+        mocks,
+    } = plan::plan(
+        &cassette_path,
+        existing,
+        usage,
+        &spec.match_rules,
+        spec.repeat,
+        &spec.tools,
+        &fwd,
+    )?;
     let session = Session::start(options, s.listen).await?;
     let base = format!("http://{}", session.addr());
 
@@ -267,29 +217,18 @@ fn save_cassette(
     usage: Use,
     outcome: &Outcome,
 ) -> Result<Option<Cassette>, CaseError> {
-    if outcome.recorded.is_empty() {
-        if usage == Use::Record && outcome.requests == 0 {
-            return Err(CaseError::NoRequest {
-                spec: spec.file.clone(),
-            });
-        }
-        return Ok(None);
+    if usage == Use::Record && outcome.requests == 0 {
+        return Err(CaseError::NoRequest {
+            spec: spec.file.clone(),
+        });
     }
-    // Update keeps what was replayed and adds what was recorded, in the order of the run.
-    let interactions = match usage {
-        Use::Update => outcome.exchanges.clone(),
-        _ => outcome.recorded.clone(),
-    };
-    let cassette = Cassette {
-        format: format_version(),
-        recorder: format!("agentproxy {}", env!("CARGO_PKG_VERSION")),
-        recorded_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
-        upstreams: s.upstreams(),
-        match_rules: match_rules.clone(),
-        interactions,
-    };
-    writer.save(&cassette)?;
-    Ok(Some(cassette))
+    Ok(plan::save(
+        writer,
+        &s.upstreams(),
+        match_rules,
+        usage,
+        outcome,
+    )?)
 }
 
 /// Drive the program through the turns. On failure, the outputs of the turns that did

@@ -7,7 +7,60 @@ use serde_json::Value;
 
 use crate::assert::{MatchContext, Matcher, MatcherError};
 use crate::neutral::ToolCall;
-use crate::spec::{MockKind, ToolMock};
+use crate::spec::{MockKind, MockRule, Pos, ToolMock};
+
+/// Tool mocks given as JSON (by `agentproxy serve`'s control endpoint): each tool maps to
+/// `{"result": v}`, `{"results": [v, …]}` (not empty) or `{"rules": [{"when": m, "result":
+/// v}, …]}` (`when` optional), the forms of a spec's `tools:`.
+pub fn tools_from_json(value: &Value) -> Result<BTreeMap<String, ToolMock>, String> {
+    let tools = value
+        .as_object()
+        .ok_or("mocks must be an object of tool names")?;
+    let mut out = BTreeMap::new();
+    for (name, mock) in tools {
+        let bad = |why: &str| format!("mock of `{name}`: {why}");
+        let fields = mock.as_object().ok_or_else(|| bad("expected an object"))?;
+        let kind = match (
+            fields.get("result"),
+            fields.get("results"),
+            fields.get("rules"),
+        ) {
+            (Some(v), None, None) => MockKind::Fixed(v.clone()),
+            (None, Some(Value::Array(vs)), None) if !vs.is_empty() => {
+                MockKind::Sequence(vs.clone())
+            }
+            (None, Some(_), None) => return Err(bad("`results` must be a non-empty list")),
+            (None, None, Some(Value::Array(rules))) if !rules.is_empty() => MockKind::Rules(
+                rules
+                    .iter()
+                    .map(|r| {
+                        let result = r
+                            .get("result")
+                            .ok_or_else(|| bad("each rule needs a `result`"))?;
+                        Ok(MockRule {
+                            at: Pos::default(),
+                            when: r.get("when").filter(|w| !w.is_null()).cloned(),
+                            result: result.clone(),
+                        })
+                    })
+                    .collect::<Result<_, String>>()?,
+            ),
+            _ => {
+                return Err(bad(
+                    "give exactly one of `result`, `results` or `rules` (a non-empty list)",
+                ))
+            }
+        };
+        out.insert(
+            name.clone(),
+            ToolMock {
+                at: Pos::default(),
+                kind,
+            },
+        );
+    }
+    Ok(out)
+}
 
 /// A `tools:` mock whose `when:` matcher does not compile.
 #[derive(Debug, thiserror::Error)]
@@ -104,5 +157,58 @@ impl MockSet {
             .iter()
             .cloned()
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn call(name: &str, args: Value) -> ToolCall {
+        ToolCall {
+            id: "call_1".into(),
+            name: name.into(),
+            arguments: args,
+        }
+    }
+
+    #[test]
+    fn json_mocks_take_the_three_forms_of_a_spec() {
+        let tools = tools_from_json(&json!({
+            "get_time": {"result": "09:00"},
+            "get_weather": {"rules": [
+                {"when": {"city": "Oslo"}, "result": {"temp_c": -5}},
+                {"result": {"temp_c": 20}}
+            ]},
+            "roll": {"results": [1, 2]}
+        }))
+        .unwrap();
+        let set = MockSet::compile(&tools).unwrap();
+        let weather = |city: &str| set.result_for(&call("get_weather", json!({"city": city})), 0);
+        assert_eq!(weather("Oslo"), Some(json!({"temp_c": -5})));
+        assert_eq!(weather("Lima"), Some(json!({"temp_c": 20})));
+        assert_eq!(
+            set.result_for(&call("get_time", json!({})), 0),
+            Some(json!("09:00"))
+        );
+        assert_eq!(set.result_for(&call("roll", json!({})), 1), Some(json!(2)));
+    }
+
+    #[test]
+    fn malformed_json_mocks_say_which_tool() {
+        for (mocks, want) in [
+            (json!([]), "mocks must be an object of tool names"),
+            (json!({"t": 1}), "mock of `t`: expected an object"),
+            (json!({"t": {"results": []}}), "mock of `t`: `results` must be a non-empty list"),
+            (json!({"t": {"rules": [{"when": {}}]}}), "mock of `t`: each rule needs a `result`"),
+            (
+                json!({"t": {"result": 1, "results": [1]}}),
+                "mock of `t`: give exactly one of `result`, `results` or `rules` (a non-empty list)",
+            ),
+        ] {
+            assert_eq!(tools_from_json(&mocks).unwrap_err(), want);
+        }
     }
 }

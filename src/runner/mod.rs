@@ -7,4 +7,5 @@ pub mod env;
 pub(crate) mod error;
 pub mod evaluate;
 pub mod mocks;
+pub(crate) mod plan;
 pub mod url;

@@ -25,7 +25,9 @@ use std::path::{Path, PathBuf};
 
 pub use asserted::asserted;
 pub use error::SpecError;
-pub use model::{CallExpr, Case, Expect, MockKind, Mode, Order, Spec, Target, ToolMock, Verbosity};
+pub use model::{
+    CallExpr, Case, Expect, MockKind, MockRule, Mode, Order, Pos, Spec, Target, ToolMock, Verbosity,
+};
 #[cfg(test)]
 pub use read::AcceptAnyMatcher;
 pub use read::{MatcherKind, MatcherProblem, ValidateMatcher};

@@ -1,0 +1,300 @@
+"""The pytest plugin: a cassette per test, recorded and replayed by one agentproxy.
+
+One `agentproxy serve` runs per pytest session (per xdist worker). Its URL is put into
+OPENAI_BASE_URL, OPENAI_API_BASE, ANTHROPIC_BASE_URL, GOOGLE_GEMINI_BASE_URL and
+AGENTPROXY_URL before collection, so SDK clients made at import time go through it. Each
+test that uses the `agentproxy` fixture (or carries `@pytest.mark.agentproxy`) switches
+the proxy to its own cassette and mode, and reads back what the model was asked and said.
+docs/pytest.md documents every option.
+"""
+
+import json
+import os
+import re
+import subprocess
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from agentproxy import find_binary
+
+MODES = ("replay", "record", "auto", "update")
+_MISSING = object()
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("agentproxy", "record and replay model traffic (agentproxy)")
+    group.addoption("--agentproxy-mode", choices=MODES, default=None,
+                    help="replay, record, auto (record what has no cassette) or update; "
+                         "default auto, or replay when CI is set")
+    group.addoption("--agentproxy-upstream", default=None,
+                    help="OpenAI-compatible upstream for recording")
+    group.addoption("--agentproxy-anthropic-upstream", default=None,
+                    help="Anthropic upstream for recording")
+    parser.addini("agentproxy_mode", "default --agentproxy-mode", default=None)
+    parser.addini("agentproxy_upstream", "default --agentproxy-upstream", default=None)
+    parser.addini("agentproxy_anthropic_upstream", "default --agentproxy-anthropic-upstream",
+                  default=None)
+    parser.addini("agentproxy_cassette_dir",
+                  "where cassettes go, relative to the rootdir "
+                  "(default: cassettes/ next to each test file)", default=None)
+
+
+def _ci():
+    value = os.environ.get("CI", "").strip().lower()
+    return value not in ("", "0", "false")
+
+
+def _setting(config, option, ini, env=None):
+    value = config.getoption(option)
+    if value is None:
+        value = config.getini(ini) or None
+    if value is None and env:
+        value = os.environ.get(env, "").strip() or None
+    return value
+
+
+def _session_mode(config):
+    mode = _setting(config, "agentproxy_mode", "agentproxy_mode")
+    if mode is None:
+        mode = "replay" if _ci() else "auto"
+    if mode not in MODES:
+        raise pytest.UsageError(f"agentproxy_mode = {mode!r}: expected one of {', '.join(MODES)}")
+    return mode
+
+
+class _Proxy:
+    """The session's `agentproxy serve` process and its control endpoint."""
+
+    def __init__(self, config):
+        self.mode = _session_mode(config)
+        binary = os.environ.get("AGENTPROXY_BIN") or find_binary()
+        args = [binary, "serve"]
+        if self.mode == "replay":
+            args.append("--replay-env")
+        for flag, option, ini, env in (
+            ("--upstream", "agentproxy_upstream", "agentproxy_upstream", "AGENTPROXY_UPSTREAM"),
+            ("--anthropic-upstream", "agentproxy_anthropic_upstream",
+             "agentproxy_anthropic_upstream", "AGENTPROXY_ANTHROPIC_UPSTREAM"),
+        ):
+            value = _setting(config, option, ini, env)
+            if value:
+                args += [flag, value]
+        self.process = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        line = self.process.stdout.readline()
+        if not line:
+            code = self.process.wait()
+            raise pytest.UsageError(f"agentproxy serve exited with {code} before listening")
+        hello = json.loads(line)
+        self.url = hello["url"]
+        self.env = hello["env"]
+        self.unused = []
+
+    def control(self, method, path, body=None):
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(
+            f"{self.url}/_agentproxy/{path}", data=data, method=method,
+            headers={"content-type": "application/json"})
+        try:
+            with urllib.request.urlopen(request) as response:
+                return json.load(response)
+        except urllib.error.HTTPError as e:
+            message = json.load(e).get("error", str(e))
+            raise AgentProxyError(message) from None
+
+    def stop(self):
+        self.process.stdin.close()
+        self.process.wait(timeout=60)
+
+
+class AgentProxyError(Exception):
+    """The proxy refused a control request (bad mode, no cassette to replay, …)."""
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "agentproxy(cassette=None, mode=None): this test's cassette and mode")
+    if hasattr(config, "_agentproxy") or config.option.help:
+        return
+    # Under pytest-xdist the workers run the tests, each with its own proxy.
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        return
+    proxy = _Proxy(config)
+    config._agentproxy = proxy
+    # Before collection: clients made at import time read these.
+    for name, value in proxy.env.items():
+        os.environ[name] = value
+
+
+def pytest_unconfigure(config):
+    proxy = getattr(config, "_agentproxy", None)
+    if proxy is not None:
+        proxy.stop()
+        del config._agentproxy
+
+
+def pytest_collection_modifyitems(items):
+    # A marked test gets the fixture (and so its cassette) without asking for it.
+    for item in items:
+        if item.get_closest_marker("agentproxy") and "agentproxy" not in item.fixturenames:
+            item.fixturenames.append("agentproxy")
+
+
+def _slug(text):
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "test"
+
+
+def _cassette_path(item, marker):
+    explicit = marker.kwargs.get("cassette") if marker else None
+    if explicit:
+        path = Path(explicit)
+        return path if path.is_absolute() else Path(item.fspath).parent / path
+    module = Path(item.fspath)
+    configured = item.config.getini("agentproxy_cassette_dir")
+    base = Path(item.config.rootpath) / configured if configured else module.parent / "cassettes"
+    return base / module.stem / f"{_slug(item.name)}.json"
+
+
+def _subset(expected, actual):
+    """Partial match, like a spec's bare values: every key given must match."""
+    if isinstance(expected, dict):
+        return isinstance(actual, dict) and all(
+            k in actual and _subset(v, actual[k]) for k, v in expected.items())
+    return expected == actual
+
+
+class ToolCall:
+    """A tool call the model asked for."""
+
+    def __init__(self, raw):
+        self.name = raw["name"]
+        self.arguments = raw["arguments"]
+
+    def __repr__(self):
+        return f"ToolCall({self.name!r}, {self.arguments!r})"
+
+
+class AgentProxy:
+    """The `agentproxy` fixture: this test's cassette, its trajectory, and its mocks."""
+
+    def __init__(self, proxy, cassette, mode):
+        self._proxy = proxy
+        self.cassette = cassette
+        self.mode = mode
+        self._mocks = {}
+
+    def _trajectory(self):
+        return self._proxy.control("GET", "test")
+
+    def calls(self, name=None):
+        """The tool calls the model asked for so far, optionally only those to `name`."""
+        calls = [ToolCall(c) for c in self._trajectory()["calls"]]
+        return [c for c in calls if name is None or c.name == name]
+
+    def assert_called(self, name, **arguments):
+        """Some call to `name` has these arguments (others may be present too)."""
+        calls = self.calls()
+        if not any(c.name == name and _subset(arguments, c.arguments) for c in calls):
+            wanted = f"{name}({', '.join(f'{k}={v!r}' for k, v in arguments.items())})"
+            made = ", ".join(f"{c.name}({c.arguments})" for c in calls) or "no tool calls"
+            raise AssertionError(f"expected a call {wanted}; the model asked for: {made}")
+
+    def assert_not_called(self, name):
+        made = [c for c in self.calls() if c.name == name]
+        if made:
+            raise AssertionError(f"`{name}` was called: {made}")
+
+    @property
+    def reply(self):
+        """The last assistant text of the test, or None."""
+        return self._trajectory()["reply"]
+
+    @property
+    def requests(self):
+        """How many model requests reached the proxy in this test."""
+        return self._trajectory()["requests"]
+
+    def mock_tool(self, name, result=_MISSING, results=None, when=None):
+        """Tell the model `result` for calls to `name` (only those whose arguments match
+        `when`, when given), or the n-th of `results` for the n-th call; as a spec's
+        `tools:`. Call it before the agent's first model request."""
+        if (result is _MISSING) == (results is None):
+            raise TypeError("mock_tool needs exactly one of result= or results=")
+        if results is not None:
+            if when is not None:
+                raise TypeError("results= takes no when=; give one mock_tool per rule")
+            mock = {"results": list(results)}
+        elif when is None and name not in self._mocks:
+            mock = {"result": result}
+        else:
+            rules = self._mocks.get(name, {}).get("rules")
+            if rules is None:
+                fixed = self._mocks.get(name, {})
+                rules = [{"when": None, "result": fixed["result"]}] if "result" in fixed else []
+            rule = {"when": when, "result": result}
+            # A rule without `when` answers everything left: it goes last.
+            rules = [r for r in rules if r["when"] is not None] + [rule] + \
+                [r for r in rules if r["when"] is None]
+            mock = {"rules": rules}
+        self._mocks[name] = mock
+        self._proxy.control("PUT", "test/mocks", {"mocks": self._mocks})
+
+
+@pytest.fixture
+def agentproxy(request):
+    proxy = getattr(request.config, "_agentproxy", None)
+    if proxy is None:
+        pytest.skip("agentproxy is not running in this session")
+    marker = request.node.get_closest_marker("agentproxy")
+    mode = (marker.kwargs.get("mode") if marker else None) or proxy.mode
+    if proxy.mode == "replay" and _ci() and mode != "replay":
+        mode = "replay"  # in CI only the command line chooses a mode that records
+    cassette = _cassette_path(request.node, marker)
+    started = proxy.control("POST", "test", {
+        "name": request.node.nodeid, "cassette": str(cassette), "mode": mode})
+    fixture = AgentProxy(proxy, cassette, started["mode"])
+    request.node._agentproxy_active = True
+    yield fixture
+    if getattr(request.node, "_agentproxy_active", False):
+        _end(request.node)
+
+
+def _end(item):
+    """End the item's test at the proxy; the near-miss reports of its misses, if any."""
+    item._agentproxy_active = False
+    proxy = item.config._agentproxy
+    ended = proxy.control("DELETE", "test")
+    # After a miss the program did not get the answers that would have used them.
+    if not ended["misses"]:
+        proxy.unused.extend(f"{item.nodeid}: {u}" for u in ended["unused"])
+    problems = ended["misses"] + ended["upstream_errors"] + ended["mock_problems"]
+    return problems
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    """A test whose model request missed its cassette fails with the near-miss report,
+    whatever the SDK raised about it."""
+    try:
+        result = yield
+        raised = None
+    except BaseException as e:  # noqa: BLE001 - re-raised below unless a miss explains it
+        result, raised = None, e
+    if getattr(item, "_agentproxy_active", False):
+        problems = _end(item)
+        if problems:
+            raise pytest.fail.Exception("agentproxy:\n" + "\n".join(problems), pytrace=False)
+    if raised is not None:
+        raise raised
+    return result
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    proxy = getattr(config, "_agentproxy", None)
+    if proxy is None or not proxy.unused:
+        return
+    terminalreporter.section("agentproxy: recordings not used")
+    for line in proxy.unused:
+        terminalreporter.write_line(line)

@@ -1,0 +1,341 @@
+//! `agentproxy serve`: one proxy for a whole test session (the pytest plugin), whose
+//! cassette, mode and tool mocks each test switches through the control endpoint, so SDK
+//! clients made once, at import time, keep working. See docs/pytest.md for the protocol.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use http::{Method, StatusCode};
+use serde_json::{json, Value};
+
+use crate::cassette::format::Upstreams;
+use crate::cassette::{store, Interaction, Writer};
+use crate::cli::ServeArgs;
+use crate::error::{Error, Exit, Result};
+use crate::matching::index::Repeat;
+use crate::matching::normalize::Rules;
+use crate::proxy::switch::{Control, Switch, Switched};
+use crate::proxy::{Options, Replay};
+use crate::redact::Secrets;
+use crate::runner::env;
+use crate::runner::mocks::{tools_from_json, MockSet};
+use crate::runner::plan::{self, Forwarding, Plan, Use};
+use crate::spec::{Mode, ToolMock};
+
+/// What a test asked for when it started.
+#[derive(Clone)]
+struct TestSpec {
+    name: String,
+    cassette: PathBuf,
+    mode: Mode,
+    tools: std::collections::BTreeMap<String, ToolMock>,
+}
+
+/// The test being served.
+struct Active {
+    spec: TestSpec,
+    usage: Use,
+    match_rules: crate::cassette::MatchRules,
+    writer: Option<Writer>,
+    mocks: Arc<MockSet>,
+}
+
+struct Harness {
+    switch: Arc<Switch>,
+    upstreams: Upstreams,
+    upstream_timeout: std::time::Duration,
+    max_body: usize,
+    active: tokio::sync::Mutex<Option<Active>>,
+}
+
+/// Between tests every request misses: nothing is recorded or forwarded.
+fn idle(max_body: usize) -> Options {
+    Options {
+        rules: Rules::default(),
+        secrets: Secrets::from_vars(std::env::vars()),
+        max_body,
+        upstream: None,
+        replay: Some(Replay::new(vec![], Repeat::None, false)),
+        print_misses: false,
+        mocks: None,
+        log_exchanges: false,
+    }
+}
+
+fn error(status: StatusCode, message: impl std::fmt::Display) -> (StatusCode, Value) {
+    (status, json!({ "error": message.to_string() }))
+}
+
+impl Harness {
+    async fn control(
+        self: Arc<Self>,
+        method: Method,
+        path: String,
+        body: Value,
+    ) -> (StatusCode, Value) {
+        match (method, path.as_str()) {
+            (Method::POST, "test") => self.start(&body).await,
+            (Method::PUT, "test/mocks") => self.set_mocks(&body).await,
+            (Method::GET, "test") => {
+                let (exchanges, requests) = self.switch.so_far();
+                (StatusCode::OK, trajectory(&exchanges, requests))
+            }
+            (Method::DELETE, "test") => self.end().await,
+            (method, path) => error(
+                StatusCode::NOT_FOUND,
+                format!("no control endpoint {method} /_agentproxy/{path}; see docs/pytest.md"),
+            ),
+        }
+    }
+
+    async fn start(&self, body: &Value) -> (StatusCode, Value) {
+        let spec = match test_spec(body) {
+            Ok(s) => s,
+            Err(e) => return error(StatusCode::BAD_REQUEST, e),
+        };
+        let mut active = self.active.lock().await;
+        if let Some(a) = active.as_ref() {
+            return error(
+                StatusCode::CONFLICT,
+                format!(
+                    "test `{}` is still active; end it (DELETE /_agentproxy/test) first",
+                    a.spec.name
+                ),
+            );
+        }
+        match self.begin(spec).await {
+            Ok(a) => {
+                let answer = json!({ "mode": a.usage.name(), "cassette": a.spec.cassette });
+                *active = Some(a);
+                (StatusCode::OK, answer)
+            }
+            Err(e) => error(StatusCode::BAD_REQUEST, e),
+        }
+    }
+
+    /// Plan the test and put its proxy in place.
+    async fn begin(&self, spec: TestSpec) -> std::result::Result<Active, String> {
+        let existing = match spec.cassette.exists() {
+            true => Some(store::load(&spec.cassette).map_err(|e| e.to_string())?),
+            false => None,
+        };
+        let usage = Use::of(spec.mode, existing.is_some()).ok_or_else(|| {
+            format!(
+                "no cassette {} to replay; record it with --agentproxy-mode=record (or auto)",
+                spec.cassette.display()
+            )
+        })?;
+        let fwd = Forwarding {
+            upstreams: &self.upstreams,
+            upstream_timeout: self.upstream_timeout,
+            max_body: self.max_body,
+        };
+        let Plan {
+            options,
+            match_rules,
+            writer,
+            mocks,
+            ..
+        } = plan::plan(
+            &spec.cassette,
+            existing,
+            usage,
+            &Default::default(),
+            Repeat::None,
+            &spec.tools,
+            &fwd,
+        )
+        .map_err(|e| e.to_string())?;
+        self.switch.replace(options).await;
+        Ok(Active {
+            spec,
+            usage,
+            match_rules,
+            writer,
+            mocks,
+        })
+    }
+
+    /// New mocks for the active test: allowed before its first request only, since the
+    /// requests already answered were answered without them.
+    async fn set_mocks(&self, body: &Value) -> (StatusCode, Value) {
+        let tools = match tools_from_json(&body["mocks"]) {
+            Ok(t) => t,
+            Err(e) => return error(StatusCode::BAD_REQUEST, e),
+        };
+        let mut active = self.active.lock().await;
+        let Some(current) = active.take() else {
+            return error(StatusCode::CONFLICT, "no test is active");
+        };
+        let (_, requests) = self.switch.so_far();
+        if requests > 0 {
+            let name = current.spec.name.clone();
+            *active = Some(current);
+            return error(
+                StatusCode::CONFLICT,
+                format!("test `{name}` already made {requests} model request(s); mock tools before the agent runs"),
+            );
+        }
+        let mut spec = current.spec.clone();
+        spec.tools = tools;
+        // Its writer's lock is released before the test is planned again.
+        drop(current);
+        self.switch.replace(idle(self.max_body)).await;
+        match self.begin(spec).await {
+            Ok(a) => {
+                *active = Some(a);
+                (StatusCode::OK, json!({}))
+            }
+            Err(e) => error(StatusCode::BAD_REQUEST, e),
+        }
+    }
+
+    /// End the active test: drain, write its cassette when recording, say what happened.
+    async fn end(&self) -> (StatusCode, Value) {
+        let Some(a) = self.active.lock().await.take() else {
+            return error(StatusCode::CONFLICT, "no test is active");
+        };
+        let outcome = self.switch.replace(idle(self.max_body)).await;
+        let mut answer = trajectory(&outcome.exchanges, outcome.requests);
+        let written = match &a.writer {
+            Some(w) => match plan::save(w, &self.upstreams, &a.match_rules, a.usage, &outcome) {
+                Ok(saved) => saved.is_some(),
+                Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, e),
+            },
+            None => false,
+        };
+        answer["mode"] = json!(a.usage.name());
+        answer["cassette"] = json!(a.spec.cassette);
+        answer["written"] = json!(written);
+        answer["misses"] = json!(outcome.misses);
+        answer["unused"] = json!(outcome.unused);
+        answer["upstream_errors"] = json!(outcome.upstream_errors);
+        answer["rejected"] = json!(outcome.rejected);
+        answer["mock_problems"] = json!(a.mocks.problems());
+        (StatusCode::OK, answer)
+    }
+}
+
+/// A test's start request: `{"name", "cassette", "mode", "mocks"?}`.
+fn test_spec(body: &Value) -> std::result::Result<TestSpec, String> {
+    let text = |key: &str| {
+        body[key]
+            .as_str()
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| format!("`{key}` must be a non-empty string"))
+    };
+    let mode = text("mode")?;
+    let mode = Mode::ALL
+        .into_iter()
+        .find(|m| m.as_str() == mode)
+        .ok_or_else(|| format!("unknown mode `{mode}`; expected replay, record, auto or update"))?;
+    Ok(TestSpec {
+        name: text("name")?.to_owned(),
+        cassette: PathBuf::from(text("cassette")?),
+        mode,
+        tools: match body.get("mocks") {
+            None | Some(Value::Null) => Default::default(),
+            Some(m) => tools_from_json(m)?,
+        },
+    })
+}
+
+/// What a test's model traffic says: requests served, the tool calls the model asked for
+/// (name and parsed arguments, in order), and the last reply text.
+fn trajectory(exchanges: &[Interaction], requests: usize) -> Value {
+    let calls: Vec<_> = exchanges
+        .iter()
+        .filter_map(Interaction::model_call)
+        .collect();
+    let tool_calls: Vec<Value> = (calls.iter())
+        .flat_map(|c| &c.tool_calls)
+        .map(|t| json!({ "name": t.name, "arguments": t.arguments }))
+        .collect();
+    let reply = calls
+        .iter()
+        .rev()
+        .find_map(|c| c.reply.clone().filter(|r| !r.is_empty()));
+    json!({ "requests": requests, "calls": tool_calls, "reply": reply })
+}
+
+pub async fn run(args: ServeArgs) -> Result<Exit> {
+    if !args.listen.ip().is_loopback() {
+        return Err(Error::NotLoopback {
+            addr: args.listen,
+            why: "agentproxy serve listens on loopback only",
+        });
+    }
+    let switch = Arc::new(Switch::new(idle(args.max_body_size)));
+    let harness = Arc::new(Harness {
+        switch: switch.clone(),
+        upstreams: Upstreams {
+            openai: args.upstream.clone(),
+            anthropic: args.anthropic_upstream.clone(),
+            gemini: args.gemini_upstream.clone(),
+        },
+        upstream_timeout: args.upstream_timeout,
+        max_body: args.max_body_size,
+        active: Default::default(),
+    });
+    // An invalid upstream is a usage error now, not a failure of the first recorded test.
+    crate::proxy::upstream::Upstream::new(&harness.upstreams, args.upstream_timeout)?;
+    let control: Control = {
+        let harness = harness.clone();
+        Arc::new(move |method, path, body| Box::pin(harness.clone().control(method, path, body)))
+    };
+    let server = Switched::start(args.listen, switch, control).await?;
+    let base = format!("http://{}", server.addr());
+    let vars: serde_json::Map<String, Value> = env::injected(&base, args.replay_env, &|name| {
+        std::env::var_os(name).is_some()
+    })
+    .into_iter()
+    .map(|v| (v.name, Value::String(v.value)))
+    .collect();
+    println!("{}", json!({ "url": base, "env": vars }));
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+
+    // Until the harness closes our stdin (or dies), or a signal.
+    let stdin_closed = tokio::task::spawn_blocking(|| {
+        let mut sink = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut std::io::stdin(), &mut sink);
+    });
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .map_err(Error::Signal)?;
+    tokio::select! {
+        _ = stdin_closed => {}
+        _ = term.recv() => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
+    // A test still active keeps what it recorded.
+    let (status, answer) = harness.end().await;
+    if status == StatusCode::OK && answer["written"] == true {
+        eprintln!(
+            "agentproxy serve: wrote {} for the test that was still active",
+            answer["cassette"]
+        );
+    }
+    server.stop().await;
+    Ok(Exit::Ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_start_request_names_its_test_cassette_and_mode() {
+        let s = test_spec(&json!({"name": "t", "cassette": "c.json", "mode": "auto",
+            "mocks": {"get_time": {"result": {"time": "09:00"}}}}))
+        .unwrap();
+        assert_eq!((s.name.as_str(), s.mode), ("t", Mode::Auto));
+        assert!(s.tools.contains_key("get_time"));
+        let e = test_spec(&json!({"name": "t", "cassette": "c.json", "mode": "replya"}));
+        assert_eq!(
+            e.err().unwrap(),
+            "unknown mode `replya`; expected replay, record, auto or update"
+        );
+        let e = test_spec(&json!({"name": "t", "mode": "auto"}));
+        assert_eq!(e.err().unwrap(), "`cassette` must be a non-empty string");
+    }
+}
