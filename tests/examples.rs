@@ -237,8 +237,21 @@ fn sharded_runs_merge_into_the_whole_run() {
     assert_eq!(merged["summary"]["skipped"], 0, "{merged}");
     assert_eq!(merged["shard"], serde_json::Value::Null);
     let xml = std::fs::read_to_string(&junit).unwrap();
-    assert!(
-        xml.contains("tests=\"2\"") && xml.contains("skipped=\"0\""),
+    let doc = roxmltree::Document::parse(&xml).expect("the merged JUnit is XML");
+    let root = doc.root_element();
+    assert_eq!(root.tag_name().name(), "testsuites");
+    assert_eq!(
+        (root.attribute("tests"), root.attribute("skipped")),
+        (Some("2"), Some("0")),
+        "{xml}"
+    );
+    let names: Vec<&str> = (root.descendants())
+        .filter(|n| n.has_tag_name("testcase"))
+        .filter_map(|n| n.attribute("name"))
+        .collect();
+    assert_eq!(
+        names,
+        ["paris weather", "weather and time in two cities"],
         "{xml}"
     );
 
