@@ -1,0 +1,198 @@
+"""The pytest plugin, tested with pytest's own `pytester`: each test writes a small
+project, runs pytest on it in a subprocess with the plugin, and checks the outcome.
+
+Run by tests/pytest_plugin.rs, which starts the fake OpenAI and Anthropic upstreams and
+passes their URLs (FAKE_OPENAI_URL, FAKE_ANTHROPIC_URL), the binary (AGENTPROXY_BIN) and
+the plugin's package (PYTHONPATH)."""
+
+import json
+import os
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+# Nothing listens here: a replay that needed the upstream would fail.
+STOPPED = "http://127.0.0.1:9"
+
+AGENT = '''
+import json, os, subprocess, sys
+import anthropic
+import pytest
+from openai import OpenAI
+
+# Both made at import time, before any test switched the proxy to its cassette.
+openai_client = OpenAI()
+anthropic_client = anthropic.Anthropic()
+
+WEATHER = {"name": "get_weather", "description": "Weather for a city.",
+           "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}
+
+
+def weather(city, **_):
+    return {"city": city, "temp_c": 18, "sky": "sunny"}  # the real tool
+
+
+def ask_openai(question):
+    messages = [{"role": "user", "content": question}]
+    while True:
+        m = openai_client.chat.completions.create(
+            model="gpt-4o-mini", messages=messages,
+            tools=[{"type": "function", "function": WEATHER}]).choices[0].message
+        messages.append(m.model_dump(exclude_none=True))
+        if not m.tool_calls:
+            return m.content
+        for c in m.tool_calls:
+            result = weather(**json.loads(c.function.arguments))
+            messages.append({"role": "tool", "tool_call_id": c.id, "content": json.dumps(result)})
+
+
+def ask_anthropic(question):
+    tool = {"name": WEATHER["name"], "description": WEATHER["description"],
+            "input_schema": WEATHER["parameters"]}
+    messages = [{"role": "user", "content": question}]
+    while True:
+        m = anthropic_client.messages.create(
+            model="claude-sonnet-4-5", max_tokens=256, messages=messages, tools=[tool])
+        messages.append({"role": "assistant", "content": m.content})
+        uses = [b for b in m.content if b.type == "tool_use"]
+        if not uses:
+            return "".join(b.text for b in m.content if b.type == "text")
+        messages.append({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": u.id, "content": json.dumps(weather(**u.input))}
+            for u in uses]})
+'''
+
+SUBPROCESS_AGENT = '''
+import json, os, urllib.request
+body = json.dumps({"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "What's the weather in Lima?"}],
+                   "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]}).encode()
+req = urllib.request.Request(os.environ["OPENAI_BASE_URL"] + "/chat/completions", data=body,
+                             headers={"content-type": "application/json", "authorization": "Bearer " + os.environ["OPENAI_API_KEY"]})
+print(json.load(urllib.request.urlopen(req))["choices"][0]["message"]["tool_calls"][0]["function"]["name"])
+'''
+
+TESTS = AGENT + '''
+
+def test_openai(agentproxy):
+    assert ask_openai("What's the weather in Paris?") == "It is 18°C and sunny in Paris."
+    agentproxy.assert_called("get_weather", city="Paris")
+    agentproxy.assert_not_called("get_time")
+    assert agentproxy.requests == 2
+    assert agentproxy.reply == "It is 18°C and sunny in Paris."
+
+
+def test_anthropic(agentproxy):
+    assert "sunny in Rome" in ask_anthropic("What's the weather in Rome?")
+    assert [c.arguments["city"] for c in agentproxy.calls("get_weather")] == ["Rome"]
+
+
+def test_subprocess_agent(agentproxy, tmp_path):
+    script = tmp_path / "agent.py"
+    script.write_text(SUBPROCESS_AGENT_SOURCE)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "get_weather"
+    agentproxy.assert_called("get_weather", city="Lima")
+
+
+@pytest.mark.agentproxy
+def test_marked(tmp_path):
+    assert ask_openai("What's the weather in Oslo?").endswith("in Oslo.")
+'''.replace("SUBPROCESS_AGENT_SOURCE", repr(SUBPROCESS_AGENT))
+
+MOCKS = AGENT + '''
+
+def test_fixed(agentproxy):
+    agentproxy.mock_tool("get_weather", result={"city": "Oslo", "temp_c": -5, "sky": "snowy"})
+    assert ask_openai("What's the weather in Oslo?") == "It is -5°C and snowy in Oslo."
+
+
+def test_when_rules(agentproxy):
+    agentproxy.mock_tool("get_weather", when={"city": "Lima"}, result={"city": "Lima", "temp_c": 25, "sky": "hazy"})
+    agentproxy.mock_tool("get_weather", result={"city": "?", "temp_c": 0, "sky": "grey"})
+    assert ask_openai("What's the weather in Lima?") == "It is 25°C and hazy in Lima."
+
+
+def test_too_late(agentproxy):
+    ask_openai("What's the weather in Paris?")
+    with pytest.raises(Exception, match="mock tools before the agent runs"):
+        agentproxy.mock_tool("get_weather", result={})
+'''
+
+
+@pytest.fixture
+def env(monkeypatch):
+    """The outer session's environment, as a user's shell would have it."""
+    for name in ("CI", "OPENAI_BASE_URL", "OPENAI_API_BASE", "ANTHROPIC_BASE_URL", "AGENTPROXY_URL",
+                 "AGENTPROXY_UPSTREAM", "AGENTPROXY_ANTHROPIC_UPSTREAM"):
+        monkeypatch.delenv(name, raising=False)
+    return monkeypatch
+
+
+def record(pytester, env, *args):
+    env.setenv("OPENAI_API_KEY", "sk-test-secret-0123456789")
+    env.setenv("ANTHROPIC_API_KEY", "sk-ant-test-secret-0123456789")
+    result = pytester.runpytest_subprocess(
+        "-p", "agentproxy.pytest_plugin", "--agentproxy-mode=record",
+        "--agentproxy-upstream", os.environ["FAKE_OPENAI_URL"],
+        "--agentproxy-anthropic-upstream", os.environ["FAKE_ANTHROPIC_URL"], *args)
+    env.delenv("OPENAI_API_KEY")
+    env.delenv("ANTHROPIC_API_KEY")
+    return result
+
+
+def replay(pytester, env, *args):
+    """Under CI, without keys, the upstreams stopped."""
+    env.setenv("CI", "true")
+    return pytester.runpytest_subprocess(
+        "-p", "agentproxy.pytest_plugin", "--agentproxy-upstream", STOPPED,
+        "--agentproxy-anthropic-upstream", STOPPED, *args)
+
+
+def cassettes(pytester, module):
+    return sorted(p.name for p in (pytester.path / "cassettes" / module).iterdir())
+
+
+def test_record_then_replay_with_the_upstream_stopped(pytester, env):
+    pytester.makepyfile(test_agent=TESTS)
+    record(pytester, env).assert_outcomes(passed=4)
+    assert cassettes(pytester, "test_agent") == [
+        "test_anthropic.json", "test_marked.json", "test_openai.json", "test_subprocess_agent.json"]
+    recorded = (pytester.path / "cassettes/test_agent/test_openai.json").read_text()
+    assert "sk-test-secret" not in recorded
+    assert json.loads(recorded)["interactions"][0]["route"] == "openai.chat"
+
+    replay(pytester, env).assert_outcomes(passed=4)
+    replay(pytester, env, "-k", "anthropic").assert_outcomes(passed=1, deselected=3)
+
+
+def test_two_xdist_workers_replay(pytester, env):
+    pytester.makepyfile(test_agent=TESTS)
+    record(pytester, env).assert_outcomes(passed=4)
+    result = replay(pytester, env, "-n", "2")
+    result.assert_outcomes(passed=4)
+    assert "2 workers" in result.stdout.str()
+
+
+def test_a_miss_fails_the_test_with_the_near_miss_report(pytester, env):
+    pytester.makepyfile(test_agent=TESTS)
+    record(pytester, env, "-k", "openai").assert_outcomes(passed=1, deselected=3)
+    pytester.makepyfile(test_agent=TESTS.replace("weather in Paris?", "weather in Paris today?"))
+    result = replay(pytester, env, "-k", "openai")
+    result.assert_outcomes(failed=1, deselected=3)
+    out = result.stdout.str()
+    assert "agentproxy:\ncassette miss: POST /v1/chat/completions (openai.chat) has no recording" in out
+    assert "+ What's the weather in Paris today?" in out
+    assert "recordings not used" not in out
+    # A test with no cassette at all says how to record it.
+    result = replay(pytester, env, "-k", "anthropic")
+    result.assert_outcomes(errors=1, deselected=3)
+    assert "--agentproxy-mode=record" in result.stdout.str()
+
+
+def test_mocks_answer_in_record_and_replay(pytester, env):
+    pytester.makepyfile(test_mocks=MOCKS)
+    record(pytester, env).assert_outcomes(passed=3)
+    fixed = (pytester.path / "cassettes/test_mocks/test_fixed.json").read_text()
+    assert "snowy" in fixed and "sunny" not in fixed, "the model was told the mock"
+    replay(pytester, env).assert_outcomes(passed=3)
