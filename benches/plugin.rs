@@ -50,7 +50,15 @@ fn repo() -> &'static Path {
 
 fn pytest(dir: &Path, plugin: bool, env: &[(&str, &str)]) -> Duration {
     let mut cmd = Command::new(repo().join(".venv/bin/python"));
-    cmd.args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist"]);
+    cmd.args([
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:xdist",
+    ]);
     if plugin {
         cmd.args(["-p", "agentproxy.pytest_plugin", "-c", "plugin.ini"]);
     } else {
@@ -95,8 +103,16 @@ fn main() -> std::process::ExitCode {
             std::fs::write(d.join("conftest.py"), c).unwrap();
         }
     }
-    std::fs::write(dir.path().join("plugin.ini"), "[pytest]\ntestpaths = with\n").unwrap();
-    std::fs::write(dir.path().join("plain.ini"), "[pytest]\ntestpaths = without\n").unwrap();
+    std::fs::write(
+        dir.path().join("plugin.ini"),
+        "[pytest]\ntestpaths = with\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("plain.ini"),
+        "[pytest]\ntestpaths = without\n",
+    )
+    .unwrap();
     let upstream = fake.url();
     let key = [("OPENAI_API_KEY", "sk-bench")];
     let record = [
@@ -115,9 +131,17 @@ fn main() -> std::process::ExitCode {
     let best = |v: &[Duration]| v.iter().min().copied().unwrap_or_default();
     let (w, wo) = (best(&with), best(&without));
     let per_test = (w.as_secs_f64() - wo.as_secs_f64()) * 1000.0 / tests as f64;
-    println!("pytest plugin cost, {tests} tests of one replayed chat request each (best of {rounds})");
-    println!("  without the plugin (fake upstream direct): {:>7.2} s", wo.as_secs_f64());
-    println!("  with the plugin (replay, a cassette each): {:>7.2} s", w.as_secs_f64());
+    println!(
+        "pytest plugin cost, {tests} tests of one replayed chat request each (best of {rounds})"
+    );
+    println!(
+        "  without the plugin (fake upstream direct): {:>7.2} s",
+        wo.as_secs_f64()
+    );
+    println!(
+        "  with the plugin (replay, a cassette each): {:>7.2} s",
+        w.as_secs_f64()
+    );
     println!("  cost per test:                             {per_test:>7.2} ms");
     std::process::ExitCode::SUCCESS
 }

@@ -124,6 +124,27 @@ be started.",
         after_help = "Examples:\n  agentproxy doctor -- python app.py\n  agentproxy doctor --input 'Weather in Paris?' --timeout 2m -- node agent.js\n  agentproxy doctor --json -- python app.py"
     )]
     Doctor(DoctorArgs),
+    /// Stand in for a stdio MCP server: record its traffic, or answer in its place in replay.
+    #[command(
+        long_about = "Stand in for a stdio MCP server. In the agent's MCP configuration, replace the server \
+command `python server.py` with `agentproxy mcp --name weather -- python server.py`.\n\n\
+Under an agentproxy session (record, replay, test, serve) it finds the session through AGENTPROXY_URL, in \
+its own environment or, since MCP hosts often start servers with a bare environment, in that of the \
+program agentproxy started, among its ancestor processes. Recording, it starts COMMAND, relays every \
+JSON-RPC line both ways unchanged (COMMAND's stderr passes through) and stores each request with its \
+response in the session's cassette (route mcp, with the server's name). Replaying, it never starts \
+COMMAND: requests are answered from the cassette (FIFO per server, method and params without _meta; ids \
+are the client's own), notifications are not answered, and a request with no recording gets a JSON-RPC \
+error whose message starts with agentproxy_cassette_miss (the session reports the miss and exits 1).\n\n\
+With no session among its ancestors it runs COMMAND unchanged, so a configuration can keep it. When it \
+cannot rule out a session (an ancestor of the same user whose environment it cannot read, or no /proc) \
+it refuses to start COMMAND, in case this is a replay: exit 2.\n\n\
+Format of the recorded interactions: docs/cassette-format.md (MCP).",
+        after_help = "Example (an MCP host's server entry):\n  \
+\"command\": \"agentproxy\",\n  \
+\"args\": [\"mcp\", \"--name\", \"weather\", \"--\", \"python\", \"server.py\"]"
+    )]
+    Mcp(McpArgs),
     /// One proxy for a whole test session, each test switching its cassette (pytest plugin).
     #[command(
         long_about = "One proxy for a whole test session whose cassette, mode and tool mocks each test switches \
@@ -140,6 +161,25 @@ Exit codes: 0 stopped; 2 a bad flag or listen address.",
     /// Work with JSON reports of `agentproxy test`: merge the reports of a sharded run.
     #[command(subcommand)]
     Report(ReportCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    /// The server's name in the cassette: letters, digits, `-` and `_`.
+    #[arg(long, value_name = "NAME", value_parser = parse_mcp_name)]
+    pub name: String,
+
+    /// The server's own command, after `--`.
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+fn parse_mcp_name(s: &str) -> Result<String, String> {
+    let ok = !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    ok.then(|| s.to_owned())
+        .ok_or_else(|| format!("`{s}` is not a server name: use letters, digits, - and _"))
 }
 
 #[derive(Debug, Args)]

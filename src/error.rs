@@ -72,6 +72,24 @@ pub enum Error {
     #[error(transparent)]
     Merge(#[from] crate::report::merge::MergeError),
 
+    /// `agentproxy mcp` cannot rule out running under a replay.
+    #[error("agentproxy mcp: {why}; not starting the server, in case this is a replay\n  hint: give the server AGENTPROXY_URL in its environment (the MCP host's `env`), or run its command without agentproxy mcp")]
+    McpUnsure { why: String },
+
+    /// `agentproxy mcp` found a session that does not answer as one.
+    #[error("agentproxy mcp: the session at {url} cannot serve MCP: {why}")]
+    McpSession { url: String, why: String },
+
+    #[error("agentproxy mcp: failed to start `{command}`: {source}")]
+    McpSpawn {
+        command: String,
+        #[source]
+        source: std::io::Error,
+    },
+
+    #[error("agentproxy mcp: {0}")]
+    McpIo(#[source] std::io::Error),
+
     /// `diff --spec --case NAME` names a case the spec does not have.
     #[error("{} has no case named `{name}`\n  hint: its cases are {}", spec.display(), quoted(cases))]
     NoSuchCase {
@@ -165,6 +183,7 @@ impl Error {
             | Error::ShardEnv(_)
             | Error::ReadReport { .. }
             | Error::Merge(_)
+            | Error::McpUnsure { .. }
             | Error::CassetteCollision { .. }
             | Error::NoSuchCase { .. }
             | Error::WhichCase { .. }
@@ -187,6 +206,9 @@ impl Error {
             Error::Child(ChildError::Spawn { .. } | ChildError::Wait { .. })
             | Error::NothingRecorded { .. }
             | Error::NothingRecordable { .. }
+            | Error::McpSession { .. }
+            | Error::McpSpawn { .. }
+            | Error::McpIo(_)
             | Error::CasePanicked(_)
             | Error::ReportDir { .. }
             | Error::WriteReport { .. }

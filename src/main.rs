@@ -15,7 +15,8 @@ fn main() {
         agentproxy::cli::Command::Diff(_) | agentproxy::cli::Command::Show(_) => (false, 0),
         agentproxy::cli::Command::Doctor(_)
         | agentproxy::cli::Command::Report(_)
-        | agentproxy::cli::Command::Serve(_) => (false, 0),
+        | agentproxy::cli::Command::Serve(_)
+        | agentproxy::cli::Command::Mcp(_) => (false, 0),
     };
     let level = match verbosity {
         (true, _) => "error",

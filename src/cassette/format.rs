@@ -20,7 +20,7 @@ use crate::sse::SseEvent;
 /// Major version of the format this build writes; a cassette with a newer major is refused.
 pub const FORMAT_MAJOR: u32 = 1;
 /// Minor version: additions that older readers can ignore (unknown fields are skipped on load).
-pub const FORMAT_MINOR: u32 = 2;
+pub const FORMAT_MINOR: u32 = 3;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Cassette {
@@ -277,7 +277,7 @@ mod tests {
         assert_eq!(parse_major("12.3"), Some(12));
         assert_eq!(parse_major("1"), None);
         assert_eq!(parse_major("x.1"), None);
-        assert_eq!(format_version(), "1.2");
+        assert_eq!(format_version(), "1.3");
     }
 
     #[test]

@@ -2,6 +2,7 @@
 
 pub mod diff;
 pub mod doctor;
+pub mod mcp;
 pub mod record;
 pub mod replay;
 pub mod report;
@@ -24,5 +25,6 @@ pub async fn run(cli: Cli) -> Result<Exit> {
         Command::Doctor(args) => doctor::run(args).await,
         Command::Report(command) => report::run(command),
         Command::Serve(args) => serve::run(args).await,
+        Command::Mcp(args) => mcp::run(args).await,
     }
 }

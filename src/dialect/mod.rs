@@ -8,6 +8,7 @@
 
 pub mod anthropic;
 pub mod gemini;
+pub mod mcp;
 pub mod openai_chat;
 pub mod openai_responses;
 mod shared;

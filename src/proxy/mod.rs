@@ -3,6 +3,7 @@
 
 pub(crate) mod body;
 mod exchange;
+pub mod mcp;
 mod record;
 mod replay;
 pub mod server;

@@ -38,6 +38,19 @@ pub async fn handle(proxy: Arc<Proxy>, req: Request<hyper::body::Incoming>) -> R
             msg,
         )
     };
+    if let Some(rest) = path.strip_prefix(super::mcp::PREFIX) {
+        let rest = rest.split('?').next().unwrap_or(rest).to_owned();
+        let body = match Limited::new(body, proxy.opts.max_body).collect().await {
+            Ok(b) => b.to_bytes(),
+            Err(e) => {
+                return json_response(
+                    StatusCode::BAD_REQUEST,
+                    &serde_json::json!({ "error": format!("unreadable body: {e}") }),
+                )
+            }
+        };
+        return super::mcp::handle(&proxy, &parts.method, &rest, &body);
+    }
     if !dialect::is_api_path(&path) {
         return error(
             StatusCode::NOT_FOUND,
@@ -271,12 +284,43 @@ fn answer_miss(
         .json()
         .map(|b| matching::normalize::normalize(b, &proxy.opts.rules))
         .unwrap_or(Value::Null);
+    let report = note_miss(
+        proxy,
+        rp,
+        (ex.method.as_str(), &ex.path, ex.route.name()),
+        &normalized_now,
+        lookup,
+    );
+    let mut resp = json_response(
+        StatusCode::BAD_REQUEST,
+        &dialect::error_body(
+            ex.provider,
+            StatusCode::BAD_REQUEST.as_u16(),
+            "agentproxy_cassette_miss",
+            &format!("agentproxy: {report}"),
+        ),
+    );
+    resp.headers_mut()
+        .insert("x-should-retry", http::HeaderValue::from_static("false"));
+    resp
+}
+
+/// The near-miss report of a request (`method`, stored `path`, `route`, its normalized
+/// body) that `lookup` did not find: against the nearest recording, printed when asked
+/// and kept in the outcome.
+pub(super) fn note_miss(
+    proxy: &Proxy,
+    rp: &super::Replay,
+    (method, path, route): (&str, &str, &str),
+    normalized_now: &Value,
+    lookup: Lookup,
+) -> String {
     let report = match lookup {
         Lookup::Exhausted { recorded } => nearmiss::report(
-            ex.method.as_str(),
-            &ex.path,
-            ex.route.name(),
-            &normalized_now,
+            method,
+            path,
+            route,
+            normalized_now,
             &nearmiss::MissKind::Exhausted { recorded },
         ),
         _ => {
@@ -303,13 +347,13 @@ fn answer_miss(
                     body,
                 })
                 .collect();
-            let nearest = nearmiss::nearest(ex.route.name(), &normalized_now, &candidates)
+            let nearest = nearmiss::nearest(route, normalized_now, &candidates)
                 .map(|pos| (pos, &recorded[pos].2));
             nearmiss::report(
-                ex.method.as_str(),
-                &ex.path,
-                ex.route.name(),
-                &normalized_now,
+                method,
+                path,
+                route,
+                normalized_now,
                 &nearmiss::MissKind::Unknown { nearest },
             )
         }
@@ -321,17 +365,5 @@ fn answer_miss(
     let mut st = proxy.lock();
     st.misses.push(report.clone());
     st.missed_turns.extend(turn);
-    drop(st);
-    let mut resp = json_response(
-        StatusCode::BAD_REQUEST,
-        &dialect::error_body(
-            ex.provider,
-            StatusCode::BAD_REQUEST.as_u16(),
-            "agentproxy_cassette_miss",
-            &format!("agentproxy: {report}"),
-        ),
-    );
-    resp.headers_mut()
-        .insert("x-should-retry", http::HeaderValue::from_static("false"));
-    resp
+    report
 }

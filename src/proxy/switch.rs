@@ -93,7 +93,12 @@ impl Switched {
                 let switch = switch.clone();
                 let control = control.clone();
                 async move {
-                    match req.uri().path().strip_prefix(CONTROL_PREFIX) {
+                    // MCP stand-ins talk to the test's proxy, not to the harness.
+                    let path = req.uri().path();
+                    let rest = path
+                        .strip_prefix(CONTROL_PREFIX)
+                        .filter(|_| !path.starts_with(super::mcp::PREFIX));
+                    match rest {
                         Some(rest) => {
                             let rest = rest.to_owned();
                             answer_control(control, rest, req).await

@@ -1,5 +1,6 @@
 //! Running the program under test: its environment and its process.
 
+pub mod ancestry;
 pub mod case;
 pub mod child;
 pub mod driver;

@@ -1,0 +1,250 @@
+//! `agentproxy mcp --name NAME -- COMMAND`: the stand-in for a stdio MCP server. Under an
+//! agentproxy session it records the server's traffic (record) or answers in its place
+//! without starting it (replay); outside any session it runs COMMAND unchanged.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::{connect::HttpConnector, Client};
+use hyper_util::rt::TokioExecutor;
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+use crate::cli::McpArgs;
+use crate::dialect::mcp::{self, Message};
+use crate::error::{Error, Exit, Result};
+use crate::runner::ancestry::{self, Found};
+
+/// The session's MCP endpoint for one server.
+struct Endpoint {
+    client: Client<HttpConnector, Full<Bytes>>,
+    base: String,
+}
+
+impl Endpoint {
+    async fn send(
+        &self,
+        method: http::Method,
+        op: &str,
+        body: Option<&Value>,
+    ) -> std::result::Result<Value, String> {
+        let url = format!("{}{op}", self.base);
+        let bytes = body
+            .map(|b| serde_json::to_vec(b).unwrap_or_default())
+            .unwrap_or_default();
+        let req = http::Request::builder()
+            .method(method)
+            .uri(&url)
+            .header("content-type", "application/json")
+            .body(Full::new(Bytes::from(bytes)))
+            .map_err(|e| e.to_string())?;
+        let resp = self
+            .client
+            .request(req)
+            .await
+            .map_err(|e| format!("{url}: {e}"))?;
+        let status = resp.status();
+        let body = resp
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| e.to_string())?
+            .to_bytes();
+        let value: Value = serde_json::from_slice(&body).map_err(|e| format!("{url}: {e}"))?;
+        if !status.is_success() {
+            return Err(format!(
+                "{url}: {status}: {}",
+                value["error"].as_str().unwrap_or_default()
+            ));
+        }
+        Ok(value)
+    }
+}
+
+pub async fn run(args: McpArgs) -> Result<Exit> {
+    let own = std::env::var(ancestry::VAR).ok();
+    let url = match ancestry::find(own, std::path::Path::new("/proc")) {
+        Found::Session(url) => url,
+        Found::Nothing => return exec(&args.command),
+        Found::Unsure(why) => return Err(Error::McpUnsure { why }),
+    };
+    let endpoint = Endpoint {
+        client: Client::builder(TokioExecutor::new()).build_http(),
+        base: format!(
+            "{}{}{}",
+            url.trim_end_matches('/'),
+            crate::proxy::mcp::PREFIX,
+            args.name
+        ),
+    };
+    let mode = endpoint
+        .send(http::Method::GET, "", None)
+        .await
+        .map_err(|why| Error::McpSession {
+            url: url.clone(),
+            why,
+        })?;
+    match mode["mode"].as_str() {
+        Some("replay") => replay(&endpoint).await,
+        Some("record") => record(&endpoint, &args.command).await,
+        other => Err(Error::McpSession {
+            url,
+            why: format!("it serves MCP in mode {other:?}, neither replay nor record"),
+        }),
+    }
+}
+
+/// No session among our ancestors: become the server.
+fn exec(command: &[String]) -> Result<Exit> {
+    use std::os::unix::process::CommandExt;
+    let err = std::process::Command::new(&command[0])
+        .args(&command[1..])
+        .exec();
+    Err(Error::McpSpawn {
+        command: command.join(" "),
+        source: err,
+    })
+}
+
+/// Write one message as a line to the client.
+async fn send_line(out: &mut tokio::io::Stdout, msg: &Value) -> std::io::Result<()> {
+    let mut line = serde_json::to_vec(msg).unwrap_or_default();
+    line.push(b'\n');
+    out.write_all(&line).await?;
+    out.flush().await
+}
+
+/// Replay: answer each client message from the session; the server never starts.
+async fn replay(endpoint: &Endpoint) -> Result<Exit> {
+    let mut lines = BufReader::new(tokio::io::stdin()).lines();
+    let mut out = tokio::io::stdout();
+    while let Some(line) = lines.next_line().await.map_err(Error::McpIo)? {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let answer = match serde_json::from_str::<Value>(&line) {
+            Ok(msg) => endpoint
+                .send(http::Method::POST, "/call", Some(&msg))
+                .await
+                .unwrap_or_else(|why| {
+                    let id = match mcp::classify(&msg) {
+                        Message::Request { id, .. } => id.clone(),
+                        _ => Value::Null,
+                    };
+                    mcp::error(
+                        &id,
+                        mcp::MISS_CODE,
+                        &format!("agentproxy: the session did not answer: {why}"),
+                    )
+                }),
+            Err(e) => mcp::error(&Value::Null, mcp::PARSE_ERROR, &format!("not JSON: {e}")),
+        };
+        if !answer.is_null() {
+            send_line(&mut out, &answer).await.map_err(Error::McpIo)?;
+        }
+    }
+    Ok(Exit::Ok)
+}
+
+/// Record: run the server, relay every line both ways unchanged, and report each request
+/// with its response to the session.
+async fn record(endpoint: &Endpoint, command: &[String]) -> Result<Exit> {
+    let mut child = tokio::process::Command::new(&command[0])
+        .args(&command[1..])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|source| Error::McpSpawn {
+            command: command.join(" "),
+            source,
+        })?;
+    let (Some(mut to_server), Some(from_server)) = (child.stdin.take(), child.stdout.take()) else {
+        unreachable!("both pipes were asked for");
+    };
+    // Requests sent and not yet answered, by their id's JSON text.
+    let pending: Arc<Mutex<HashMap<String, (Value, Instant)>>> = Arc::default();
+    let forwarding = {
+        let pending = pending.clone();
+        async move {
+            let mut lines = BufReader::new(tokio::io::stdin()).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                if let Ok(msg) = serde_json::from_str::<Value>(&line) {
+                    if let Message::Request { id, .. } = mcp::classify(&msg) {
+                        let id = id.to_string();
+                        pending
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .insert(id, (msg, Instant::now()));
+                    }
+                }
+                let sent = to_server.write_all(format!("{line}\n").as_bytes()).await;
+                if sent.is_err() || to_server.flush().await.is_err() {
+                    break;
+                }
+            }
+            // The client is done: closing the server's stdin tells it to exit.
+            drop(to_server);
+        }
+    };
+    let relaying = async {
+        let mut out = tokio::io::stdout();
+        let mut lines = BufReader::new(from_server).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            if out.write_all(format!("{line}\n").as_bytes()).await.is_err()
+                || out.flush().await.is_err()
+            {
+                break;
+            }
+            let Ok(msg) = serde_json::from_str::<Value>(&line) else {
+                continue;
+            };
+            let Message::Response { id } = mcp::classify(&msg) else {
+                continue;
+            };
+            let asked = pending
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&id.to_string());
+            if let Some((request, sent)) = asked {
+                let latency_ms = u64::try_from(sent.elapsed().as_millis()).unwrap_or(u64::MAX);
+                let pair = json!({ "request": request, "response": msg, "latency_ms": latency_ms });
+                if let Err(why) = endpoint
+                    .send(http::Method::POST, "/record", Some(&pair))
+                    .await
+                {
+                    eprintln!("agentproxy mcp: failed to record a response: {why}");
+                }
+            }
+        }
+        // The server is gone: what it left unanswered gets an error, not silence.
+        let left: Vec<(String, (Value, Instant))> = pending
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain()
+            .collect();
+        for (_, (request, _)) in left {
+            if let Message::Request { id, .. } = mcp::classify(&request) {
+                let e = mcp::error(
+                    id,
+                    -32603,
+                    "agentproxy: the MCP server exited before answering",
+                );
+                let _ = send_line(&mut out, &e).await;
+            }
+        }
+    };
+    tokio::join!(forwarding, relaying);
+    let status = child.wait().await.map_err(Error::McpIo)?;
+    Ok(match status.code() {
+        Some(0) => Exit::Ok,
+        Some(code) => Exit::Program(code),
+        None => {
+            use std::os::unix::process::ExitStatusExt;
+            Exit::Program(128 + status.signal().unwrap_or(0))
+        }
+    })
+}

@@ -1,0 +1,157 @@
+//! The MCP side of a session, for `agentproxy mcp` stand-ins: which mode the session is
+//! in, MCP requests answered from the cassette (replay), and exchanges a stand-in relayed
+//! to the real server stored in it (record). Requests are keyed like model requests, so
+//! they are served FIFO per key, counted as unused, and written in arrival order.
+//!
+//! Under `/_agentproxy/mcp/NAME`: `GET` (the mode), `POST …/call` (a client message to
+//! answer), `POST …/record` (`{request, response, latency_ms}` to store).
+
+use std::sync::Arc;
+
+use http::{Method, Response, StatusCode};
+use serde_json::{json, Value};
+
+use super::body::{json_response, ProxyBody};
+use super::service::note_miss;
+use super::Proxy;
+use crate::cassette::{Body, Interaction, RecordedRequest, RecordedResponse};
+use crate::dialect::mcp::{self, Message};
+use crate::matching::{self, index::Lookup};
+
+/// The path prefix of the MCP endpoints.
+pub const PREFIX: &str = "/_agentproxy/mcp/";
+
+/// Answer a stand-in's request to `rest` (the path after [`PREFIX`]).
+pub(super) fn handle(
+    proxy: &Arc<Proxy>,
+    method: &Method,
+    rest: &str,
+    body: &[u8],
+) -> Response<ProxyBody> {
+    let (name, op) = rest.split_once('/').unwrap_or((rest, ""));
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        return refused(format!(
+            "`{name}` is not an MCP server name (letters, digits, - and _)"
+        ));
+    }
+    match (method, op) {
+        (&Method::GET, "") => json_response(StatusCode::OK, &json!({ "mode": mode(proxy) })),
+        (&Method::POST, "call" | "record") => {
+            let msg: Value = match serde_json::from_slice(body) {
+                Ok(v) => v,
+                Err(e) => return refused(format!("the body is not JSON: {e}")),
+            };
+            if op == "call" {
+                json_response(StatusCode::OK, &call(proxy, name, &msg))
+            } else {
+                record(proxy, name, &msg)
+            }
+        }
+        _ => refused(format!("no MCP endpoint {method} {PREFIX}{rest}")),
+    }
+}
+
+fn refused(message: String) -> Response<ProxyBody> {
+    json_response(StatusCode::BAD_REQUEST, &json!({ "error": message }))
+}
+
+/// `replay` when MCP requests are answered from the cassette; `record` when a stand-in
+/// must run the real server and report what it relayed (record and update sessions).
+fn mode(proxy: &Proxy) -> &'static str {
+    match (&proxy.opts.replay, &proxy.opts.upstream) {
+        (_, Some(_)) => "record",
+        (Some(_), None) => "replay",
+        (None, None) => "none",
+    }
+}
+
+/// The answer to one client message in replay: a request's recorded response with the
+/// client's id, a JSON-RPC error naming the miss, or `null` for what is not answered
+/// (notifications, responses to server requests).
+fn call(proxy: &Proxy, server: &str, msg: &Value) -> Value {
+    let Message::Request { id, method } = mcp::classify(msg) else {
+        return Value::Null;
+    };
+    let Some(rp) = &proxy.opts.replay else {
+        return mcp::error(
+            id,
+            mcp::MISS_CODE,
+            "agentproxy_cassette_miss: this session has no cassette",
+        );
+    };
+    let seq = proxy.next_seq();
+    let mut keyed = mcp::keyed(server, method, msg);
+    proxy.opts.secrets.redact_value(&mut keyed);
+    let body = Body::Json(keyed.clone().into());
+    let key = matching::request_key(mcp::ROUTE, method, server, Some(&body), &proxy.opts.rules);
+    let lookup = rp
+        .index
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .take(&key);
+    match lookup {
+        Lookup::Hit(pos) => {
+            let it = &rp.interactions[pos];
+            let mut served = it.clone();
+            served.turn = proxy.current_turn();
+            proxy.note_exchange(seq, &served);
+            let stored = it.response.body.as_ref().and_then(Body::as_json).cloned();
+            mcp::answer(id, &stored.unwrap_or(Value::Null))
+        }
+        miss => {
+            let now = matching::normalize::normalize(&keyed, &proxy.opts.rules);
+            let report = note_miss(proxy, rp, (method, server, mcp::ROUTE), &now, miss);
+            mcp::error(
+                id,
+                mcp::MISS_CODE,
+                &format!("agentproxy_cassette_miss: {report}"),
+            )
+        }
+    }
+}
+
+/// Store one exchange a stand-in relayed: `{request, response, latency_ms}`.
+fn record(proxy: &Proxy, server: &str, pair: &Value) -> Response<ProxyBody> {
+    let (request, response) = (&pair["request"], &pair["response"]);
+    let Message::Request { method, .. } = mcp::classify(request) else {
+        return refused("`request` is not a JSON-RPC request".into());
+    };
+    if !matches!(mcp::classify(response), Message::Response { .. }) {
+        return refused("`response` is not a JSON-RPC response".into());
+    }
+    let seq = proxy.next_seq();
+    let mut keyed = mcp::keyed(server, method, request);
+    proxy.opts.secrets.redact_value(&mut keyed);
+    let mut stored = mcp::stored_response(response);
+    proxy.opts.secrets.redact_value(&mut stored);
+    let body = Body::Json(keyed.into());
+    let key = matching::request_key(mcp::ROUTE, method, server, Some(&body), &proxy.opts.rules);
+    let interaction = Interaction {
+        route: mcp::ROUTE.into(),
+        key,
+        turn: proxy.current_turn(),
+        request: RecordedRequest {
+            method: method.to_owned(),
+            path: server.to_owned(),
+            body: Some(body),
+            body_xxh3: None,
+        },
+        response: RecordedResponse {
+            status: 200,
+            headers: Default::default(),
+            body: Some(Body::Json(stored.into())),
+            events: None,
+            aborted: None,
+            encoded: Default::default(),
+            encoded_events: Default::default(),
+        },
+        latency_ms: pair["latency_ms"].as_u64().unwrap_or(0),
+    };
+    proxy.note_exchange(seq, &interaction);
+    proxy.lock().recorded.push((seq, interaction));
+    json_response(StatusCode::OK, &json!({}))
+}

@@ -1,0 +1,128 @@
+//! Finding the agentproxy session an `agentproxy mcp` stand-in runs under. MCP hosts often
+//! start a server with a bare environment (the official Python SDK passes only HOME,
+//! PATH, SHELL, TERM, USER and LOGNAME), so `AGENTPROXY_URL` may not reach the stand-in;
+//! the program agentproxy started, among its ancestors, has it. Fail closed: an ancestor
+//! of ours whose environment cannot be read might be that program.
+
+use std::path::Path;
+
+/// The variable that names the session.
+pub const VAR: &str = "AGENTPROXY_URL";
+
+/// What the search found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Found {
+    /// The session's base URL.
+    Session(String),
+    /// No ancestor is in a session: run the server as it is.
+    Nothing,
+    /// A session cannot be ruled out, for this reason.
+    Unsure(String),
+}
+
+/// Look in our own environment, then up the process tree under `proc` (`/proc`).
+pub fn find(own: Option<String>, proc: &Path) -> Found {
+    if let Some(url) = own.filter(|u| !u.trim().is_empty()) {
+        return Found::Session(url);
+    }
+    if !proc.join("self/stat").exists() {
+        return Found::Unsure(format!(
+            "{} has no process information to look for an agentproxy session in",
+            proc.display()
+        ));
+    }
+    let me = owner(&proc.join("self"));
+    let mut pid = match std::fs::read_to_string(proc.join("self/stat")) {
+        Ok(stat) => parent(&stat),
+        Err(e) => return Found::Unsure(format!("cannot read {}/self/stat: {e}", proc.display())),
+    };
+    // Bounded: a process tree is never this deep, and a loop in it must not hang us.
+    for _ in 0..256 {
+        let Some(p) = pid.filter(|p| *p > 1) else {
+            return Found::Nothing;
+        };
+        let dir = proc.join(p.to_string());
+        match std::fs::read(dir.join("environ")) {
+            Ok(environ) => {
+                if let Some(url) = variable(&environ, VAR) {
+                    return Found::Session(url);
+                }
+            }
+            // Someone else's process cannot be one agentproxy started for us.
+            Err(_) if owner(&dir) != me => {}
+            Err(e) => {
+                return Found::Unsure(format!(
+                    "cannot read the environment of ancestor process {p}: {e}"
+                ))
+            }
+        }
+        pid = std::fs::read_to_string(dir.join("stat"))
+            .ok()
+            .and_then(|s| parent(&s));
+    }
+    Found::Unsure("the process tree is deeper than 256 ancestors".into())
+}
+
+fn owner(dir: &Path) -> Option<u32> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(dir).ok().map(|m| m.uid())
+}
+
+/// The parent pid in a `/proc/PID/stat` line: the second field after the command name,
+/// which is in parentheses and may itself hold spaces and parentheses.
+fn parent(stat: &str) -> Option<u32> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// `name`'s value in a NUL-separated environment block.
+fn variable(environ: &[u8], name: &str) -> Option<String> {
+    environ.split(|b| *b == 0).find_map(|entry| {
+        let value = entry.strip_prefix(name.as_bytes())?.strip_prefix(b"=")?;
+        Some(String::from_utf8_lossy(value).into_owned()).filter(|v| !v.trim().is_empty())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_parent_is_read_past_a_command_with_parentheses() {
+        assert_eq!(parent("4242 (python3) S 4100 4242 4100 0"), Some(4100));
+        assert_eq!(parent("7 (a) b) (c) R 12 7 7"), Some(12));
+        assert_eq!(parent("garbage"), None);
+    }
+
+    #[test]
+    fn a_variable_is_found_in_an_environment_block() {
+        let env = b"HOME=/root\0AGENTPROXY_URLX=no\0AGENTPROXY_URL=http://127.0.0.1:5\0";
+        assert_eq!(variable(env, VAR).as_deref(), Some("http://127.0.0.1:5"));
+        assert_eq!(variable(b"AGENTPROXY_URL=\0", VAR), None);
+        assert_eq!(variable(b"", VAR), None);
+    }
+
+    #[test]
+    fn our_own_variable_comes_first_and_a_missing_proc_is_unsure() {
+        let none = Path::new("/nonexistent-proc");
+        assert_eq!(
+            find(Some("http://x".into()), none),
+            Found::Session("http://x".into())
+        );
+        assert!(matches!(find(None, none), Found::Unsure(_)));
+    }
+
+    /// This test process's ancestors (cargo, a shell) are not in a session, unless the
+    /// suite itself runs under one.
+    #[test]
+    fn the_real_process_tree_is_searched() {
+        let found = find(None, Path::new("/proc"));
+        match std::env::var(VAR) {
+            Ok(_) => assert!(matches!(found, Found::Session(_) | Found::Unsure(_))),
+            Err(_) => assert!(
+                matches!(found, Found::Nothing | Found::Session(_)),
+                "{found:?}"
+            ),
+        }
+    }
+}
