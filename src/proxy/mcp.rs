@@ -12,7 +12,7 @@ use http::{Method, Response, StatusCode};
 use serde_json::{json, Value};
 
 use super::body::{json_response, ProxyBody};
-use super::service::note_miss;
+use super::miss;
 use super::Proxy;
 use crate::cassette::{Body, Interaction, RecordedRequest, RecordedResponse};
 use crate::dialect::mcp::{self, Message};
@@ -104,7 +104,7 @@ fn call(proxy: &Proxy, server: &str, msg: &Value) -> Value {
         }
         miss => {
             let now = matching::normalize::normalize(&keyed, &proxy.opts.rules);
-            let report = note_miss(proxy, rp, (method, server, mcp::ROUTE), &now, miss);
+            let report = miss::note(proxy, rp, (method, server, mcp::ROUTE), &now, miss);
             mcp::error(
                 id,
                 mcp::MISS_CODE,

@@ -4,6 +4,7 @@
 pub(crate) mod body;
 mod exchange;
 pub mod mcp;
+mod miss;
 mod record;
 mod replay;
 pub mod server;

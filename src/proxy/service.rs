@@ -13,7 +13,7 @@ use super::exchange::Exchange;
 use super::{record, replay, Proxy};
 use crate::cassette::Body;
 use crate::dialect::{self, Route};
-use crate::matching::{self, index::Lookup, nearmiss};
+use crate::matching::{self, index::Lookup};
 
 pub async fn handle(proxy: Arc<Proxy>, req: Request<hyper::body::Incoming>) -> Response<ProxyBody> {
     let (parts, body) = req.into_parts();
@@ -284,7 +284,7 @@ fn answer_miss(
         .json()
         .map(|b| matching::normalize::normalize(b, &proxy.opts.rules))
         .unwrap_or(Value::Null);
-    let report = note_miss(
+    let report = super::miss::note(
         proxy,
         rp,
         (ex.method.as_str(), &ex.path, ex.route.name()),
@@ -303,67 +303,4 @@ fn answer_miss(
     resp.headers_mut()
         .insert("x-should-retry", http::HeaderValue::from_static("false"));
     resp
-}
-
-/// The near-miss report of a request (`method`, stored `path`, `route`, its normalized
-/// body) that `lookup` did not find: against the nearest recording, printed when asked
-/// and kept in the outcome.
-pub(super) fn note_miss(
-    proxy: &Proxy,
-    rp: &super::Replay,
-    (method, path, route): (&str, &str, &str),
-    normalized_now: &Value,
-    lookup: Lookup,
-) -> String {
-    let report = match lookup {
-        Lookup::Exhausted { recorded } => nearmiss::report(
-            method,
-            path,
-            route,
-            normalized_now,
-            &nearmiss::MissKind::Exhausted { recorded },
-        ),
-        _ => {
-            let recorded: Vec<(usize, &str, Value)> = rp
-                .interactions
-                .iter()
-                .enumerate()
-                .map(|(pos, i)| {
-                    let body = i
-                        .request
-                        .body
-                        .as_ref()
-                        .and_then(Body::as_json)
-                        .map(|b| matching::normalize::normalize(b, &proxy.opts.rules))
-                        .unwrap_or(Value::Null);
-                    (pos, i.route.as_str(), body)
-                })
-                .collect();
-            let candidates: Vec<nearmiss::Candidate<'_>> = recorded
-                .iter()
-                .map(|(pos, route, body)| nearmiss::Candidate {
-                    pos: *pos,
-                    route,
-                    body,
-                })
-                .collect();
-            let nearest = nearmiss::nearest(route, normalized_now, &candidates)
-                .map(|pos| (pos, &recorded[pos].2));
-            nearmiss::report(
-                method,
-                path,
-                route,
-                normalized_now,
-                &nearmiss::MissKind::Unknown { nearest },
-            )
-        }
-    };
-    if proxy.opts.print_misses {
-        eprint!("agentproxy: {report}");
-    }
-    let turn = proxy.current_turn();
-    let mut st = proxy.lock();
-    st.misses.push(report.clone());
-    st.missed_turns.extend(turn);
-    report
 }
