@@ -163,6 +163,49 @@ Exit codes: 0 stopped; 2 a bad flag or listen address.",
     Report(ReportCommand),
 }
 
+/// The providers' base URLs a recording forwards to.
+#[derive(Debug, Args)]
+pub struct UpstreamArgs {
+    /// OpenAI-compatible upstream base URL used when recording (requests keep their
+    /// /v1/… path).
+    #[arg(
+        long,
+        value_name = "URL",
+        default_value = "https://api.openai.com",
+        env = "AGENTPROXY_UPSTREAM"
+    )]
+    pub upstream: String,
+
+    /// Anthropic upstream used when recording, for /v1/messages and requests with
+    /// anthropic-version.
+    #[arg(
+        long,
+        value_name = "URL",
+        default_value = "https://api.anthropic.com",
+        env = "AGENTPROXY_ANTHROPIC_UPSTREAM"
+    )]
+    pub anthropic_upstream: String,
+
+    /// Gemini upstream used when recording (the Gemini API; a Vertex AI endpoint works too).
+    #[arg(
+        long,
+        value_name = "URL",
+        default_value = "https://generativelanguage.googleapis.com",
+        env = "AGENTPROXY_GEMINI_UPSTREAM"
+    )]
+    pub gemini_upstream: String,
+}
+
+impl UpstreamArgs {
+    pub fn upstreams(&self) -> crate::cassette::format::Upstreams {
+        crate::cassette::format::Upstreams {
+            openai: self.upstream.clone(),
+            anthropic: self.anthropic_upstream.clone(),
+            gemini: self.gemini_upstream.clone(),
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct McpArgs {
     /// The server's name in the cassette: letters, digits, `-` and `_`.
@@ -193,32 +236,8 @@ pub struct ServeArgs {
     #[arg(long)]
     pub replay_env: bool,
 
-    /// OpenAI-compatible upstream used when a test records.
-    #[arg(
-        long,
-        value_name = "URL",
-        default_value = "https://api.openai.com",
-        env = "AGENTPROXY_UPSTREAM"
-    )]
-    pub upstream: String,
-
-    /// Anthropic upstream used when a test records.
-    #[arg(
-        long,
-        value_name = "URL",
-        default_value = "https://api.anthropic.com",
-        env = "AGENTPROXY_ANTHROPIC_UPSTREAM"
-    )]
-    pub anthropic_upstream: String,
-
-    /// Gemini upstream used when a test records.
-    #[arg(
-        long,
-        value_name = "URL",
-        default_value = "https://generativelanguage.googleapis.com",
-        env = "AGENTPROXY_GEMINI_UPSTREAM"
-    )]
-    pub gemini_upstream: String,
+    #[command(flatten)]
+    pub upstreams: UpstreamArgs,
 
     /// How long to wait for the upstream when recording (e.g. 30s, 10m).
     #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_duration)]
@@ -356,32 +375,8 @@ pub struct TestArgs {
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub outputs: Vec<PathBuf>,
 
-    /// OpenAI-compatible upstream used when recording.
-    #[arg(
-        long,
-        value_name = "URL",
-        default_value = "https://api.openai.com",
-        env = "AGENTPROXY_UPSTREAM"
-    )]
-    pub upstream: String,
-
-    /// Anthropic upstream used when recording.
-    #[arg(
-        long,
-        value_name = "URL",
-        default_value = "https://api.anthropic.com",
-        env = "AGENTPROXY_ANTHROPIC_UPSTREAM"
-    )]
-    pub anthropic_upstream: String,
-
-    /// Gemini upstream used when recording (the Gemini API; a Vertex AI endpoint works too).
-    #[arg(
-        long,
-        value_name = "URL",
-        default_value = "https://generativelanguage.googleapis.com",
-        env = "AGENTPROXY_GEMINI_UPSTREAM"
-    )]
-    pub gemini_upstream: String,
+    #[command(flatten)]
+    pub upstreams: UpstreamArgs,
 
     /// How long to wait for the upstream when recording: for its response head, and for
     /// each chunk of its body after that (a stalled stream is cut and fails the case).
@@ -471,32 +466,8 @@ pub struct RecordArgs {
     #[command(flatten)]
     pub session: SessionArgs,
 
-    /// OpenAI-compatible upstream base URL (requests keep their /v1/… path).
-    #[arg(
-        long,
-        value_name = "URL",
-        default_value = "https://api.openai.com",
-        env = "AGENTPROXY_UPSTREAM"
-    )]
-    pub upstream: String,
-
-    /// Anthropic upstream base URL, for /v1/messages and requests with anthropic-version.
-    #[arg(
-        long,
-        value_name = "URL",
-        default_value = "https://api.anthropic.com",
-        env = "AGENTPROXY_ANTHROPIC_UPSTREAM"
-    )]
-    pub anthropic_upstream: String,
-
-    /// Gemini upstream used when recording (the Gemini API; a Vertex AI endpoint works too).
-    #[arg(
-        long,
-        value_name = "URL",
-        default_value = "https://generativelanguage.googleapis.com",
-        env = "AGENTPROXY_GEMINI_UPSTREAM"
-    )]
-    pub gemini_upstream: String,
+    #[command(flatten)]
+    pub upstreams: UpstreamArgs,
 
     /// How long to wait for the upstream (e.g. 30s, 10m): for its response head, then HTTP
     /// 504; and for each chunk of its body after that, then the stream is cut, recorded as

@@ -16,11 +16,7 @@ pub async fn run(args: RecordArgs) -> Result<Exit> {
     let s = &args.session;
     let match_rules = session::flag_rules(s);
     let rules = session::compile_rules(&match_rules)?;
-    let upstreams = Upstreams {
-        openai: args.upstream.clone(),
-        anthropic: args.anthropic_upstream.clone(),
-        gemini: args.gemini_upstream.clone(),
-    };
+    let upstreams = args.upstreams.upstreams();
     let upstream = Upstream::new(&upstreams, args.upstream_timeout)?;
     // Checked and locked before the program starts (or the daemon listens).
     let writer = Writer::open(&s.cassette)?;

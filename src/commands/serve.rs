@@ -268,11 +268,7 @@ pub async fn run(args: ServeArgs) -> Result<Exit> {
     let switch = Arc::new(Switch::new(idle(args.max_body_size)));
     let harness = Arc::new(Harness {
         switch: switch.clone(),
-        upstreams: Upstreams {
-            openai: args.upstream.clone(),
-            anthropic: args.anthropic_upstream.clone(),
-            gemini: args.gemini_upstream.clone(),
-        },
+        upstreams: args.upstreams.upstreams(),
         upstream_timeout: args.upstream_timeout,
         max_body: args.max_body_size,
         active: Default::default(),

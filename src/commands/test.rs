@@ -6,7 +6,6 @@ use std::time::Instant;
 use serde_json::Value;
 
 use crate::assert::Matcher;
-use crate::cassette::format::Upstreams;
 use crate::cli::{ReportFormat, TestArgs};
 use crate::determinism;
 use crate::error::{Error, Exit, Result};
@@ -89,9 +88,9 @@ pub async fn run(args: TestArgs) -> Result<Exit> {
             mode: resolved.mode,
             cassette_dir: resolved.cassette_dir.clone(),
             timeout: resolved.timeout,
-            upstream: args.upstream.clone(),
-            anthropic_upstream: args.anthropic_upstream.clone(),
-            gemini_upstream: args.gemini_upstream.clone(),
+            upstream: args.upstreams.upstream.clone(),
+            anthropic_upstream: args.upstreams.anthropic_upstream.clone(),
+            gemini_upstream: args.upstreams.gemini_upstream.clone(),
             upstream_timeout: args.upstream_timeout,
             listen: args.listen,
             max_body: args.max_body_size,
@@ -148,11 +147,7 @@ pub async fn run(args: TestArgs) -> Result<Exit> {
     }
     let may_record = jobs.iter().any(|(_, _, s)| s.mode != spec::Mode::Replay);
     if may_record && !args.quiet {
-        let upstreams = Upstreams {
-            openai: args.upstream.clone(),
-            anthropic: args.anthropic_upstream.clone(),
-            gemini: args.gemini_upstream.clone(),
-        };
+        let upstreams = args.upstreams.upstreams();
         for warning in env::overridden(&|name| std::env::var(name).ok(), &upstreams) {
             eprintln!("agentproxy: warning: {warning}");
         }
