@@ -218,10 +218,8 @@ pub struct McpArgs {
 }
 
 fn parse_mcp_name(s: &str) -> Result<String, String> {
-    let ok = !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-    ok.then(|| s.to_owned())
+    crate::dialect::mcp::is_server_name(s)
+        .then(|| s.to_owned())
         .ok_or_else(|| format!("`{s}` is not a server name: use letters, digits, - and _"))
 }
 

@@ -15,6 +15,14 @@ pub const MISS_CODE: i64 = -32001;
 /// Invalid JSON was received (JSON-RPC).
 pub const PARSE_ERROR: i64 = -32700;
 
+/// A server name as stored in cassettes and URLs: letters, digits, `-` and `_`.
+pub fn is_server_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
 /// What one line from a client or server is.
 #[derive(Debug, PartialEq)]
 pub enum Message<'a> {

@@ -29,11 +29,7 @@ pub(super) fn handle(
     body: &[u8],
 ) -> Response<ProxyBody> {
     let (name, op) = rest.split_once('/').unwrap_or((rest, ""));
-    if name.is_empty()
-        || !name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-    {
+    if !mcp::is_server_name(name) {
         return refused(format!(
             "`{name}` is not an MCP server name (letters, digits, - and _)"
         ));
