@@ -135,11 +135,13 @@ JSON-RPC line both ways unchanged (COMMAND's stderr passes through) and stores e
 response in the session's cassette (route mcp, with the server's name). Replaying, it never starts \
 COMMAND: requests are answered from the cassette (FIFO per server, method and params without _meta; ids \
 are the client's own), notifications are not answered, and a request with no recording gets a JSON-RPC \
-error whose message starts with agentproxy_cassette_miss (the session reports the miss and exits 1).\n\n\
+error whose message starts with agentproxy_cassette_miss (the session reports the miss and exits 1). \
+In every mode, a `tools/call` of a tool the spec mocks (`tools:`) is answered with the mock and \
+never reaches COMMAND.\n\n\
 With no session among its ancestors it runs COMMAND unchanged, so a configuration can keep it. When it \
 cannot rule out a session (an ancestor of the same user whose environment it cannot read, or no /proc) \
 it refuses to start COMMAND, in case this is a replay: exit 2.\n\n\
-Format of the recorded interactions: docs/cassette-format.md (MCP).",
+Guide: docs/mcp.md. Format of the recorded interactions: docs/cassette-format.md (MCP).",
         after_help = "Example (an MCP host's server entry):\n  \
 \"command\": \"agentproxy\",\n  \
 \"args\": [\"mcp\", \"--name\", \"weather\", \"--\", \"python\", \"server.py\"]"

@@ -234,3 +234,263 @@ fn outside_a_session_the_command_runs_and_a_dead_session_starts_nothing() {
         assert!(dir.path().join("started").exists());
     }
 }
+
+/// The committed example's agent (openai-agents `MCPServerStdio`, tools from the MCP
+/// server): record, then replay with the model upstream stopped and the server's command
+/// one that fails if started.
+fn run_mail_agent(dir: &Path, args: &[&str], server: Option<&[String]>) -> Output {
+    use std::io::Write as _;
+    let bin_dir = Path::new(support::proxy::bin())
+        .parent()
+        .unwrap()
+        .to_owned();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut child = Command::new(support::proxy::bin())
+        .args(args)
+        .arg("--")
+        .arg(python())
+        .arg(repo().join("examples/mcp-agent/agent.py"))
+        .current_dir(dir)
+        .env("PATH", path)
+        .env("OUTBOX", dir.join("outbox.txt"))
+        .env("OPENAI_API_KEY", "sk-test")
+        .env("OPENAI_AGENTS_DISABLE_TRACING", "1")
+        .env(
+            "MAIL_SERVER",
+            serde_json::to_string(&server.unwrap_or_default()).unwrap(),
+        )
+        .env_remove("AGENTPROXY_URL")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(b"Mail the weather in Paris to ops@example.com\n")
+        .unwrap();
+    drop(stdin);
+    child.wait_with_output().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_openai_agents_mcp_agent_records_and_replays() {
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = fake.url();
+    let d = dir.path().to_owned();
+    let recorded = tokio::task::spawn_blocking(move || {
+        run_mail_agent(
+            &d,
+            &["record", "--cassette", "c.json", "--upstream", &upstream],
+            None,
+        )
+    })
+    .await
+    .unwrap();
+    let (stdout, stderr) = text(&recorded);
+    assert!(recorded.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("tool call: send_email {\"body\": \"It is 18°C and sunny in Paris.\", \"to\": \"ops@example.com\"}"),
+        "{stdout}"
+    );
+    let outbox = dir.path().join("outbox.txt");
+    assert_eq!(
+        std::fs::read_to_string(&outbox).unwrap(),
+        "ops@example.com: It is 18°C and sunny in Paris.\n"
+    );
+    assert!(
+        stdout.ends_with("reply: Mailed ops@example.com.\n"),
+        "{stdout}"
+    );
+    let model_requests = fake.request_count();
+    assert_eq!(model_requests, 3, "weather, mail, reply");
+    fake.stop().await;
+
+    let never = vec![
+        python(),
+        "-c".into(),
+        "import sys; sys.exit('the MCP server was started in replay')".into(),
+    ];
+    let d = dir.path().to_owned();
+    let replayed = tokio::task::spawn_blocking(move || {
+        run_mail_agent(&d, &["replay", "--cassette", "c.json"], Some(&never))
+    })
+    .await
+    .unwrap();
+    let (again, stderr) = text(&replayed);
+    assert!(replayed.status.success(), "{again}\n{stderr}");
+    assert_eq!(again, stdout, "the replay prints what the recording did");
+    assert!(stderr.contains("0 missed; 0 of"), "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(&outbox).unwrap().lines().count(),
+        1,
+        "no email sent again"
+    );
+}
+
+/// The example's spec, run from a temporary directory: its cassettes and the outbox land
+/// there. `extra` is appended to its `tools:` block's `send_email` rules.
+fn mail_spec(dir: &Path, extra_rule: &str) -> std::path::PathBuf {
+    let spec = std::fs::read_to_string(repo().join("examples/mcp-agent/mail.yaml")).unwrap();
+    let agent = repo().join("examples/mcp-agent/agent.py");
+    let spec = spec
+        .replace(
+            "command: [../../.venv/bin/python, agent.py]",
+            &format!("command: [{}, {}]", python(), agent.display()),
+        )
+        .replace("../../cassettes/examples/mcp-agent", "cassettes")
+        .replace("  send_email:\n", &format!("  send_email:\n{extra_rule}"));
+    let path = dir.join("mail.yaml");
+    std::fs::write(&path, spec).unwrap();
+    path
+}
+
+fn agentproxy_test(dir: &Path, args: &[&str], server: Option<&[String]>) -> Output {
+    let bin_dir = Path::new(support::proxy::bin())
+        .parent()
+        .unwrap()
+        .to_owned();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    Command::new(support::proxy::bin())
+        .arg("test")
+        .args(args)
+        .current_dir(dir)
+        .env("PATH", path)
+        .env("OUTBOX", dir.join("outbox.txt"))
+        .env("OPENAI_API_KEY", "sk-test")
+        .env(
+            "MAIL_SERVER",
+            serde_json::to_string(&server.unwrap_or_default()).unwrap(),
+        )
+        .env_remove("AGENTPROXY_URL")
+        .env_remove("CI")
+        .output()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_mocked_mcp_tool_never_executes_in_record_or_replay() {
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let spec = mail_spec(dir.path(), "");
+    let upstream = fake.url();
+    let d = dir.path().to_owned();
+    let recorded = tokio::task::spawn_blocking(move || {
+        agentproxy_test(
+            &d,
+            &[
+                spec.to_str().unwrap(),
+                "--mode",
+                "record",
+                "--upstream",
+                &upstream,
+            ],
+            None,
+        )
+    })
+    .await
+    .unwrap();
+    let (stdout, stderr) = text(&recorded);
+    assert!(recorded.status.success(), "{stdout}\n{stderr}");
+    let outbox = dir.path().join("outbox.txt");
+    // Only the unmocked mail reached the server.
+    assert_eq!(
+        std::fs::read_to_string(&outbox).unwrap(),
+        "ops@example.com: It is 18°C and sunny in Paris.\n"
+    );
+    let mocked = std::fs::read_to_string(
+        dir.path()
+            .join("cassettes/a-mocked-send-email-is-never-executed.json"),
+    )
+    .unwrap();
+    let cassette: Value = serde_json::from_str(&mocked).unwrap();
+    let executed: Vec<&Value> = cassette["interactions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["request"]["method"] == "tools/call")
+        .map(|i| &i["request"]["body"]["json"]["params"]["name"])
+        .collect();
+    assert_eq!(executed, [&Value::from("get_weather")], "{mocked}");
+    // The model was told the framework's own rendering of the mocked MCP result (a list of
+    // content items), not a rewrite of it at the model boundary.
+    let outputs: Vec<&Value> = cassette["interactions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["route"] == "openai.responses")
+        .filter_map(|i| i["request"]["body"]["json"]["input"].as_array())
+        .flatten()
+        .filter(|item| item["type"] == "function_call_output")
+        .map(|item| &item["output"])
+        .collect();
+    let told = outputs.last().unwrap();
+    assert_eq!(
+        told[0]["text"], "{\"sent\":true,\"to\":\"test@example.com\"}",
+        "{outputs:?}"
+    );
+    fake.stop().await;
+
+    let never = vec![
+        python(),
+        "-c".into(),
+        "import sys; sys.exit('the MCP server was started in replay')".into(),
+    ];
+    let d = dir.path().to_owned();
+    let replayed = tokio::task::spawn_blocking(move || {
+        agentproxy_test(&d, &["mail.yaml", "--mode", "replay"], Some(&never))
+    })
+    .await
+    .unwrap();
+    let (stdout, stderr) = text(&replayed);
+    assert!(replayed.status.success(), "{stdout}\n{stderr}");
+    assert!(stderr.contains("2 passed, 0 failed"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&outbox).unwrap().lines().count(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_mock_that_breaks_the_tools_output_schema_fails_the_case() {
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let rule = "    - when: {to: ops@example.com}\n      result: {sent: yes please}\n";
+    let spec = mail_spec(dir.path(), rule);
+    let upstream = fake.url();
+    let d = dir.path().to_owned();
+    let out = tokio::task::spawn_blocking(move || {
+        agentproxy_test(
+            &d,
+            &[
+                spec.to_str().unwrap(),
+                "--mode",
+                "record",
+                "--upstream",
+                &upstream,
+                "--case",
+                "mails the weather",
+            ],
+            None,
+        )
+    })
+    .await
+    .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("tools.send_email (MCP server `mail`): the mock does not fit the tool's outputSchema: \"to\" is a required property; at /sent: \"yes please\" is not of type \"boolean\""),
+        "{stderr}"
+    );
+    assert!(
+        !dir.path().join("outbox.txt").exists(),
+        "the server was not called"
+    );
+    fake.stop().await;
+}

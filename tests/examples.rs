@@ -19,10 +19,21 @@ const EXAMPLES: [(&str, &[&str]); 1] = [(
 )];
 
 /// Example specs, run by `agentproxy test`; their cassettes are committed.
-const SPECS: [&str; 2] = [
+const SPECS: [&str; 3] = [
     "examples/travel-agent/travel.yaml",
     "examples/chat/chat.yaml",
+    "examples/mcp-agent/mail.yaml",
 ];
+
+/// The binary, with its directory first on PATH: the MCP example's agent starts its
+/// server through `agentproxy mcp`, as a user's configuration would.
+fn agentproxy() -> Command {
+    let dir = Path::new(bin()).parent().unwrap();
+    let path = std::env::var("PATH").unwrap_or_default();
+    let mut cmd = Command::new(bin());
+    cmd.env("PATH", format!("{}:{path}", dir.display()));
+    cmd
+}
 
 fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -31,7 +42,7 @@ fn repo() -> &'static Path {
 #[test]
 fn examples_replay_offline_without_a_key() {
     for (cassette, command) in EXAMPLES {
-        let out = Command::new(bin())
+        let out = agentproxy()
             .args(["replay", "--cassette", cassette, "--"])
             .args(command)
             .current_dir(repo())
@@ -53,7 +64,7 @@ fn examples_replay_offline_without_a_key() {
 #[test]
 fn example_specs_pass_offline() {
     for spec in SPECS {
-        let out = Command::new(bin())
+        let out = agentproxy()
             .args(["test", spec, "--mode", "replay"])
             .current_dir(repo())
             .env_remove("OPENAI_API_KEY")
@@ -74,7 +85,7 @@ fn all_example_directories_run_together_and_one_without_a_spec_is_skipped() {
         .map(|e| format!("examples/{}/", e.unwrap().file_name().to_string_lossy()))
         .collect();
     dirs.sort();
-    let out = Command::new(bin())
+    let out = agentproxy()
         .arg("test")
         .args(&dirs)
         .args(["--mode", "replay"])
@@ -96,7 +107,7 @@ fn all_example_directories_run_together_and_one_without_a_spec_is_skipped() {
 #[test]
 fn verbosity_comes_from_the_environment_unless_a_flag_says_otherwise() {
     let run = |verbosity: &str, flags: &[&str]| {
-        let out = Command::new(bin())
+        let out = agentproxy()
             .args(["test", SPECS[0], "--mode", "replay"])
             .args(flags)
             .current_dir(repo())
@@ -119,10 +130,13 @@ fn verbosity_comes_from_the_environment_unless_a_flag_says_otherwise() {
 #[ignore = "re-records the committed example cassettes"]
 async fn rerecord_examples() {
     let fake = FakeOpenAi::start().await;
+    // The MCP example's mail goes here, not into the repository.
+    let outbox = tempfile::NamedTempFile::new().unwrap();
     for spec in SPECS {
-        let mut cmd = Command::new(bin());
+        let mut cmd = agentproxy();
         cmd.args(["test", spec, "--mode", "record", "--upstream", &fake.url()])
             .current_dir(repo())
+            .env("OUTBOX", outbox.path())
             .env(
                 "OPENAI_API_KEY",
                 "sk-example-not-a-real-key-0000000000000000",
@@ -132,12 +146,13 @@ async fn rerecord_examples() {
             .unwrap();
         assert!(
             out.status.success(),
-            "{}",
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
     }
     for (cassette, command) in EXAMPLES {
-        let mut cmd = Command::new(bin());
+        let mut cmd = agentproxy();
         cmd.args([
             "record",
             "--cassette",
@@ -171,7 +186,7 @@ fn sharded_runs_merge_into_the_whole_run() {
     let dir = tempfile::tempdir().unwrap();
     let spec = "examples/travel-agent/travel.yaml";
     let run = |args: &[&str], env: &[(&str, &str)]| {
-        let out = Command::new(bin())
+        let out = agentproxy()
             .args(args)
             .current_dir(repo())
             .env_remove("CI_NODE_INDEX")
@@ -273,7 +288,7 @@ fn sharded_runs_merge_into_the_whole_run() {
 /// still passes.
 #[test]
 fn an_old_cassette_is_named_with_its_age() {
-    let out = Command::new(bin())
+    let out = agentproxy()
         .args([
             "replay",
             "--max-age",
@@ -299,7 +314,7 @@ fn an_old_cassette_is_named_with_its_age() {
         "{stderr}"
     );
 
-    let out = Command::new(bin())
+    let out = agentproxy()
         .args(["test", SPECS[1], "--mode", "replay", "--max-age", "1s"])
         .current_dir(repo())
         .output()
@@ -310,7 +325,7 @@ fn an_old_cassette_is_named_with_its_age() {
         stderr.contains("    warning: cassette cassettes/examples/chat/greeting-then-follow-up.json was recorded "),
         "{stderr}"
     );
-    let fresh = Command::new(bin())
+    let fresh = agentproxy()
         .args(["test", SPECS[1], "--mode", "replay", "--max-age", "100y"])
         .current_dir(repo())
         .output()

@@ -3,7 +3,7 @@
 //! without starting it (replay); outside any session it runs COMMAND unchanged.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Instant;
 
 use bytes::Bytes;
@@ -109,6 +109,37 @@ fn exec(command: &[String]) -> Result<Exit> {
     })
 }
 
+/// The session's answer to a `tools/call` it mocks; `None` sends the call to the server.
+/// A session that cannot say is not a reason to run a tool it may mock: the client gets
+/// an error.
+async fn mock_answer(endpoint: &Endpoint, msg: &Value) -> Option<Value> {
+    match endpoint.send(http::Method::POST, "/mock", Some(msg)).await {
+        Ok(v) => Some(v["answer"].clone()).filter(|a| !a.is_null()),
+        Err(why) => {
+            let id = match mcp::classify(msg) {
+                Message::Request { id, .. } => id.clone(),
+                _ => Value::Null,
+            };
+            Some(mcp::error(
+                &id,
+                mcp::INTERNAL_ERROR,
+                &format!("agentproxy: the session did not answer: {why}"),
+            ))
+        }
+    }
+}
+
+/// Report a relayed request/response pair to the session.
+async fn store(endpoint: &Endpoint, pair: Option<&Value>) {
+    let Some(pair) = pair else { return };
+    if let Err(why) = endpoint
+        .send(http::Method::POST, "/record", Some(pair))
+        .await
+    {
+        eprintln!("agentproxy mcp: failed to record a response: {why}");
+    }
+}
+
 /// Write one message as a line to the client.
 async fn send_line(out: &mut tokio::io::Stdout, msg: &Value) -> std::io::Result<()> {
     let mut line = serde_json::to_vec(msg).unwrap_or_default();
@@ -150,7 +181,8 @@ async fn replay(endpoint: &Endpoint) -> Result<Exit> {
 }
 
 /// Record: run the server, relay every line both ways unchanged, and report each request
-/// with its response to the session.
+/// with its response to the session. A `tools/call` the session mocks is answered by the
+/// session and never reaches the server.
 async fn record(endpoint: &Endpoint, command: &[String]) -> Result<Exit> {
     let mut child = tokio::process::Command::new(&command[0])
         .args(&command[1..])
@@ -165,59 +197,72 @@ async fn record(endpoint: &Endpoint, command: &[String]) -> Result<Exit> {
     let (Some(mut to_server), Some(from_server)) = (child.stdin.take(), child.stdout.take()) else {
         unreachable!("both pipes were asked for");
     };
+    // The client's stdout, written by both directions (mocked answers, relayed lines).
+    let out = tokio::sync::Mutex::new(tokio::io::stdout());
     // Requests sent and not yet answered, by their id's JSON text.
-    let pending: Arc<Mutex<HashMap<String, (Value, Instant)>>> = Arc::default();
-    let forwarding = {
-        let pending = pending.clone();
-        async move {
-            let mut lines = BufReader::new(tokio::io::stdin()).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                if let Ok(msg) = serde_json::from_str::<Value>(&line) {
-                    if let Message::Request { id, .. } = mcp::classify(&msg) {
-                        let id = id.to_string();
-                        pending
-                            .lock()
-                            .unwrap_or_else(|p| p.into_inner())
-                            .insert(id, (msg, Instant::now()));
+    let pending: Mutex<HashMap<String, (Value, Instant)>> = Mutex::default();
+    let forwarding = async {
+        let mut lines = BufReader::new(tokio::io::stdin()).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            if let Ok(msg) = serde_json::from_str::<Value>(&line) {
+                if let Message::Request { id, method } = mcp::classify(&msg) {
+                    if method == "tools/call" {
+                        if let Some(answer) = mock_answer(endpoint, &msg).await {
+                            if send_line(&mut *out.lock().await, &answer).await.is_err() {
+                                break;
+                            }
+                            continue;
+                        }
                     }
-                }
-                let sent = to_server.write_all(format!("{line}\n").as_bytes()).await;
-                if sent.is_err() || to_server.flush().await.is_err() {
-                    break;
+                    let id = id.to_string();
+                    pending
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .insert(id, (msg, Instant::now()));
                 }
             }
-            // The client is done: closing the server's stdin tells it to exit.
-            drop(to_server);
-        }
-    };
-    let relaying = async {
-        let mut out = tokio::io::stdout();
-        let mut lines = BufReader::new(from_server).lines();
-        while let Ok(Some(line)) = lines.next_line().await {
-            if out.write_all(format!("{line}\n").as_bytes()).await.is_err()
-                || out.flush().await.is_err()
-            {
+            let sent = to_server.write_all(format!("{line}\n").as_bytes()).await;
+            if sent.is_err() || to_server.flush().await.is_err() {
                 break;
             }
-            let Ok(msg) = serde_json::from_str::<Value>(&line) else {
-                continue;
+        }
+        // The client is done: closing the server's stdin tells it to exit.
+        drop(to_server);
+    };
+    let relaying = async {
+        let mut lines = BufReader::new(from_server).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            let answered = serde_json::from_str::<Value>(&line).ok().and_then(|msg| {
+                let Message::Response { id } = mcp::classify(&msg) else {
+                    return None;
+                };
+                let asked = pending
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .remove(&id.to_string());
+                asked.map(|(request, sent)| {
+                    let latency_ms = u64::try_from(sent.elapsed().as_millis()).unwrap_or(u64::MAX);
+                    json!({ "request": request, "response": msg, "latency_ms": latency_ms })
+                })
+            });
+            // The tools a server lists decide how mocks answer: the session learns them
+            // before the client can call one.
+            let listing = answered
+                .as_ref()
+                .is_some_and(|pair| pair["request"]["method"] == "tools/list");
+            if listing {
+                store(endpoint, answered.as_ref()).await;
+            }
+            let relayed = {
+                let mut out = out.lock().await;
+                out.write_all(format!("{line}\n").as_bytes()).await.is_ok()
+                    && out.flush().await.is_ok()
             };
-            let Message::Response { id } = mcp::classify(&msg) else {
-                continue;
-            };
-            let asked = pending
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .remove(&id.to_string());
-            if let Some((request, sent)) = asked {
-                let latency_ms = u64::try_from(sent.elapsed().as_millis()).unwrap_or(u64::MAX);
-                let pair = json!({ "request": request, "response": msg, "latency_ms": latency_ms });
-                if let Err(why) = endpoint
-                    .send(http::Method::POST, "/record", Some(&pair))
-                    .await
-                {
-                    eprintln!("agentproxy mcp: failed to record a response: {why}");
-                }
+            if !listing {
+                store(endpoint, answered.as_ref()).await;
+            }
+            if !relayed {
+                break;
             }
         }
         // The server is gone: what it left unanswered gets an error, not silence.
@@ -226,11 +271,12 @@ async fn record(endpoint: &Endpoint, command: &[String]) -> Result<Exit> {
             .unwrap_or_else(|p| p.into_inner())
             .drain()
             .collect();
+        let mut out = out.lock().await;
         for (_, (request, _)) in left {
             if let Message::Request { id, .. } = mcp::classify(&request) {
                 let e = mcp::error(
                     id,
-                    -32603,
+                    mcp::INTERNAL_ERROR,
                     "agentproxy: the MCP server exited before answering",
                 );
                 let _ = send_line(&mut out, &e).await;

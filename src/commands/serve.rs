@@ -211,7 +211,9 @@ impl Harness {
         answer["unused"] = json!(outcome.unused);
         answer["upstream_errors"] = json!(outcome.upstream_errors);
         answer["rejected"] = json!(outcome.rejected);
-        answer["mock_problems"] = json!(a.mocks.problems());
+        let mut mock_problems = a.mocks.problems();
+        mock_problems.extend(outcome.mock_problems);
+        answer["mock_problems"] = json!(mock_problems);
         (StatusCode::OK, answer)
     }
 }

@@ -15,6 +15,9 @@ pub const MISS_CODE: i64 = -32001;
 /// Invalid JSON was received (JSON-RPC).
 pub const PARSE_ERROR: i64 = -32700;
 
+/// An error of the server itself (JSON-RPC): a server gone, a mock that cannot answer.
+pub const INTERNAL_ERROR: i64 = -32603;
+
 /// A server name as stored in cassettes and URLs: letters, digits, `-` and `_`.
 pub fn is_server_name(name: &str) -> bool {
     !name.is_empty()
@@ -84,6 +87,106 @@ pub fn answer(id: &Value, stored: &Value) -> Value {
     Value::Object(out)
 }
 
+/// The tool a `tools/call` request calls and its arguments (`{}` when it gives none).
+pub fn tool_call(msg: &Value) -> Option<(&str, Value)> {
+    if msg.get("method").and_then(Value::as_str) != Some("tools/call") {
+        return None;
+    }
+    let params = msg.get("params")?;
+    let name = params.get("name")?.as_str()?;
+    let arguments = params
+        .get("arguments")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    Some((name, arguments))
+}
+
+/// The tools a `tools/list` result declares, each with its `outputSchema` if it has one.
+pub fn listed_tools(result: &Value) -> impl Iterator<Item = (&str, Option<&Value>)> {
+    let tools = result.get("tools").and_then(Value::as_array);
+    tools.into_iter().flatten().filter_map(|t| {
+        let name = t.get("name")?.as_str()?;
+        Some((name, t.get("outputSchema").filter(|s| s.is_object())))
+    })
+}
+
+/// The keys a mock may give to be served as a whole `tools/call` result.
+const RESULT_KEYS: [&str; 5] = [
+    "content",
+    "structuredContent",
+    "isError",
+    "_meta",
+    "resultType",
+];
+
+/// A mocked value as the `tools/call` result a client expects. A mapping with a `content`
+/// list (and only result keys) is a whole result, served as it is. Any other mapping is
+/// the structured result: `structuredContent`, plus its JSON as text content, as servers
+/// built with the SDKs answer. A string is text content; another value, its JSON as text.
+/// With an `outputSchema`, the structured content must exist and be valid for it (clients
+/// reject a result that is not), unless the result is an error. `result_type` is the
+/// `resultType` the server's own results carry (required from protocol 2026-07-28 on,
+/// absent before), given to the mocked result unless the mock sets one.
+pub fn mock_result(
+    value: &Value,
+    output_schema: Option<&Value>,
+    result_type: Option<&Value>,
+) -> Result<Value, String> {
+    let text = |t: String| json!([{ "type": "text", "text": t }]);
+    let result = match value {
+        Value::Object(m)
+            if m.get("content").is_some_and(Value::is_array)
+                && m.keys().all(|k| RESULT_KEYS.contains(&k.as_str())) =>
+        {
+            value.clone()
+        }
+        Value::Object(_) => {
+            json!({ "content": text(value.to_string()), "structuredContent": value })
+        }
+        Value::String(s) => json!({ "content": text(s.clone()) }),
+        other => json!({ "content": text(other.to_string()) }),
+    };
+    let mut result = result;
+    if let (Some(t), Some(fields)) = (result_type, result.as_object_mut()) {
+        fields.entry("resultType").or_insert_with(|| t.clone());
+    }
+    let Some(schema) = output_schema else {
+        return Ok(result);
+    };
+    if result.get("isError") == Some(&Value::Bool(true)) {
+        return Ok(result);
+    }
+    let Some(structured) = result.get("structuredContent") else {
+        return Err(
+            "the tool declares an outputSchema, so its mock must be a mapping (its structured result)".into(),
+        );
+    };
+    let validator = jsonschema::validator_for(schema)
+        .map_err(|e| format!("the tool's outputSchema is not a valid JSON Schema: {e}"))?;
+    let errors: Vec<String> = validator
+        .iter_errors(structured)
+        .map(|e| {
+            let at = e.instance_path().to_string();
+            format!(
+                "{}{e}",
+                if at.is_empty() {
+                    String::new()
+                } else {
+                    format!("at {at}: ")
+                }
+            )
+        })
+        .collect();
+    if errors.is_empty() {
+        Ok(result)
+    } else {
+        Err(format!(
+            "the mock does not fit the tool's outputSchema: {}",
+            errors.join("; ")
+        ))
+    }
+}
+
 /// A JSON-RPC error answering `id` (`null` when the request could not be read).
 pub fn error(id: &Value, code: i64, message: &str) -> Value {
     json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message } })
@@ -135,6 +238,57 @@ mod tests {
             keyed("s", "ping", &json!({"id": 1, "method": "ping"}))["params"],
             Value::Null
         );
+    }
+
+    #[test]
+    fn a_tools_call_names_its_tool_and_a_list_its_schemas() {
+        let call = json!({"id": 1, "method": "tools/call", "params": {"name": "send_email"}});
+        assert_eq!(tool_call(&call), Some(("send_email", json!({}))));
+        assert_eq!(tool_call(&json!({"id": 1, "method": "tools/list"})), None);
+        let list = json!({"tools": [
+            {"name": "a", "inputSchema": {}},
+            {"name": "b", "outputSchema": {"type": "object"}},
+            {"title": "nameless"}
+        ]});
+        let tools: Vec<_> = listed_tools(&list).collect();
+        assert_eq!(
+            tools,
+            vec![("a", None), ("b", Some(&json!({"type": "object"})))]
+        );
+    }
+
+    #[test]
+    fn a_mock_becomes_the_result_a_client_expects() {
+        let schema = json!({"type": "object", "required": ["sent"],
+            "properties": {"sent": {"type": "boolean"}}});
+        assert_eq!(
+            mock_result(&json!({"sent": true}), Some(&schema), None).unwrap(),
+            json!({"content": [{"type": "text", "text": "{\"sent\":true}"}],
+                   "structuredContent": {"sent": true}})
+        );
+        // A server on protocol 2026-07-28 marks its results; the mock's result is marked too.
+        assert_eq!(
+            mock_result(&json!("ok"), None, Some(&json!("complete"))).unwrap(),
+            json!({"content": [{"type": "text", "text": "ok"}], "resultType": "complete"})
+        );
+        assert_eq!(
+            mock_result(&json!("sunny"), None, None).unwrap(),
+            json!({"content": [{"type": "text", "text": "sunny"}]})
+        );
+        assert_eq!(
+            mock_result(&json!(18), None, None).unwrap()["content"][0]["text"],
+            json!("18")
+        );
+        // A whole result is served as given, an error even against a schema.
+        let whole = json!({"content": [{"type": "text", "text": "no"}], "isError": true});
+        assert_eq!(mock_result(&whole, Some(&schema), None).unwrap(), whole);
+        assert_eq!(
+            mock_result(&json!({"sent": "yes"}), Some(&schema), None).unwrap_err(),
+            "the mock does not fit the tool's outputSchema: at /sent: \"yes\" is not of type \"boolean\""
+        );
+        assert!(mock_result(&json!("sent"), Some(&schema), None)
+            .unwrap_err()
+            .contains("must be a mapping"));
     }
 
     #[test]

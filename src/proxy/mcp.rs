@@ -3,8 +3,14 @@
 //! to the real server stored in it (record). Requests are keyed like model requests, so
 //! they are served FIFO per key, counted as unused, and written in arrival order.
 //!
+//! A spec's tool mocks answer `tools/call` here, in every mode, so a mocked tool never
+//! executes: its result is shaped for the tool's `outputSchema`, learnt from the server's
+//! `tools/list` answer.
+//!
 //! Under `/_agentproxy/mcp/NAME`: `GET` (the mode), `POST …/call` (a client message to
-//! answer), `POST …/record` (`{request, response, latency_ms}` to store).
+//! answer, in replay), `POST …/mock` (`{"answer": …}`, `null` when the message is not a
+//! mocked call and goes to the server, in record), `POST …/record` (`{request, response,
+//! latency_ms}` to store).
 
 use std::sync::Arc;
 
@@ -17,6 +23,7 @@ use super::Proxy;
 use crate::cassette::{Body, Interaction, RecordedRequest, RecordedResponse};
 use crate::dialect::mcp::{self, Message};
 use crate::matching::{self, index::Lookup};
+use crate::neutral::ToolCall;
 
 /// The path prefix of the MCP endpoints.
 pub const PREFIX: &str = "/_agentproxy/mcp/";
@@ -36,15 +43,18 @@ pub(super) fn handle(
     }
     match (method, op) {
         (&Method::GET, "") => json_response(StatusCode::OK, &json!({ "mode": mode(proxy) })),
-        (&Method::POST, "call" | "record") => {
+        (&Method::POST, "call" | "mock" | "record") => {
             let msg: Value = match serde_json::from_slice(body) {
                 Ok(v) => v,
                 Err(e) => return refused(format!("the body is not JSON: {e}")),
             };
-            if op == "call" {
-                json_response(StatusCode::OK, &call(proxy, name, &msg))
-            } else {
-                record(proxy, name, &msg)
+            match op {
+                "call" => json_response(StatusCode::OK, &call(proxy, name, &msg)),
+                "mock" => json_response(
+                    StatusCode::OK,
+                    &json!({ "answer": mocked(proxy, name, &msg) }),
+                ),
+                _ => record(proxy, name, &msg),
             }
         }
         _ => refused(format!("no MCP endpoint {method} {PREFIX}{rest}")),
@@ -72,6 +82,9 @@ fn call(proxy: &Proxy, server: &str, msg: &Value) -> Value {
     let Message::Request { id, method } = mcp::classify(msg) else {
         return Value::Null;
     };
+    if let Some(answer) = mocked(proxy, server, msg) {
+        return answer;
+    }
     let Some(rp) = &proxy.opts.replay else {
         return mcp::error(
             id,
@@ -96,7 +109,9 @@ fn call(proxy: &Proxy, server: &str, msg: &Value) -> Value {
             served.turn = proxy.current_turn();
             proxy.note_exchange(seq, &served);
             let stored = it.response.body.as_ref().and_then(Body::as_json).cloned();
-            mcp::answer(id, &stored.unwrap_or(Value::Null))
+            let stored = stored.unwrap_or(Value::Null);
+            learn_tools(proxy, server, method, &stored);
+            mcp::answer(id, &stored)
         }
         miss => {
             let now = matching::normalize::normalize(&keyed, &proxy.opts.rules);
@@ -107,6 +122,60 @@ fn call(proxy: &Proxy, server: &str, msg: &Value) -> Value {
                 &format!("agentproxy_cassette_miss: {report}"),
             )
         }
+    }
+}
+
+/// The answer of a mock to a `tools/call` of a mocked tool, `None` for any other message.
+/// A mock the tool's `outputSchema` rejects is answered with a JSON-RPC error and fails
+/// the case.
+fn mocked(proxy: &Proxy, server: &str, msg: &Value) -> Option<Value> {
+    let mocks = proxy.opts.mocks.as_ref()?;
+    let Message::Request { id, .. } = mcp::classify(msg) else {
+        return None;
+    };
+    let (name, arguments) = mcp::tool_call(msg)?;
+    let (nth, schema, result_type) = {
+        let mut st = proxy.lock();
+        let count = st.mcp_calls.entry(name.to_owned()).or_default();
+        let nth = *count;
+        *count += 1;
+        let schema = st.mcp_tools.get(&(server.to_owned(), name.to_owned()));
+        let schema = schema.cloned().flatten();
+        (nth, schema, st.mcp_result_types.get(server).cloned())
+    };
+    let call = ToolCall {
+        id: String::new(),
+        name: name.to_owned(),
+        arguments,
+    };
+    let value = mocks(&call, nth)?;
+    Some(
+        match mcp::mock_result(&value, schema.as_ref(), result_type.as_ref()) {
+            Ok(result) => mcp::answer(id, &json!({ "result": result })),
+            Err(why) => {
+                let problem = format!("tools.{name} (MCP server `{server}`): {why}");
+                let answer = mcp::error(id, mcp::INTERNAL_ERROR, &format!("agentproxy: {problem}"));
+                proxy.lock().mock_problems.push(problem);
+                answer
+            }
+        },
+    )
+}
+
+/// Remember the tools a server listed, with their output schemas, and how it marks its
+/// results, for the mocks.
+fn learn_tools(proxy: &Proxy, server: &str, method: &str, stored: &Value) {
+    if method != "tools/list" {
+        return;
+    }
+    let result = &stored["result"];
+    let tools: Vec<_> = mcp::listed_tools(result)
+        .map(|(tool, schema)| ((server.to_owned(), tool.to_owned()), schema.cloned()))
+        .collect();
+    let mut st = proxy.lock();
+    st.mcp_tools.extend(tools);
+    if let Some(t) = result.get("resultType") {
+        st.mcp_result_types.insert(server.to_owned(), t.clone());
     }
 }
 
@@ -123,6 +192,7 @@ fn record(proxy: &Proxy, server: &str, pair: &Value) -> Response<ProxyBody> {
     let mut keyed = mcp::keyed(server, method, request);
     proxy.opts.secrets.redact_value(&mut keyed);
     let mut stored = mcp::stored_response(response);
+    learn_tools(proxy, server, method, &stored);
     proxy.opts.secrets.redact_value(&mut stored);
     let body = Body::Json(keyed.into());
     let key = matching::request_key(mcp::ROUTE, method, server, Some(&body), &proxy.opts.rules);

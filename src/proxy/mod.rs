@@ -127,6 +127,13 @@ struct State {
     missed_turns: BTreeSet<usize>,
     upstream_errors: Vec<String>,
     rejected: Vec<String>,
+    /// The `outputSchema` (if any) of each tool an MCP server listed, by (server, tool).
+    mcp_tools: HashMap<(String, String), Option<Value>>,
+    /// The `resultType` each MCP server's results carry (protocol 2026-07-28 on).
+    mcp_result_types: HashMap<String, Value>,
+    /// `tools/call` requests per tool at the MCP boundary, for the mocks' occurrence count.
+    mcp_calls: HashMap<String, usize>,
+    mock_problems: Vec<String>,
 }
 
 /// What a session did, read once it has drained.
@@ -149,6 +156,9 @@ pub struct Outcome {
     pub unused: Vec<String>,
     /// Requests that reached the proxy, served or not.
     pub requests: usize,
+    /// Mocks that could not answer at the MCP boundary (a result the tool's
+    /// `outputSchema` rejects): each fails the case.
+    pub mock_problems: Vec<String>,
 }
 
 impl Proxy {
@@ -232,6 +242,12 @@ impl Proxy {
         self.lock().calls.get(id).cloned()
     }
 
+    /// A tool some MCP server listed this session: mocked where it executes, at the MCP
+    /// boundary, not in what the model is told.
+    fn is_mcp_tool(&self, name: &str) -> bool {
+        self.lock().mcp_tools.keys().any(|(_, tool)| tool == name)
+    }
+
     /// Take what the session recorded and missed. Call after [`server::serve`] returned
     /// (as [`Session::stop`] does).
     pub fn outcome(&self) -> Outcome {
@@ -265,6 +281,7 @@ impl Proxy {
             rejected: std::mem::take(&mut st.rejected),
             unused,
             requests: self.requests(),
+            mock_problems: std::mem::take(&mut st.mock_problems),
         }
     }
 

@@ -14,6 +14,7 @@ use super::{record, replay, Proxy};
 use crate::cassette::Body;
 use crate::dialect::{self, Route};
 use crate::matching::{self, index::Lookup};
+use crate::neutral::ToolCall;
 
 pub async fn handle(proxy: Arc<Proxy>, req: Request<hyper::body::Incoming>) -> Response<ProxyBody> {
     let (parts, body) = req.into_parts();
@@ -251,7 +252,9 @@ fn prepare_body(proxy: &Proxy, route: Route, raw: Bytes) -> Result<Prepared, ser
             let mut raw = raw;
             if let Some(mocks) = &proxy.opts.mocks {
                 let lookup = |id: &str| proxy.known_call(id);
-                if route.rewrite_tool_results(&mut v, &lookup, &mut |c, n| mocks(c, n)) > 0 {
+                let mut mock =
+                    |c: &ToolCall, n| (!proxy.is_mcp_tool(&c.name)).then(|| mocks(c, n)).flatten();
+                if route.rewrite_tool_results(&mut v, &lookup, &mut mock) > 0 {
                     raw = Bytes::from(serde_json::to_vec(&v)?);
                 }
             }

@@ -171,7 +171,8 @@ async fn run_inner(
             .warnings
             .push(format!("mocked tool `{name}` was never called"));
     }
-    let mock_problems = mocks.problems();
+    let mut mock_problems = mocks.problems();
+    mock_problems.extend(outcome.mock_problems.iter().cloned());
 
     // A crashed program's own error says more than "nothing was recorded".
     let writer = writer.filter(|_| drive_error.is_none() || !outcome.recorded.is_empty());

@@ -14,7 +14,10 @@
 //!   pairing the mentioned tools with the cities in order;
 //! - last message(s) `tool`: one sentence per result, `It is {temp_c}°C and {sky} in
 //!   {city}.` for a weather result, `It is {time} in {city}.` for a time result, `The tool
-//!   said: {content}` otherwise;
+//!   said: {content}` otherwise; but when `send_email` is offered, the question holds an
+//!   address (a word with `@`) and no `send_email` was called yet, the model first calls
+//!   `send_email` with `{"to": address, "body": those sentences}`, and a result
+//!   `{"sent": true, "to": …}` (also inside an MCP text item) reads `Mailed {to}.`;
 //! - anything else: `You said: {last user text}`;
 //! - a model whose name ends in `-eager` makes one extra call of the same tool, for London.
 
@@ -295,7 +298,15 @@ pub(super) fn fragments(text: &str) -> Vec<&str> {
 fn script(request: &Value, messages: &[Value]) -> Reply {
     let last = messages.last().unwrap_or(&Value::Null);
     match last["role"].as_str() {
-        Some("tool") => Reply::Text(describe_tool_results(messages)),
+        Some("tool") => {
+            let said = describe_tool_results(messages);
+            match mail_to(request, messages) {
+                Some(to) => {
+                    Reply::Calls(vec![("send_email".into(), json!({"to": to, "body": said}))])
+                }
+                None => Reply::Text(said),
+            }
+        }
         Some("user") => {
             let text = message_text(last);
             let calls = plan_tool_calls(request, &text);
@@ -420,7 +431,17 @@ fn describe_tool_results(messages: &[Value]) -> String {
                 messages,
                 result["tool_call_id"].as_str().unwrap_or_default(),
             );
-            let parsed = serde_json::from_str::<Value>(&content).unwrap_or(Value::Null);
+            let mut parsed = serde_json::from_str::<Value>(&content).unwrap_or(Value::Null);
+            // An MCP result as a framework forwards it: a text content item holding JSON.
+            if let Some(inner) = parsed["text"]
+                .as_str()
+                .and_then(|t| serde_json::from_str(t).ok())
+            {
+                parsed = inner;
+            }
+            if parsed["sent"] == true {
+                return format!("Mailed {}.", parsed["to"].as_str().unwrap_or("them"));
+            }
             let city = parsed["city"]
                 .as_str()
                 .or(args["city"].as_str())
@@ -436,6 +457,30 @@ fn describe_tool_results(messages: &[Value]) -> String {
         })
         .collect();
     sentences.join(" ")
+}
+
+/// The address to mail the tool results to: `send_email` is offered, the question holds
+/// one, and no `send_email` call was made yet.
+fn mail_to(request: &Value, messages: &[Value]) -> Option<String> {
+    let offered = request["tools"]
+        .as_array()?
+        .iter()
+        .any(|t| t.pointer("/function/name") == Some(&json!("send_email")));
+    let called = messages
+        .iter()
+        .filter_map(|m| m["tool_calls"].as_array())
+        .flatten()
+        .any(|c| c.pointer("/function/name") == Some(&json!("send_email")));
+    let question = messages
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .map(message_text)?;
+    let address = question
+        .split_whitespace()
+        .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()))
+        .find(|w| w.contains('@'))?;
+    (offered && !called).then(|| address.to_owned())
 }
 
 /// The parsed arguments of the assistant tool call with this id, or null.
