@@ -17,6 +17,18 @@ pub struct ToolCall {
     pub arguments: Value,
 }
 
+/// A tool call an MCP server executed (a `tools/call` it answered).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Execution {
+    /// The server's name, as given to `agentproxy mcp --name`.
+    pub server: String,
+    pub tool: String,
+    /// The arguments the server was called with.
+    pub arguments: Value,
+    /// The server answered with a JSON-RPC error or a result marked `isError`.
+    pub is_error: bool,
+}
+
 /// A tool result the program sent back to the model.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ToolResult {

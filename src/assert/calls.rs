@@ -79,6 +79,9 @@ pub struct CallsSpec {
     pub never: Vec<CallExpectation>,
     /// Bound on the total number of calls.
     pub count: Option<Count>,
+    /// The observed calls are executions at the MCP boundary, not calls the model made:
+    /// the messages say `execution` and `executed`.
+    pub executions: bool,
 }
 
 /// What kind of assertion failed.
@@ -313,7 +316,11 @@ impl Check<'_> {
 
     fn missing(&mut self, i: usize) {
         let expectation = &self.spec.calls[i];
-        let head = format!("missing call: {expectation} (expectation #{})", i + 1);
+        let head = format!(
+            "missing {}: {expectation} (expectation #{})",
+            self.call(),
+            i + 1
+        );
         // The nearest candidate: a call to the same tool with the fewest failing assertions,
         // preferring calls no other expectation took, then the earliest.
         let nearest = self
@@ -326,7 +333,7 @@ impl Check<'_> {
         let failure = match nearest {
             None => Failure {
                 kind: FailureKind::Missing,
-                message: format!("{head}: `{}` was never called", expectation.name),
+                message: format!("{head}: `{}` was never {}", expectation.name, self.called()),
                 expected: expectation.to_string(),
                 actual: self.calls_made(),
                 path: None,
@@ -343,8 +350,9 @@ impl Check<'_> {
                     Failure {
                         kind: FailureKind::Missing,
                         message: format!(
-                            "{head}: no `{}` call has matching arguments",
-                            expectation.name
+                            "{head}: no `{}` {} has matching arguments",
+                            expectation.name,
+                            self.call()
                         ),
                         expected: first.expected.clone(),
                         actual: first.actual.clone(),
@@ -358,7 +366,8 @@ impl Check<'_> {
                 None => Failure {
                     kind: FailureKind::Missing,
                     message: format!(
-                        "{head}: every matching call was taken by another expectation"
+                        "{head}: every matching {} was taken by another expectation",
+                        self.call()
                     ),
                     expected: expectation.to_string(),
                     actual: self.label(j),
@@ -377,14 +386,20 @@ impl Check<'_> {
         self.failures.push(Failure {
             kind: FailureKind::Order,
             message: format!(
-                "out of order: {expectation} (expectation #{}) was call #{}, before call #{} `{}`, which matched expectation #{}",
+                "out of order: {expectation} (expectation #{}) was {call} #{}, before {call} #{} `{}`, which matched expectation #{}",
                 i + 1,
                 j + 1,
                 at + 1,
                 self.observed[at].name,
-                before + 1
+                before + 1,
+                call = self.call()
             ),
-            expected: format!("{expectation} after call #{} `{}`", at + 1, self.observed[at].name),
+            expected: format!(
+                "{expectation} after {} #{} `{}`",
+                self.call(),
+                at + 1,
+                self.observed[at].name
+            ),
             actual: self.label(j),
             path: None,
             nearest: Some(self.label(j)),
@@ -399,7 +414,7 @@ impl Check<'_> {
         } else {
             "strict"
         };
-        let mut expected = "only the listed calls".to_owned();
+        let mut expected = format!("only the listed {}s", self.call());
         if !self.spec.allow.is_empty() {
             expected.push_str(&format!(", plus calls to {}", self.spec.allow.join(", ")));
         }
@@ -410,9 +425,11 @@ impl Check<'_> {
                 self.failures.push(Failure {
                     kind: FailureKind::Unexpected,
                     message: format!(
-                        "unexpected call #{} `{}`: {rule} allows only listed calls",
+                        "unexpected {} #{} `{}`: {rule} allows only listed {}s",
+                        self.call(),
                         j + 1,
-                        call.name
+                        call.name,
+                        self.call()
                     ),
                     expected: expected.clone(),
                     actual: self.label(j),
@@ -435,8 +452,22 @@ impl Check<'_> {
             {
                 self.failures.push(Failure {
                     kind: FailureKind::Forbidden,
-                    message: format!("forbidden call #{} `{}` (never: {rule})", j + 1, call.name),
-                    expected: format!("no call to {rule}"),
+                    message: format!(
+                        "forbidden {} #{} `{}` ({}: {rule})",
+                        self.call(),
+                        j + 1,
+                        call.name,
+                        if self.spec.executions {
+                            "not executed"
+                        } else {
+                            "never"
+                        }
+                    ),
+                    expected: if self.spec.executions {
+                        format!("no execution of {rule}")
+                    } else {
+                        format!("no call to {rule}")
+                    },
                     actual: self.label(j),
                     path: None,
                     nearest: None,
@@ -470,7 +501,29 @@ impl Check<'_> {
 
     fn label(&self, j: usize) -> String {
         let call = &self.observed[j];
-        format!("call #{} {} {}", j + 1, call.name, render(&call.arguments))
+        format!(
+            "{} #{} {} {}",
+            self.call(),
+            j + 1,
+            call.name,
+            render(&call.arguments)
+        )
+    }
+
+    fn call(&self) -> &'static str {
+        if self.spec.executions {
+            "execution"
+        } else {
+            "call"
+        }
+    }
+
+    fn called(&self) -> &'static str {
+        if self.spec.executions {
+            "executed"
+        } else {
+            "called"
+        }
     }
 
     fn claim_note(&self, j: usize) -> String {
@@ -482,10 +535,11 @@ impl Check<'_> {
     }
 
     fn calls_made(&self) -> String {
-        if self.observed.is_empty() {
-            "no tool calls were made".to_owned()
-        } else {
-            format!("calls made: {}", self.names())
+        match (self.observed.is_empty(), self.spec.executions) {
+            (true, false) => "no tool calls were made".to_owned(),
+            (true, true) => "nothing was executed".to_owned(),
+            (false, false) => format!("calls made: {}", self.names()),
+            (false, true) => format!("executed: {}", self.names()),
         }
     }
 

@@ -14,7 +14,7 @@ use serde_json::Value;
 
 pub use super::lazy::LazyJson;
 use crate::dialect::{Provider, Route};
-use crate::neutral::ModelCall;
+use crate::neutral::{Execution, ModelCall};
 use crate::sse::SseEvent;
 
 /// Major version of the format this build writes; a cassette with a newer major is refused.
@@ -124,6 +124,32 @@ impl Interaction {
     /// is missing (a stream that kept only its events) or not JSON reads as empty.
     pub fn model_call(&self) -> Option<ModelCall> {
         self.model_call_with(self.request.body.as_ref()?.as_json()?)
+    }
+
+    /// The MCP tool execution this interaction recorded (route `mcp`, a `tools/call`).
+    pub fn execution(&self) -> Option<Execution> {
+        if self.route != crate::dialect::mcp::ROUTE {
+            return None;
+        }
+        let request = self.request.body.as_ref()?.as_json()?;
+        let response = self.response.body.as_ref()?.as_json()?;
+        crate::dialect::mcp::execution(request, response)
+    }
+
+    /// The tools an MCP server listed in this interaction (a `tools/list` answer).
+    pub fn listed_tools(&self) -> Vec<String> {
+        let response = self.response.body.as_ref().and_then(Body::as_json);
+        match response {
+            Some(r)
+                if self.route == crate::dialect::mcp::ROUTE
+                    && self.request.method == "tools/list" =>
+            {
+                crate::dialect::mcp::listed_tools(&r["result"])
+                    .map(|(name, _)| name.to_owned())
+                    .collect()
+            }
+            _ => Vec::new(),
+        }
     }
 
     /// [`Interaction::model_call`] with the request body given (normalized, say).

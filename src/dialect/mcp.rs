@@ -5,6 +5,8 @@
 
 use serde_json::{json, Map, Value};
 
+use crate::neutral::Execution;
+
 /// The route name of an MCP interaction in a cassette.
 pub const ROUTE: &str = "mcp";
 
@@ -99,6 +101,20 @@ pub fn tool_call(msg: &Value) -> Option<(&str, Value)> {
         .cloned()
         .unwrap_or_else(|| json!({}));
     Some((name, arguments))
+}
+
+/// The execution a stored `tools/call` exchange records: `request` as [`keyed`] stores it,
+/// `response` as [`stored_response`] does.
+pub fn execution(request: &Value, response: &Value) -> Option<Execution> {
+    let (tool, arguments) = tool_call(request)?;
+    let is_error = response.get("error").is_some()
+        || response.pointer("/result/isError") == Some(&Value::Bool(true));
+    Some(Execution {
+        server: request.get("server")?.as_str()?.to_owned(),
+        tool: tool.to_owned(),
+        arguments,
+        is_error,
+    })
 }
 
 /// The tools a `tools/list` result declares, each with its `outputSchema` if it has one.
@@ -255,6 +271,34 @@ mod tests {
             tools,
             vec![("a", None), ("b", Some(&json!({"type": "object"})))]
         );
+    }
+
+    #[test]
+    fn a_stored_tools_call_is_an_execution() {
+        let request = json!({"server": "mail", "method": "tools/call",
+            "params": {"name": "send_email", "arguments": {"to": "a@b"}}});
+        let done = execution(&request, &json!({"result": {"content": []}})).unwrap();
+        assert_eq!(
+            done,
+            Execution {
+                server: "mail".into(),
+                tool: "send_email".into(),
+                arguments: json!({"to": "a@b"}),
+                is_error: false
+            }
+        );
+        assert!(
+            execution(&request, &json!({"result": {"isError": true}}))
+                .unwrap()
+                .is_error
+        );
+        assert!(
+            execution(&request, &json!({"error": {"code": -1}}))
+                .unwrap()
+                .is_error
+        );
+        let list = json!({"server": "mail", "method": "tools/list", "params": null});
+        assert_eq!(execution(&list, &json!({"result": {}})), None);
     }
 
     #[test]

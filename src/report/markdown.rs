@@ -275,6 +275,9 @@ fn turn_section(out: &mut String, t: &TurnReport) {
                 let r = text::truncate(&text::compact(r), MAX_VALUE).into_owned();
                 let _ = write!(line, " → {}", code(&r));
             }
+            if let Some(e) = &call.execution {
+                let _ = write!(line, " _({})_", text::execution(e));
+            }
             let _ = writeln!(out, "{line}");
         }
     }

@@ -97,6 +97,10 @@ pub struct TurnReport {
     /// What the program printed (or answered, for `url:` apps) in this turn.
     pub output: String,
     pub tool_calls: Vec<CallReport>,
+    /// The tool calls MCP servers executed in this turn (`tools/call` through `agentproxy
+    /// mcp`), whether or not the model asked for them. (Absent from reports before 2.2.)
+    #[serde(default)]
+    pub executions: Vec<ExecutionReport>,
     pub assertions: Vec<AssertionResult>,
     pub model_calls: usize,
     pub usage: Usage,
@@ -124,6 +128,36 @@ pub struct CallReport {
     pub arguments: Value,
     /// The result the model was told, when the program sent it back (mocked or real).
     pub result: Option<Value>,
+    /// What the MCP boundary saw of the call; `None` for a tool no MCP server listed (a
+    /// function of the program). (Absent from reports before 2.2.)
+    #[serde(default)]
+    pub execution: Option<CallExecution>,
+}
+
+/// What happened to a tool call of an MCP tool at the MCP boundary.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum CallExecution {
+    /// The server executed it; `arguments` are those it was called with when they differ
+    /// from the model's (`None` when the same).
+    Executed {
+        server: String,
+        arguments: Option<Value>,
+    },
+    /// A spec mock answered it; the server never saw it.
+    Mocked,
+    /// Nothing executed it at the MCP boundary.
+    NotExecuted,
+}
+
+/// A `tools/call` an MCP server executed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExecutionReport {
+    pub server: String,
+    pub name: String,
+    pub arguments: Value,
+    /// The server answered with an error (JSON-RPC, or a result marked `isError`).
+    pub is_error: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

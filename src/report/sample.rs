@@ -4,7 +4,10 @@
 
 use serde_json::json;
 
-use super::{AssertionResult, CallReport, CaseReport, RunReport, Status, Summary, TurnReport};
+use super::{
+    AssertionResult, CallExecution, CallReport, CaseReport, ExecutionReport, RunReport, Status,
+    Summary, TurnReport,
+};
 use crate::neutral::Usage;
 
 fn usage(prompt: u64, completion: u64, cache_read: u64) -> Usage {
@@ -75,7 +78,9 @@ pub(crate) fn run() -> RunReport {
             name: "get_weather".into(),
             arguments: json!({"city": "Paris"}),
             result: Some(json!({"temp_c": 18, "sky": "sunny"})),
+            execution: None,
         }],
+        executions: Vec::new(),
         assertions: vec![
             pass("calls: get_weather {city: {contains: Paris}}"),
             pass("reply: {contains: \"18\"}"),
@@ -98,7 +103,9 @@ pub(crate) fn run() -> RunReport {
             name: "get_weather".into(),
             arguments: json!({"city": "Paris", "units": "metric"}),
             result: Some(json!({"temp_c": 18, "sky": "sunny"})),
+            execution: None,
         }],
+        executions: Vec::new(),
         assertions: vec![pass("calls: [get_weather]")],
         model_calls: 2,
         // One of the two calls streamed without a usage chunk.
@@ -117,6 +124,7 @@ pub(crate) fn run() -> RunReport {
         reply: None,
         output: "Error code: 400 - agentproxy_cassette_miss".into(),
         tool_calls: Vec::new(),
+        executions: Vec::new(),
         assertions: vec![
             pass("calls: []"),
             AssertionResult {
@@ -166,13 +174,24 @@ pub(crate) fn run() -> RunReport {
                 name: "search_flights".into(),
                 arguments: json!({"to": "ZRH", "date": "2025-06-02"}),
                 result: Some(json!([{"id": "LX345", "price": 212.5}])),
+                execution: Some(CallExecution::Executed {
+                    server: "travel".into(),
+                    arguments: None,
+                }),
             },
             CallReport {
                 name: "check_visa".into(),
                 arguments: json!({"country": "CH", "passengers": [{"name": "Zoe"}, {"name": "me"}]}),
                 result: Some(json!({"required": false})),
+                execution: Some(CallExecution::Mocked),
             },
         ],
+        executions: vec![ExecutionReport {
+            server: "travel".into(),
+            name: "search_flights".into(),
+            arguments: json!({"to": "ZRH", "date": "2025-06-02"}),
+            is_error: false,
+        }],
         assertions: vec![
             pass("calls: search_flights {to: ZRH}"),
             AssertionResult {
@@ -216,6 +235,7 @@ pub(crate) fn run() -> RunReport {
         reply: None,
         output: String::new(),
         tool_calls: Vec::new(),
+        executions: Vec::new(),
         assertions: Vec::new(),
         model_calls: 0,
         usage: Usage::default(),
@@ -230,6 +250,7 @@ pub(crate) fn run() -> RunReport {
             reply: None,
             output: String::new(),
             tool_calls: Vec::new(),
+            executions: Vec::new(),
             assertions: vec![AssertionResult {
                 passed: false,
                 what: "reply: {contains: cancelled}".into(),

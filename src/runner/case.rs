@@ -139,7 +139,9 @@ async fn run_inner(
             )
         }),
     };
-    let (turns, assertions) = evaluate::evaluate(case, &outcome.exchanges, &outputs, &progress);
+    let mocked = mocks.names().map(str::to_owned).collect();
+    let (turns, assertions) =
+        evaluate::evaluate(case, &outcome.exchanges, &outputs, &progress, &mocked);
     report.turns = turns;
     report.assertions = assertions;
     for t in &report.turns {

@@ -9,9 +9,10 @@ use crate::assert::{
     self, CallExpectation, CallsSpec, MatchContext, Matcher, MatcherError, ObservedCall,
 };
 use crate::cassette::{Body, Interaction};
-use crate::neutral::{ModelCall, ToolCall, Usage};
-use crate::report::{AssertionResult, CallReport, TurnReport};
-use crate::spec::{Case, Expect, Order};
+use crate::neutral::{Execution, ModelCall, ToolCall, Usage};
+use crate::report::{AssertionResult, CallExecution, CallReport, ExecutionReport, TurnReport};
+use crate::spec::{CallExpr, Case, Expect, Order};
+use crate::trajectory::executions::{Executions, Fate};
 
 /// What one turn did at the model boundary.
 #[derive(Debug, Default)]
@@ -21,6 +22,8 @@ struct TurnTrace {
     usage: Usage,
     latency_ms: u64,
     model_calls: usize,
+    /// The tool calls MCP servers executed in the turn.
+    executed: Vec<Execution>,
 }
 
 /// The answered model calls of a case's exchanges (a response the program could read),
@@ -45,14 +48,16 @@ pub struct Progress<'a> {
 }
 
 /// Evaluate a case: one report per turn (with its own assertions), and the case-level
-/// assertions over the whole conversation.
+/// assertions over the whole conversation. `mocked` are the tools the spec mocks.
 pub fn evaluate(
     case: &Case,
     exchanges: &[Interaction],
     outputs: &[String],
     progress: &Progress,
+    mocked: &BTreeSet<String>,
 ) -> (Vec<TurnReport>, Vec<AssertionResult>) {
     let calls = model_calls(exchanges);
+    let executions = Executions::pair(exchanges);
     let schemas: HashMap<String, Value> = calls
         .iter()
         .flat_map(|(_, c, _)| {
@@ -88,6 +93,9 @@ pub fn evaluate(
             t.calls.push((tc, result));
         }
     }
+    for (index, t) in traces.iter_mut().enumerate() {
+        t.executed = executions.in_turn(index).cloned().collect();
+    }
     let turns: Vec<TurnReport> = case
         .turns
         .iter()
@@ -95,10 +103,16 @@ pub fn evaluate(
         .enumerate()
         .map(|(index, (turn, trace))| {
             let output = outputs.get(index).cloned().unwrap_or_default();
+            let did = Did {
+                calls: &trace.calls,
+                executed: &trace.executed,
+                reply: trace.reply.as_deref(),
+                output: &output,
+            };
             let assertions = turn
                 .expect
                 .as_ref()
-                .map(|e| check(e, &trace.calls, trace.reply.as_deref(), &output, &schemas))
+                .map(|e| check(e, &did, &schemas))
                 .unwrap_or_default();
             TurnReport {
                 index: index + 1,
@@ -112,8 +126,10 @@ pub fn evaluate(
                         name: c.name.clone(),
                         arguments: c.arguments.clone(),
                         result: r.clone(),
+                        execution: execution_of(&executions, c, mocked),
                     })
                     .collect(),
+                executions: trace.executed.iter().map(execution_report).collect(),
                 assertions,
                 model_calls: trace.model_calls,
                 usage: trace.usage,
@@ -135,74 +151,168 @@ pub fn evaluate(
                 .iter()
                 .flat_map(|t| t.calls.iter().cloned())
                 .collect();
-            let reply = traces.iter().rev().find_map(|t| t.reply.as_deref());
-            check(e, &all_calls, reply, &outputs.concat(), &schemas)
+            let all_executed: Vec<Execution> = traces
+                .iter()
+                .flat_map(|t| t.executed.iter().cloned())
+                .collect();
+            let output = outputs.concat();
+            let did = Did {
+                calls: &all_calls,
+                executed: &all_executed,
+                reply: traces.iter().rev().find_map(|t| t.reply.as_deref()),
+                output: &output,
+            };
+            check(e, &did, &schemas)
         }
     };
     (turns, case_assertions)
 }
 
+/// What the MCP boundary saw of a tool call, for its report.
+fn execution_of(
+    executions: &Executions,
+    call: &ToolCall,
+    mocked: &BTreeSet<String>,
+) -> Option<CallExecution> {
+    match executions.fate(call) {
+        Fate::Executed(e) => Some(CallExecution::Executed {
+            server: e.server.clone(),
+            arguments: (e.arguments != call.arguments).then(|| e.arguments.clone()),
+        }),
+        Fate::NotExecuted if mocked.contains(&call.name) => Some(CallExecution::Mocked),
+        Fate::NotExecuted => Some(CallExecution::NotExecuted),
+        Fate::Function => None,
+    }
+}
+
+fn execution_report(e: &Execution) -> ExecutionReport {
+    ExecutionReport {
+        server: e.server.clone(),
+        name: e.tool.clone(),
+        arguments: e.arguments.clone(),
+        is_error: e.is_error,
+    }
+}
+
+/// What a turn (or the whole case) did, as an `expect:` block judges it.
+struct Did<'a> {
+    calls: &'a [(ToolCall, Option<Value>)],
+    executed: &'a [Execution],
+    reply: Option<&'a str>,
+    output: &'a str,
+}
+
 /// Check one `expect:` block.
-fn check(
-    e: &Expect,
-    calls: &[(ToolCall, Option<Value>)],
-    reply: Option<&str>,
-    output: &str,
-    schemas: &HashMap<String, Value>,
-) -> Vec<AssertionResult> {
+fn check(e: &Expect, did: &Did, schemas: &HashMap<String, Value>) -> Vec<AssertionResult> {
     let mut out = vec![];
     let asserts_calls = e.calls.is_some() || !e.never.is_empty() || e.count.is_some() || e.strict;
     if asserts_calls {
-        let observed: Vec<ObservedCall> = calls
+        let observed: Vec<ObservedCall> = did
+            .calls
             .iter()
-            .map(|(c, _)| ObservedCall {
-                name: c.name.clone(),
-                arguments: c.arguments.clone(),
-                schema: schemas.get(&c.name).cloned(),
-            })
+            .map(|(c, _)| observed(&c.name, &c.arguments, schemas))
             .collect();
-        match calls_spec(e) {
-            Err(e) => out.push(failed("calls", e.to_string())),
-            Ok(spec) => {
-                let what = describe_calls(&spec);
-                let failures = assert::check_calls(&spec, &observed);
-                if failures.is_empty() {
-                    out.push(passed(what.clone()));
-                }
-                for f in failures {
-                    out.push(AssertionResult {
-                        passed: false,
-                        what: what.clone(),
-                        message: f.message.clone(),
-                        expected: Some(f.expected.clone()),
-                        actual: Some(f.actual.clone()),
-                        path: f.path.clone(),
-                        nearest: f.nearest.clone(),
-                    });
-                }
-            }
-        }
+        out.extend(judge_calls(calls_spec(e), &observed));
+    }
+    // `never:` forbids executing a tool as much as calling it; `executed:` and
+    // `not_executed:` are about executions only.
+    let never_executed = !e.never.is_empty() && !did.executed.is_empty();
+    if e.executed.is_some() || !e.not_executed.is_empty() || never_executed {
+        let observed: Vec<ObservedCall> = did
+            .executed
+            .iter()
+            .map(|x| observed(&x.tool, &x.arguments, schemas))
+            .collect();
+        out.extend(judge_calls(executions_spec(e), &observed));
     }
     if let Some(expr) = &e.reply {
-        out.push(check_text("reply", expr, reply));
+        out.push(check_text("reply", expr, did.reply));
     }
     if let Some(expr) = &e.output {
-        out.push(check_text("output", expr, Some(output.trim_end())));
+        out.push(check_text("output", expr, Some(did.output.trim_end())));
     }
     out
 }
 
-fn calls_spec(e: &Expect) -> Result<CallsSpec, MatcherError> {
-    let compile = |c: &crate::spec::CallExpr| -> Result<CallExpectation, MatcherError> {
-        Ok(CallExpectation {
-            name: c.tool.clone(),
-            args: c.args.as_ref().map(Matcher::compile).transpose()?,
-        })
+fn observed(name: &str, arguments: &Value, schemas: &HashMap<String, Value>) -> ObservedCall {
+    ObservedCall {
+        name: name.to_owned(),
+        arguments: arguments.clone(),
+        schema: schemas.get(name).cloned(),
+    }
+}
+
+/// The verdicts of a calls assertion over `observed`: one passed, or one per failure.
+fn judge_calls(
+    spec: Result<(CallsSpec, String), MatcherError>,
+    observed: &[ObservedCall],
+) -> Vec<AssertionResult> {
+    let (spec, what) = match spec {
+        Ok(s) => s,
+        Err(e) => return vec![failed("calls", e.to_string())],
     };
+    let failures = assert::check_calls(&spec, observed);
+    if failures.is_empty() {
+        return vec![passed(what)];
+    }
+    failures
+        .into_iter()
+        .map(|f| AssertionResult {
+            passed: false,
+            what: what.clone(),
+            message: f.message,
+            expected: Some(f.expected),
+            actual: Some(f.actual),
+            path: f.path,
+            nearest: f.nearest,
+        })
+        .collect()
+}
+
+fn compile(c: &CallExpr) -> Result<CallExpectation, MatcherError> {
+    Ok(CallExpectation {
+        name: c.tool.clone(),
+        args: c.args.as_ref().map(Matcher::compile).transpose()?,
+    })
+}
+
+fn compile_all<'a>(
+    list: impl IntoIterator<Item = &'a CallExpr>,
+) -> Result<Vec<CallExpectation>, MatcherError> {
+    list.into_iter().map(compile).collect()
+}
+
+/// The executions assertion of `e`: `executed` in order, nothing else when it is `[]`,
+/// none of `not_executed` and `never`.
+fn executions_spec(e: &Expect) -> Result<(CallsSpec, String), MatcherError> {
+    let spec = CallsSpec {
+        calls: compile_all(e.executed.iter().flatten())?,
+        order: assert::Order::Subsequence,
+        strict: e.executed.as_ref().is_some_and(Vec::is_empty),
+        allow: Vec::new(),
+        never: compile_all(e.not_executed.iter().chain(&e.never))?,
+        count: None,
+        executions: true,
+    };
+    let list = |l: &[CallExpectation]| {
+        let l: Vec<String> = l.iter().map(|c| c.to_string()).collect();
+        l.join(", ")
+    };
+    let mut parts = vec![];
+    if e.executed.is_some() {
+        parts.push(format!("executed [{}]", list(&spec.calls)));
+    }
+    if !spec.never.is_empty() {
+        parts.push(format!("not executed [{}]", list(&spec.never)));
+    }
+    Ok((spec, parts.join("; ")))
+}
+
+fn calls_spec(e: &Expect) -> Result<(CallsSpec, String), MatcherError> {
     let calls = e.calls.as_deref().unwrap_or_default();
     let to_usize = |n: Option<u64>| n.map(|v| usize::try_from(v).unwrap_or(usize::MAX));
-    Ok(CallsSpec {
-        calls: calls.iter().map(compile).collect::<Result<_, _>>()?,
+    let spec = CallsSpec {
+        calls: compile_all(calls)?,
         order: match e.order {
             Order::Subsequence => assert::Order::Subsequence,
             Order::Exact => assert::Order::Exact,
@@ -211,7 +321,7 @@ fn calls_spec(e: &Expect) -> Result<CallsSpec, MatcherError> {
         // `calls: []` means no tool at all.
         strict: e.strict || e.calls.as_ref().is_some_and(Vec::is_empty),
         allow: e.allow.clone(),
-        never: e.never.iter().map(compile).collect::<Result<_, _>>()?,
+        never: compile_all(&e.never)?,
         count: e.count.map(|c| match (c.min, c.max) {
             (Some(a), Some(b)) if a == b => assert::Count::Exactly(to_usize(Some(a)).unwrap_or(0)),
             (min, max) => assert::Count::Range {
@@ -219,7 +329,10 @@ fn calls_spec(e: &Expect) -> Result<CallsSpec, MatcherError> {
                 max: to_usize(max),
             },
         }),
-    })
+        executions: false,
+    };
+    let what = describe_calls(&spec);
+    Ok((spec, what))
 }
 
 fn describe_calls(spec: &CallsSpec) -> String {

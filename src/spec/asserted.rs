@@ -52,7 +52,12 @@ fn add(s: &mut Scope, e: &Expect) {
         let t = tool(s, c);
         t.ordered |= e.order != Order::Unordered;
     }
-    for c in &e.never {
+    for c in e
+        .never
+        .iter()
+        .chain(e.executed.iter().flatten())
+        .chain(&e.not_executed)
+    {
         tool(s, c);
     }
 }

@@ -250,6 +250,32 @@ impl Builder<'_> {
                 ));
             }
         }
+        let executed = f
+            .get("executed")
+            .map(|n| self.calls(n, &f.path("executed")))
+            .transpose()?;
+        let not_executed = f
+            .get("not_executed")
+            .map(|n| self.calls(n, &f.path("not_executed")))
+            .transpose()?
+            .unwrap_or_default();
+        if let Some(listed) = &executed {
+            if let Some(both) = not_executed
+                .iter()
+                .find(|n| n.args.is_none() && listed.iter().any(|c| c.tool == n.tool))
+            {
+                return Err(self.err_hint(
+                    both.at,
+                    format!(
+                        "`{}` is both in `{}` and in `{}`: the expectation can never hold",
+                        both.tool,
+                        f.path("executed"),
+                        f.path("not_executed")
+                    ),
+                    "keep it in one of them; to forbid only some executions, give `not_executed` arguments (`- tool: {arg: value}`)",
+                ));
+            }
+        }
         let count = f
             .get("count")
             .map(|n| self.count(n, &f.path("count")))
@@ -269,6 +295,8 @@ impl Builder<'_> {
             strict,
             allow,
             never,
+            executed,
+            not_executed,
             count,
             reply,
             output,

@@ -290,7 +290,8 @@ pub struct Turn {
 
 /// `expect:` — assertions on a turn or, at case level, on the whole conversation.
 ///
-/// Keys: `calls`, `order`, `strict`, `allow`, `never`, `count`, `reply`, `output`.
+/// Keys: `calls`, `order`, `strict`, `allow`, `never`, `executed`, `not_executed`,
+/// `count`, `reply`, `output`.
 /// Every key is optional; an absent key asserts nothing.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Expect {
@@ -310,6 +311,13 @@ pub struct Expect {
     /// `never:` (list of [`CallExpr`]): calls that must not happen. With arguments, only the
     /// calls whose arguments match are forbidden.
     pub never: Vec<CallExpr>,
+    /// `executed:` (list of [`CallExpr`]): tool calls an MCP server must have executed (a
+    /// `tools/call` through `agentproxy mcp`), in this order, others may come between.
+    /// `executed: []` asserts that nothing was executed. `None` when absent.
+    pub executed: Option<Vec<CallExpr>>,
+    /// `not_executed:` (list of [`CallExpr`]): tool calls no MCP server may have executed,
+    /// whether or not the model asked for them (a mocked tool, say).
+    pub not_executed: Vec<CallExpr>,
     /// `count:` (integer, or `{min, max}`): how many tool calls in total.
     pub count: Option<Count>,
     /// `reply:` (text matcher): the last assistant message the model produced, read at the

@@ -84,7 +84,16 @@ pub(super) const EXECUTION_KEYS: &[&str] = &["mode", "parallel", "timeout", "ver
 pub(super) const CASE_KEYS: &[&str] = &["name", "input", "turns", "expect", "env", "skip"];
 pub(super) const TURN_KEYS: &[&str] = &["input", "expect"];
 pub(super) const EXPECT_KEYS: &[&str] = &[
-    "calls", "order", "strict", "allow", "never", "count", "reply", "output",
+    "calls",
+    "order",
+    "strict",
+    "allow",
+    "never",
+    "executed",
+    "not_executed",
+    "count",
+    "reply",
+    "output",
 ];
 pub(super) const MOCK_KEYS: &[&str] = &["result", "results"];
 pub(super) const RULE_KEYS: &[&str] = &["when", "result"];

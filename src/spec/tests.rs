@@ -231,6 +231,8 @@ fn a_full_spec_parses_to_the_model() {
                                 args: Some(json!({"amount": {"gt": 100}})),
                             },
                         ],
+                        executed: None,
+                        not_executed: vec![],
                         count: Some(Count {
                             min: Some(1),
                             max: Some(3),
@@ -552,7 +554,7 @@ fn errors_point_at_file_line_and_column() {
         ),
         (
             &format!("{app}cases:\n  - name: a\n    turns:\n      - input: x\n        expect: {{calls: [t], expect: {{}}}}\n"),
-            "specs/weather.yaml:6:30: unknown key `expect` in expect; expected one of: calls, order, strict, allow, never, count, reply, output\n  hint: `expect` belongs one level up: this is already an `expect:` block".into(),
+            "specs/weather.yaml:6:30: unknown key `expect` in expect; expected one of: calls, order, strict, allow, never, executed, not_executed, count, reply, output\n  hint: `expect` belongs one level up: this is already an `expect:` block".into(),
         ),
         // Mocks.
         (
@@ -769,4 +771,22 @@ fn execution_max_age_is_a_duration() {
     );
     let e = spec("30").unwrap_err().to_string();
     assert!(e.starts_with("s.yaml:2:22: expected a duration"), "{e}");
+}
+
+#[test]
+fn executed_and_not_executed_take_the_grammar_of_calls() {
+    let spec = load_str("app:\n  command: python3 a.py\ncases:\n  - name: a\n    input: hi\n    expect:\n      executed: [get_weather, {send_email: {to: ops@example.com}}]\n      not_executed: [delete_account]\n").expect("loads");
+    let e = spec.cases[0].turns[0].expect.as_ref().unwrap();
+    let executed = e.executed.as_ref().unwrap();
+    assert_eq!(executed.len(), 2);
+    assert_eq!(executed[1].tool, "send_email");
+    assert_eq!(executed[1].args, Some(json!({"to": "ops@example.com"})));
+    assert_eq!(e.not_executed[0].tool, "delete_account");
+    let spec = load_str("app:\n  command: python3 a.py\ncases:\n  - name: a\n    input: hi\n    expect: {executed: []}\n").expect("loads");
+    assert_eq!(
+        spec.cases[0].turns[0].expect.as_ref().unwrap().executed,
+        Some(vec![])
+    );
+    let e = error("app:\n  command: python3 a.py\ncases:\n  - name: a\n    input: hi\n    expect:\n      executed: [send_email]\n      not_executed: [send_email]\n");
+    assert!(e.starts_with("specs/weather.yaml:8:22: `send_email` is both in `cases[0].expect.executed` and in `cases[0].expect.not_executed`"), "{e}");
 }

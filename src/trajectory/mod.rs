@@ -5,6 +5,7 @@ mod align;
 pub mod asserted;
 pub mod changes;
 pub mod diff;
+pub mod executions;
 mod extract;
 mod history;
 pub mod markdown;

@@ -402,6 +402,7 @@ fn failure_messages() {
             min: None,
             max: Some(4),
         }),
+        executions: false,
     };
     let observed = [
         call("search", r#"{"q": "hotels"}"#),
@@ -415,4 +416,30 @@ fn failure_messages() {
         .map(ToString::to_string)
         .collect();
     insta::assert_snapshot!(text.join("\n\n"));
+}
+
+/// Over executions at the MCP boundary, the same checks speak of executions.
+#[test]
+fn execution_failure_messages() {
+    let spec = CallsSpec {
+        calls: vec![expect("get_weather", None), expect("send_email", None)],
+        never: vec![expect("delete_account", None)],
+        executions: true,
+        ..CallsSpec::default()
+    };
+    let observed = [
+        call("get_weather", r#"{"city": "Oslo"}"#),
+        call("delete_account", r#"{}"#),
+    ];
+    let text: Vec<String> = check_calls(&spec, &observed)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(
+        text,
+        [
+            "missing execution: send_email (expectation #2): `send_email` was never executed\n  expected: send_email\n  actual:   executed: get_weather, delete_account",
+            "forbidden execution #2 `delete_account` (not executed: delete_account)\n  expected: no execution of delete_account\n  actual:   execution #2 delete_account {}",
+        ]
+    );
 }

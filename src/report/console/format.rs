@@ -192,6 +192,14 @@ fn turns_section(out: &mut String, case: &CaseReport, style: &Style) {
                 style.paint(fg(AnsiColor::Cyan), &clean(&call.name))
             );
             let _ = writeln!(out, "{inner}{} {line}", style.paint(dim(), "call:  "));
+            if let Some(e) = &call.execution {
+                let e = clean(&text::execution(e));
+                let _ = writeln!(
+                    out,
+                    "{inner}        {}",
+                    style.paint(dim(), &format!("⇢ {e}"))
+                );
+            }
             if style.verbose >= 2 {
                 if let Some(result) = &call.result {
                     let r = text::truncate(&text::compact(result), 300).into_owned();

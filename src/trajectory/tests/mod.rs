@@ -5,6 +5,7 @@
 
 mod bench;
 mod diff;
+mod executions;
 mod show;
 
 use serde_json::{json, Map, Value};
@@ -234,6 +235,36 @@ impl Rec {
     pub fn rate_limited(&mut self) -> &mut Rec {
         let error = json!({"error": {"message": "Rate limit reached for gpt-4o-mini", "type": "requests", "code": "rate_limit_exceeded", "param": null}});
         self.push(self.request(), 429, error);
+        self
+    }
+
+    /// An MCP exchange through `agentproxy mcp`: `method` to `server` with `params`,
+    /// answered with `result`.
+    pub fn mcp(&mut self, server: &str, method: &str, params: Value, result: Value) -> &mut Rec {
+        let n = self.n();
+        self.interactions.push(Interaction {
+            route: "mcp".into(),
+            key: format!("{:064x}", self.salt * 1_000_003 + n),
+            turn: self.turn,
+            request: RecordedRequest {
+                method: method.into(),
+                path: server.into(),
+                body: Some(Body::Json(
+                    json!({"server": server, "method": method, "params": params}).into(),
+                )),
+                body_xxh3: None,
+            },
+            response: RecordedResponse {
+                status: 200,
+                headers: Default::default(),
+                body: Some(Body::Json(json!({ "result": result }).into())),
+                events: None,
+                aborted: None,
+                encoded: Default::default(),
+                encoded_events: Default::default(),
+            },
+            latency_ms: 3 + n,
+        });
         self
     }
 
