@@ -124,8 +124,11 @@ async fn record_then_replay(pass_env: &'static str) {
         .unwrap();
     let (show, err) = text(&shown);
     assert!(shown.status.success(), "{err}");
-    // MCP requests are listed where they happened (as plain exchanges, for now).
-    assert!(show.contains("tools/call mail → 200"), "{show}");
+    // MCP requests are listed where they happened, with what they executed.
+    assert!(
+        show.contains("MCP mail tools/call send_email {\"body\":\"Paris is sunny\",\"to\":\"ops@example.com\"}"),
+        "{show}"
+    );
     let model_requests = fake.request_count();
     fake.stop().await;
 

@@ -116,6 +116,17 @@ pub enum Did {
         diff: TextDiff,
         asserted: bool,
     },
+    /// A call made in both whose execution at the MCP boundary changed: now executed, no
+    /// longer executed, or executed with other arguments (`executed by mail`, `not
+    /// executed`, `executed by mail with {…}`).
+    ExecutionChanged {
+        name: String,
+        arguments: Value,
+        at: Position,
+        old: String,
+        new: String,
+        asserted: bool,
+    },
     /// How many model calls the turn took.
     ModelCalls {
         old: usize,
@@ -132,6 +143,7 @@ impl Did {
             | Did::CallRemoved { asserted, .. }
             | Did::CallMoved { asserted, .. }
             | Did::ReplyChanged { asserted, .. }
+            | Did::ExecutionChanged { asserted, .. }
             | Did::ModelCalls { asserted, .. } => one(*asserted),
             Did::ArgumentsChanged { changes, .. } => changes.iter().fold((0, 0), |(a, i), c| {
                 let (x, y) = one(c.asserted);

@@ -14,7 +14,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use serde_json::Value;
 
 use super::asserted::Asserted;
-use super::changes::{CallAt, Did, Presence, Told, TrajectoryDiff, TurnDiff, Verdict};
+use super::changes::{CallAt, Did, Position, Presence, Told, TrajectoryDiff, TurnDiff, Verdict};
+use super::executions::Executions;
 use super::extract::{self, Step};
 use super::textdiff;
 use super::{align, told};
@@ -31,8 +32,14 @@ pub fn diff_cassettes(old: &Cassette, new: &Cassette, asserted: &Asserted) -> Tr
         .then(|| Rules::compile(&merged).ok())
         .flatten();
     diff_steps(
-        &extract::steps(&old.interactions, rules.as_ref()),
-        &extract::steps(&new.interactions, rules.as_ref()),
+        (
+            &extract::steps(&old.interactions, rules.as_ref()),
+            &Executions::pair(&old.interactions),
+        ),
+        (
+            &extract::steps(&new.interactions, rules.as_ref()),
+            &Executions::pair(&new.interactions),
+        ),
         asserted,
     )
 }
@@ -81,7 +88,11 @@ fn results<'s>(steps: &'s [Step<'s>]) -> HashMap<&'s str, Value> {
         .collect()
 }
 
-fn diff_steps(old: &[Step<'_>], new: &[Step<'_>], asserted: &Asserted) -> TrajectoryDiff {
+/// A recording's steps with its executions at the MCP boundary.
+type Read<'a, 's> = (&'a [Step<'s>], &'a Executions);
+
+fn diff_steps(old: Read<'_, '_>, new: Read<'_, '_>, asserted: &Asserted) -> TrajectoryDiff {
+    let ((old, old_executions), (new, new_executions)) = (old, new);
     let (old_turns, new_turns) = (turn_views(old), turn_views(new));
     let (old_results, new_results) = (results(old), results(new));
     let mut log = told::ToldLog::default();
@@ -98,8 +109,22 @@ fn diff_steps(old: &[Step<'_>], new: &[Step<'_>], asserted: &Asserted) -> Trajec
             (false, true) => Presence::Added,
             _ => Presence::Both,
         };
+        let mut executions = Vec::new();
         let mut changes = align::calls(n, &o.tools, &w.tools, asserted, &mut |i, j| {
             let (a, b) = (o.tools[i], w.tools[j]);
+            let (was, now) = (old_executions.describe(a), new_executions.describe(b));
+            if let (Some(old), Some(new)) = (was, now) {
+                if old != new {
+                    executions.push(Did::ExecutionChanged {
+                        name: b.name.clone(),
+                        arguments: b.arguments.clone(),
+                        at: Position::of(&w.tools, j),
+                        old,
+                        new,
+                        asserted: asserted.presence(n, &b.name),
+                    });
+                }
+            }
             if let (Some(x), Some(y)) = (
                 old_results.get(a.id.as_str()),
                 new_results.get(b.id.as_str()),
@@ -120,6 +145,7 @@ fn diff_steps(old: &[Step<'_>], new: &[Step<'_>], asserted: &Asserted) -> Trajec
                 }
             }
         });
+        changes.extend(executions);
         if o.reply != w.reply {
             changes.push(Did::ReplyChanged {
                 old: o.reply.map(str::to_owned),

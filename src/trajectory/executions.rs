@@ -72,6 +72,20 @@ impl Executions {
         }
     }
 
+    /// What the MCP boundary saw of `call`, in words: `executed by mail`, `executed by
+    /// mail with {…}` (other arguments than the model gave), `not executed`; `None` for a
+    /// function of the program.
+    pub fn describe(&self, call: &ToolCall) -> Option<String> {
+        match self.fate(call) {
+            Fate::Executed(e) if e.arguments == call.arguments => {
+                Some(format!("executed by {}", e.server))
+            }
+            Fate::Executed(e) => Some(format!("executed by {} with {}", e.server, e.arguments)),
+            Fate::NotExecuted => Some("not executed".into()),
+            Fate::Function => None,
+        }
+    }
+
     /// The executions in `turn`.
     pub fn in_turn(&self, turn: usize) -> impl Iterator<Item = &Execution> {
         self.all

@@ -188,6 +188,23 @@ fn did_md(out: &mut String, c: &Did) {
                 fenced_diff(out, "  ", diff, o.as_ref(), n.as_ref());
             }
         }
+        Did::ExecutionChanged {
+            name,
+            arguments,
+            old,
+            new,
+            asserted,
+            ..
+        } => {
+            let _ = writeln!(
+                out,
+                "- ⇢ {}: {} → {} — {}",
+                code(&format!("{name} {}", compact(arguments, MD_VALUE))),
+                code(old),
+                code(new),
+                md_tag(*asserted)
+            );
+        }
         Did::ModelCalls { old, new, asserted } => {
             let _ = writeln!(
                 out,

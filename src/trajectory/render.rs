@@ -205,6 +205,25 @@ fn did_text(out: &mut String, c: &Did) {
                 pieces_text(out, "        ", diff);
             }
         }
+        Did::ExecutionChanged {
+            name,
+            arguments,
+            at,
+            old,
+            new,
+            asserted,
+        } => {
+            let _ = writeln!(
+                out,
+                "{I}⇢ {} {} (tool call {}): {} → {}  {}",
+                clean(name),
+                compact(arguments, TEXT_VALUE),
+                at.index + 1,
+                clean(old),
+                clean(new),
+                tag(*asserted)
+            );
+        }
         Did::ModelCalls { old, new, asserted } => {
             let _ = writeln!(out, "{I}model calls: {old} → {new}  {}", tag(*asserted));
         }

@@ -12,6 +12,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 use serde_json::Value;
 
+use super::executions::Executions;
 use super::extract::{self, Step};
 use super::render::clean;
 use crate::cassette::Cassette;
@@ -48,6 +49,17 @@ pub enum ShownStep {
         /// The provider's error message, when the body has one.
         error: Option<String>,
     },
+    /// A request to an MCP server through `agentproxy mcp`: for `tools/call`, the tool
+    /// and the arguments it was executed with.
+    Mcp {
+        server: String,
+        method: String,
+        tool: Option<String>,
+        arguments: Option<Value>,
+        /// The server answered with an error.
+        error: bool,
+        latency_ms: u64,
+    },
     /// An interaction on any other path, recorded as plain HTTP.
     Http {
         method: String,
@@ -79,8 +91,18 @@ pub struct ShownCall {
     /// What this request added to the conversation.
     pub messages: Vec<Message>,
     /// The tool calls the model asked for.
-    pub tool_calls: Vec<ToolCall>,
+    pub tool_calls: Vec<ShownToolCall>,
     pub reply: Option<String>,
+}
+
+/// A tool call and what the MCP boundary saw of it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ShownToolCall {
+    #[serde(flatten)]
+    pub call: ToolCall,
+    /// `executed by SERVER` (`… with ARGS` when the server got other arguments) or `not
+    /// executed` for a tool an MCP server listed; `None` for a function of the program.
+    pub execution: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -97,6 +119,7 @@ pub struct Totals {
 /// Read a cassette for showing.
 pub fn read(cassette: &Cassette) -> Shown {
     let steps = extract::steps(&cassette.interactions, None);
+    let executions = Executions::pair(&cassette.interactions);
     let mut turns: Vec<ShownTurn> = Vec::new();
     let mut totals = Totals::default();
     let mut previous: Option<&Step<'_>> = None;
@@ -111,6 +134,26 @@ pub fn read(cassette: &Cassette) -> Shown {
             continue;
         };
         totals.latency_ms += s.it.latency_ms;
+        if s.it.route == crate::dialect::mcp::ROUTE {
+            let done = s.it.execution();
+            let body =
+                s.it.response
+                    .body
+                    .as_ref()
+                    .and_then(crate::cassette::Body::as_json);
+            turn.steps.push(ShownStep::Mcp {
+                server: s.it.request.path.clone(),
+                method: s.it.request.method.clone(),
+                tool: done.as_ref().map(|e| e.tool.clone()),
+                error: done.as_ref().map_or_else(
+                    || body.is_some_and(|b| b.get("error").is_some()),
+                    |e| e.is_error,
+                ),
+                arguments: done.map(|e| e.arguments),
+                latency_ms: s.it.latency_ms,
+            });
+            continue;
+        }
         let Some(call) = &s.call else {
             turn.steps.push(ShownStep::Http {
                 method: s.it.request.method.clone(),
@@ -166,7 +209,14 @@ pub fn read(cassette: &Cassette) -> Shown {
             params: Some(call.params.clone())
                 .filter(|p| !p.is_empty() && changed(&|q| q.params != *p)),
             messages: s.new.clone(),
-            tool_calls: call.tool_calls.clone(),
+            tool_calls: call
+                .tool_calls
+                .iter()
+                .map(|c| ShownToolCall {
+                    call: c.clone(),
+                    execution: executions.describe(c),
+                })
+                .collect(),
             reply: call.reply.clone().filter(|r| !r.is_empty()),
         }));
         previous = Some(s);
@@ -212,6 +262,27 @@ pub fn show(cassette: &Cassette) -> String {
                         "  HTTP {} {} → {status} · {latency_ms} ms",
                         clean(method),
                         clean(path)
+                    );
+                }
+                ShownStep::Mcp {
+                    server,
+                    method,
+                    tool,
+                    arguments,
+                    error,
+                    latency_ms,
+                } => {
+                    let what = match (tool, arguments) {
+                        (Some(t), Some(a)) => format!("{} {}", clean(t), clean(&a.to_string())),
+                        _ => String::new(),
+                    };
+                    let _ = writeln!(
+                        out,
+                        "  MCP {} {}{}{what}{} · {latency_ms} ms",
+                        clean(server),
+                        clean(method),
+                        if what.is_empty() { "" } else { " " },
+                        if *error { " → error" } else { "" }
                     );
                 }
                 ShownStep::ModelCall(c) => call_text(&mut out, c),
@@ -299,7 +370,11 @@ fn call_text(out: &mut String, c: &ShownCall) {
         }
     }
     for tc in &c.tool_calls {
-        field(out, &format!("→ {}", tc.name), &tc.arguments.to_string());
+        let mut text = tc.call.arguments.to_string();
+        if let Some(e) = &tc.execution {
+            text = format!("{text}  ⇢ {e}");
+        }
+        field(out, &format!("→ {}", tc.call.name), &text);
     }
     if let Some(r) = &c.reply {
         field(out, "reply:", r);

@@ -469,3 +469,43 @@ fn markdown_cannot_be_broken_by_recorded_text() {
     );
     assert!(!md.contains("\n```\n</details>"), "{md}");
 }
+
+/// A mail agent whose MCP server executes `send_email`, or does not (a mock answered it),
+/// or executes it with other arguments than the model gave.
+fn mailer(salt: u64, execution: Option<Value>) -> Cassette {
+    let mut r = super::Rec::weather(salt);
+    r.turn(0, "Mail the weather to ops@example.com").mcp(
+        "mail",
+        "tools/list",
+        json!(null),
+        json!({"tools": [{"name": "send_email"}]}),
+    );
+    r.calls(&[(
+        "send_email",
+        json!({"to": "ops@example.com"}),
+        json!("sent"),
+    )]);
+    if let Some(arguments) = execution {
+        r.mcp(
+            "mail",
+            "tools/call",
+            json!({"name": "send_email", "arguments": arguments}),
+            json!({"content": []}),
+        );
+    }
+    r.reply("Mailed.");
+    r.cassette()
+}
+
+#[test]
+fn execution_changes_at_the_mcp_boundary() {
+    let sent = mailer(1, Some(json!({"to": "ops@example.com"})));
+    let mocked = mailer(2, None);
+    let redirected = mailer(3, Some(json!({"to": "all@example.com"})));
+    let spec = "  - name: mail\n    input: go\n    expect:\n      executed: [send_email]\n";
+    let v = snapshots("no_longer_executed", &sent, &mocked, &asserted(&case(spec)));
+    assert_eq!(v, Verdict::Regression, "executed: names send_email");
+    let d = diff_cassettes(&sent, &redirected, &Asserted::none());
+    assert_eq!(d.verdict, Verdict::Benign, "nothing asserts it");
+    insta::assert_snapshot!("executed_with_other_arguments", render_text(&d));
+}

@@ -51,3 +51,35 @@ fn each_call_shows_only_what_it_added() {
     assert_eq!(text.matches("system:").count(), 1, "{text}");
     assert_eq!(text.matches("tools:").count(), 1, "{text}");
 }
+
+/// Tools from an MCP server: each call says whether the server executed it, and the MCP
+/// requests are listed where they happened.
+#[test]
+fn show_marks_what_mcp_servers_executed() {
+    let mut r = Rec::weather(3);
+    r.turn(0, "Mail the weather in Paris to ops@example.com")
+        .mcp(
+            "mail",
+            "tools/list",
+            json!(null),
+            json!({"tools": [{"name": "get_weather"}, {"name": "send_email"}]}),
+        );
+    r.calls(&[(
+        "get_weather",
+        json!({"city": "Paris"}),
+        json!({"temp_c": 18, "sky": "sunny"}),
+    )])
+    .mcp(
+        "mail",
+        "tools/call",
+        json!({"name": "get_weather", "arguments": {"city": "Paris"}}),
+        json!({"content": [], "structuredContent": {"temp_c": 18}}),
+    )
+    .calls(&[(
+        "send_email",
+        json!({"to": "ops@example.com"}),
+        json!("sent"),
+    )])
+    .reply("Mailed.");
+    insta::assert_snapshot!(show(&r.cassette()));
+}
