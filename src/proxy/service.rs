@@ -44,10 +44,19 @@ pub async fn handle(proxy: Arc<Proxy>, req: Request<hyper::body::Incoming>) -> R
         let body = match Limited::new(body, proxy.opts.max_body).collect().await {
             Ok(b) => b.to_bytes(),
             Err(e) => {
+                // What a stand-in could not report is missing from the recording: the
+                // run must not look complete.
+                let why = format!(
+                    "{} {}{rest}: an MCP message the stand-in relayed could not be stored ({e}; the limit is {} bytes, raise it with --max-body-size)",
+                    parts.method,
+                    super::mcp::PREFIX,
+                    proxy.opts.max_body
+                );
+                proxy.lock().upstream_errors.push(why.clone());
                 return json_response(
-                    StatusCode::BAD_REQUEST,
-                    &serde_json::json!({ "error": format!("unreadable body: {e}") }),
-                )
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    &serde_json::json!({ "error": why }),
+                );
             }
         };
         return super::mcp::handle(&proxy, &parts.method, &rest, &body);

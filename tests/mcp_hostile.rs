@@ -1,0 +1,171 @@
+//! The MCP stand-in against hostile input, with a raw JSON-RPC peer (no SDK,
+//! tests/e2e/mcp_raw.py): requests in flight at once answered out of order and no
+//! `initialize`; a line that is not JSON; a result of 8 MB; a server that dies mid-call.
+//! Each records, then replays with the server command replaced by one that fails if
+//! started: the same answers, except that what the dead server never answered is a miss.
+
+mod support;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn raw() -> String {
+    repo().join("tests/e2e/mcp_raw.py").display().to_string()
+}
+
+/// `agentproxy ARGS -- python3 mcp_raw.py client SCENARIO`, the stand-in wrapping `server`.
+fn run(dir: &Path, args: &[&str], scenario: &str, server: &[&str]) -> Output {
+    let mut standin = vec![support::proxy::bin(), "mcp", "--name", "raw", "--"];
+    standin.extend(server);
+    Command::new(support::proxy::bin())
+        .args(args)
+        .args(["--", "python3", &raw(), "client", scenario])
+        .current_dir(dir)
+        .env("MCP_STANDIN", serde_json::to_string(&standin).unwrap())
+        .env_remove("AGENTPROXY_URL")
+        .output()
+        .unwrap()
+}
+
+fn text(out: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+const NEVER: [&str; 3] = [
+    "python3",
+    "-c",
+    "import sys; sys.exit('the MCP server was started in replay')",
+];
+
+/// Record then replay `scenario`; the two outputs and the replay's exit status.
+fn record_then_replay(scenario: &str) -> (String, String, Option<i32>, Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let recorded = run(
+        dir.path(),
+        &[
+            "record",
+            "--cassette",
+            "c.json",
+            "--upstream",
+            "http://127.0.0.1:9",
+        ],
+        scenario,
+        &["python3", &raw(), "server"],
+    );
+    let (first, err) = text(&recorded);
+    assert!(recorded.status.success(), "{first}\n{err}");
+    let cassette: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("c.json")).unwrap()).unwrap();
+    let replayed = run(
+        dir.path(),
+        &["replay", "--cassette", "c.json"],
+        scenario,
+        &NEVER,
+    );
+    let (second, err) = text(&replayed);
+    assert!(!err.contains("started in replay"), "{err}");
+    (first, second, replayed.status.code(), cassette)
+}
+
+fn methods(cassette: &Value) -> Vec<String> {
+    let mut m: Vec<String> = cassette["interactions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["request"]["method"].as_str().unwrap().to_owned())
+        .collect();
+    m.sort();
+    m
+}
+
+#[test]
+fn concurrent_requests_with_interleaved_ids_and_no_initialize() {
+    let (first, second, code, cassette) = record_then_replay("interleaved");
+    assert_eq!(
+        first,
+        "{\"id\": 1, \"jsonrpc\": \"2.0\", \"result\": {\"echo\": {\"ms\": 400}}}\n\
+         {\"id\": 2, \"jsonrpc\": \"2.0\", \"result\": {\"echo\": {\"ms\": 0}}}\n\
+         {\"id\": \"three\", \"jsonrpc\": \"2.0\", \"result\": {\"echo\": {\"arguments\": {}, \"name\": \"t\"}}}\n\
+         stand-in exit: 0\n"
+    );
+    assert_eq!(second, first);
+    assert_eq!(code, Some(0));
+    // Each request is stored with its own answer; the notification is not stored.
+    assert_eq!(methods(&cassette), ["slow", "slow", "tools/call"]);
+}
+
+#[test]
+fn a_line_that_is_not_json_gets_a_parse_error_and_the_next_one_is_served() {
+    let (first, second, code, _) = record_then_replay("malformed");
+    assert!(
+        first.contains("{\"error\": -32700, \"id\": null, \"says\": \"(parse error)\"}"),
+        "{first}"
+    );
+    assert!(first.contains("\"id\": 5"), "{first}");
+    assert_eq!(second, first);
+    assert_eq!(code, Some(0));
+}
+
+#[test]
+fn a_result_of_many_megabytes_records_and_replays() {
+    let (first, second, code, cassette) = record_then_replay("big");
+    assert_eq!(
+        first,
+        "{\"id\": 1, \"text_bytes\": 8388608}\nstand-in exit: 0\n"
+    );
+    assert_eq!(second, first);
+    assert_eq!(code, Some(0));
+    assert_eq!(methods(&cassette), ["big"]);
+}
+
+#[test]
+fn a_server_that_dies_mid_call_leaves_a_consistent_cassette() {
+    let (first, second, code, cassette) = record_then_replay("die");
+    // The client is answered for the call the server died in, not left waiting.
+    assert_eq!(
+        first,
+        "{\"id\": 1, \"jsonrpc\": \"2.0\", \"result\": {\"echo\": {}}}\n\
+         {\"error\": -32603, \"id\": 2, \"says\": \"agentproxy: the MCP server exited before answering\"}\n\
+         stand-in exit: 1\n"
+    );
+    // Only what the server answered is stored; in replay the unanswered call is a miss.
+    assert_eq!(methods(&cassette), ["ping"]);
+    assert!(second.contains("\"error\": -32001"), "{second}");
+    assert_eq!(code, Some(1));
+}
+
+#[test]
+fn a_result_larger_than_the_body_limit_fails_the_recording_loudly() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(
+        dir.path(),
+        &[
+            "record",
+            "--cassette",
+            "c.json",
+            "--upstream",
+            "http://127.0.0.1:9",
+            "--max-body-size",
+            "1M",
+        ],
+        "big",
+        &["python3", &raw(), "server"],
+    );
+    let (stdout, stderr) = text(&out);
+    // The client got its answer; the recording lacks it, so the run says so and fails.
+    assert!(stdout.contains("\"text_bytes\": 8388608"), "{stdout}");
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("could not be stored") && stderr.contains("--max-body-size"),
+        "{stderr}"
+    );
+}
