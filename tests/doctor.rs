@@ -264,3 +264,44 @@ fn the_real_openai_sdk_accepts_the_doctor_paths_and_replies() {
         assert!(out[i].starts_with(&format!("{label} {CANNED}")), "{out:?}");
     }
 }
+
+/// The MCP example: its server comes through `agentproxy mcp`, which the doctor names and
+/// runs as it is (nothing is recorded); the outbox is not written (the canned reply asks
+/// for no tool).
+#[test]
+fn an_mcp_server_through_the_stand_in_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin_dir = Path::new(bin()).parent().unwrap().to_owned();
+    let out = Command::new(bin())
+        .args([
+            "doctor",
+            "--json",
+            "--input",
+            "Mail the weather in Paris to a@b.c",
+            "--",
+        ])
+        .arg(repo().join(".venv/bin/python"))
+        .arg(repo().join("examples/mcp-agent/agent.py"))
+        .current_dir(dir.path())
+        .env(
+            "PATH",
+            format!(
+                "{}:{}",
+                bin_dir.display(),
+                std::env::var("PATH").unwrap_or_default()
+            ),
+        )
+        .env_remove("AGENTPROXY_URL")
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(out.status.code(), Some(0), "{report}");
+    assert_eq!(
+        report["mcp_servers"],
+        serde_json::json!(["mail"]),
+        "{report}"
+    );
+    assert_eq!(report["notes"], serde_json::json!([]), "{report}");
+    assert!(!dir.path().join("outbox.txt").exists());
+}

@@ -48,13 +48,14 @@ pub async fn run(args: DoctorArgs) -> Result<Exit> {
         reply_until: None,
     };
     let ran = run_program(&app, &args.input, Instant::now() + args.timeout).await;
-    let arrivals = session.stop().await;
+    let (arrivals, mcp_servers) = session.stop().await;
     let (program, stdout, stderr) = ran?;
     let report = diagnose(Observed {
         sources: read_sources(&args.command),
         command: args.command,
         injected,
         arrivals,
+        mcp_servers,
         program,
         stdout,
         stderr,

@@ -90,6 +90,7 @@ pub async fn run(args: McpArgs) -> Result<Exit> {
     match mode["mode"].as_str() {
         Some("replay") => replay(&endpoint).await,
         Some("record") => record(&endpoint, &args.command).await,
+        Some(crate::proxy::mcp::PASSTHROUGH) => exec(&args.command),
         other => Err(Error::McpSession {
             url,
             why: format!("it serves MCP in mode {other:?}, neither replay nor record"),

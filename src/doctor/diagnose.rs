@@ -50,6 +50,8 @@ pub struct Observed {
     /// The variables the program was given, with their doctor-mode values.
     pub injected: Vec<Injected>,
     pub arrivals: Vec<Arrival>,
+    /// The MCP servers started through `agentproxy mcp --name NAME`, by name.
+    pub mcp_servers: Vec<String>,
     pub program: ProgramEnd,
     pub stdout: String,
     pub stderr: String,
@@ -75,6 +77,8 @@ pub struct DoctorReport {
     pub program: ProgramEnd,
     pub arrivals: Vec<Arrival>,
     pub model_calls: usize,
+    /// The MCP servers that came through the stand-in (`agentproxy mcp --name NAME`).
+    pub mcp_servers: Vec<String>,
     /// The URL variables, in injection order, with the requests that came through each.
     pub variables: Vec<VariableUse>,
     /// The variables at least one request came through.
@@ -139,10 +143,12 @@ pub fn diagnose(o: Observed) -> DoctorReport {
     .take(MAX_MENTIONED)
     .collect();
     let other_urls = other_urls(&format!("{}\n{}", o.stdout, o.stderr), &o.base);
+    let mentions_mcp = o.sources.iter().any(|s| mentions_mcp(s));
     let mut report = DoctorReport {
         command: o.command,
         program: o.program,
         model_calls,
+        mcp_servers: o.mcp_servers,
         variables,
         honoured,
         also_set,
@@ -155,7 +161,21 @@ pub fn diagnose(o: Observed) -> DoctorReport {
         arrivals: o.arrivals,
     };
     report.notes = notes(&report);
+    if mentions_mcp && report.mcp_servers.is_empty() {
+        report.notes.push(
+            "the program's files mention MCP, but no MCP server came through `agentproxy mcp`: the tools of a server it starts \
+             would run in replay too. Start each stdio server as `agentproxy mcp --name NAME -- COMMAND` (docs/mcp.md)."
+                .into(),
+        );
+    }
     report
+}
+
+/// Whether a program's source speaks of MCP (an import, `MCPServerStdio`, `mcp_servers`).
+fn mentions_mcp(source: &str) -> bool {
+    static MCP: OnceLock<Regex> = OnceLock::new();
+    let re = MCP.get_or_init(|| Regex::new(r"(?i)\bmcp").expect("valid regex"));
+    re.is_match(source)
 }
 
 /// Problems with what did arrive.
@@ -274,6 +294,13 @@ pub fn render(r: &DoctorReport) -> String {
             }
         );
         let _ = writeln!(out, "{line}");
+    }
+    if !r.mcp_servers.is_empty() {
+        let _ = writeln!(
+            out,
+            "  MCP servers through `agentproxy mcp` (run as they are in doctor mode): {}",
+            r.mcp_servers.join(", ")
+        );
     }
     let _ = writeln!(
         out,
@@ -505,12 +532,46 @@ mod tests {
             command: vec!["python3".into(), "app.py".into()],
             injected: injected(),
             arrivals,
+            mcp_servers: vec![],
             program: ProgramEnd::Exited { code },
             stdout: String::new(),
             stderr: stderr.into(),
             sources: sources.iter().map(|s| s.to_string()).collect(),
             base: BASE.into(),
         }
+    }
+
+    #[test]
+    fn mcp_servers_through_the_stand_in_are_named_and_missing_ones_get_advice() {
+        let call = || {
+            arrival(
+                "OPENAI_BASE_URL",
+                "POST",
+                "/v1/responses",
+                "openai.responses",
+                200,
+            )
+        };
+        let source = "from agents.mcp import MCPServerStdio";
+        let mut o = observed(vec![call()], 0, "", &[source]);
+        o.mcp_servers = vec!["mail".into()];
+        let r = diagnose(o);
+        assert!(r.notes.is_empty(), "{:?}", r.notes);
+        assert!(
+            render(&r).contains(
+                "MCP servers through `agentproxy mcp` (run as they are in doctor mode): mail"
+            ),
+            "{}",
+            render(&r)
+        );
+        let r = diagnose(observed(vec![call()], 0, "", &[source]));
+        assert_eq!(r.notes.len(), 1);
+        assert!(r.notes[0].contains("no MCP server came through `agentproxy mcp`"));
+        assert!(r.notes[0].contains("agentproxy mcp --name NAME -- COMMAND"));
+        // A program that never speaks of MCP gets no advice about it.
+        assert!(diagnose(observed(vec![call()], 0, "", &["import openai"]))
+            .notes
+            .is_empty());
     }
 
     #[test]

@@ -82,6 +82,8 @@ impl Arrival {
 /// The doctor's state: what arrived, in order.
 pub struct Doctor {
     arrivals: Mutex<Vec<Arrival>>,
+    /// The MCP servers whose `agentproxy mcp` stand-in asked the doctor for its mode.
+    mcp_servers: Mutex<Vec<String>>,
     max_body: usize,
     /// The variable an unprefixed request is attributed to.
     plain_var: String,
@@ -92,6 +94,7 @@ impl Doctor {
     pub fn new(max_body: usize, plain_var: &str) -> Doctor {
         Doctor {
             arrivals: Mutex::default(),
+            mcp_servers: Mutex::default(),
             max_body,
             plain_var: plain_var.to_owned(),
         }
@@ -138,10 +141,12 @@ impl Session {
         self.running.addr()
     }
 
-    /// Stop accepting, let open connections finish, and take every request that arrived.
-    pub(crate) async fn stop(self) -> Vec<Arrival> {
+    /// Stop accepting, let open connections finish, and take every request that arrived
+    /// and the MCP servers that came through the stand-in.
+    pub(crate) async fn stop(self) -> (Vec<Arrival>, Vec<String>) {
         self.running.stop().await;
-        self.doctor.arrivals()
+        let servers = self.doctor.mcp_servers.lock().map(|s| s.clone());
+        (self.doctor.arrivals(), servers.unwrap_or_default())
     }
 }
 
@@ -150,6 +155,19 @@ async fn handle(doctor: Arc<Doctor>, req: Request<Incoming>) -> Response<ProxyBo
     let path = parts.uri.path().to_owned();
     let (via, api_path) = split_via(&path);
     let via = via.unwrap_or(&doctor.plain_var).to_owned();
+    // An `agentproxy mcp` stand-in asking how to run: it runs its server as it is, and
+    // the doctor notes that the server is wired.
+    if let Some(rest) = api_path.strip_prefix(crate::proxy::mcp::PREFIX) {
+        let name = rest.split('/').next().unwrap_or_default().to_owned();
+        let mut servers = doctor.mcp_servers.lock().unwrap_or_else(|p| p.into_inner());
+        if !servers.contains(&name) {
+            servers.push(name);
+        }
+        return json_response(
+            StatusCode::OK,
+            &serde_json::json!({ "mode": crate::proxy::mcp::PASSTHROUGH }),
+        );
+    }
     let route = Route::of(&parts.method, api_path);
     let provider = dialect::provider_of(api_path, &parts.headers);
     // A body too large or broken still counts as an arrival; it is just not read.

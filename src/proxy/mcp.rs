@@ -28,6 +28,9 @@ use crate::neutral::ToolCall;
 /// The path prefix of the MCP endpoints.
 pub const PREFIX: &str = "/_agentproxy/mcp/";
 
+/// The mode `agentproxy doctor` answers: run the server as it is.
+pub const PASSTHROUGH: &str = "passthrough";
+
 /// Answer a stand-in's request to `rest` (the path after [`PREFIX`]).
 pub(super) fn handle(
     proxy: &Arc<Proxy>,
