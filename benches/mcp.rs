@@ -31,6 +31,7 @@ fn server() -> Vec<String> {
         "python3".into(),
         repo().join("tests/e2e/mcp_raw.py").display().to_string(),
         "server".into(),
+        "--inline".into(),
     ]
 }
 
@@ -154,25 +155,15 @@ fn us(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
 }
 
-fn main() -> ExitCode {
-    if let Some(code) = support::smoke::quiet_unless_asked("mcp") {
-        return code;
-    }
-    let n = if std::env::args().any(|a| a == "--quick") {
-        20
-    } else {
-        300
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let cassette: PathBuf = dir.path().join("mcp.json");
-    let cassette = cassette.display().to_string();
-
+/// One round: the round trips direct, through the stand-in recording, and replayed.
+fn round(dir: &Path, n: usize, k: usize) -> [Vec<Duration>; 3] {
+    let cassette = dir.join(format!("mcp-{k}.json")).display().to_string();
     let mut direct = Peer::start(&server(), None);
     let direct_times = direct.calls(n);
     direct.stop();
 
     let record = Session::start(
-        dir.path(),
+        dir,
         &[
             "record",
             "--cassette",
@@ -186,29 +177,63 @@ fn main() -> ExitCode {
     through.stop();
     record.stop();
 
-    let replay = Session::start(dir.path(), &["replay", "--cassette", &cassette]);
+    let replay = Session::start(dir, &["replay", "--cassette", &cassette]);
     let never = vec!["false".to_owned()];
     let mut replayed = Peer::start(&standin(&never), Some(&replay.url));
     let replay_times = replayed.calls(n);
     replayed.stop();
     replay.stop();
+    [direct_times, record_times, replay_times]
+}
 
-    println!("MCP stand-in, {n} sequential tools/call requests (µs)");
-    println!("{:<28} {:>8} {:>8}", "", "p50", "p90");
-    for (name, t) in [
-        ("direct to the server", &direct_times),
-        ("through the stand-in, record", &record_times),
-        ("replayed (no server)", &replay_times),
-    ] {
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() -> ExitCode {
+    if let Some(code) = support::smoke::quiet_unless_asked("mcp") {
+        return code;
+    }
+    let quick = std::env::args().any(|a| a == "--quick");
+    let (n, rounds) = if quick { (20, 1) } else { (500, 5) };
+    let dir = tempfile::tempdir().unwrap();
+    // Per round, per path: p50 and p90 in µs.
+    let mut p50 = [vec![], vec![], vec![]];
+    let mut p90 = [vec![], vec![], vec![]];
+    let mut added = vec![];
+    for k in 0..rounds {
+        let times = round(dir.path(), n, k);
+        for (i, t) in times.iter().enumerate() {
+            p50[i].push(us(percentile(t, 0.5)));
+            p90[i].push(us(percentile(t, 0.9)));
+        }
+        added.push(us(percentile(&times[1], 0.5)) - us(percentile(&times[0], 0.5)));
+    }
+    println!("MCP stand-in: {n} sequential tools/call requests per path, {rounds} interleaved round(s); medians over rounds (µs)");
+    println!("{:<30} {:>8} {:>8}", "", "p50", "p90");
+    let names = [
+        "direct to the server",
+        "through the stand-in, record",
+        "replayed (no server)",
+    ];
+    for (i, name) in names.iter().enumerate() {
         println!(
-            "{name:<28} {:>8.0} {:>8.0}",
-            us(percentile(t, 0.5)),
-            us(percentile(t, 0.9))
+            "{name:<30} {:>8.0} {:>8.0}",
+            median(p50[i].clone()),
+            median(p90[i].clone())
         );
     }
+    let mut spread = added.clone();
+    spread.sort_by(f64::total_cmp);
     println!(
-        "added by the stand-in while recording, p50: {:.0} µs",
-        us(percentile(&record_times, 0.5)) - us(percentile(&direct_times, 0.5))
+        "added by the stand-in while recording, p50: {:.0} µs (rounds: {})",
+        median(added),
+        spread
+            .iter()
+            .map(|a| format!("{a:.0}"))
+            .collect::<Vec<_>>()
+            .join(", ")
     );
     ExitCode::SUCCESS
 }

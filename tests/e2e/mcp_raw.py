@@ -1,5 +1,6 @@
 """A raw JSON-RPC peer for the MCP stand-in's hostile-input tests (tests/mcp_hostile.rs),
-no SDK: `mcp_raw.py server` is a stdio server, `mcp_raw.py client SCENARIO` a host that
+no SDK: `mcp_raw.py server` is a stdio server (with `--inline`, one request at a time,
+for the benchmark), `mcp_raw.py client SCENARIO` a host that
 starts the server command in MCP_STANDIN (a JSON list), sends the scenario's lines as they
 are, and prints each answer on one line (sorted by id, so concurrency does not reorder the
 output).
@@ -16,7 +17,7 @@ import threading
 import time
 
 
-def server():
+def server(inline=False):
     lock = threading.Lock()
 
     def send(msg):
@@ -45,6 +46,9 @@ def server():
             msg = json.loads(line)
         except ValueError:
             send({"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}})
+            continue
+        if inline:
+            answer(msg)
             continue
         t = threading.Thread(target=answer, args=(msg,))
         t.start()
@@ -106,6 +110,6 @@ def client(scenario):
 
 if __name__ == "__main__":
     if sys.argv[1] == "server":
-        server()
+        server(inline="--inline" in sys.argv)
     else:
         client(sys.argv[2])
