@@ -456,9 +456,34 @@ pub struct SessionArgs {
     #[arg(long)]
     pub json: bool,
 
+    /// A streamable HTTP MCP server (repeatable): served at $AGENTPROXY_URL/mcp/NAME,
+    /// whose URL the program gets as AGENTPROXY_MCP_<NAME>_URL. Record forwards to URL;
+    /// replay answers from the cassette and never calls it.
+    #[arg(long = "mcp", value_name = "NAME=URL", value_parser = parse_mcp_server)]
+    pub mcp: Vec<(String, String)>,
+
     /// The program to run, after `--`. Without it agentproxy runs as a daemon.
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
+}
+
+/// `NAME=URL` of a streamable HTTP MCP server.
+pub fn parse_mcp_server(s: &str) -> Result<(String, String), String> {
+    let (name, url) = s
+        .split_once('=')
+        .ok_or_else(|| format!("`{s}` is not NAME=URL"))?;
+    if !crate::dialect::mcp::is_server_name(name) {
+        return Err(format!(
+            "MCP server name `{name}` must be letters, digits, `-` and `_`"
+        ));
+    }
+    let uri: http::Uri = url
+        .parse()
+        .map_err(|e| format!("`{url}` is not a URL: {e}"))?;
+    if !matches!(uri.scheme_str(), Some("http" | "https")) || uri.host().is_none() {
+        return Err(format!("`{url}` must be an http:// or https:// URL"));
+    }
+    Ok((name.to_owned(), url.to_owned()))
 }
 
 #[derive(Debug, Args)]

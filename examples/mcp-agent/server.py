@@ -4,9 +4,11 @@ file (OUTBOX, default `outbox.txt` in the working directory): that is what must 
 happen again when a test replays.
 
 Usage (as an MCP host starts it): python server.py
+As a streamable HTTP server at http://127.0.0.1:PORT/mcp: python server.py --http PORT
 """
 
 import os
+import sys
 from typing import TypedDict
 
 from mcp.server import MCPServer
@@ -40,4 +42,7 @@ def send_email(to: str, body: str) -> Sent:
 
 
 if __name__ == "__main__":
-    server.run("stdio")
+    if sys.argv[1:2] == ["--http"]:
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        server.run("stdio")

@@ -29,6 +29,7 @@ pub async fn run(args: RecordArgs) -> Result<Exit> {
         print_misses: !s.quiet,
         mocks: None,
         log_exchanges: false,
+        mcp_http: args.session.mcp.iter().cloned().collect(),
     };
     let banner = format!(
         "recording to {} from openai {}, anthropic {}, gemini {}",

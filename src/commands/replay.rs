@@ -43,6 +43,7 @@ pub async fn run(args: ReplayArgs) -> Result<Exit> {
         print_misses: !s.quiet,
         mocks: None,
         log_exchanges: false,
+        mcp_http: args.session.mcp.iter().cloned().collect(),
     };
     let banner = format!(
         "replaying {} ({total} interaction(s)), no network",

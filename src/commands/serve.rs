@@ -59,6 +59,7 @@ fn idle(max_body: usize) -> Options {
         print_misses: false,
         mocks: None,
         log_exchanges: false,
+        mcp_http: Default::default(),
     }
 }
 

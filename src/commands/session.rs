@@ -48,10 +48,12 @@ pub async fn run(
     banner: &str,
 ) -> Result<Ended> {
     check_listen(args)?;
+    let mcp_servers: Vec<String> = options.mcp_http.keys().cloned().collect();
     let session = Session::start(options, args.listen).await?;
     let addr = session.addr();
     let base = format!("http://{addr}");
-    let injected = env::injected(&base, replay, &|name| std::env::var_os(name).is_some());
+    let mut injected = env::injected(&base, replay, &|name| std::env::var_os(name).is_some());
+    injected.extend(env::mcp_urls(&base, &mcp_servers));
     // Listen for SIGINT/SIGTERM before the banner: a daemon's user (or script) may signal
     // as soon as it reads the URL, and an unhandled SIGINT would lose the recording.
     let mut signals = if args.command.is_empty() {

@@ -114,6 +114,7 @@ async fn run_once(
             Arc::new(move |c: &ToolCall, n: usize| m.result_for(c, n)) as Mocks
         }),
         log_exchanges: true,
+        mcp_http: Default::default(),
     };
     let session = Session::start(options, s.listen).await?;
     let base = format!("http://{}", session.addr());

@@ -81,7 +81,7 @@ fn mode(proxy: &Proxy) -> &'static str {
 /// The answer to one client message in replay: a request's recorded response with the
 /// client's id, a JSON-RPC error naming the miss, or `null` for what is not answered
 /// (notifications, responses to server requests).
-fn call(proxy: &Proxy, server: &str, msg: &Value) -> Value {
+pub(super) fn call(proxy: &Proxy, server: &str, msg: &Value) -> Value {
     let Message::Request { id, method } = mcp::classify(msg) else {
         return Value::Null;
     };
@@ -131,7 +131,7 @@ fn call(proxy: &Proxy, server: &str, msg: &Value) -> Value {
 /// The answer of a mock to a `tools/call` of a mocked tool, `None` for any other message.
 /// A mock the tool's `outputSchema` rejects is answered with a JSON-RPC error and fails
 /// the case.
-fn mocked(proxy: &Proxy, server: &str, msg: &Value) -> Option<Value> {
+pub(super) fn mocked(proxy: &Proxy, server: &str, msg: &Value) -> Option<Value> {
     let mocks = proxy.opts.mocks.as_ref()?;
     let Message::Request { id, .. } = mcp::classify(msg) else {
         return None;
@@ -184,12 +184,32 @@ fn learn_tools(proxy: &Proxy, server: &str, method: &str, stored: &Value) {
 
 /// Store one exchange a stand-in relayed: `{request, response, latency_ms}`.
 fn record(proxy: &Proxy, server: &str, pair: &Value) -> Response<ProxyBody> {
-    let (request, response) = (&pair["request"], &pair["response"]);
+    let latency_ms = pair["latency_ms"].as_u64().unwrap_or(0);
+    match store(
+        proxy,
+        server,
+        &pair["request"],
+        &pair["response"],
+        latency_ms,
+    ) {
+        Ok(()) => json_response(StatusCode::OK, &json!({})),
+        Err(why) => refused(why.into()),
+    }
+}
+
+/// Store a request to `server` with its response, as relayed to the real server.
+pub(super) fn store(
+    proxy: &Proxy,
+    server: &str,
+    request: &Value,
+    response: &Value,
+    latency_ms: u64,
+) -> Result<(), &'static str> {
     let Message::Request { method, .. } = mcp::classify(request) else {
-        return refused("`request` is not a JSON-RPC request".into());
+        return Err("`request` is not a JSON-RPC request");
     };
     if !matches!(mcp::classify(response), Message::Response { .. }) {
-        return refused("`response` is not a JSON-RPC response".into());
+        return Err("`response` is not a JSON-RPC response");
     }
     let seq = proxy.next_seq();
     let mut keyed = mcp::keyed(server, method, request);
@@ -218,9 +238,9 @@ fn record(proxy: &Proxy, server: &str, pair: &Value) -> Response<ProxyBody> {
             encoded: Default::default(),
             encoded_events: Default::default(),
         },
-        latency_ms: pair["latency_ms"].as_u64().unwrap_or(0),
+        latency_ms,
     };
     proxy.note_exchange(seq, &interaction);
     proxy.lock().recorded.push((seq, interaction));
-    json_response(StatusCode::OK, &json!({}))
+    Ok(())
 }

@@ -4,6 +4,7 @@
 pub(crate) mod body;
 mod exchange;
 pub mod mcp;
+mod mcp_http;
 mod miss;
 mod record;
 mod replay;
@@ -102,6 +103,8 @@ pub struct Options {
     pub mocks: Option<Mocks>,
     /// Keep every exchange served or recorded (for the test runner's trajectories).
     pub log_exchanges: bool,
+    /// Streamable HTTP MCP servers by name (`--mcp NAME=URL`), served at `/mcp/NAME`.
+    pub mcp_http: std::collections::BTreeMap<String, String>,
 }
 
 pub struct Proxy {

@@ -61,6 +61,10 @@ pub async fn handle(proxy: Arc<Proxy>, req: Request<hyper::body::Incoming>) -> R
         };
         return super::mcp::handle(&proxy, &parts.method, &rest, &body);
     }
+    if let Some(rest) = path.strip_prefix(super::mcp_http::PREFIX) {
+        let rest = rest.to_owned();
+        return super::mcp_http::handle(&proxy, parts, body, &rest).await;
+    }
     if !dialect::is_api_path(&path) {
         return error(
             StatusCode::NOT_FOUND,

@@ -84,6 +84,29 @@ pub fn injected(base: &str, replay: bool, is_set: &dyn Fn(&str) -> bool) -> Vec<
     out
 }
 
+/// The variable that gives a program the proxy's URL of the streamable HTTP MCP server
+/// `name`: `AGENTPROXY_MCP_<NAME>_URL`, the name upper-cased with `-` as `_`.
+pub fn mcp_url_var(name: &str) -> String {
+    format!(
+        "AGENTPROXY_MCP_{}_URL",
+        name.to_ascii_uppercase().replace('-', "_")
+    )
+}
+
+/// The URL variables of streamable HTTP MCP servers served at `base`.
+pub fn mcp_urls<'a>(base: &str, names: impl IntoIterator<Item = &'a String>) -> Vec<Injected> {
+    names
+        .into_iter()
+        .map(|n| {
+            var(
+                &mcp_url_var(n),
+                &format!("{base}/mcp/{n}"),
+                "proxy URL of a streamable HTTP MCP server (--mcp)",
+            )
+        })
+        .collect()
+}
+
 fn var(name: &str, value: &str, why: &'static str) -> Injected {
     Injected {
         name: name.into(),

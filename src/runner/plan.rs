@@ -112,6 +112,7 @@ pub(crate) fn plan(
             Arc::new(move |c: &crate::neutral::ToolCall, n: usize| m.result_for(c, n)) as Mocks
         }),
         log_exchanges: true,
+        mcp_http: Default::default(),
     };
     Ok(Plan {
         options,

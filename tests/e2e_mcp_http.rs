@@ -1,0 +1,199 @@
+//! Streamable HTTP MCP servers end to end with the official `mcp` Python SDK: the example's
+//! MCPServer runs as a streamable HTTP server, the SDK's `Client` reaches it through
+//! `--mcp mail=URL` (the URL injected as AGENTPROXY_MCP_MAIL_URL). Record, then replay with
+//! the server stopped: the same output, the side effect (a mail in the outbox) not
+//! repeated. In both protocol forms the SDK speaks: 2025-11-25 (initialize, a session id,
+//! SSE answers, the GET stream, DELETE) and the stateless 2026-07-28 one.
+
+mod support;
+
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn python() -> String {
+    repo().join(".venv/bin/python").display().to_string()
+}
+
+/// The example's server on a free loopback port, once it accepts connections.
+fn start_server(outbox: &Path) -> (Child, u16) {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new(python())
+        .arg(repo().join("examples/mcp-agent/server.py"))
+        .args(["--http", &port.to_string()])
+        .env("OUTBOX", outbox)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "the MCP server did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (child, port)
+}
+
+fn run(dir: &Path, args: &[&str], mode: &str) -> Output {
+    Command::new(support::proxy::bin())
+        .args(args)
+        .arg("--")
+        .arg(python())
+        .arg(repo().join("tests/e2e/mcp_http_client.py"))
+        .current_dir(dir)
+        .env("MCP_MODE", mode)
+        .env_remove("AGENTPROXY_URL")
+        .output()
+        .unwrap()
+}
+
+fn text(out: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn record_then_replay(mode: &str, first_method: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let outbox = dir.path().join("outbox.txt");
+    let (mut server, port) = start_server(&outbox);
+    let mcp = format!("mail=http://127.0.0.1:{port}/mcp");
+    let recorded = run(
+        dir.path(),
+        &[
+            "record",
+            "--cassette",
+            "c.json",
+            "--upstream",
+            "http://127.0.0.1:9",
+            "--mcp",
+            &mcp,
+        ],
+        mode,
+    );
+    let _ = server.kill();
+    let _ = server.wait();
+    let (stdout, stderr) = text(&recorded);
+    assert!(recorded.status.success(), "{stdout}\n{stderr}");
+    assert_eq!(
+        stdout,
+        "tools: ['get_weather', 'send_email']\n\
+         weather: {\"city\": \"Paris\", \"sky\": \"sunny\", \"temp_c\": 18}\n\
+         sent: {\"sent\": true, \"to\": \"ops@example.com\"} error: False\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&outbox).unwrap(),
+        "ops@example.com: sunny\n"
+    );
+    let cassette: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("c.json")).unwrap()).unwrap();
+    let methods: Vec<&str> = cassette["interactions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["request"]["method"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        methods,
+        [first_method, "tools/list", "tools/call", "tools/call"]
+    );
+    assert!(cassette["interactions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|i| i["route"] == "mcp" && i["request"]["path"] == "mail"));
+
+    // The server is gone: replay answers in its place.
+    let replayed = run(
+        dir.path(),
+        &["replay", "--cassette", "c.json", "--mcp", &mcp],
+        mode,
+    );
+    let (again, stderr) = text(&replayed);
+    assert!(replayed.status.success(), "{again}\n{stderr}");
+    assert_eq!(again, stdout, "the replay prints what the recording did");
+    assert!(stderr.contains("0 missed; 0 of 4"), "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(&outbox).unwrap().lines().count(),
+        1,
+        "no mail sent again"
+    );
+
+    // Another argument has no recording: the client gets the miss as a JSON-RPC error.
+    let missed = Command::new(support::proxy::bin())
+        .args(["replay", "--cassette", "c.json", "--mcp", &mcp, "--"])
+        .arg(python())
+        .arg(repo().join("tests/e2e/mcp_http_client.py"))
+        .current_dir(dir.path())
+        .env("MCP_MODE", mode)
+        .env("CITY", "Lima")
+        .env_remove("AGENTPROXY_URL")
+        .output()
+        .unwrap();
+    let (out, err) = text(&missed);
+    assert_eq!(missed.status.code(), Some(1), "{out}\n{err}");
+    assert!(
+        err.contains("tools/call mail (mcp) has no recording"),
+        "{err}"
+    );
+}
+
+#[test]
+fn the_2025_11_25_session_form_records_and_replays() {
+    record_then_replay("legacy", "initialize");
+}
+
+#[test]
+fn the_stateless_2026_07_28_form_records_and_replays() {
+    record_then_replay("auto", "server/discover");
+}
+
+#[test]
+fn an_unknown_server_name_is_refused_with_the_flag_to_give() {
+    let dir = tempfile::tempdir().unwrap();
+    // An empty cassette: the session serves nothing.
+    std::fs::write(
+        dir.path().join("c.json"),
+        r#"{"format":"1.3","recorder":"t","recorded_at":"2026-01-01T00:00:00Z","upstreams":{"openai":"http://127.0.0.1:9","anthropic":"http://127.0.0.1:9","gemini":"http://127.0.0.1:9"},"interactions":[]}"#,
+    )
+    .unwrap();
+    let out = Command::new(support::proxy::bin())
+        .args([
+            "replay",
+            "--cassette",
+            "c.json",
+            "--mcp",
+            "mail=http://127.0.0.1:9/mcp",
+            "--",
+        ])
+        .args([
+            "python3",
+            "-c",
+            "import os, urllib.request as u\n\
+             url = os.environ['AGENTPROXY_URL'] + '/mcp/other'\n\
+             try: u.urlopen(u.Request(url, data=b'{}', method='POST'))\n\
+             except Exception as e: print(e.code, e.read().decode())\n\
+             print(os.environ['AGENTPROXY_MCP_MAIL_URL'].endswith('/mcp/mail'))",
+        ])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert!(
+        stdout.contains("404") && stdout.contains("give it with --mcp other=URL"),
+        "{stdout}\n{stderr}"
+    );
+    assert!(stdout.ends_with("True\n"), "{stdout}");
+}
