@@ -406,6 +406,12 @@ pub struct TestArgs {
     /// stabilise it. Expectations are not evaluated; exit 1 if anything differed.
     #[arg(long, conflicts_with = "mode")]
     pub check_determinism: bool,
+
+    /// A streamable HTTP MCP server (repeatable), as a spec's `mcp:` gives them (this
+    /// wins for the same name): served at $AGENTPROXY_URL/mcp/NAME, the program gets the
+    /// URL as AGENTPROXY_MCP_<NAME>_URL.
+    #[arg(long = "mcp", value_name = "NAME=URL", value_parser = parse_mcp_server)]
+    pub mcp: Vec<(String, String)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -197,3 +197,47 @@ fn an_unknown_server_name_is_refused_with_the_flag_to_give() {
     );
     assert!(stdout.ends_with("True\n"), "{stdout}");
 }
+
+/// `agentproxy test` with a spec's `mcp:`: recorded with the server up, replayed with it
+/// stopped; the spec's mock of `send_email` answers at the MCP boundary in both, so the
+/// server never sends a mail, and `executed:` / `not_executed:` judge what ran.
+#[test]
+fn a_spec_names_http_servers_and_mocks_their_tools() {
+    let dir = tempfile::tempdir().unwrap();
+    let outbox = dir.path().join("outbox.txt");
+    let (mut server, port) = start_server(&outbox);
+    let spec = format!(
+        "app:\n  command: [{python}, {client}]\nmcp:\n  mail: http://127.0.0.1:{port}/mcp\n\
+         tools:\n  send_email: {{result: {{sent: true, to: ops@example.com}}}}\n\
+         cases:\n  - name: mail\n    expect:\n      executed: [{{get_weather: {{city: Paris}}}}]\n      not_executed: [send_email]\n      output: {{contains: 'sent: {{\"sent\": true'}}\n",
+        python = python(),
+        client = repo().join("tests/e2e/mcp_http_client.py").display(),
+    );
+    std::fs::write(dir.path().join("mail.yaml"), spec).unwrap();
+    let test = |mode: &str| {
+        Command::new(support::proxy::bin())
+            .args([
+                "test",
+                "mail.yaml",
+                "--mode",
+                mode,
+                "--upstream",
+                "http://127.0.0.1:9",
+            ])
+            .current_dir(dir.path())
+            .env_remove("AGENTPROXY_URL")
+            .env_remove("CI")
+            .output()
+            .unwrap()
+    };
+    let recorded = test("record");
+    let _ = server.kill();
+    let _ = server.wait();
+    let (stdout, stderr) = text(&recorded);
+    assert!(recorded.status.success(), "{stdout}\n{stderr}");
+    assert!(!outbox.exists(), "the mocked mail never reached the server");
+    let replayed = test("replay");
+    let (stdout, stderr) = text(&replayed);
+    assert!(replayed.status.success(), "{stdout}\n{stderr}");
+    assert!(stderr.contains("1 passed, 0 failed"), "{stderr}");
+}

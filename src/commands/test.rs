@@ -95,6 +95,7 @@ pub async fn run(args: TestArgs) -> Result<Exit> {
             listen: args.listen,
             max_body: args.max_body_size,
             max_age: resolved.max_age,
+            mcp: args.mcp.iter().cloned().collect(),
         };
         let sp = Arc::new(sp);
         for (i, c) in sp.cases.iter().enumerate() {

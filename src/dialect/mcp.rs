@@ -28,6 +28,17 @@ pub fn is_server_name(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
 }
 
+/// Why `url` cannot be a streamable HTTP MCP server's URL, if it cannot.
+pub fn check_server_url(url: &str) -> Result<(), String> {
+    let uri: http::Uri = url
+        .parse()
+        .map_err(|e| format!("`{url}` is not a URL: {e}"))?;
+    if !matches!(uri.scheme_str(), Some("http" | "https")) || uri.host().is_none() {
+        return Err(format!("`{url}` must be an http:// or https:// URL"));
+    }
+    Ok(())
+}
+
 /// What one line from a client or server is.
 #[derive(Debug, PartialEq)]
 pub enum Message<'a> {

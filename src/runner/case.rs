@@ -2,6 +2,7 @@
 //! session, drive the program through the turns, write the cassette when recording, and
 //! evaluate the expectations into a case report.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -36,9 +37,18 @@ pub struct Settings {
     pub max_body: usize,
     /// Warn of a replayed cassette recorded longer ago than this.
     pub max_age: Option<Duration>,
+    /// `--mcp NAME=URL`: streamable HTTP MCP servers, over the spec's `mcp:`.
+    pub mcp: BTreeMap<String, String>,
 }
 
 impl Settings {
+    /// The streamable HTTP MCP servers of a case of `spec`: its `mcp:`, then `--mcp`.
+    fn mcp_servers(&self, spec: &Spec) -> BTreeMap<String, String> {
+        let mut out = spec.mcp.clone();
+        out.extend(self.mcp.clone());
+        out
+    }
+
     /// The provider bases a recording forwards to (and names in its cassette).
     fn upstreams(&self) -> Upstreams {
         Upstreams {
@@ -104,7 +114,7 @@ async fn run_inner(
         max_body: s.max_body,
     };
     let Plan {
-        options,
+        mut options,
         match_rules,
         writer,
         previous,
@@ -118,6 +128,7 @@ async fn run_inner(
         &spec.tools,
         &fwd,
     )?;
+    options.mcp_http = s.mcp_servers(spec);
     let session = Session::start(options, s.listen).await?;
     let base = format!("http://{}", session.addr());
 
@@ -269,6 +280,7 @@ pub(crate) async fn drive(
                 std::env::var_os(n).is_some()
             })
             .into_iter()
+            .chain(env::mcp_urls(base, s.mcp_servers(spec).keys()))
             .map(|v| (v.name, v.value))
             .collect();
             // Python buffers a pipe's output, and a turn waits for its reply line.

@@ -83,6 +83,10 @@ impl Builder<'_> {
             Some(n) => errors.take(self.tools(n)).unwrap_or_default(),
             None => BTreeMap::new(),
         };
+        let mcp = match top.get("mcp") {
+            Some(n) => errors.take(self.mcp_servers(n)).unwrap_or_default(),
+            None => BTreeMap::new(),
+        };
         let execution = match top.entry("execution") {
             Some((k, v)) if !v.is_null() => errors.take(self.execution(v, k.at)),
             _ => None,
@@ -115,6 +119,7 @@ impl Builder<'_> {
                 match_rules,
                 repeat,
                 tools,
+                mcp,
                 execution,
                 cases,
             }),
@@ -302,6 +307,33 @@ impl Builder<'_> {
             regex,
             within,
         })
+    }
+
+    /// `mcp:`: server names (as `--mcp NAME=URL` takes them) to http(s) URLs.
+    pub(super) fn mcp_servers(&self, node: &Node) -> R<BTreeMap<String, String>> {
+        let mut out = BTreeMap::new();
+        if node.is_null() {
+            return Ok(out);
+        }
+        let Kind::Map(entries) = &node.kind else {
+            return Err(self.wrong_type(node, "a mapping of MCP server names to URLs", "mcp"));
+        };
+        for (k, v) in entries {
+            let name = k.as_str().unwrap_or_default();
+            if !crate::dialect::mcp::is_server_name(name) {
+                return Err(self.err(
+                    k.at,
+                    format!("`{name}` is not an MCP server name in `mcp` (letters, digits, `-` and `_`)"),
+                ));
+            }
+            let path = join("mcp", name);
+            let url = self.non_empty_string(v, &path)?;
+            if let Err(why) = crate::dialect::mcp::check_server_url(&url) {
+                return Err(self.err(v.at, format!("`{path}`: {why}")));
+            }
+            out.insert(name.to_owned(), url);
+        }
+        Ok(out)
     }
 
     pub(super) fn tools(&self, node: &Node) -> R<BTreeMap<String, ToolMock>> {

@@ -46,6 +46,8 @@ pub struct Spec {
     pub repeat: Repeat,
     /// `tools:`: mocks by tool name (a mapping). What the *model* is told each tool returned.
     pub tools: BTreeMap<String, ToolMock>,
+    /// `mcp:` streamable HTTP MCP servers by name (NAME → URL).
+    pub mcp: BTreeMap<String, String>,
     /// `execution:`: run settings that the command line and the environment can override.
     pub execution: Execution,
     /// `cases:` (required, a non-empty list), in file order.

@@ -74,6 +74,7 @@ pub(super) const TOP_KEYS: &[&str] = &[
     "cassettes",
     "match",
     "tools",
+    "mcp",
     "execution",
     "cases",
 ];

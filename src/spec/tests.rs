@@ -194,6 +194,7 @@ fn a_full_spec_parses_to_the_model() {
                 },
             ),
         ]),
+        mcp: BTreeMap::new(),
         execution: Execution {
             mode: Some(Mode::Replay),
             parallel: Some(4),
@@ -391,7 +392,7 @@ fn errors_point_at_file_line_and_column() {
         ),
         (
             "command: python app.py\n",
-            "specs/weather.yaml:1:1: unknown key `command` in the spec; expected one of: version, name, app, cassettes, match, tools, execution, cases\n  hint: `command` belongs under `app:`".into(),
+            "specs/weather.yaml:1:1: unknown key `command` in the spec; expected one of: version, name, app, cassettes, match, tools, mcp, execution, cases\n  hint: `command` belongs under `app:`".into(),
         ),
         (
             &format!("{app}execution: {{mdoe: replay}}\n"),
@@ -403,7 +404,7 @@ fn errors_point_at_file_line_and_column() {
         ),
         (
             "app: {command: a}\ntimeout: 5s\n",
-            "specs/weather.yaml:2:1: unknown key `timeout` in the spec; expected one of: version, name, app, cassettes, match, tools, execution, cases\n  hint: `timeout` belongs under `execution:` (for a whole case) or `app:` (for one turn)".into(),
+            "specs/weather.yaml:2:1: unknown key `timeout` in the spec; expected one of: version, name, app, cassettes, match, tools, mcp, execution, cases\n  hint: `timeout` belongs under `execution:` (for a whole case) or `app:` (for one turn)".into(),
         ),
         (
             "app: python app.py\n",
@@ -789,4 +790,22 @@ fn executed_and_not_executed_take_the_grammar_of_calls() {
     );
     let e = error("app:\n  command: python3 a.py\ncases:\n  - name: a\n    input: hi\n    expect:\n      executed: [send_email]\n      not_executed: [send_email]\n");
     assert!(e.starts_with("specs/weather.yaml:8:22: `send_email` is both in `cases[0].expect.executed` and in `cases[0].expect.not_executed`"), "{e}");
+}
+
+#[test]
+fn mcp_names_streamable_http_servers() {
+    let spec = load_str("app:\n  command: python3 a.py\nmcp:\n  mail: http://127.0.0.1:8000/mcp\ncases:\n  - name: a\n    input: hi\n").expect("loads");
+    assert_eq!(
+        spec.mcp,
+        BTreeMap::from([("mail".to_owned(), "http://127.0.0.1:8000/mcp".to_owned())])
+    );
+    let e = error("app:\n  command: python3 a.py\nmcp:\n  mail: ftp://x\ncases:\n  - name: a\n    input: hi\n");
+    assert!(
+        e.starts_with(
+            "specs/weather.yaml:4:9: `mcp.mail`: `ftp://x` must be an http:// or https:// URL"
+        ),
+        "{e}"
+    );
+    let e = error("app:\n  command: python3 a.py\nmcp:\n  my mail: http://x/mcp\ncases:\n  - name: a\n    input: hi\n");
+    assert!(e.contains("`my mail` is not an MCP server name"), "{e}");
 }
