@@ -63,6 +63,10 @@ fn record_then_replay(scenario: &str) -> (String, String, Option<i32>, Value) {
     );
     let (first, err) = text(&recorded);
     assert!(recorded.status.success(), "{first}\n{err}");
+    assert!(
+        err.contains("interaction(s) (0 streamed) from MCP server raw to c.json"),
+        "{err}"
+    );
     let cassette: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("c.json")).unwrap()).unwrap();
     let replayed = run(

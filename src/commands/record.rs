@@ -117,6 +117,13 @@ pub async fn run(args: RecordArgs) -> Result<Exit> {
 fn used_upstreams(upstreams: &Upstreams, recorded: &[Interaction]) -> Vec<String> {
     let mut used: Vec<String> = vec![];
     for i in recorded {
+        if i.route == crate::dialect::mcp::ROUTE {
+            let server = format!("MCP server {}", i.request.path);
+            if !used.contains(&server) {
+                used.push(server);
+            }
+            continue;
+        }
         let provider = Route::from_name(&i.route)
             .provider()
             .unwrap_or_else(|| provider_of(&i.request.path, &http::HeaderMap::new()));
