@@ -241,3 +241,108 @@ fn a_spec_names_http_servers_and_mocks_their_tools() {
     assert!(replayed.status.success(), "{stdout}\n{stderr}");
     assert!(stderr.contains("1 passed, 0 failed"), "{stderr}");
 }
+
+/// The example's agent on openai-agents' `MCPServerStreamableHttp` (the stateless form:
+/// `server/discover`, `tools/list` again on every run, two `tools/call` in flight when
+/// the model asks for two at once), with the model faked: record, then replay with both
+/// the model upstream and the MCP server stopped.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_openai_agents_http_mcp_agent_records_and_replays() {
+    let fake = support::fake_openai::FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let outbox = dir.path().join("outbox.txt");
+    let (mut server, port) = start_server(&outbox);
+    let mcp = format!("mail=http://127.0.0.1:{port}/mcp");
+    let agent = |args: Vec<String>| {
+        let dir = dir.path().to_owned();
+        move || {
+            use std::io::Write as _;
+            let mut child = Command::new(support::proxy::bin())
+                .args(&args)
+                .args([
+                    "--",
+                    "sh",
+                    "-c",
+                    "MAIL_MCP_URL=$AGENTPROXY_MCP_MAIL_URL exec \"$0\" \"$1\"",
+                ])
+                .arg(python())
+                .arg(repo().join("examples/mcp-agent/agent.py"))
+                .current_dir(&dir)
+                .env("OPENAI_API_KEY", "sk-test")
+                .env("OPENAI_AGENTS_DISABLE_TRACING", "1")
+                .env_remove("AGENTPROXY_URL")
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let mut stdin = child.stdin.take().unwrap();
+            stdin
+                .write_all(b"What's the weather in Paris and Tokyo? Mail it to ops@example.com\nMail the weather in Oslo to ops@example.com\n")
+                .unwrap();
+            drop(stdin);
+            child.wait_with_output().unwrap()
+        }
+    };
+    let record: Vec<String> = [
+        "record",
+        "--cassette",
+        "c.json",
+        "--upstream",
+        &fake.url(),
+        "--mcp",
+        &mcp,
+    ]
+    .map(String::from)
+    .to_vec();
+    let recorded = tokio::task::spawn_blocking(agent(record)).await.unwrap();
+    let _ = server.kill();
+    let _ = server.wait();
+    fake.stop().await;
+    let (stdout, stderr) = text(&recorded);
+    assert!(recorded.status.success(), "{stdout}\n{stderr}");
+    assert_eq!(
+        stdout.matches("tool call: get_weather").count(),
+        3,
+        "{stdout}"
+    );
+    assert_eq!(
+        stdout.matches("reply: Mailed ops@example.com.").count(),
+        2,
+        "{stdout}"
+    );
+    assert_eq!(std::fs::read_to_string(&outbox).unwrap().lines().count(), 2);
+    let cassette: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("c.json")).unwrap()).unwrap();
+    let methods: Vec<&str> = cassette["interactions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["route"] == "mcp")
+        .map(|i| i["request"]["method"].as_str().unwrap())
+        .collect();
+    assert!(methods.contains(&"server/discover"), "{methods:?}");
+    assert!(
+        methods.iter().filter(|m| **m == "tools/list").count() >= 2,
+        "{methods:?}"
+    );
+    assert_eq!(
+        methods.iter().filter(|m| **m == "tools/call").count(),
+        5,
+        "{methods:?}"
+    );
+
+    let replay: Vec<String> = ["replay", "--cassette", "c.json", "--mcp", &mcp]
+        .map(String::from)
+        .to_vec();
+    let replayed = tokio::task::spawn_blocking(agent(replay)).await.unwrap();
+    let (again, stderr) = text(&replayed);
+    assert!(replayed.status.success(), "{again}\n{stderr}");
+    assert_eq!(again, stdout, "the replay prints what the recording did");
+    assert!(stderr.contains(" 0 missed;"), "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(&outbox).unwrap().lines().count(),
+        2,
+        "no mail sent again"
+    );
+}

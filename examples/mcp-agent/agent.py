@@ -11,7 +11,9 @@ does not include AGENTPROXY_URL: the stand-in finds its session anyway.
 
 Each line on stdin is one request; it prints the tool calls and one `reply:` line.
 MAIL_SERVER (a JSON list) replaces the server command after `--`, as the tests do with
-one that fails if it is ever started.
+one that fails if it is ever started. With MAIL_MCP_URL set, the agent reaches the server
+over streamable HTTP there instead (`MCPServerStreamableHttp`); under agentproxy, that is
+$AGENTPROXY_MCP_MAIL_URL, for `--mcp mail=URL`.
 Usage: echo "Mail the weather in Paris to ops@example.com" | python agent.py
 """
 
@@ -21,7 +23,7 @@ import os
 import sys
 
 from agents import Agent, Runner, set_default_openai_api
-from agents.mcp import MCPServerStdio
+from agents.mcp import MCPServerStdio, MCPServerStreamableHttp
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SERVER = json.loads(os.environ.get("MAIL_SERVER", "null")) or [sys.executable, os.path.join(HERE, "server.py")]
@@ -29,8 +31,12 @@ SERVER = json.loads(os.environ.get("MAIL_SERVER", "null")) or [sys.executable, o
 
 async def main():
     set_default_openai_api("responses")
-    params = {"command": "agentproxy", "args": ["mcp", "--name", "mail", "--", *SERVER]}
-    async with MCPServerStdio(params=params, name="mail", cache_tools_list=True) as mail:
+    if os.environ.get("MAIL_MCP_URL"):
+        mail = MCPServerStreamableHttp(params={"url": os.environ["MAIL_MCP_URL"]}, name="mail")
+    else:
+        params = {"command": "agentproxy", "args": ["mcp", "--name", "mail", "--", *SERVER]}
+        mail = MCPServerStdio(params=params, name="mail", cache_tools_list=True)
+    async with mail:
         agent = Agent(
             name="Mail assistant",
             instructions="You are a mail assistant. Use the tools.",
