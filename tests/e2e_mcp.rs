@@ -448,15 +448,36 @@ async fn a_mocked_mcp_tool_never_executes_in_record_or_replay() {
         "-c".into(),
         "import sys; sys.exit('the MCP server was started in replay')".into(),
     ];
-    let d = dir.path().to_owned();
+    let (d, n) = (dir.path().to_owned(), never.clone());
     let replayed = tokio::task::spawn_blocking(move || {
-        agentproxy_test(&d, &["mail.yaml", "--mode", "replay"], Some(&never))
+        agentproxy_test(&d, &["mail.yaml", "--mode", "replay"], Some(&n))
     })
     .await
     .unwrap();
     let (stdout, stderr) = text(&replayed);
     assert!(replayed.status.success(), "{stdout}\n{stderr}");
     assert!(stderr.contains("2 passed, 0 failed"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&outbox).unwrap().lines().count(), 1);
+
+    // Update mode refreshes model calls only: MCP is replayed, the server not started.
+    let d = dir.path().to_owned();
+    let updated = tokio::task::spawn_blocking(move || {
+        agentproxy_test(
+            &d,
+            &[
+                "mail.yaml",
+                "--mode",
+                "update",
+                "--upstream",
+                "http://127.0.0.1:9",
+            ],
+            Some(&never),
+        )
+    })
+    .await
+    .unwrap();
+    let (stdout, stderr) = text(&updated);
+    assert!(updated.status.success(), "{stdout}\n{stderr}");
     assert_eq!(std::fs::read_to_string(&outbox).unwrap().lines().count(), 1);
 }
 

@@ -69,13 +69,20 @@ fn refused(message: String) -> Response<ProxyBody> {
 }
 
 /// `replay` when MCP requests are answered from the cassette; `record` when a stand-in
-/// must run the real server and report what it relayed (record and update sessions).
+/// must run the real server and report what it relayed. An update session replays MCP:
+/// it refreshes model calls, and running tools again to refresh theirs would repeat their
+/// side effects.
 fn mode(proxy: &Proxy) -> &'static str {
     match (&proxy.opts.replay, &proxy.opts.upstream) {
-        (_, Some(_)) => "record",
-        (Some(_), None) => "replay",
+        (Some(_), _) => "replay",
+        (None, Some(_)) => "record",
         (None, None) => "none",
     }
+}
+
+/// MCP requests go to the real server (a record session), not to the cassette.
+pub(super) fn records(proxy: &Proxy) -> bool {
+    mode(proxy) == "record"
 }
 
 /// The answer to one client message in replay: a request's recorded response with the

@@ -67,8 +67,8 @@ pub(super) async fn handle(
         }
     }
     match &proxy.opts.upstream {
-        Some(up) => forward(proxy, up, (&name, &url), parts, raw, msg).await,
-        None => replay(proxy, &name, &parts, msg),
+        Some(up) if mcp::records(proxy) => forward(proxy, up, (&name, &url), parts, raw, msg).await,
+        _ => replay(proxy, &name, &parts, msg),
     }
 }
 
