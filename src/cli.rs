@@ -132,7 +132,7 @@ Under an agentproxy session (record, replay, test, serve) it finds the session t
 its own environment or, since MCP hosts often start servers with a bare environment, in that of the \
 program agentproxy started, among its ancestor processes. Recording, it starts COMMAND, relays every \
 JSON-RPC line both ways unchanged (COMMAND's stderr passes through) and stores each request with its \
-response in the session's cassette (route mcp, with the server's name). Replaying, it never starts \
+response in the session's cassette (route mcp, with the server's name). Replaying (also under `test --mode update`, which refreshes model calls only), it never starts \
 COMMAND: requests are answered from the cassette (FIFO per server, method and params without _meta; ids \
 are the client's own), notifications are not answered, and a request with no recording gets a JSON-RPC \
 error whose message starts with agentproxy_cassette_miss (the session reports the miss and exits 1). \
