@@ -483,12 +483,7 @@ pub fn parse_mcp_server(s: &str) -> Result<(String, String), String> {
             "MCP server name `{name}` must be letters, digits, `-` and `_`"
         ));
     }
-    let uri: http::Uri = url
-        .parse()
-        .map_err(|e| format!("`{url}` is not a URL: {e}"))?;
-    if !matches!(uri.scheme_str(), Some("http" | "https")) || uri.host().is_none() {
-        return Err(format!("`{url}` must be an http:// or https:// URL"));
-    }
+    crate::dialect::mcp::check_server_url(url)?;
     Ok((name.to_owned(), url.to_owned()))
 }
 

@@ -20,12 +20,13 @@ pub struct ToolCall {
 /// A tool call an MCP server executed (a `tools/call` it answered).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Execution {
-    /// The server's name, as given to `agentproxy mcp --name`.
+    /// The server's name: `agentproxy mcp --name NAME` for stdio, `--mcp NAME=URL` (or a
+    /// spec's `mcp:`) for streamable HTTP.
     pub server: String,
     pub tool: String,
     /// The arguments the server was called with.
     pub arguments: Value,
-    /// The server answered with a JSON-RPC error or a result marked `isError`.
+    /// The tool ran and failed: the server's result is marked `isError`.
     pub is_error: bool,
 }
 

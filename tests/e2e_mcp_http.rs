@@ -161,7 +161,7 @@ fn the_stateless_2026_07_28_form_records_and_replays() {
 }
 
 #[test]
-fn an_unknown_server_name_is_refused_with_the_flag_to_give() {
+fn an_unknown_server_name_and_a_batch_are_refused_saying_why() {
     let dir = tempfile::tempdir().unwrap();
     // An empty cassette: the session serves nothing.
     std::fs::write(
@@ -185,6 +185,9 @@ fn an_unknown_server_name_is_refused_with_the_flag_to_give() {
              url = os.environ['AGENTPROXY_URL'] + '/mcp/other'\n\
              try: u.urlopen(u.Request(url, data=b'{}', method='POST'))\n\
              except Exception as e: print(e.code, e.read().decode())\n\
+             batch = b'[{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"ping\"}]'\n\
+             try: u.urlopen(u.Request(os.environ['AGENTPROXY_MCP_MAIL_URL'], data=batch, method='POST'))\n\
+             except Exception as e: print(e.code, e.read().decode())\n\
              print(os.environ['AGENTPROXY_MCP_MAIL_URL'].endswith('/mcp/mail'))",
         ])
         .current_dir(dir.path())
@@ -194,6 +197,11 @@ fn an_unknown_server_name_is_refused_with_the_flag_to_give() {
     assert!(
         stdout.contains("404") && stdout.contains("give it with --mcp other=URL"),
         "{stdout}\n{stderr}"
+    );
+    // A batch (which MCP no longer has) is refused, not left unanswered.
+    assert!(
+        stdout.contains("400") && stdout.contains("JSON-RPC batches are not supported"),
+        "{stdout}"
     );
     assert!(stdout.ends_with("True\n"), "{stdout}");
 }

@@ -173,3 +173,59 @@ fn a_result_larger_than_the_body_limit_fails_the_recording_loudly() {
         "{stderr}"
     );
 }
+
+/// A call past the end of a mock's `results:` is answered with an error and never reaches
+/// the server (its side effect would run), and the case fails saying why.
+#[test]
+fn a_call_past_the_mocked_results_does_not_reach_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let standin = [
+        support::proxy::bin(),
+        "mcp",
+        "--name",
+        "raw",
+        "--",
+        "python3",
+        &raw(),
+        "server",
+    ];
+    let spec = format!(
+        "app:\n  command: [python3, {raw}, client, mocked]\n  env: {{MCP_STANDIN: '{standin}'}}\n\
+         tools:\n  t: {{results: [{{ok: 1}}]}}\ncases:\n  - name: two calls\n",
+        raw = raw(),
+        standin = serde_json::to_string(&standin).unwrap(),
+    );
+    std::fs::write(dir.path().join("spec.yaml"), spec).unwrap();
+    let out = Command::new(support::proxy::bin())
+        .args([
+            "test",
+            "spec.yaml",
+            "-v",
+            "--mode",
+            "record",
+            "--upstream",
+            "http://127.0.0.1:9",
+        ])
+        .current_dir(dir.path())
+        .env_remove("AGENTPROXY_URL")
+        .env_remove("CI")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("tool `t` was called 2 times but `results:` has 1 value(s)"),
+        "{stderr}"
+    );
+    // The first call got the mock, the second an error; neither reached the server, so
+    // nothing was recorded.
+    assert!(
+        stderr.contains("\"structuredContent\": {\"ok\": 1}"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("\"id\": 2, \"says\": \"agentproxy: tools.t has no mocked result left"),
+        "{stderr}"
+    );
+    assert!(!dir.path().join("cassettes/spec/two-calls.json").exists());
+}

@@ -1,6 +1,7 @@
 //! `agentproxy mcp --name NAME -- COMMAND`: the stand-in for a stdio MCP server. Under an
 //! agentproxy session it records the server's traffic (record) or answers in its place
-//! without starting it (replay); outside any session it runs COMMAND unchanged.
+//! without starting it (replay; a test's update mode too); outside any session, and under
+//! `agentproxy doctor`, it runs COMMAND unchanged.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -93,7 +94,7 @@ pub async fn run(args: McpArgs) -> Result<Exit> {
         Some(crate::proxy::mcp::PASSTHROUGH) => exec(&args.command),
         other => Err(Error::McpSession {
             url,
-            why: format!("it serves MCP in mode {other:?}, neither replay nor record"),
+            why: format!("it serves MCP in mode {other:?}, not replay, record or passthrough"),
         }),
     }
 }
@@ -246,22 +247,15 @@ async fn record(endpoint: &Endpoint, command: &[String]) -> Result<Exit> {
                     json!({ "request": request, "response": msg, "latency_ms": latency_ms })
                 })
             });
-            // The tools a server lists decide how mocks answer: the session learns them
-            // before the client can call one.
-            let listing = answered
-                .as_ref()
-                .is_some_and(|pair| pair["request"]["method"] == "tools/list");
-            if listing {
-                store(endpoint, answered.as_ref()).await;
-            }
+            // Stored before the client sees it: the tools a server lists decide how mocks
+            // answer, and a client that ends the session on an answer must not outrun
+            // its recording.
+            store(endpoint, answered.as_ref()).await;
             let relayed = {
                 let mut out = out.lock().await;
                 out.write_all(format!("{line}\n").as_bytes()).await.is_ok()
                     && out.flush().await.is_ok()
             };
-            if !listing {
-                store(endpoint, answered.as_ref()).await;
-            }
             if !relayed {
                 break;
             }

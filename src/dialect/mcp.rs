@@ -17,6 +17,9 @@ pub const MISS_CODE: i64 = -32001;
 /// Invalid JSON was received (JSON-RPC).
 pub const PARSE_ERROR: i64 = -32700;
 
+/// The message is not a valid request (JSON-RPC).
+pub const INVALID_REQUEST: i64 = -32600;
+
 /// An error of the server itself (JSON-RPC): a server gone, a mock that cannot answer.
 pub const INTERNAL_ERROR: i64 = -32603;
 
@@ -115,11 +118,15 @@ pub fn tool_call(msg: &Value) -> Option<(&str, Value)> {
 }
 
 /// The execution a stored `tools/call` exchange records: `request` as [`keyed`] stores it,
-/// `response` as [`stored_response`] does.
+/// `response` as [`stored_response`] does. A JSON-RPC error is no execution: the server
+/// refused the call (an unknown tool, invalid arguments) or never answered it; a result
+/// marked `isError` is a tool that ran and failed.
 pub fn execution(request: &Value, response: &Value) -> Option<Execution> {
     let (tool, arguments) = tool_call(request)?;
-    let is_error = response.get("error").is_some()
-        || response.pointer("/result/isError") == Some(&Value::Bool(true));
+    if response.get("error").is_some() {
+        return None;
+    }
+    let is_error = response.pointer("/result/isError") == Some(&Value::Bool(true));
     Some(Execution {
         server: request.get("server")?.as_str()?.to_owned(),
         tool: tool.to_owned(),

@@ -164,7 +164,8 @@ pub fn diagnose(o: Observed) -> DoctorReport {
     if mentions_mcp && report.mcp_servers.is_empty() {
         report.notes.push(
             "the program's files mention MCP, but no MCP server came through `agentproxy mcp`: the tools of a server it starts \
-             would run in replay too. Start each stdio server as `agentproxy mcp --name NAME -- COMMAND` (docs/mcp.md)."
+             would run in replay too. Start each stdio server as `agentproxy mcp --name NAME -- COMMAND`, and give a streamable HTTP one with `--mcp NAME=URL` \
+             (its URL for the program in AGENTPROXY_MCP_<NAME>_URL) (docs/mcp.md)."
                 .into(),
         );
     }

@@ -19,7 +19,7 @@ use serde_json::{json, Value};
 
 use super::body::{json_response, ProxyBody};
 use super::miss;
-use super::Proxy;
+use super::{Mocked, Proxy};
 use crate::cassette::{Body, Interaction, RecordedRequest, RecordedResponse};
 use crate::dialect::mcp::{self, Message};
 use crate::matching::{self, index::Lookup};
@@ -135,9 +135,10 @@ pub(super) fn call(proxy: &Proxy, server: &str, msg: &Value) -> Value {
     }
 }
 
-/// The answer of a mock to a `tools/call` of a mocked tool, `None` for any other message.
-/// A mock the tool's `outputSchema` rejects is answered with a JSON-RPC error and fails
-/// the case.
+/// The answer of a mock to a `tools/call` of a mocked tool, `None` for any other message
+/// (and for a call no `when:` rule matches, which the server answers). A mock the tool's
+/// `outputSchema` rejects, and a call past the end of `results:`, are answered with a
+/// JSON-RPC error and fail the case: the tool does not run.
 pub(super) fn mocked(proxy: &Proxy, server: &str, msg: &Value) -> Option<Value> {
     let mocks = proxy.opts.mocks.as_ref()?;
     let Message::Request { id, .. } = mcp::classify(msg) else {
@@ -158,7 +159,24 @@ pub(super) fn mocked(proxy: &Proxy, server: &str, msg: &Value) -> Option<Value> 
         name: name.to_owned(),
         arguments,
     };
-    let value = mocks(&call, nth)?;
+    let mocked = mocks(&call, nth);
+    if mocked != Mocked::Unmocked {
+        // A request the session answered, though no server saw it.
+        proxy.next_seq();
+        proxy.lock().mcp_mocked.insert(name.to_owned());
+    }
+    let value = match mocked {
+        Mocked::Result(v) => v,
+        Mocked::Unmocked => return None,
+        // Its `results:` are used up: the case fails, and the tool does not run.
+        Mocked::Exhausted => {
+            return Some(mcp::error(
+                id,
+                mcp::INTERNAL_ERROR,
+                &format!("agentproxy: tools.{name} has no mocked result left for this call"),
+            ))
+        }
+    };
     Some(
         match mcp::mock_result(&value, schema.as_ref(), result_type.as_ref()) {
             Ok(result) => mcp::answer(id, &json!({ "result": result })),
@@ -200,7 +218,12 @@ fn record(proxy: &Proxy, server: &str, pair: &Value) -> Response<ProxyBody> {
         latency_ms,
     ) {
         Ok(()) => json_response(StatusCode::OK, &json!({})),
-        Err(why) => refused(why.into()),
+        Err(why) => {
+            // The stand-in relayed it all the same: the recording is incomplete.
+            let why = format!("MCP server `{server}`: an exchange was not recorded: {why}");
+            proxy.lock().upstream_errors.push(why.clone());
+            refused(why)
+        }
     }
 }
 

@@ -14,7 +14,6 @@
 //! (initialize, a session id, SSE answers, GET stream, DELETE) and the stateless
 //! 2026-07-28 one (`server/discover`, a JSON answer per POST).
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -54,20 +53,38 @@ pub(super) async fn handle(
     let raw = match Limited::new(body, proxy.opts.max_body).collect().await {
         Ok(b) => b.to_bytes(),
         Err(e) => {
+            let why = format!(
+                "MCP server `{name}`: a request body could not be read ({e}); raise --max-body-size"
+            );
+            proxy.lock().upstream_errors.push(why.clone());
             return json_response(
                 StatusCode::PAYLOAD_TOO_LARGE,
-                &json!({ "error": format!("agentproxy: the request body could not be read ({e}); raise --max-body-size") }),
-            )
+                &json!({ "error": format!("agentproxy: {why}") }),
+            );
         }
     };
     let msg: Option<Value> = serde_json::from_slice(&raw).ok();
-    if parts.method == Method::POST {
-        if let Some(answer) = msg.as_ref().and_then(|m| mcp::mocked(proxy, &name, m)) {
-            return answered(&parts.headers, &answer);
-        }
+    if msg.as_ref().is_some_and(Value::is_array) {
+        // MCP dropped JSON-RPC batches in 2025-06-18; no SDK sends them.
+        return json_response(
+            StatusCode::BAD_REQUEST,
+            &wire::error(
+                &Value::Null,
+                wire::INVALID_REQUEST,
+                "agentproxy: JSON-RPC batches are not supported (MCP has none since 2025-06-18); send one message per POST",
+            ),
+        );
     }
     match &proxy.opts.upstream {
-        Some(up) if mcp::records(proxy) => forward(proxy, up, (&name, &url), parts, raw, msg).await,
+        Some(up) if mcp::records(proxy) => {
+            if parts.method == Method::POST {
+                if let Some(answer) = msg.as_ref().and_then(|m| mcp::mocked(proxy, &name, m)) {
+                    return answered(&parts.headers, &answer);
+                }
+            }
+            forward(proxy, up, (&name, &url), parts, raw, msg).await
+        }
+        // `mcp::call` answers mocked calls first.
         _ => replay(proxy, &name, &parts, msg),
     }
 }
@@ -130,41 +147,35 @@ fn empty(status: StatusCode) -> Response<ProxyBody> {
     resp
 }
 
-/// The requests of a POST body by id (a message, or a batch of them).
-fn requests(msg: &Option<Value>) -> HashMap<String, Value> {
-    let all: Vec<&Value> = match msg {
-        Some(Value::Array(batch)) => batch.iter().collect(),
-        Some(one) => vec![one],
-        None => vec![],
-    };
-    all.into_iter()
-        .filter_map(|m| match wire::classify(m) {
-            Message::Request { id, .. } => Some((id.to_string(), m.clone())),
-            _ => None,
-        })
-        .collect()
+/// The request a POST body carries, if it is one.
+fn request(msg: Option<Value>) -> Option<Value> {
+    msg.filter(|m| matches!(wire::classify(m), Message::Request { .. }))
 }
 
-/// Store each response in `answer` (a message or a batch) to a request in `asked`.
-fn store_answers(
+/// Store `answer` if it is the response to `asked`, which it then takes.
+fn store_answer(
     proxy: &Proxy,
     name: &str,
-    asked: &mut HashMap<String, Value>,
+    asked: &mut Option<Value>,
     answer: &Value,
     started: Instant,
 ) {
-    let all: Vec<&Value> = match answer {
-        Value::Array(batch) => batch.iter().collect(),
-        one => vec![one],
+    let Message::Response { id } = wire::classify(answer) else {
+        return;
     };
-    for m in all {
-        if let Message::Response { id } = wire::classify(m) {
-            if let Some(request) = asked.remove(&id.to_string()) {
-                let latency = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-                let _ = mcp::store(proxy, name, &request, m, latency);
-            }
-        }
+    let Some(request) = asked.take_if(|r| r["id"] == *id) else {
+        return;
+    };
+    let latency = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    if let Err(why) = mcp::store(proxy, name, &request, answer, latency) {
+        incomplete(proxy, name, why);
     }
+}
+
+/// Note that the recording of `name` misses an exchange: the session fails.
+fn incomplete(proxy: &Proxy, name: &str, why: &str) {
+    let why = format!("MCP server `{name}`: an exchange was not recorded: {why}");
+    proxy.lock().upstream_errors.push(why);
 }
 
 async fn forward(
@@ -176,7 +187,7 @@ async fn forward(
     msg: Option<Value>,
 ) -> Response<ProxyBody> {
     let started = Instant::now();
-    let mut asked = requests(&msg);
+    let mut asked = request(msg);
     let resp = match up
         .send(parts.method.clone(), url, &parts.headers, raw)
         .await
@@ -210,6 +221,13 @@ async fn forward(
         let name = name.to_owned();
         proxy.tasks.clone().spawn(async move {
             relay(&proxy, &name, body, tx, &mut asked, started).await;
+            if asked.is_some() {
+                incomplete(
+                    &proxy,
+                    &name,
+                    "the server's event stream ended before answering it",
+                );
+            }
         });
         let mut out = Response::new(ChannelBody::new(rx).boxed());
         *out.status_mut() = head.status;
@@ -229,7 +247,10 @@ async fn forward(
     };
     if head.status.is_success() {
         if let Ok(answer) = serde_json::from_slice::<Value>(&bytes) {
-            store_answers(proxy, name, &mut asked, &answer, started);
+            store_answer(proxy, name, &mut asked, &answer, started);
+        }
+        if asked.is_some() {
+            incomplete(proxy, name, "the server's answer holds no response to it");
         }
     }
     let mut out = Response::new(full(bytes));
@@ -244,17 +265,24 @@ async fn relay(
     name: &str,
     mut body: Incoming,
     tx: mpsc::Sender<std::io::Result<Bytes>>,
-    asked: &mut HashMap<String, Value>,
+    asked: &mut Option<Value>,
     started: Instant,
 ) {
     let mut parser = SseParser::new();
     let mut client_gone = false;
+    let idle = proxy.opts.upstream.as_ref().map(|up| up.timeout());
     loop {
         // An event stream that answers nothing (the server-to-client GET stream) ends
-        // when the client hangs up, even while the server is silent.
+        // when the client hangs up, even while the server is silent; one that owes an
+        // answer gives up after the upstream timeout without a byte.
+        let waiting = asked.is_some();
         let frame = tokio::select! {
             frame = body.frame() => frame,
-            _ = tx.closed(), if asked.is_empty() => break,
+            _ = tx.closed(), if !waiting => break,
+            _ = tokio::time::sleep(idle.unwrap_or_default()), if waiting && idle.is_some() => {
+                let _ = tx.send(Err(std::io::Error::other("the MCP server went silent"))).await;
+                break;
+            }
         };
         let Some(frame) = frame else { break };
         let Ok(frame) = frame else {
@@ -270,14 +298,14 @@ async fn relay(
         };
         for event in parser.push(&chunk) {
             if let Ok(answer) = serde_json::from_str::<Value>(&event.data) {
-                store_answers(proxy, name, asked, &answer, started);
+                store_answer(proxy, name, asked, &answer, started);
             }
         }
         // A client that hung up does not stop the recording of what it asked.
         if !client_gone && tx.send(Ok(chunk)).await.is_err() {
             client_gone = true;
         }
-        if client_gone && asked.is_empty() {
+        if client_gone && asked.is_none() {
             break;
         }
     }

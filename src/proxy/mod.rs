@@ -4,7 +4,7 @@
 pub(crate) mod body;
 mod exchange;
 pub mod mcp;
-mod mcp_http;
+pub mod mcp_http;
 mod miss;
 mod record;
 mod replay;
@@ -34,7 +34,29 @@ use upstream::Upstream;
 
 /// Tool mocks: given the call a tool result answers and its 0-based occurrence among the
 /// calls to that tool in the conversation, the result the model should be told instead.
-pub type Mocks = Arc<dyn Fn(&ToolCall, usize) -> Option<Value> + Send + Sync>;
+pub type Mocks = Arc<dyn Fn(&ToolCall, usize) -> Mocked + Send + Sync>;
+
+/// What the mocks say of one tool call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Mocked {
+    /// The result to give instead of the tool's own.
+    Result(Value),
+    /// Not mocked, or no `when:` rule matches: the tool's own result stands.
+    Unmocked,
+    /// Mocked, but its `results:` are used up (the case fails for it): the model is told
+    /// the program's result, and an MCP server is not called.
+    Exhausted,
+}
+
+impl Mocked {
+    /// The mocked result, if there is one.
+    pub fn result(self) -> Option<Value> {
+        match self {
+            Mocked::Result(v) => Some(v),
+            Mocked::Unmocked | Mocked::Exhausted => None,
+        }
+    }
+}
 
 /// No turn set: the session is not driven by the test runner.
 const NO_TURN: usize = usize::MAX;
@@ -99,7 +121,8 @@ pub struct Options {
     pub replay: Option<Replay>,
     /// Print each miss report on stderr as it happens.
     pub print_misses: bool,
-    /// Replace tool results in requests before they are matched, recorded or forwarded.
+    /// Replace tool results in requests before they are matched, recorded or forwarded,
+    /// and answer `tools/call` of mocked MCP tools.
     pub mocks: Option<Mocks>,
     /// Keep every exchange served or recorded (for the test runner's trajectories).
     pub log_exchanges: bool,
@@ -136,6 +159,8 @@ struct State {
     mcp_result_types: HashMap<String, Value>,
     /// `tools/call` requests per tool at the MCP boundary, for the mocks' occurrence count.
     mcp_calls: HashMap<String, usize>,
+    /// Tools a mock answered at the MCP boundary.
+    mcp_mocked: BTreeSet<String>,
     mock_problems: Vec<String>,
 }
 
@@ -162,6 +187,8 @@ pub struct Outcome {
     /// Mocks that could not answer at the MCP boundary (a result the tool's
     /// `outputSchema` rejects): each fails the case.
     pub mock_problems: Vec<String>,
+    /// Tools a mock answered at the MCP boundary (their calls never reached a server).
+    pub mcp_mocked: BTreeSet<String>,
 }
 
 impl Proxy {
@@ -285,6 +312,7 @@ impl Proxy {
             unused,
             requests: self.requests(),
             mock_problems: std::mem::take(&mut st.mock_problems),
+            mcp_mocked: std::mem::take(&mut st.mcp_mocked),
         }
     }
 

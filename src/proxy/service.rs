@@ -265,8 +265,11 @@ fn prepare_body(proxy: &Proxy, route: Route, raw: Bytes) -> Result<Prepared, ser
             let mut raw = raw;
             if let Some(mocks) = &proxy.opts.mocks {
                 let lookup = |id: &str| proxy.known_call(id);
-                let mut mock =
-                    |c: &ToolCall, n| (!proxy.is_mcp_tool(&c.name)).then(|| mocks(c, n)).flatten();
+                let mut mock = |c: &ToolCall, n| {
+                    (!proxy.is_mcp_tool(&c.name))
+                        .then(|| mocks(c, n).result())
+                        .flatten()
+                };
                 if route.rewrite_tool_results(&mut v, &lookup, &mut mock) > 0 {
                     raw = Bytes::from(serde_json::to_vec(&v)?);
                 }

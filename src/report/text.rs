@@ -7,8 +7,6 @@ use serde_json::Value;
 
 use super::{CaseReport, RunReport, Summary};
 
-/// A duration in seconds with two decimals: `2.41s`. One form everywhere, so a case time
-/// in the console, the Markdown table and the summary line compare at a glance.
 /// What the MCP boundary saw of a call, as a few words: `executed by mail`, `executed by
 /// mail with {"to":"x"}` (when the server got other arguments than the model gave),
 /// `mocked, not executed`, `not executed`.
@@ -30,6 +28,8 @@ pub(crate) fn execution(e: &super::CallExecution) -> String {
     }
 }
 
+/// A duration in seconds with two decimals: `2.41s`. One form everywhere, so a case time
+/// in the console, the Markdown table and the summary line compare at a glance.
 pub(crate) fn secs(ms: u64) -> String {
     format!("{}.{:02}s", ms / 1000, (ms % 1000) / 10)
 }

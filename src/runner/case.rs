@@ -173,6 +173,7 @@ async fn run_inner(
         .turns
         .iter()
         .flat_map(|t| t.tool_calls.iter().map(|c| c.name.as_str()))
+        .chain(outcome.mcp_mocked.iter().map(String::as_str))
         .collect();
     // After a miss the program did not get the answers that would have called them.
     let unused = mocks

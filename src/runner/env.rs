@@ -100,7 +100,7 @@ pub fn mcp_urls<'a>(base: &str, names: impl IntoIterator<Item = &'a String>) -> 
         .map(|n| {
             var(
                 &mcp_url_var(n),
-                &format!("{base}/mcp/{n}"),
+                &format!("{base}{}{n}", crate::proxy::mcp_http::PREFIX),
                 "proxy URL of a streamable HTTP MCP server (--mcp)",
             )
         })

@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use crate::assert::{MatchContext, Matcher, MatcherError};
 use crate::neutral::ToolCall;
+use crate::proxy::Mocked;
 use crate::spec::{MockKind, MockRule, Pos, ToolMock};
 
 /// Tool mocks given as JSON (by `agentproxy serve`'s control endpoint): each tool maps to
@@ -121,22 +122,24 @@ impl MockSet {
         self.tools.keys().map(String::as_str)
     }
 
-    /// The mocked result for the `nth` call (0-based) to `call.name`, or `None` to pass the
-    /// program's own result through.
-    pub fn result_for(&self, call: &ToolCall, nth: usize) -> Option<Value> {
-        match self.tools.get(&call.name)? {
-            Compiled::Fixed(v) => Some(v.clone()),
+    /// The mocked result for the `nth` call (0-based) to `call.name`.
+    pub fn result_for(&self, call: &ToolCall, nth: usize) -> Mocked {
+        let Some(mock) = self.tools.get(&call.name) else {
+            return Mocked::Unmocked;
+        };
+        match mock {
+            Compiled::Fixed(v) => Mocked::Result(v.clone()),
             Compiled::Sequence(vs) => {
-                let v = vs.get(nth).cloned();
-                if v.is_none() {
+                let Some(v) = vs.get(nth) else {
                     self.problems.lock().unwrap_or_else(|p| p.into_inner()).insert(format!(
                         "tool `{}` was called {} times but `results:` has {} value(s); add values or use `when:` rules",
                         call.name,
                         nth + 1,
                         vs.len()
                     ));
-                }
-                v
+                    return Mocked::Exhausted;
+                };
+                Mocked::Result(v.clone())
             }
             Compiled::Rules(rules) => rules
                 .iter()
@@ -146,7 +149,7 @@ impl MockSet {
                             .is_ok()
                     })
                 })
-                .map(|(_, v)| v.clone()),
+                .map_or(Mocked::Unmocked, |(_, v)| Mocked::Result(v.clone())),
         }
     }
 
@@ -187,13 +190,20 @@ mod tests {
         .unwrap();
         let set = MockSet::compile(&tools).unwrap();
         let weather = |city: &str| set.result_for(&call("get_weather", json!({"city": city})), 0);
-        assert_eq!(weather("Oslo"), Some(json!({"temp_c": -5})));
-        assert_eq!(weather("Lima"), Some(json!({"temp_c": 20})));
+        assert_eq!(weather("Oslo"), Mocked::Result(json!({"temp_c": -5})));
+        assert_eq!(weather("Lima"), Mocked::Result(json!({"temp_c": 20})));
         assert_eq!(
             set.result_for(&call("get_time", json!({})), 0),
-            Some(json!("09:00"))
+            Mocked::Result(json!("09:00"))
         );
-        assert_eq!(set.result_for(&call("roll", json!({})), 1), Some(json!(2)));
+        let roll = |n| set.result_for(&call("roll", json!({})), n);
+        assert_eq!(roll(1), Mocked::Result(json!(2)));
+        assert_eq!(roll(2), Mocked::Exhausted);
+        assert_eq!(set.problems().len(), 1);
+        assert_eq!(
+            set.result_for(&call("send_email", json!({})), 0),
+            Mocked::Unmocked
+        );
     }
 
     #[test]

@@ -44,7 +44,9 @@ pub struct Spec {
     /// `match.repeat` (`none` | `last`, default `none`): what a replayed request gets once
     /// every recording of its key has been served: a miss, or the last recording again.
     pub repeat: Repeat,
-    /// `tools:`: mocks by tool name (a mapping). What the *model* is told each tool returned.
+    /// `tools:`: mocks by tool name (a mapping). What the *model* is told a function tool
+    /// returned, and what a `tools/call` of an MCP server's tool is answered with (the
+    /// server is not called).
     pub tools: BTreeMap<String, ToolMock>,
     /// `mcp:` streamable HTTP MCP servers by name (NAME → URL).
     pub mcp: BTreeMap<String, String>,

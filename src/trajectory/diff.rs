@@ -113,17 +113,17 @@ fn diff_steps(old: Read<'_, '_>, new: Read<'_, '_>, asserted: &Asserted) -> Traj
         let mut changes = align::calls(n, &o.tools, &w.tools, asserted, &mut |i, j| {
             let (a, b) = (o.tools[i], w.tools[j]);
             let (was, now) = (old_executions.describe(a), new_executions.describe(b));
-            if let (Some(old), Some(new)) = (was, now) {
-                if old != new {
-                    executions.push(Did::ExecutionChanged {
-                        name: b.name.clone(),
-                        arguments: b.arguments.clone(),
-                        at: Position::of(&w.tools, j),
-                        old,
-                        new,
-                        asserted: asserted.presence(n, &b.name),
-                    });
-                }
+            // A tool that moved to (or away from) an MCP server changed too.
+            if (was.is_some() || now.is_some()) && was != now {
+                let function = || "not an MCP tool".to_owned();
+                executions.push(Did::ExecutionChanged {
+                    name: b.name.clone(),
+                    arguments: b.arguments.clone(),
+                    at: Position::of(&w.tools, j),
+                    old: was.unwrap_or_else(function),
+                    new: now.unwrap_or_else(function),
+                    asserted: asserted.presence(n, &b.name),
+                });
             }
             if let (Some(x), Some(y)) = (
                 old_results.get(a.id.as_str()),

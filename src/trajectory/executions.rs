@@ -1,19 +1,20 @@
 //! Which tool call the model asked for was executed at the MCP boundary: each `tools/call`
-//! an MCP server answered is paired with the earliest model call of that tool not yet
-//! paired before it. A call to a tool an MCP server listed that nothing executed was not
-//! executed there (mocked, or the program never ran it); a call to any other tool is a
+//! an MCP server answered is paired with a model call of that tool not yet paired before
+//! it, preferring one of the same turn, then one with the same arguments, then the
+//! earliest. A call to a tool an MCP server listed that nothing executed was not executed
+//! there (mocked, refused, or the program never ran it); a call to any other tool is a
 //! function of the program, which the boundary does not see.
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap};
+
+use serde_json::Value;
 
 use crate::cassette::Interaction;
 use crate::neutral::{Execution, ToolCall};
 
-/// One execution, where it happened.
+/// One execution, in the turn it happened.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Executed {
-    /// The position of its interaction among those paired.
-    pub at: usize,
     pub turn: usize,
     pub execution: Execution,
 }
@@ -22,10 +23,25 @@ pub struct Executed {
 #[derive(Debug, Default)]
 pub struct Executions {
     pub all: Vec<Executed>,
-    /// The execution (index into `all`) of each tool call, by call id.
-    by_call: HashMap<String, usize>,
+    /// The execution (index into `all`) of each tool call, by [`CallKey`].
+    by_call: HashMap<CallKey, usize>,
     /// Tools the MCP servers listed.
     mcp_tools: BTreeSet<String>,
+}
+
+/// What tells tool calls apart: the id, and the name and arguments, since some dialects
+/// (Gemini) may give calls no id.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct CallKey(String, String, String);
+
+impl CallKey {
+    fn of(call: &ToolCall) -> CallKey {
+        CallKey(
+            call.id.clone(),
+            call.name.clone(),
+            call.arguments.to_string(),
+        )
+    }
 }
 
 /// What the MCP boundary saw of one tool call.
@@ -43,21 +59,19 @@ impl Executions {
     /// the model calls before them.
     pub fn pair(interactions: &[Interaction]) -> Executions {
         let mut out = Executions::default();
-        let mut waiting: VecDeque<ToolCall> = VecDeque::new();
-        for (at, it) in interactions.iter().enumerate() {
+        // The model's calls not yet paired, with their turns.
+        let mut waiting: Vec<(usize, ToolCall)> = Vec::new();
+        for it in interactions {
             out.mcp_tools.extend(it.listed_tools());
+            let turn = it.turn.unwrap_or(0);
             if let Some(execution) = it.execution() {
-                let call = waiting.iter().position(|c| c.name == execution.tool);
-                if let Some(call) = call.and_then(|i| waiting.remove(i)) {
-                    out.by_call.insert(call.id, out.all.len());
+                if let Some(i) = best_match(&waiting, turn, &execution.tool, &execution.arguments) {
+                    let (_, call) = waiting.remove(i);
+                    out.by_call.insert(CallKey::of(&call), out.all.len());
                 }
-                out.all.push(Executed {
-                    at,
-                    turn: it.turn.unwrap_or(0),
-                    execution,
-                });
-            } else if let Some(call) = answered_model_call(it) {
-                waiting.extend(call);
+                out.all.push(Executed { turn, execution });
+            } else if let Some(calls) = answered_model_call(it) {
+                waiting.extend(calls.into_iter().map(|c| (turn, c)));
             }
         }
         out
@@ -65,7 +79,7 @@ impl Executions {
 
     /// What happened to `call` at the MCP boundary.
     pub fn fate(&self, call: &ToolCall) -> Fate<'_> {
-        match self.by_call.get(&call.id) {
+        match self.by_call.get(&CallKey::of(call)) {
             Some(i) => Fate::Executed(&self.all[*i].execution),
             None if self.mcp_tools.contains(&call.name) => Fate::NotExecuted,
             None => Fate::Function,
@@ -101,4 +115,21 @@ fn answered_model_call(it: &Interaction) -> Option<Vec<ToolCall>> {
         return None;
     }
     Some(it.model_call()?.tool_calls)
+}
+
+/// The waiting call an execution of `tool` with `arguments` in `turn` answers: one of the
+/// same turn before one of another, one with the same arguments before one with other
+/// arguments (the program may change them), the earliest first.
+fn best_match(
+    waiting: &[(usize, ToolCall)],
+    turn: usize,
+    tool: &str,
+    arguments: &Value,
+) -> Option<usize> {
+    waiting
+        .iter()
+        .enumerate()
+        .filter(|(_, (_, c))| c.name == tool)
+        .min_by_key(|(i, (t, c))| (*t != turn, c.arguments != *arguments, *i))
+        .map(|(i, _)| i)
 }

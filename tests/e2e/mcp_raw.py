@@ -70,6 +70,11 @@ SCENARIOS = {
         '{"jsonrpc": "2.0", "id": 5, "method": "ping"}',
     ],
     "big": ['{"jsonrpc": "2.0", "id": 1, "method": "big", "params": {"mb": 8}}'],
+    # Two calls of a tool a spec mocks with one result (tests/mcp_hostile.rs).
+    "mocked": [
+        '{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "t", "arguments": {"n": 1}}}',
+        '{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "t", "arguments": {"n": 2}}}',
+    ],
     "die": [
         '{"jsonrpc": "2.0", "id": 1, "method": "ping"}',
         '{"jsonrpc": "2.0", "id": 2, "method": "die"}',

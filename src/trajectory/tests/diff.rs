@@ -509,3 +509,27 @@ fn execution_changes_at_the_mcp_boundary() {
     assert_eq!(d.verdict, Verdict::Benign, "nothing asserts it");
     insta::assert_snapshot!("executed_with_other_arguments", render_text(&d));
 }
+
+#[test]
+fn a_function_tool_that_moved_to_an_mcp_server_is_a_change() {
+    let mut r = super::Rec::weather(4);
+    r.turn(0, "Mail the weather to ops@example.com");
+    r.calls(&[(
+        "send_email",
+        json!({"to": "ops@example.com"}),
+        json!("sent"),
+    )]);
+    r.reply("Mailed.");
+    let function = r.cassette();
+    let sent = mailer(1, Some(json!({"to": "ops@example.com"})));
+    let text = render_text(&diff_cassettes(&function, &sent, &Asserted::none()));
+    assert!(
+        text.contains("⇢ send_email {\"to\":\"ops@example.com\"} (tool call 1): not an MCP tool → executed by mail"),
+        "{text}"
+    );
+    let back = render_text(&diff_cassettes(&sent, &function, &Asserted::none()));
+    assert!(
+        back.contains("executed by mail → not an MCP tool"),
+        "{back}"
+    );
+}

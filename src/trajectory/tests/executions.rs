@@ -1,8 +1,9 @@
 //! Pairing the model's tool calls with the executions at the MCP boundary.
 
-use serde_json::json;
+use serde_json::{json, Value};
 
 use super::Rec;
+use crate::cassette::Body;
 use crate::neutral::ToolCall;
 use crate::trajectory::executions::{Executions, Fate};
 
@@ -92,4 +93,111 @@ fn a_listed_tool_nothing_executed_is_not_executed() {
     let ex = Executions::pair(&r.interactions);
     assert_eq!(ex.fate(&call_of(&r, 0)), Fate::NotExecuted);
     assert!(ex.all.is_empty());
+}
+
+#[test]
+fn an_execution_answers_the_call_of_its_turn_with_its_arguments_first() {
+    let mut r = Rec::weather(3);
+    r.turn(0, "Weather in Paris and Rome?").mcp(
+        "weather",
+        "tools/list",
+        json!(null),
+        json!({"tools": [{"name": "get_weather"}]}),
+    );
+    r.calls(&[
+        ("get_weather", json!({"city": "Paris"}), json!("sunny")),
+        ("get_weather", json!({"city": "Rome"}), json!("rain")),
+    ]);
+    // Rome ran first, then Paris: each answers the call with its own arguments.
+    for city in ["Rome", "Paris"] {
+        r.mcp(
+            "weather",
+            "tools/call",
+            json!({"name": "get_weather", "arguments": {"city": city}}),
+            json!({"content": [{"type": "text", "text": city}]}),
+        );
+    }
+    r.reply("Sunny in Paris, rain in Rome.");
+    r.turn(1, "And Oslo?");
+    r.calls(&[("get_weather", json!({"city": "Oslo"}), json!("snow"))]);
+    // Executed with other arguments than asked: still the call of this turn, not a
+    // call of the turn before.
+    r.mcp(
+        "weather",
+        "tools/call",
+        json!({"name": "get_weather", "arguments": {"city": "Oslo, NO"}}),
+        json!({"content": []}),
+    );
+    r.reply("Snow.");
+    let ex = Executions::pair(&r.interactions);
+    for (n, city) in [(0, "Paris"), (1, "Rome"), (2, "Oslo, NO")] {
+        match ex.fate(&call_of(&r, n)) {
+            Fate::Executed(e) => assert_eq!(e.arguments, json!({"city": city})),
+            other => panic!("call {n}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn calls_without_ids_are_told_apart_by_their_arguments() {
+    let mut r = Rec::weather(4);
+    r.turn(0, "Weather in Paris and Rome?").mcp(
+        "weather",
+        "tools/list",
+        json!(null),
+        json!({"tools": [{"name": "get_weather"}]}),
+    );
+    r.calls(&[
+        ("get_weather", json!({"city": "Paris"}), json!("sunny")),
+        ("get_weather", json!({"city": "Rome"}), json!("mocked")),
+    ]);
+    r.mcp(
+        "weather",
+        "tools/call",
+        json!({"name": "get_weather", "arguments": {"city": "Paris"}}),
+        json!({"content": []}),
+    );
+    r.reply("Sunny.");
+    // The model gave its calls no ids, as Gemini may.
+    for it in &mut r.interactions {
+        if let Some(Body::Json(body)) = &it.response.body {
+            let mut v: Value = body.get().clone();
+            if let Some(calls) = v.pointer_mut("/choices/0/message/tool_calls") {
+                for c in calls.as_array_mut().unwrap() {
+                    c["id"] = json!("");
+                }
+            }
+            it.response.body = Some(Body::Json(v.into()));
+        }
+    }
+    let ex = Executions::pair(&r.interactions);
+    assert_eq!(call_of(&r, 1).id, "");
+    assert!(matches!(ex.fate(&call_of(&r, 0)), Fate::Executed(_)));
+    assert_eq!(ex.fate(&call_of(&r, 1)), Fate::NotExecuted);
+}
+
+#[test]
+fn a_call_the_server_refused_was_not_executed() {
+    let mut r = Rec::weather(5);
+    r.turn(0, "Weather in Paris?").mcp(
+        "weather",
+        "tools/list",
+        json!(null),
+        json!({"tools": [{"name": "get_weather"}]}),
+    );
+    r.calls(&[("get_weather", json!({"city": "Paris"}), json!("error"))]);
+    r.mcp(
+        "weather",
+        "tools/call",
+        json!({"name": "get_weather", "arguments": {"city": "Paris"}}),
+        json!(null),
+    );
+    let Some(Body::Json(body)) = &mut r.interactions.last_mut().unwrap().response.body else {
+        panic!("no body");
+    };
+    *body = json!({"error": {"code": -32602, "message": "Invalid arguments"}}).into();
+    r.reply("Sorry.");
+    let ex = Executions::pair(&r.interactions);
+    assert!(ex.all.is_empty());
+    assert_eq!(ex.fate(&call_of(&r, 0)), Fate::NotExecuted);
 }
