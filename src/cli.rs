@@ -468,6 +468,14 @@ pub struct SessionArgs {
     #[arg(long = "mcp", value_name = "NAME=URL", value_parser = parse_mcp_server)]
     pub mcp: Vec<(String, String)>,
 
+    /// Inject a fault into model requests (repeatable), counted from 1 over the session:
+    /// 'request=1,kind=rate_limit,times=2'. Kinds: rate_limit (retry_after=0s),
+    /// server_error (status=500), overloaded, timeout (for=10s), disconnect,
+    /// truncate_stream (after_events=1), stream_error. A faulted request is never
+    /// forwarded or recorded and uses up no recording. See docs/faults.md.
+    #[arg(long = "fault", value_name = "SPEC", value_parser = crate::fault::parse_flag)]
+    pub fault: Vec<crate::fault::Fault>,
+
     /// The program to run, after `--`. Without it agentproxy runs as a daemon.
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,

@@ -6,7 +6,7 @@
 //! its own files), never one above it or beside it. `tests/layers.rs` checks the imports
 //! against this list, which it reads from here.
 //!
-//! - layer 1, leaves: `neutral` `sse` `redact` `assert`
+//! - layer 1, leaves: `neutral` `sse` `redact` `assert` `fault`
 //! - layer 2: `dialect`
 //! - layer 3: `cassette`
 //! - layer 4: `matching`
@@ -19,7 +19,7 @@
 //! - layer 11: `cli` `error`
 //! - layer 12: `commands`
 //!
-//! Pure modules (`assert`, `cassette::format`, `dialect`, `matching`, `neutral`, `redact`,
+//! Pure modules (`assert`, `cassette::format`, `dialect`, `fault`, `matching`, `neutral`, `redact`,
 //! `report`, `spec` but for its file loaders, `sse`, `trajectory`) take values and return
 //! values; I/O lives in `proxy`, `runner`, `doctor`, `determinism::driver`, `cassette::store`
 //! and `commands`.
@@ -33,6 +33,7 @@ pub(crate) mod determinism;
 pub mod dialect;
 pub(crate) mod doctor;
 pub mod error;
+pub mod fault;
 pub mod matching;
 pub(crate) mod neutral;
 pub(crate) mod proxy;

@@ -30,6 +30,10 @@ pub async fn run(args: RecordArgs) -> Result<Exit> {
         mocks: None,
         log_exchanges: false,
         mcp_http: args.session.mcp.iter().cloned().collect(),
+        faults: crate::fault::Plan {
+            case: args.session.fault.clone(),
+            turns: vec![],
+        },
     };
     let banner = format!(
         "recording to {} from openai {}, anthropic {}, gemini {}",
@@ -81,6 +85,9 @@ pub async fn run(args: RecordArgs) -> Result<Exit> {
     plan::save(&writer, &upstreams, &match_rules, Use::Record, out)?;
     let errors = ended.outcome.upstream_errors.len();
     if !s.quiet {
+        if let Some(line) = session::faults_line(&out.faults) {
+            eprintln!("{line}");
+        }
         eprintln!(
             "agentproxy: recorded {count} interaction(s) ({streamed} streamed) from {} to {}",
             used.join(" and "),
@@ -105,6 +112,7 @@ pub async fn run(args: RecordArgs) -> Result<Exit> {
             "recorded": count,
             "streamed": streamed,
             "upstream_errors": ended.outcome.upstream_errors,
+            "faults": ended.outcome.faults,
             "program_exit": ended.child,
             "exit_code": exit.code(),
         });

@@ -44,6 +44,10 @@ pub async fn run(args: ReplayArgs) -> Result<Exit> {
         mocks: None,
         log_exchanges: false,
         mcp_http: args.session.mcp.iter().cloned().collect(),
+        faults: crate::fault::Plan {
+            case: args.session.fault.clone(),
+            turns: vec![],
+        },
     };
     let banner = format!(
         "replaying {} ({total} interaction(s)), no network",
@@ -52,8 +56,11 @@ pub async fn run(args: ReplayArgs) -> Result<Exit> {
     let ended = session::run(s, options, true, &banner).await?;
     let out = &ended.outcome;
     let missed = out.misses.len();
-    let served = out.requests.saturating_sub(missed);
+    let served = out.requests.saturating_sub(missed + out.faults.len());
     if !s.quiet {
+        if let Some(line) = session::faults_line(&out.faults) {
+            eprintln!("{line}");
+        }
         eprintln!(
             "agentproxy: served {served} request(s) from {}; {missed} missed; {} of {total} recording(s) unused",
             s.cassette.display(),
@@ -95,6 +102,7 @@ pub async fn run(args: ReplayArgs) -> Result<Exit> {
             "served": served,
             "misses": out.misses,
             "unused": out.unused,
+            "faults": out.faults,
             "program_exit": ended.child,
             "exit_code": exit.code(),
         });

@@ -60,6 +60,7 @@ fn idle(max_body: usize) -> Options {
         mocks: None,
         log_exchanges: false,
         mcp_http: Default::default(),
+        faults: Default::default(),
     }
 }
 

@@ -132,3 +132,16 @@ impl Signals {
         }
     }
 }
+
+/// The faults that fired in a session, for its summary: one line, none when none fired.
+pub fn faults_line(fired: &[crate::fault::Fired]) -> Option<String> {
+    if fired.is_empty() {
+        return None;
+    }
+    let each: Vec<String> = fired.iter().map(ToString::to_string).collect();
+    Some(format!(
+        "agentproxy: {} fault(s) injected: {}",
+        fired.len(),
+        each.join(", ")
+    ))
+}

@@ -310,10 +310,10 @@ mod tests {
                 .unwrap()
                 .is_error
         );
-        assert!(
-            execution(&request, &json!({"error": {"code": -1}}))
-                .unwrap()
-                .is_error
+        // Refused by the server: nothing ran.
+        assert_eq!(
+            execution(&request, &json!({"error": {"code": -32602}})),
+            None
         );
         let list = json!({"server": "mail", "method": "tools/list", "params": null});
         assert_eq!(execution(&list, &json!({"result": {}})), None);

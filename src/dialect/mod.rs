@@ -81,7 +81,27 @@ pub(crate) trait Dialect: Sync {
 
     /// A minimal valid response of this dialect whose reply is `text`, for `model`.
     fn text_response(&self, request: &Value, model: &str, text: &str) -> Value;
+
+    /// The answer of an error fault ([`ErrorFault`]) as this provider gives it: its status
+    /// and body.
+    fn fault_error(&self, fault: ErrorFault) -> (u16, Value);
+
+    /// An error event inside a `200` stream, as this dialect's server sends one.
+    fn stream_error(&self) -> SseEvent;
 }
+
+/// A fault answered with an error status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorFault {
+    RateLimit,
+    /// A 5xx with this status.
+    ServerError(u16),
+    Overloaded,
+}
+
+/// What every injected error says, so a reader of the program's log knows where it came
+/// from.
+pub const INJECTED: &str = "(injected by agentproxy)";
 
 /// A route: the dialect and endpoint a request belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -231,6 +251,16 @@ impl Route {
     /// plain HTTP.
     pub fn text_response(self, request: &Value, model: &str, text: &str) -> Option<Value> {
         Some(self.dialect()?.text_response(request, model, text))
+    }
+
+    /// An error fault's status and body in this route's shape; `None` for plain HTTP.
+    pub fn fault_error(self, fault: ErrorFault) -> Option<(u16, Value)> {
+        Some(self.dialect()?.fault_error(fault))
+    }
+
+    /// An error event inside a stream of this route; `None` for plain HTTP.
+    pub fn stream_error(self) -> Option<SseEvent> {
+        Some(self.dialect()?.stream_error())
     }
 
     /// Replace tool results in a request by mocks (see [`Dialect::rewrite_tool_results`]).

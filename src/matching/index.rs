@@ -76,6 +76,16 @@ impl Index {
         Lookup::Hit(pos)
     }
 
+    /// The interaction [`Index::take`] would give for `key`, left in place.
+    pub fn peek(&self, key: &str) -> Option<usize> {
+        let q = self.queues.get(key)?;
+        match (q.items.get(q.next), self.repeat) {
+            (Some(&pos), _) => Some(pos),
+            (None, Repeat::Last) => q.items.last().copied(),
+            (None, _) => None,
+        }
+    }
+
     /// Positions of the interactions never served, in recorded order.
     pub fn unused(&self) -> Vec<usize> {
         self.served

@@ -3,6 +3,7 @@
 
 pub(crate) mod body;
 mod exchange;
+pub mod fault;
 pub mod mcp;
 pub mod mcp_http;
 mod miss;
@@ -14,7 +15,7 @@ mod session;
 pub mod switch;
 pub mod upstream;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -128,6 +129,8 @@ pub struct Options {
     pub log_exchanges: bool,
     /// Streamable HTTP MCP servers by name (`--mcp NAME=URL`), served at `/mcp/NAME`.
     pub mcp_http: std::collections::BTreeMap<String, String>,
+    /// Faults to inject into model requests, by occurrence.
+    pub faults: crate::fault::Plan,
 }
 
 pub struct Proxy {
@@ -162,6 +165,10 @@ struct State {
     /// Tools a mock answered at the MCP boundary.
     mcp_mocked: BTreeSet<String>,
     mock_problems: Vec<String>,
+    /// Model requests so far, and per turn (faulted ones included).
+    model_requests: usize,
+    turn_requests: BTreeMap<Option<usize>, usize>,
+    fired: Vec<crate::fault::Fired>,
 }
 
 /// What a session did, read once it has drained.
@@ -189,6 +196,10 @@ pub struct Outcome {
     pub mock_problems: Vec<String>,
     /// Tools a mock answered at the MCP boundary (their calls never reached a server).
     pub mcp_mocked: BTreeSet<String>,
+    /// Model requests per turn (`None`: outside any turn), faulted ones included.
+    pub model_requests: BTreeMap<Option<usize>, usize>,
+    /// The faults that fired, in order.
+    pub faults: Vec<crate::fault::Fired>,
 }
 
 impl Proxy {
@@ -313,6 +324,8 @@ impl Proxy {
             requests: self.requests(),
             mock_problems: std::mem::take(&mut st.mock_problems),
             mcp_mocked: std::mem::take(&mut st.mcp_mocked),
+            model_requests: std::mem::take(&mut st.turn_requests),
+            faults: std::mem::take(&mut st.fired),
         }
     }
 

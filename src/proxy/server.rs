@@ -1,7 +1,6 @@
 //! The accept loop: one task per connection, HTTP/1 and HTTP/2, graceful drain on shutdown.
 //! A bad connection is logged and never stops the loop.
 
-use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -148,7 +147,15 @@ pub(crate) async fn accept_loop<H, F>(
                     let handler = handler.clone();
                     let svc = service_fn(move |req| {
                         let answer = handler(req);
-                        async move { Ok::<_, Infallible>(answer.await) }
+                        async move {
+                            let resp = answer.await;
+                            // A `disconnect` or `timeout` fault: no answer, the
+                            // connection closes.
+                            if resp.extensions().get::<super::fault::Disconnect>().is_some() {
+                                return Err(std::io::Error::other("connection closed (fault)"));
+                            }
+                            Ok(resp)
+                        }
                     });
                     let conn = builder.serve_connection(TokioIo::new(stream), svc).into_owned();
                     let conn = graceful.watch(conn);

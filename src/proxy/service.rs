@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::body::{json_response, ProxyBody};
 use super::exchange::Exchange;
-use super::{record, replay, Proxy};
+use super::{fault, record, replay, Proxy};
 use crate::cassette::Body;
 use crate::dialect::{self, Route};
 use crate::matching::{self, index::Lookup};
@@ -114,9 +114,13 @@ pub async fn handle(proxy: Arc<Proxy>, req: Request<hyper::body::Incoming>) -> R
         }
     };
     let route = Route::of(&parts.method, &path);
-    if let Some((rp, pos)) = proxy.take_identical(route, parts.method.as_str(), &stored_path, &raw)
-    {
-        return serve_identical(&proxy, rp, seq, pos).await;
+    let due = route.requires_json().then(|| fault::next(&proxy)).flatten();
+    if due.is_none() {
+        if let Some((rp, pos)) =
+            proxy.take_identical(route, parts.method.as_str(), &stored_path, &raw)
+        {
+            return serve_identical(&proxy, rp, seq, pos).await;
+        }
     }
     let (raw, stored, digest) = match prepare_body(&proxy, route, raw) {
         Ok(b) => b,
@@ -151,6 +155,11 @@ pub async fn handle(proxy: Arc<Proxy>, req: Request<hyper::body::Incoming>) -> R
         digest,
         key,
     };
+    if let Some(due) = due {
+        let resp = fault::serve(&ex, &due.fault, would_get(&proxy, &ex)).await;
+        fault::note(&proxy, &due, &resp);
+        return resp;
+    }
     if let Some(rp) = &proxy.opts.replay {
         if let Some(pos) = rp.take_by_position(ex.route.name(), ex.turn) {
             return serve_by_position(&proxy, rp, pos, &ex).await;
@@ -322,4 +331,33 @@ fn answer_miss(
     resp.headers_mut()
         .insert("x-should-retry", http::HeaderValue::from_static("false"));
     resp
+}
+
+/// What `ex` would be answered with, for a fault that cuts or spoils it: its recording,
+/// left in place for the retry, or (recording, or nothing recorded) an empty reply.
+fn would_get(proxy: &Proxy, ex: &Exchange) -> fault::Recorded {
+    let recorded = proxy.opts.replay.as_ref().and_then(|rp| {
+        let pos = rp
+            .index
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .peek(&ex.key)?;
+        Some(&rp.interactions[pos].response)
+    });
+    let recorded = recorded.filter(|r| (200..300).contains(&r.status));
+    if let Some(rec) = recorded {
+        if let Some(body) = rec.body.as_ref().and_then(Body::as_json) {
+            return fault::Recorded::of(ex, body, rec.event_frames());
+        }
+        if let Some(events) = rec.event_frames() {
+            return fault::Recorded::Events(events);
+        }
+    }
+    let request = ex.json().cloned().unwrap_or_default();
+    let model = request["model"].as_str().unwrap_or("agentproxy").to_owned();
+    let stand_in = ex
+        .route
+        .text_response(&request, &model, "")
+        .unwrap_or_default();
+    fault::Recorded::of(ex, &stand_in, None)
 }

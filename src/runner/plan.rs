@@ -113,6 +113,7 @@ pub(crate) fn plan(
         }),
         log_exchanges: true,
         mcp_http: Default::default(),
+        faults: Default::default(),
     };
     Ok(Plan {
         options,

@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde_json::{json, Value};
 
 use super::shared::{array, params, parts, result_message, rewrite_results, text};
-use super::{AssembleError, Dialect};
+use super::{AssembleError, Dialect, ErrorFault, INJECTED};
 use crate::neutral::{Message, ModelCall, ToolCall, ToolDef, ToolResult, Usage};
 use crate::sse::SseEvent;
 
@@ -81,6 +81,29 @@ impl Dialect for Anthropic {
         mock: &mut dyn FnMut(&ToolCall, usize) -> Option<Value>,
     ) -> usize {
         rewrite_tool_results(request, lookup, mock)
+    }
+
+    fn fault_error(&self, fault: ErrorFault) -> (u16, Value) {
+        let (status, kind, message) = match fault {
+            ErrorFault::RateLimit => (
+                429,
+                "rate_limit_error",
+                "Number of requests has exceeded your rate limit",
+            ),
+            ErrorFault::Overloaded => (529, "overloaded_error", "Overloaded"),
+            ErrorFault::ServerError(status) => (status, "api_error", "Internal server error"),
+        };
+        (status, error_body(kind, &format!("{message} {INJECTED}")))
+    }
+
+    /// The `error` event Anthropic sends inside a stream (an overload, typically).
+    fn stream_error(&self) -> SseEvent {
+        let (_, body) = self.fault_error(ErrorFault::Overloaded);
+        SseEvent {
+            event: Some("error".into()),
+            id: None,
+            data: body.to_string(),
+        }
     }
 
     fn text_response(&self, _request: &Value, model: &str, text: &str) -> Value {

@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde_json::{json, Value};
 
 use super::shared::{array, params, rewrite_results, text};
-use super::{AssembleError, Dialect};
+use super::{AssembleError, Dialect, ErrorFault, INJECTED};
 use crate::neutral::{Message, ModelCall, ToolCall, ToolDef, ToolResult, Usage};
 use crate::sse::SseEvent;
 
@@ -136,6 +136,26 @@ impl Dialect for Gemini {
         mock: &mut dyn FnMut(&ToolCall, usize) -> Option<Value>,
     ) -> usize {
         rewrite_tool_results(request, lookup, mock)
+    }
+
+    fn fault_error(&self, fault: ErrorFault) -> (u16, Value) {
+        let (status, message) = match fault {
+            ErrorFault::RateLimit => (429, "Resource has been exhausted (e.g. check quota)."),
+            ErrorFault::Overloaded => (503, "The model is overloaded. Please try again later."),
+            ErrorFault::ServerError(status) => (status, "An internal error has occurred."),
+        };
+        let message = format!("{message} {INJECTED}");
+        (status, error_body(status, "agentproxy_fault", &message))
+    }
+
+    /// A chunk that is an error object, as Google ends a failing stream.
+    fn stream_error(&self) -> SseEvent {
+        let (_, body) = self.fault_error(ErrorFault::ServerError(500));
+        SseEvent {
+            event: None,
+            id: None,
+            data: body.to_string(),
+        }
     }
 
     fn text_response(&self, _request: &Value, model: &str, text: &str) -> Value {

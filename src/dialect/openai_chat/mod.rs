@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use super::shared::{
     arguments, array, content_text, is_system, params, parts, result_message, rewrite_results,
 };
-use super::{AssembleError, Dialect};
+use super::{AssembleError, Dialect, ErrorFault, INJECTED};
 use crate::neutral::{parse_arguments, Message, ModelCall, ToolCall, ToolDef, ToolResult, Usage};
 use crate::sse::SseEvent;
 
@@ -84,6 +84,20 @@ impl Dialect for OpenAiChat {
         rewrite_tool_results(request, lookup, mock)
     }
 
+    fn fault_error(&self, fault: ErrorFault) -> (u16, Value) {
+        fault_error(fault)
+    }
+
+    /// A chunk whose body is an error object: the SDKs raise on it.
+    fn stream_error(&self) -> SseEvent {
+        let (_, body) = fault_error(ErrorFault::ServerError(500));
+        SseEvent {
+            event: None,
+            id: None,
+            data: body.to_string(),
+        }
+    }
+
     fn text_response(&self, _request: &Value, model: &str, text: &str) -> Value {
         json!({
             "id": "chatcmpl-agentproxy",
@@ -99,6 +113,36 @@ impl Dialect for OpenAiChat {
             "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
         })
     }
+}
+
+/// An error fault as OpenAI answers it (the Responses API alike): `429` with
+/// `rate_limit_exceeded`, `503` when overloaded, a `server_error` otherwise.
+pub(crate) fn fault_error(fault: ErrorFault) -> (u16, Value) {
+    let (status, message, kind, code) = match fault {
+        ErrorFault::RateLimit => (
+            429,
+            "Rate limit reached for requests",
+            "requests",
+            json!("rate_limit_exceeded"),
+        ),
+        ErrorFault::Overloaded => (
+            503,
+            "The engine is currently overloaded, please try again later",
+            "server_error",
+            Value::Null,
+        ),
+        ErrorFault::ServerError(status) => (
+            status,
+            "The server had an error while processing your request",
+            "server_error",
+            Value::Null,
+        ),
+    };
+    let message = format!("{message} {INJECTED}");
+    (
+        status,
+        json!({"error": {"message": message, "type": kind, "param": null, "code": code}}),
+    )
 }
 
 /// An error body in OpenAI's shape (the Responses API uses the same).

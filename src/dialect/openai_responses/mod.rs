@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use super::shared::{
     arguments, array, content_text, is_system, params, parts, result_message, rewrite_results,
 };
-use super::{AssembleError, Dialect};
+use super::{AssembleError, Dialect, ErrorFault, INJECTED};
 use crate::neutral::{parse_arguments, Message, ModelCall, ToolCall, ToolDef, ToolResult, Usage};
 use crate::sse::SseEvent;
 
@@ -88,6 +88,22 @@ impl Dialect for OpenAiResponses {
         mock: &mut dyn FnMut(&ToolCall, usize) -> Option<Value>,
     ) -> usize {
         rewrite_tool_results(request, lookup, mock)
+    }
+
+    fn fault_error(&self, fault: ErrorFault) -> (u16, Value) {
+        super::openai_chat::fault_error(fault)
+    }
+
+    /// The `error` event the Responses API sends when a stream fails.
+    fn stream_error(&self) -> SseEvent {
+        let data = json!({"type": "error", "code": "server_error",
+            "message": format!("The server had an error while processing your request {INJECTED}"),
+            "param": null, "sequence_number": 0});
+        SseEvent {
+            event: Some("error".into()),
+            id: None,
+            data: data.to_string(),
+        }
     }
 
     fn text_response(&self, request: &Value, model: &str, text: &str) -> Value {

@@ -1,0 +1,326 @@
+//! Injected faults: what goes wrong on purpose, and when. A fault fires on the n-th model
+//! request (of the case, or of one turn) and on the `times - 1` requests after it, so it is
+//! deterministic by occurrence, never by chance. This module is the grammar (one for a
+//! spec's `faults:` and for `--fault`) and the choice of the fault a request gets; the
+//! proxy serves it and each dialect gives it its native shape.
+
+use std::fmt;
+use std::time::Duration;
+
+/// What goes wrong.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// `429` with `Retry-After`.
+    RateLimit,
+    /// A `5xx` (`status:`, 500 unless given).
+    ServerError,
+    /// The provider's overloaded answer: Anthropic `529 overloaded_error`, OpenAI `503`,
+    /// Gemini `503 UNAVAILABLE`.
+    Overloaded,
+    /// The request is held for `for:`, then the connection closed without an answer.
+    Timeout,
+    /// The connection is closed before the first byte of an answer.
+    Disconnect,
+    /// The stream is cut after `after_events:` events, without its terminator.
+    TruncateStream,
+    /// An error event inside a `200` stream.
+    StreamError,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 7] = [
+        Kind::RateLimit,
+        Kind::ServerError,
+        Kind::Overloaded,
+        Kind::Timeout,
+        Kind::Disconnect,
+        Kind::TruncateStream,
+        Kind::StreamError,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::RateLimit => "rate_limit",
+            Kind::ServerError => "server_error",
+            Kind::Overloaded => "overloaded",
+            Kind::Timeout => "timeout",
+            Kind::Disconnect => "disconnect",
+            Kind::TruncateStream => "truncate_stream",
+            Kind::StreamError => "stream_error",
+        }
+    }
+
+    fn from_name(name: &str) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|k| k.as_str() == name)
+    }
+
+    /// The names of every kind, for error messages and help.
+    pub fn names() -> String {
+        let names: Vec<&str> = Kind::ALL.iter().map(|k| k.as_str()).collect();
+        names.join(", ")
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One declared fault.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fault {
+    /// `request:` (≥ 1): the model request it fires on, counted from 1 over the case (over
+    /// the turn, for a turn's fault); retries are requests too.
+    pub request: usize,
+    pub kind: Kind,
+    /// `times:` (≥ 1, default 1): how many requests in a row it fires on.
+    pub times: usize,
+    /// `status:` (`server_error` only, 500–599, default 500).
+    pub status: u16,
+    /// `retry_after:` (`rate_limit` only, a duration, default `0s`).
+    pub retry_after: Duration,
+    /// `for:` (`timeout` only, a duration, default `10s`): how long the request is held.
+    pub hold: Duration,
+    /// `after_events:` (`truncate_stream` only, ≥ 0, default 1): the events served before
+    /// the cut.
+    pub after_events: usize,
+}
+
+/// The keys of a fault, in the order the docs give them.
+pub const KEYS: [&str; 7] = [
+    "request",
+    "kind",
+    "times",
+    "status",
+    "retry_after",
+    "for",
+    "after_events",
+];
+
+/// A fault under construction: keys set one at a time, checked together by [`Draft::done`].
+#[derive(Debug, Default)]
+pub struct Draft {
+    request: Option<usize>,
+    kind: Option<Kind>,
+    times: Option<usize>,
+    status: Option<u16>,
+    retry_after: Option<Duration>,
+    hold: Option<Duration>,
+    after_events: Option<usize>,
+}
+
+impl Draft {
+    /// Set `key` from its text, as written in a spec or a `--fault` flag.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+        let count = |min: usize| {
+            value
+                .parse::<usize>()
+                .ok()
+                .filter(|n| *n >= min)
+                .ok_or_else(|| {
+                    format!("`{key}` must be a whole number of at least {min}, not `{value}`")
+                })
+        };
+        let duration = || {
+            humantime::parse_duration(value)
+                .map_err(|_| format!("`{key}` must be a duration like 0s, 2s or 1m, not `{value}`"))
+        };
+        match key {
+            "request" => self.request = Some(count(1)?),
+            "kind" => {
+                let kind = Kind::from_name(value).ok_or_else(|| {
+                    format!(
+                        "unknown fault kind `{value}`; expected one of {}",
+                        Kind::names()
+                    )
+                })?;
+                self.kind = Some(kind);
+            }
+            "times" => self.times = Some(count(1)?),
+            "status" => {
+                let status = value
+                    .parse::<u16>()
+                    .ok()
+                    .filter(|s| (500..600).contains(s))
+                    .ok_or_else(|| format!("`status` must be a 5xx status, not `{value}`"))?;
+                self.status = Some(status);
+            }
+            "retry_after" => self.retry_after = Some(duration()?),
+            "for" => {
+                let d = duration()?;
+                if d.is_zero() {
+                    return Err("`for` must be longer than zero".into());
+                }
+                self.hold = Some(d);
+            }
+            "after_events" => self.after_events = Some(count(0)?),
+            _ => {
+                return Err(format!(
+                    "unknown fault key `{key}`; expected one of {}",
+                    KEYS.join(", ")
+                ))
+            }
+        }
+        Ok(())
+    }
+
+    /// The fault, once `request` and `kind` are given and every other key suits the kind.
+    pub fn done(self) -> Result<Fault, String> {
+        let kind = self.kind.ok_or("a fault needs `kind`")?;
+        let request = self.request.ok_or("a fault needs `request` (from 1)")?;
+        let only = |set: bool, key: &str, owner: Kind| {
+            if set && kind != owner {
+                Err(format!("`{key}` is for `{owner}` faults, not `{kind}`"))
+            } else {
+                Ok(())
+            }
+        };
+        only(self.status.is_some(), "status", Kind::ServerError)?;
+        only(self.retry_after.is_some(), "retry_after", Kind::RateLimit)?;
+        only(self.hold.is_some(), "for", Kind::Timeout)?;
+        only(
+            self.after_events.is_some(),
+            "after_events",
+            Kind::TruncateStream,
+        )?;
+        Ok(Fault {
+            request,
+            kind,
+            times: self.times.unwrap_or(1),
+            status: self.status.unwrap_or(500),
+            retry_after: self.retry_after.unwrap_or_default(),
+            hold: self.hold.unwrap_or(Duration::from_secs(10)),
+            after_events: self.after_events.unwrap_or(1),
+        })
+    }
+}
+
+/// A `--fault` flag: `request=1,kind=rate_limit,times=2`.
+pub fn parse_flag(s: &str) -> Result<Fault, String> {
+    let mut draft = Draft::default();
+    for pair in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (key, value) = pair
+            .split_once('=')
+            .ok_or_else(|| format!("`{pair}` is not KEY=VALUE (in `{s}`)"))?;
+        draft.set(key.trim(), value.trim())?;
+    }
+    draft.done()
+}
+
+impl Fault {
+    /// Does the fault fire on the `n`-th request (from 1) of its scope?
+    pub fn covers(&self, n: usize) -> bool {
+        n >= self.request && n - self.request < self.times
+    }
+}
+
+/// The faults of a run: those counted over the whole case (or session), and those of each
+/// turn, counted within it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Plan {
+    pub case: Vec<Fault>,
+    /// By turn (0-based).
+    pub turns: Vec<(usize, Fault)>,
+}
+
+impl Plan {
+    pub fn is_empty(&self) -> bool {
+        self.case.is_empty() && self.turns.is_empty()
+    }
+
+    /// The fault the `nth` model request of the case gets (from 1), being the `nth_in_turn`
+    /// request of `turn`: a turn's own fault first, then the case's.
+    pub fn pick(&self, nth: usize, turn: Option<usize>, nth_in_turn: usize) -> Option<&Fault> {
+        let of_turn = self
+            .turns
+            .iter()
+            .filter(|(t, _)| Some(*t) == turn)
+            .map(|(_, f)| f)
+            .find(|f| f.covers(nth_in_turn));
+        of_turn.or_else(|| self.case.iter().find(|f| f.covers(nth)))
+    }
+}
+
+/// A fault that fired.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Fired {
+    /// The request it answered, counted from 1 over the case (or session).
+    pub request: usize,
+    /// The turn it fired in (0-based), under the test runner.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub turn: Option<usize>,
+    pub kind: Kind,
+    /// The HTTP status served; `None` when the connection was closed without one.
+    pub status: Option<u16>,
+}
+
+impl fmt::Display for Fired {
+    /// `request 2: rate_limit (429)`, `request 3: disconnect (no answer)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "request {}: {}", self.request, self.kind)?;
+        match self.status {
+            Some(status) => write!(f, " ({status})"),
+            None => write!(f, " (no answer)"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_flag_gives_a_fault_with_defaults() {
+        let f = parse_flag("request=1, kind=rate_limit, times=2").unwrap();
+        assert_eq!((f.request, f.kind, f.times), (1, Kind::RateLimit, 2));
+        assert_eq!(f.retry_after, Duration::ZERO);
+        let f = parse_flag("request=3,kind=server_error,status=502").unwrap();
+        assert_eq!((f.status, f.times), (502, 1));
+        let f = parse_flag("request=2,kind=truncate_stream,after_events=0").unwrap();
+        assert_eq!(f.after_events, 0);
+        let f = parse_flag("request=1,kind=timeout,for=1500ms").unwrap();
+        assert_eq!(f.hold, Duration::from_millis(1500));
+    }
+
+    #[test]
+    fn bad_faults_say_what_to_write() {
+        for (flag, want) in [
+            ("request=1", "a fault needs `kind`"),
+            ("kind=disconnect", "a fault needs `request` (from 1)"),
+            ("request=0,kind=disconnect", "`request` must be a whole number of at least 1, not `0`"),
+            ("request=1,kind=slow", "unknown fault kind `slow`; expected one of rate_limit, server_error, overloaded, timeout, disconnect, truncate_stream, stream_error"),
+            ("request=1,kind=rate_limit,status=503", "`status` is for `server_error` faults, not `rate_limit`"),
+            ("request=1,kind=server_error,status=404", "`status` must be a 5xx status, not `404`"),
+            ("request=1,kind=timeout,for=0s", "`for` must be longer than zero"),
+            ("request=1,kind=rate_limit,retry_after=soon", "`retry_after` must be a duration like 0s, 2s or 1m, not `soon`"),
+            ("request=1,kind=rate_limit,every=2", "unknown fault key `every`; expected one of request, kind, times, status, retry_after, for, after_events"),
+            ("request", "`request` is not KEY=VALUE (in `request`)"),
+        ] {
+            assert_eq!(parse_flag(flag).unwrap_err(), want, "{flag}");
+        }
+    }
+
+    #[test]
+    fn a_fault_covers_its_requests_in_a_row() {
+        let f = parse_flag("request=2,kind=rate_limit,times=2").unwrap();
+        let fired: Vec<usize> = (1..=5).filter(|n| f.covers(*n)).collect();
+        assert_eq!(fired, [2, 3]);
+    }
+
+    #[test]
+    fn a_turns_fault_counts_within_the_turn_and_comes_first() {
+        let plan = Plan {
+            case: vec![parse_flag("request=1,kind=overloaded").unwrap()],
+            turns: vec![(1, parse_flag("request=2,kind=disconnect").unwrap())],
+        };
+        let kind = |nth, turn, in_turn| plan.pick(nth, turn, in_turn).map(|f| f.kind);
+        assert_eq!(kind(1, Some(0), 1), Some(Kind::Overloaded));
+        assert_eq!(kind(2, Some(0), 2), None);
+        assert_eq!(kind(3, Some(1), 1), None);
+        assert_eq!(kind(4, Some(1), 2), Some(Kind::Disconnect));
+        // Outside any turn (record, replay): only the case's faults.
+        assert_eq!(kind(1, None, 1), Some(Kind::Overloaded));
+    }
+}
