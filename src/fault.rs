@@ -8,7 +8,9 @@ use std::fmt;
 use std::time::Duration;
 
 /// What goes wrong.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Kind {
     /// `429` with `Retry-After`.
@@ -244,12 +246,12 @@ impl Plan {
 }
 
 /// A fault that fired.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Fired {
     /// The request it answered, counted from 1 over the case (or session).
     pub request: usize,
     /// The turn it fired in (0-based), under the test runner.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turn: Option<usize>,
     pub kind: Kind,
     /// The HTTP status served; `None` when the connection was closed without one.

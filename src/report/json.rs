@@ -4,14 +4,16 @@
 //!
 //! ```json
 //! {
-//!   "version": "2.2",
+//!   "version": "2.3",
 //!   "cases": [ { "spec", "name", "status", "mode", "cassette", "duration_ms",
 //!                "turns": [ { "index", "input", "reply", "output",
 //!                             "tool_calls": [ { "name", "arguments", "result", "execution" } ],
 //!                             "executions": [ { "server", "name", "arguments", "is_error" } ],
 //!                             "assertions": [ { "passed", "what", "message", "expected",
 //!                                               "actual", "path", "nearest" } ],
-//!                             "model_calls", "usage": { "prompt", "completion", "cache_read",
+//!                             "model_calls", "requests",
+//!                             "faults": [ { "request", "turn", "kind", "status" } ],
+//!                             "usage": { "prompt", "completion", "cache_read",
 //!                                                  "cache_creation", "calls_without_usage" },
 //!                             "latency_ms", "missed", "not_reached" } ],
 //!                "assertions", "misses", "warnings", "error", "usage", "diff" } ],
@@ -32,7 +34,7 @@ use serde::Serialize;
 use super::RunReport;
 
 /// The version of the JSON report format.
-pub const FORMAT_VERSION: &str = "2.2";
+pub const FORMAT_VERSION: &str = "2.3";
 
 #[derive(Serialize)]
 struct Document<'a> {
@@ -68,7 +70,7 @@ mod tests {
     #[test]
     fn json_report_parses_back_with_version_and_summary() {
         let v: Value = serde_json::from_str(&render(&sample::run())).expect("valid JSON");
-        assert_eq!(v["version"], "2.2");
+        assert_eq!(v["version"], "2.3");
         assert_eq!(v["summary"]["failed"], 2);
         assert_eq!(
             v["cases"][3]["turns"][0]["tool_calls"][1]["arguments"]["country"],

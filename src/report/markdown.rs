@@ -259,12 +259,15 @@ fn turn_section(out: &mut String, t: &TurnReport) {
         out,
         "**Turn {}**: {}, {}, tokens {} (prompt / completion / cache read / cache write)\n",
         t.index,
-        text::count(t.model_calls, "model call", "model calls"),
+        text::model_calls_of(t),
         secs(t.latency_ms),
         tokens(&t.usage)
     );
     if let Some(input) = &t.input {
         value_item(out, "", "input", input, false);
+    }
+    if !t.faults.is_empty() {
+        let _ = writeln!(out, "- **faults:** {}", inline(&text::faults(&t.faults)));
     }
     if !t.tool_calls.is_empty() {
         out.push_str("- **tool calls:**\n");

@@ -103,6 +103,13 @@ pub struct TurnReport {
     pub executions: Vec<ExecutionReport>,
     pub assertions: Vec<AssertionResult>,
     pub model_calls: usize,
+    /// Model requests the program made in the turn, faulted ones and retries included
+    /// (`model_calls` counts the answered ones). (Absent from reports before 2.3.)
+    #[serde(default)]
+    pub requests: usize,
+    /// The faults injected in the turn, in order. (Absent from reports before 2.3.)
+    #[serde(default)]
+    pub faults: Vec<crate::fault::Fired>,
     pub usage: Usage,
     /// Summed recorded latency of the turn's model calls.
     pub latency_ms: u64,

@@ -86,6 +86,8 @@ pub(crate) fn run() -> RunReport {
             pass("reply: {contains: \"18\"}"),
         ],
         model_calls: 2,
+        requests: 2,
+        faults: vec![],
         usage: usage(412, 38, 256),
         latency_ms: 731,
         missed: false,
@@ -108,6 +110,8 @@ pub(crate) fn run() -> RunReport {
         executions: Vec::new(),
         assertions: vec![pass("calls: [get_weather]")],
         model_calls: 2,
+        requests: 2,
+        faults: vec![],
         // One of the two calls streamed without a usage chunk.
         usage: {
             let mut u = usage(398, 21, 0);
@@ -138,6 +142,8 @@ pub(crate) fn run() -> RunReport {
             },
         ],
         model_calls: 0,
+        requests: 0,
+        faults: vec![],
         usage: Usage::default(),
         latency_ms: 0,
         missed: true,
@@ -214,6 +220,8 @@ pub(crate) fn run() -> RunReport {
             },
         ],
         model_calls: 3,
+        requests: 3,
+        faults: vec![],
         usage: Usage {
             cache_creation: 512,
             ..usage(1830, 164, 1024)
@@ -238,6 +246,8 @@ pub(crate) fn run() -> RunReport {
         executions: Vec::new(),
         assertions: Vec::new(),
         model_calls: 0,
+        requests: 0,
+        faults: vec![],
         usage: Usage::default(),
         latency_ms: 0,
         missed: false,
@@ -261,6 +271,8 @@ pub(crate) fn run() -> RunReport {
                 nearest: None,
             }],
             model_calls: 0,
+            requests: 0,
+            faults: vec![],
             usage: Usage::default(),
             latency_ms: 0,
             missed: false,

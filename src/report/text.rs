@@ -70,6 +70,24 @@ pub(crate) fn count(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
+/// A turn's model calls, `2 model calls`, and its requests when the program made more than
+/// were answered (faults, retries): `1 model call of 3 requests`.
+pub(crate) fn model_calls_of(t: &super::TurnReport) -> String {
+    let calls = count(t.model_calls, "model call", "model calls");
+    if t.requests > t.model_calls {
+        format!("{calls} of {}", count(t.requests, "request", "requests"))
+    } else {
+        calls
+    }
+}
+
+/// The faults injected in a turn: `request 1: rate_limit (429), request 2: disconnect (no
+/// answer)`.
+pub(crate) fn faults(fired: &[crate::fault::Fired]) -> String {
+    let each: Vec<String> = fired.iter().map(ToString::to_string).collect();
+    each.join(", ")
+}
+
 /// The counts of the closing line: `3 passed, 1 failed`, then `, 1 error` / `, 2 errors`
 /// only when there are errors, `, 1 skipped` only when cases were skipped, and
 /// `, 2 turns not reached` only when a program stopped before its last turn.

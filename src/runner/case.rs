@@ -129,15 +129,16 @@ async fn run_inner(
         &fwd,
     )?;
     options.mcp_http = s.mcp_servers(spec);
+    options.faults = case.fault_plan();
     let session = Session::start(options, s.listen).await?;
     let base = format!("http://{}", session.addr());
 
     let driven = drive(spec, case, s, &session, &base, usage).await;
     let outcome = session.stop().await;
 
-    let (outputs, drive_error) = match driven {
-        Ok(o) => (o, None),
-        Err((partial, e)) => (partial, Some(e)),
+    let (outputs, exit, drive_error) = match driven {
+        Ok((o, exit)) => (o, exit, None),
+        Err((partial, e)) => (partial, None, Some(e)),
     };
     let progress = evaluate::Progress {
         missed_turns: &outcome.missed_turns,
@@ -149,6 +150,9 @@ async fn run_inner(
                 why.lines().next().unwrap_or_default().to_owned(),
             )
         }),
+        requests: &outcome.model_requests,
+        faults: &outcome.faults,
+        exit,
     };
     let mocked = mocks.names().map(str::to_owned).collect();
     let (turns, assertions) =
@@ -246,8 +250,10 @@ fn save_cassette(
     )?)
 }
 
-/// Drive the program through the turns. On failure, the outputs of the turns that did
-/// complete come back with the error, so the report still shows them.
+/// Drive the program through the turns: each turn's output, and the program's exit status
+/// (command apps). A non-zero exit is an error unless the case judges it (`exit:`). On
+/// failure, the outputs of the turns that did complete come back with the error, so the
+/// report still shows them.
 pub(crate) async fn drive(
     spec: &Spec,
     case: &Case,
@@ -255,7 +261,7 @@ pub(crate) async fn drive(
     session: &Session,
     base: &str,
     usage: Use,
-) -> Result<Vec<String>, (Vec<String>, ProgramError)> {
+) -> Result<(Vec<String>, Option<i32>), (Vec<String>, ProgramError)> {
     let mut outputs = Vec::with_capacity(case.turns.len());
     let deadline = tokio::time::Instant::now() + s.timeout;
     match &spec.app.target {
@@ -273,7 +279,7 @@ pub(crate) async fn drive(
                     Err(e) => return Err((outputs, e.into())),
                 }
             }
-            Ok(outputs)
+            Ok((outputs, None))
         }
         Target::Command(argv) => {
             let v1 = format!("{base}/v1");
@@ -324,7 +330,7 @@ pub(crate) async fn drive(
             if let Some(last) = outputs.last_mut() {
                 last.push_str(&finished.trailing_output);
             }
-            if finished.code != 0 {
+            if finished.code != 0 && !case.judges_exit() {
                 return Err((
                     outputs,
                     ProgramError::Exited {
@@ -333,7 +339,7 @@ pub(crate) async fn drive(
                     },
                 ));
             }
-            Ok(outputs)
+            Ok((outputs, Some(finished.code)))
         }
     }
 }

@@ -11,7 +11,7 @@ use crate::assert::{
 use crate::cassette::{Body, Interaction};
 use crate::neutral::{Execution, ModelCall, ToolCall, Usage};
 use crate::report::{AssertionResult, CallExecution, CallReport, ExecutionReport, TurnReport};
-use crate::spec::{CallExpr, Case, Expect, Order};
+use crate::spec::{CallExpr, Case, Count, Expect, Order};
 use crate::trajectory::executions::{Executions, Fate};
 
 /// What one turn did at the model boundary.
@@ -45,6 +45,12 @@ pub struct Progress<'a> {
     /// The turn (from 0) during which the program stopped before its conversation was
     /// over, and why (`the program exited with status 1`).
     pub stopped: Option<(usize, String)>,
+    /// Model requests per turn, faulted ones included.
+    pub requests: &'a std::collections::BTreeMap<Option<usize>, usize>,
+    /// The faults injected, in order.
+    pub faults: &'a [crate::fault::Fired],
+    /// The program's exit status, when it exited on its own (command apps).
+    pub exit: Option<i32>,
 }
 
 /// Evaluate a case: one report per turn (with its own assertions), and the case-level
@@ -103,11 +109,15 @@ pub fn evaluate(
         .enumerate()
         .map(|(index, (turn, trace))| {
             let output = outputs.get(index).cloned().unwrap_or_default();
+            let requests = turn_requests(progress, index);
             let did = Did {
                 calls: &trace.calls,
                 executed: &trace.executed,
                 reply: trace.reply.as_deref(),
                 output: &output,
+                requests,
+                // Only a single-turn case's turn judges the exit (parsing sees to it).
+                exit: progress.exit,
             };
             let assertions = turn
                 .expect
@@ -132,6 +142,13 @@ pub fn evaluate(
                 executions: trace.executed.iter().map(execution_report).collect(),
                 assertions,
                 model_calls: trace.model_calls,
+                requests,
+                faults: progress
+                    .faults
+                    .iter()
+                    .filter(|f| f.turn.unwrap_or(0) == index)
+                    .cloned()
+                    .collect(),
                 usage: trace.usage,
                 latency_ms: trace.latency_ms,
                 missed: progress.missed_turns.contains(&index),
@@ -161,6 +178,8 @@ pub fn evaluate(
                 executed: &all_executed,
                 reply: traces.iter().rev().find_map(|t| t.reply.as_deref()),
                 output: &output,
+                requests: progress.requests.values().sum(),
+                exit: progress.exit,
             };
             check(e, &did, &schemas)
         }
@@ -200,6 +219,16 @@ struct Did<'a> {
     executed: &'a [Execution],
     reply: Option<&'a str>,
     output: &'a str,
+    /// Model requests made, faulted ones included.
+    requests: usize,
+    exit: Option<i32>,
+}
+
+/// The model requests of turn `index` (from 0); requests outside any turn count in the
+/// first.
+fn turn_requests(progress: &Progress, index: usize) -> usize {
+    let of = |t| progress.requests.get(&t).copied().unwrap_or(0);
+    of(Some(index)) + if index == 0 { of(None) } else { 0 }
 }
 
 /// Check one `expect:` block.
@@ -224,6 +253,20 @@ fn check(e: &Expect, did: &Did, schemas: &HashMap<String, Value>) -> Vec<Asserti
             .map(|x| observed(&x.tool, &x.arguments, schemas))
             .collect();
         out.extend(judge_calls(executions_spec(e), &observed));
+    }
+    if let Some(c) = e.requests {
+        out.push(check_count("requests", "model request(s)", c, did.requests));
+    }
+    if let Some(want) = e.exit {
+        let what = format!("exit {want}");
+        out.push(match did.exit {
+            Some(code) if code == want => passed(what),
+            Some(code) => failed(
+                &what,
+                format!("the program exited with status {code}, not {want}"),
+            ),
+            None => failed(&what, "the program did not exit on its own".into()),
+        });
     }
     if let Some(expr) = &e.reply {
         out.push(check_text("reply", expr, did.reply));
@@ -349,6 +392,29 @@ fn describe_calls(spec: &CallsSpec) -> String {
         parts.push(format!("count {c}"));
     }
     parts.join("; ")
+}
+
+/// `requests: 3` or `requests: {min, max}` against what was made.
+fn check_count(key: &str, noun: &str, want: Count, made: usize) -> AssertionResult {
+    let made_u = u64::try_from(made).unwrap_or(u64::MAX);
+    let what = match (want.min, want.max) {
+        (Some(a), Some(b)) if a == b => format!("{key} {a}"),
+        (min, max) => {
+            let bound = |b: Option<u64>| b.map_or("_".to_owned(), |v| v.to_string());
+            format!("{key} {}..{}", bound(min), bound(max))
+        }
+    };
+    let fits = want.min.is_none_or(|m| made_u >= m) && want.max.is_none_or(|m| made_u <= m);
+    if fits {
+        return passed(what);
+    }
+    let expected = what.trim_start_matches(key).trim().to_owned();
+    AssertionResult {
+        message: format!("expected {expected} {noun}, the program made {made}"),
+        expected: Some(expected),
+        actual: Some(made.to_string()),
+        ..failed(&what, String::new())
+    }
 }
 
 fn check_text(what: &str, expr: &Value, actual: Option<&str>) -> AssertionResult {

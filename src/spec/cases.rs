@@ -6,6 +6,7 @@ use super::error::Errors;
 use super::model::*;
 use super::read::*;
 use super::yaml::{Kind, Node, Pos};
+use crate::fault::Fault;
 
 impl Builder<'_> {
     // ---------------------------------------------------------------- cases
@@ -110,6 +111,7 @@ impl Builder<'_> {
                     at: node.at,
                     input,
                     expect,
+                    faults: vec![],
                 };
                 (vec![turn], None)
             }
@@ -141,6 +143,23 @@ impl Builder<'_> {
                 }
             },
         };
+        let faults = match f.get("faults") {
+            Some(n) => self.faults(n, &f.path("faults"))?,
+            None => vec![],
+        };
+        let exits = turns
+            .iter()
+            .filter_map(|t| t.expect.as_ref())
+            .chain(&expect);
+        if let Some(at) = exits.filter_map(|e| e.exit_at).next() {
+            if matches!(app.target, Target::Url(_)) {
+                return Err(self.err_hint(
+                    at,
+                    "`exit:` only applies to `command:` apps",
+                    "a `url:` app is a running service: judge its answers with `output:`",
+                ));
+            }
+        }
         let slug = super::slug(&name);
         Ok((
             Case {
@@ -151,6 +170,7 @@ impl Builder<'_> {
                 expect,
                 env,
                 skip,
+                faults,
             },
             name_node.at,
         ))
@@ -182,10 +202,25 @@ impl Builder<'_> {
                     Some(e) => self.expect(e, &f.path("expect"))?,
                     None => None,
                 };
+                if let Some(exit) = expect.as_ref().and_then(|e| e.exit_at) {
+                    return Err(self.err_hint(
+                        exit,
+                        format!(
+                            "`{}` judges the whole run, not one turn",
+                            f.path("expect.exit")
+                        ),
+                        "move `exit:` to the case's `expect:`, next to `turns:`",
+                    ));
+                }
+                let faults = match f.get("faults") {
+                    Some(n) => self.faults(n, &f.path("faults"))?,
+                    None => vec![],
+                };
                 Ok(Turn {
                     at: item.at,
                     input: Some(self.input(input, &f.path("input"))?),
                     expect,
+                    faults,
                 })
             })
             .collect()
@@ -280,6 +315,14 @@ impl Builder<'_> {
             .get("count")
             .map(|n| self.count(n, &f.path("count")))
             .transpose()?;
+        let requests = f
+            .get("requests")
+            .map(|n| self.count(n, &f.path("requests")))
+            .transpose()?;
+        let exit = f
+            .get("exit")
+            .map(|n| self.exit(n, &f.path("exit")))
+            .transpose()?;
         let reply = f
             .get("reply")
             .map(|n| self.matcher(n, &f.path("reply"), MatcherKind::Text))
@@ -298,9 +341,48 @@ impl Builder<'_> {
             executed,
             not_executed,
             count,
+            requests,
+            exit,
+            exit_at: f.entry("exit").map(|(k, _)| k.at),
             reply,
             output,
         }))
+    }
+
+    fn exit(&self, node: &Node, path: &str) -> R<i32> {
+        let n = self.unsigned(node, path)?;
+        i32::try_from(n).ok().filter(|n| *n <= 255).ok_or_else(|| {
+            self.err(
+                node.at,
+                format!("`{path}` must be an exit status, 0 to 255"),
+            )
+        })
+    }
+
+    /// `faults:` — a list of `{request, kind, times?, …}` (see [`crate::fault`]).
+    pub(super) fn faults(&self, node: &Node, path: &str) -> R<Vec<Fault>> {
+        let items = self.list(node, path, "faults (`{request: N, kind: KIND}`)")?;
+        let mut out = Vec::new();
+        for (i, item) in items.iter().enumerate() {
+            let ipath = index(path, i);
+            let f = self.fields(item, item.at, &ipath, "fault", &crate::fault::KEYS)?;
+            let mut draft = crate::fault::Draft::default();
+            for (k, v) in f.entries {
+                let key = k.as_str().unwrap_or_default();
+                let Some(text) = v.scalar_text() else {
+                    return Err(self.wrong_type(v, "a number, a word or a duration", &f.path(key)));
+                };
+                draft
+                    .set(key, &text)
+                    .map_err(|why| self.err(v.at, format!("`{}`: {why}", f.path(key))))?;
+            }
+            out.push(
+                draft
+                    .done()
+                    .map_err(|why| self.err(item.at, format!("`{ipath}`: {why}")))?,
+            );
+        }
+        Ok(out)
     }
 
     pub(super) fn calls(&self, node: &Node, path: &str) -> R<Vec<CallExpr>> {

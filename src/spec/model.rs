@@ -14,6 +14,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::cassette::format::MatchRules;
+use crate::fault::Fault;
 use crate::matching::index::Repeat;
 
 pub use super::yaml::Pos;
@@ -268,9 +269,28 @@ pub struct Case {
     /// `skip:` — `true`, or a string giving the reason. `Some(reason)` when skipped
     /// (`skip: true` gives an empty reason); `skip: false` or absent is `None`.
     pub skip: Option<String>,
+    /// `faults:` (list of faults, see [`crate::fault`]): injected into the case's model
+    /// requests, counted over the whole case.
+    pub faults: Vec<Fault>,
 }
 
 impl Case {
+    /// Does an `expect:` judge the program's exit status (`exit:`)?
+    pub fn judges_exit(&self) -> bool {
+        let turns = self.turns.iter().filter_map(|t| t.expect.as_ref());
+        turns.chain(&self.expect).any(|e| e.exit.is_some())
+    }
+
+    /// The faults of the case and of its turns.
+    pub fn fault_plan(&self) -> crate::fault::Plan {
+        crate::fault::Plan {
+            case: self.faults.clone(),
+            turns: (self.turns.iter().enumerate())
+                .flat_map(|(i, t)| t.faults.iter().map(move |f| (i, f.clone())))
+                .collect(),
+        }
+    }
+
     /// `<dir>/<slug>.json`.
     pub fn cassette_path(&self, dir: &Path) -> PathBuf {
         dir.join(format!("{}.json", self.slug))
@@ -290,12 +310,14 @@ pub struct Turn {
     pub input: Option<String>,
     /// `expect:`: checked against this turn only.
     pub expect: Option<Expect>,
+    /// `faults:`: injected into this turn's model requests, counted within the turn.
+    pub faults: Vec<Fault>,
 }
 
 /// `expect:` — assertions on a turn or, at case level, on the whole conversation.
 ///
 /// Keys: `calls`, `order`, `strict`, `allow`, `never`, `executed`, `not_executed`,
-/// `count`, `reply`, `output`.
+/// `count`, `requests`, `exit`, `reply`, `output`.
 /// Every key is optional; an absent key asserts nothing.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Expect {
@@ -324,6 +346,15 @@ pub struct Expect {
     pub not_executed: Vec<CallExpr>,
     /// `count:` (integer, or `{min, max}`): how many tool calls in total.
     pub count: Option<Count>,
+    /// `requests:` (integer, or `{min, max}`): how many model requests, faulted ones and
+    /// retries included.
+    pub requests: Option<Count>,
+    /// `exit:` (integer): the program's exit status. With it, a program that exits non-zero
+    /// is judged by it instead of being an error. Only where the whole run is judged: a
+    /// single-turn case's `expect`, or the `expect` next to `turns:`; `command:` apps only.
+    pub exit: Option<i32>,
+    /// Where `exit:` is written, to refuse it in a turn of several.
+    pub exit_at: Option<Pos>,
     /// `reply:` (text matcher): the last assistant message the model produced, read at the
     /// model boundary. A bare string means "contains"; validated at load.
     pub reply: Option<Value>,

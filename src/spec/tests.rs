@@ -238,13 +238,18 @@ fn a_full_spec_parses_to_the_model() {
                             min: Some(1),
                             max: Some(3),
                         }),
+                        requests: None,
+                        exit: None,
+                        exit_at: None,
                         reply: Some(json!({"contains": "18"})),
                         output: None,
                     }),
+                    faults: vec![],
                 }],
                 expect: None,
                 env: BTreeMap::new(),
                 skip: None,
+                faults: vec![],
             },
             Case {
                 at: Pos::new(39, 5),
@@ -264,6 +269,7 @@ fn a_full_spec_parses_to_the_model() {
                             order: Order::Exact,
                             ..Expect::default()
                         }),
+                        faults: vec![],
                     },
                     Turn {
                         at: Pos::new(45, 9),
@@ -275,6 +281,7 @@ fn a_full_spec_parses_to_the_model() {
                             output: Some(json!("done")),
                             ..Expect::default()
                         }),
+                        faults: vec![],
                     },
                 ],
                 expect: Some(Expect {
@@ -287,6 +294,7 @@ fn a_full_spec_parses_to_the_model() {
                 }),
                 env: BTreeMap::from([("LOG_LEVEL".into(), "debug".into())]),
                 skip: Some("flaky upstream".into()),
+                faults: vec![],
             },
         ],
     };
@@ -384,11 +392,11 @@ fn errors_point_at_file_line_and_column() {
         // Unknown keys, with suggestions and places.
         (
             &format!("{app}cases:\n  - name: a\n    input: hi\n    expct: {{}}\n"),
-            "specs/weather.yaml:5:5: unknown key `expct` in case; expected one of: name, input, turns, expect, env, skip (did you mean `expect`?)".into(),
+            "specs/weather.yaml:5:5: unknown key `expct` in case; expected one of: name, input, turns, expect, env, skip, faults (did you mean `expect`?)".into(),
         ),
         (
             &format!("{app}cases:\n  - name: a\n    input: hi\n    reply: x\n"),
-            "specs/weather.yaml:5:5: unknown key `reply` in case; expected one of: name, input, turns, expect, env, skip\n  hint: `reply` belongs under `expect:`".into(),
+            "specs/weather.yaml:5:5: unknown key `reply` in case; expected one of: name, input, turns, expect, env, skip, faults\n  hint: `reply` belongs under `expect:`".into(),
         ),
         (
             "command: python app.py\n",
@@ -555,7 +563,7 @@ fn errors_point_at_file_line_and_column() {
         ),
         (
             &format!("{app}cases:\n  - name: a\n    turns:\n      - input: x\n        expect: {{calls: [t], expect: {{}}}}\n"),
-            "specs/weather.yaml:6:30: unknown key `expect` in expect; expected one of: calls, order, strict, allow, never, executed, not_executed, count, reply, output\n  hint: `expect` belongs one level up: this is already an `expect:` block".into(),
+            "specs/weather.yaml:6:30: unknown key `expect` in expect; expected one of: calls, order, strict, allow, never, executed, not_executed, count, requests, exit, reply, output\n  hint: `expect` belongs one level up: this is already an `expect:` block".into(),
         ),
         // Mocks.
         (

@@ -163,7 +163,7 @@ fn turn_heading(t: &TurnReport) -> String {
     format!(
         "turn {} ({}, {}, {})",
         t.index,
-        text::count(t.model_calls, "model call", "model calls"),
+        text::model_calls_of(t),
         secs(t.latency_ms),
         t.usage
     )
@@ -184,6 +184,16 @@ fn turns_section(out: &mut String, case: &CaseReport, style: &Style) {
         );
         if let Some(input) = &t.input {
             field(out, &inner, ("input: ", dim()), input, style);
+        }
+        if !t.faults.is_empty() {
+            let faults = text::faults(&t.faults);
+            field(
+                out,
+                &inner,
+                ("faults:", fg(AnsiColor::Yellow)),
+                &faults,
+                style,
+            );
         }
         for call in &t.tool_calls {
             let args = text::truncate(&text::compact(&call.arguments), 300).into_owned();
