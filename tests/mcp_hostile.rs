@@ -218,7 +218,7 @@ fn a_call_past_the_mocked_results_does_not_reach_the_server() {
         "{stderr}"
     );
     // The first call got the mock, the second an error; neither reached the server, so
-    // nothing was recorded.
+    // the cassette records nothing.
     assert!(
         stderr.contains("\"structuredContent\": {\"ok\": 1}"),
         "{stderr}"
@@ -227,5 +227,9 @@ fn a_call_past_the_mocked_results_does_not_reach_the_server() {
         stderr.contains("\"id\": 2, \"says\": \"agentproxy: tools.t has no mocked result left"),
         "{stderr}"
     );
-    assert!(!dir.path().join("cassettes/spec/two-calls.json").exists());
+    let cassette: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("cassettes/spec/two-calls.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(cassette["interactions"], serde_json::json!([]));
 }

@@ -134,7 +134,10 @@ pub(crate) fn save(
     usage: Use,
     outcome: &Outcome,
 ) -> Result<Option<Cassette>, CassetteError> {
-    if outcome.recorded.is_empty() {
+    // A session that answered every request itself (faults, mocks at the MCP boundary)
+    // still leaves a cassette, empty, so the case replays.
+    let answered_itself = !outcome.faults.is_empty() || !outcome.mcp_mocked.is_empty();
+    if outcome.recorded.is_empty() && !(answered_itself && outcome.upstream_errors.is_empty()) {
         return Ok(None);
     }
     let interactions = match usage {

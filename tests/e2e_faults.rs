@@ -1,0 +1,211 @@
+//! Injected faults against real SDKs (`openai`, `anthropic`): a spec's `faults:` recorded
+//! against the fakes, then replayed with the fakes stopped. The SDKs react as they do to
+//! the real APIs: they retry a rate limit, a 5xx, an overload and a dropped connection
+//! (twice by default), and raise past their retries, on a cut stream and on an error event
+//! inside a stream. The reports count every request, faulted ones included, and list the
+//! faults; `exit:` judges the programs that gave up.
+
+mod support;
+
+use std::path::Path;
+use std::process::Output;
+
+use serde_json::Value;
+use support::fake_anthropic::FakeAnthropic;
+use support::fake_openai::FakeOpenAi;
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+const SPEC: &str = r#"
+app:
+  command: [PYTHON, CLIENT]
+  timeout: 60s
+execution: {parallel: 4}
+cases:
+  - name: two rate limits are retried
+    env: {CLIENT: openai}
+    faults: [{request: 1, kind: rate_limit, times: 2}]
+    expect: {requests: 3, output: "reply: You said: Say hello"}
+  - name: a third rate limit exhausts the retries
+    env: {CLIENT: openai}
+    faults: [{request: 1, kind: rate_limit, times: 3}]
+    expect: {requests: 3, exit: 1, output: "error: RateLimitError"}
+  - name: a bad gateway is retried
+    env: {CLIENT: openai}
+    faults: [{request: 1, kind: server_error, status: 502}]
+    expect: {requests: 2, output: "reply: You said"}
+  - name: a dropped connection is retried
+    env: {CLIENT: openai}
+    faults: [{request: 1, kind: disconnect}]
+    expect: {requests: 2, output: "reply: You said"}
+  - name: a cut stream raises
+    env: {CLIENT: openai-stream}
+    faults: [{request: 1, kind: truncate_stream, after_events: 2}]
+    expect: {requests: 1, exit: 1, output: "error: APIConnectionError"}
+  - name: an overloaded Anthropic gives up after its retries
+    env: {CLIENT: anthropic}
+    faults: [{request: 1, kind: overloaded, times: 3}]
+    expect: {requests: 3, exit: 1, output: "error: OverloadedError"}
+  - name: an error event inside an Anthropic stream raises
+    env: {CLIENT: anthropic-stream}
+    faults: [{request: 1, kind: stream_error}]
+    expect: {requests: 1, exit: 1, output: "error: APIStatusError"}
+"#;
+
+fn agentproxy(dir: &Path, args: &[&str]) -> Output {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_agentproxy"));
+    command.arg("test").args(args).current_dir(dir);
+    for (name, _) in std::env::vars_os() {
+        let text = name.to_string_lossy();
+        if ["OPENAI_", "ANTHROPIC_", "AGENTPROXY_"]
+            .iter()
+            .any(|p| text.starts_with(p))
+        {
+            command.env_remove(&name);
+        }
+    }
+    command
+        .env_remove("CI")
+        .env("OPENAI_API_KEY", "sk-test")
+        .env("ANTHROPIC_API_KEY", "sk-ant-test")
+        .output()
+        .unwrap()
+}
+
+/// Each case's turn: its requests and the faults injected, as `kind@request`.
+fn requests_and_faults(report: &Value) -> Vec<(String, u64, Vec<String>)> {
+    let mut out: Vec<_> = report["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let turn = &c["turns"][0];
+            let faults = turn["faults"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|f| format!("{}@{}", f["kind"].as_str().unwrap(), f["request"]))
+                .collect();
+            (
+                c["name"].as_str().unwrap().to_owned(),
+                turn["requests"].as_u64().unwrap(),
+                faults,
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn real_sdks_meet_injected_faults_in_record_and_replay() {
+    let python = repo().join(".venv/bin/python");
+    assert!(python.exists(), "run scripts/setup-python.sh first");
+    let (openai, anthropic) = (FakeOpenAi::start().await, FakeAnthropic::start().await);
+    let dir = tempfile::tempdir().unwrap();
+    let spec = SPEC
+        .replace("PYTHON", &python.display().to_string())
+        .replace(
+            "CLIENT]",
+            &format!("{}]", repo().join("tests/e2e/faults_client.py").display()),
+        );
+    std::fs::write(dir.path().join("faults.yaml"), spec).unwrap();
+    let (up, anthropic_up) = (openai.url(), anthropic.url());
+    let d = dir.path().to_owned();
+    let recorded = tokio::task::spawn_blocking(move || {
+        agentproxy(
+            &d,
+            &[
+                "faults.yaml",
+                "--mode",
+                "record",
+                "--upstream",
+                &up,
+                "--anthropic-upstream",
+                &anthropic_up,
+                "--report",
+                "json",
+                "-o",
+                "record.json",
+            ],
+        )
+    })
+    .await
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&recorded.stderr);
+    assert!(recorded.status.success(), "{stderr}");
+    assert!(stderr.contains("7 passed, 0 failed"), "{stderr}");
+    // A faulted request is never forwarded: only the retries that got through were.
+    assert_eq!(openai.request_count(), 3);
+    assert_eq!(anthropic.request_count(), 0);
+    openai.stop().await;
+    anthropic.stop().await;
+
+    let d = dir.path().to_owned();
+    let replayed = tokio::task::spawn_blocking(move || {
+        agentproxy(
+            &d,
+            &[
+                "faults.yaml",
+                "--mode",
+                "replay",
+                "--report",
+                "json",
+                "-o",
+                "replay.json",
+            ],
+        )
+    })
+    .await
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&replayed.stderr);
+    assert!(replayed.status.success(), "{stderr}");
+    assert!(stderr.contains("7 passed, 0 failed"), "{stderr}");
+    let read = |name: &str| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join(name)).unwrap()).unwrap()
+    };
+    let (record, replay) = (read("record.json"), read("replay.json"));
+    let seen = requests_and_faults(&replay);
+    assert_eq!(seen, requests_and_faults(&record));
+    let at = |kind: &str, requests: &[u64]| -> Vec<String> {
+        requests.iter().map(|r| format!("{kind}@{r}")).collect()
+    };
+    assert_eq!(
+        seen,
+        [
+            (
+                "a bad gateway is retried".into(),
+                2,
+                at("server_error", &[1])
+            ),
+            ("a cut stream raises".into(), 1, at("truncate_stream", &[1])),
+            (
+                "a dropped connection is retried".into(),
+                2,
+                at("disconnect", &[1])
+            ),
+            (
+                "a third rate limit exhausts the retries".into(),
+                3,
+                at("rate_limit", &[1, 2, 3])
+            ),
+            (
+                "an error event inside an Anthropic stream raises".into(),
+                1,
+                at("stream_error", &[1])
+            ),
+            (
+                "an overloaded Anthropic gives up after its retries".into(),
+                3,
+                at("overloaded", &[1, 2, 3])
+            ),
+            (
+                "two rate limits are retried".into(),
+                3,
+                at("rate_limit", &[1, 2])
+            ),
+        ]
+    );
+}
