@@ -19,8 +19,9 @@ const EXAMPLES: [(&str, &[&str]); 1] = [(
 )];
 
 /// Example specs, run by `agentproxy test`; their cassettes are committed.
-const SPECS: [&str; 3] = [
+const SPECS: [&str; 4] = [
     "examples/travel-agent/travel.yaml",
+    "examples/travel-agent/faults.yaml",
     "examples/chat/chat.yaml",
     "examples/mcp-agent/mail.yaml",
 ];
