@@ -369,3 +369,98 @@ fn dot_segments_are_found_plain_or_encoded() {
         assert!(!has_dot_segment(p), "{p}");
     }
 }
+
+/// The error faults as each provider's SDK sees them: the status its retry logic and
+/// exception classes key on, and the body it reads the message from.
+#[test]
+fn error_faults_in_each_providers_shape() {
+    let shape = |route: Route, fault| route.fault_error(fault).unwrap();
+    for route in [Route::OpenAiChat, Route::OpenAiResponses] {
+        assert_eq!(
+            shape(route, ErrorFault::RateLimit),
+            (
+                429,
+                json!({"error": {"message": "Rate limit reached for requests (injected by agentproxy)",
+                                 "type": "requests", "param": null, "code": "rate_limit_exceeded"}})
+            )
+        );
+        assert_eq!(
+            shape(route, ErrorFault::Overloaded),
+            (
+                503,
+                json!({"error": {"message": "The engine is currently overloaded, please try again later (injected by agentproxy)",
+                                 "type": "server_error", "param": null, "code": null}})
+            )
+        );
+        let (status, body) = shape(route, ErrorFault::ServerError(502));
+        assert_eq!(
+            (status, &body["error"]["type"]),
+            (502, &json!("server_error"))
+        );
+    }
+    let anthropic = |fault| shape(Route::AnthropicMessages, fault);
+    assert_eq!(
+        anthropic(ErrorFault::Overloaded),
+        (
+            529,
+            json!({"type": "error", "error": {"type": "overloaded_error",
+                                              "message": "Overloaded (injected by agentproxy)"}})
+        )
+    );
+    assert_eq!(
+        anthropic(ErrorFault::RateLimit).1["error"]["type"],
+        "rate_limit_error"
+    );
+    assert_eq!(
+        anthropic(ErrorFault::ServerError(500)).1["error"]["type"],
+        "api_error"
+    );
+    let gemini = |fault| shape(Route::GeminiGenerate, fault);
+    let (status, body) = gemini(ErrorFault::Overloaded);
+    assert_eq!(status, 503);
+    assert_eq!(
+        (&body["error"]["code"], &body["error"]["status"]),
+        (&json!(503), &json!("UNAVAILABLE"))
+    );
+    assert_eq!(
+        body["error"]["message"],
+        "The model is overloaded. Please try again later. (injected by agentproxy)"
+    );
+    assert_eq!(
+        gemini(ErrorFault::RateLimit).1["error"]["status"],
+        "RESOURCE_EXHAUSTED"
+    );
+    assert_eq!(
+        gemini(ErrorFault::ServerError(500)).1["error"]["status"],
+        "INTERNAL"
+    );
+    assert_eq!(Route::Http.fault_error(ErrorFault::RateLimit), None);
+}
+
+/// The error event inside a stream, encoded as each SDK reads it: OpenAI chat and Gemini
+/// chunks whose body is an error object, the Responses API's and Anthropic's `error` events.
+#[test]
+fn stream_errors_in_each_dialects_shape() {
+    let encoded = |route: Route| {
+        String::from_utf8(crate::sse::encode(&route.stream_error().unwrap()).to_vec()).unwrap()
+    };
+    assert_eq!(
+        encoded(Route::OpenAiChat),
+        "data: {\"error\":{\"code\":null,\"message\":\"The server had an error while processing your request (injected by agentproxy)\",\"param\":null,\"type\":\"server_error\"}}\n\n"
+    );
+    assert_eq!(
+        encoded(Route::OpenAiResponses),
+        "event: error\ndata: {\"code\":\"server_error\",\"message\":\"The server had an error while processing your request (injected by agentproxy)\",\"param\":null,\"sequence_number\":0,\"type\":\"error\"}\n\n"
+    );
+    assert_eq!(
+        encoded(Route::AnthropicMessages),
+        "event: error\ndata: {\"error\":{\"message\":\"Overloaded (injected by agentproxy)\",\"type\":\"overloaded_error\"},\"type\":\"error\"}\n\n"
+    );
+    let gemini = encoded(Route::GeminiGenerate);
+    assert!(
+        gemini.starts_with("data: {\"error\":{\"code\":500,"),
+        "{gemini}"
+    );
+    assert!(gemini.contains("\"status\":\"INTERNAL\""), "{gemini}");
+    assert_eq!(Route::Http.stream_error(), None);
+}

@@ -397,21 +397,21 @@ fn describe_calls(spec: &CallsSpec) -> String {
 /// `requests: 3` or `requests: {min, max}` against what was made.
 fn check_count(key: &str, noun: &str, want: Count, made: usize) -> AssertionResult {
     let made_u = u64::try_from(made).unwrap_or(u64::MAX);
-    let what = match (want.min, want.max) {
-        (Some(a), Some(b)) if a == b => format!("{key} {a}"),
-        (min, max) => {
-            let bound = |b: Option<u64>| b.map_or("_".to_owned(), |v| v.to_string());
-            format!("{key} {}..{}", bound(min), bound(max))
-        }
+    let bounds = match (want.min, want.max) {
+        (Some(a), Some(b)) if a == b => a.to_string(),
+        (Some(a), Some(b)) => format!("{a} to {b}"),
+        (Some(a), None) => format!("at least {a}"),
+        (None, Some(b)) => format!("at most {b}"),
+        (None, None) => "any number of".to_owned(),
     };
+    let what = format!("{key} {bounds}");
     let fits = want.min.is_none_or(|m| made_u >= m) && want.max.is_none_or(|m| made_u <= m);
     if fits {
         return passed(what);
     }
-    let expected = what.trim_start_matches(key).trim().to_owned();
     AssertionResult {
-        message: format!("expected {expected} {noun}, the program made {made}"),
-        expected: Some(expected),
+        message: format!("expected {bounds} {noun}, the program made {made}"),
+        expected: Some(bounds),
         actual: Some(made.to_string()),
         ..failed(&what, String::new())
     }
@@ -491,7 +491,37 @@ pub fn without_misses(error: &str, misses: &[String]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::without_misses;
+    use super::{check_count, without_misses};
+    use crate::spec::Count;
+
+    #[test]
+    fn requests_are_judged_exactly_or_within_bounds() {
+        let exactly = Count {
+            min: Some(3),
+            max: Some(3),
+        };
+        assert!(check_count("requests", "model request(s)", exactly, 3).passed);
+        let failed = check_count("requests", "model request(s)", exactly, 2);
+        assert_eq!(failed.what, "requests 3");
+        assert_eq!(
+            failed.message,
+            "expected 3 model request(s), the program made 2"
+        );
+        let at_most = Count {
+            min: None,
+            max: Some(4),
+        };
+        assert!(check_count("requests", "model request(s)", at_most, 4).passed);
+        let over = check_count("requests", "model request(s)", at_most, 5);
+        assert_eq!(
+            (over.what.as_str(), over.actual.as_deref()),
+            ("requests at most 4", Some("5"))
+        );
+        assert_eq!(
+            over.message,
+            "expected at most 4 model request(s), the program made 5"
+        );
+    }
 
     #[test]
     fn a_stderr_tail_does_not_repeat_the_miss() {

@@ -565,6 +565,39 @@ fn errors_point_at_file_line_and_column() {
             &format!("{app}cases:\n  - name: a\n    turns:\n      - input: x\n        expect: {{calls: [t], expect: {{}}}}\n"),
             "specs/weather.yaml:6:30: unknown key `expect` in expect; expected one of: calls, order, strict, allow, never, executed, not_executed, count, requests, exit, reply, output\n  hint: `expect` belongs one level up: this is already an `expect:` block".into(),
         ),
+        // Faults, `requests:` and `exit:`.
+        (
+            &format!("{app}cases:\n  - name: a\n    faults: [{{request: 1, kind: slow}}]\n"),
+            "specs/weather.yaml:4:33: `cases[0].faults[0].kind`: unknown fault kind `slow`; expected one of rate_limit, server_error, overloaded, timeout, disconnect, truncate_stream, stream_error".into(),
+        ),
+        (
+            &format!("{app}cases:\n  - name: a\n    faults:\n      - kind: rate_limit\n"),
+            "specs/weather.yaml:5:9: `cases[0].faults[0]`: a fault needs `request` (from 1)".into(),
+        ),
+        (
+            &format!("{app}cases:\n  - name: a\n    faults:\n      - {{request: 1, kind: rate_limit, status: 503}}\n"),
+            "specs/weather.yaml:5:9: `cases[0].faults[0]`: `status` is for `server_error` faults, not `rate_limit`".into(),
+        ),
+        (
+            &format!("{app}cases:\n  - name: a\n    faults:\n      - {{request: 1, kind: timeout, every: 2}}\n"),
+            "specs/weather.yaml:5:37: unknown key `every` in fault; expected one of: request, kind, times, status, retry_after, for, after_events".into(),
+        ),
+        (
+            &format!("{app}cases:\n  - name: a\n    turns:\n      - input: x\n        faults: [{{request: 0, kind: disconnect}}]\n"),
+            "specs/weather.yaml:6:28: `cases[0].turns[0].faults[0].request`: `request` must be a whole number of at least 1, not `0`".into(),
+        ),
+        (
+            &format!("{app}cases:\n  - name: a\n    turns:\n      - input: x\n        expect: {{exit: 1}}\n"),
+            "specs/weather.yaml:6:18: `cases[0].turns[0].expect.exit` judges the whole run, not one turn\n  hint: move `exit:` to the case's `expect:`, next to `turns:`".into(),
+        ),
+        (
+            &format!("{app}cases:\n  - name: a\n    expect: {{exit: 300}}\n"),
+            "specs/weather.yaml:4:20: `cases[0].expect.exit` must be an exit status, 0 to 255".into(),
+        ),
+        (
+            "app: {url: 'http://127.0.0.1:9/'}\ncases:\n  - name: a\n    input: x\n    expect: {exit: 0}\n",
+            "specs/weather.yaml:5:14: `exit:` only applies to `command:` apps\n  hint: a `url:` app is a running service: judge its answers with `output:`".into(),
+        ),
         // Mocks.
         (
             &format!("{app}tools:\n  t:\n    - result: 1\n    - when: {{a: 1}}\n      result: 2\n"),
@@ -816,4 +849,39 @@ fn mcp_names_streamable_http_servers() {
     );
     let e = error("app:\n  command: python3 a.py\nmcp:\n  my mail: http://x/mcp\ncases:\n  - name: a\n    input: hi\n");
     assert!(e.contains("`my mail` is not an MCP server name"), "{e}");
+}
+
+#[test]
+fn faults_on_a_case_and_a_turn_and_what_they_expect() {
+    let spec = load_str(
+        "app: {command: a}\ncases:\n  - name: a\n    faults:\n      - {request: 1, kind: rate_limit, times: 2, retry_after: 1s}\n    turns:\n      - input: x\n        faults: [{request: 2, kind: truncate_stream, after_events: 0}]\n        expect: {requests: {min: 2}}\n      - input: y\n    expect: {requests: 5, exit: 1}\n",
+    )
+    .unwrap();
+    let case = &spec.cases[0];
+    let plan = case.fault_plan();
+    assert_eq!(plan.case.len(), 1);
+    assert_eq!(plan.case[0].times, 2);
+    assert_eq!(plan.case[0].retry_after, Duration::from_secs(1));
+    assert_eq!(plan.turns.len(), 1);
+    assert_eq!((plan.turns[0].0, plan.turns[0].1.after_events), (0, 0));
+    let expect = case.expect.as_ref().unwrap();
+    assert_eq!(
+        (expect.requests, expect.exit),
+        (
+            Some(Count {
+                min: Some(5),
+                max: Some(5)
+            }),
+            Some(1)
+        )
+    );
+    assert!(case.judges_exit());
+    let turn = case.turns[0].expect.as_ref().unwrap();
+    assert_eq!(
+        turn.requests,
+        Some(Count {
+            min: Some(2),
+            max: None
+        })
+    );
 }

@@ -1,0 +1,144 @@
+//! `--fault` on the real binary, the bytes on the wire: a replay daemon over the committed
+//! example cassette answers its requests with each fault in turn, and the recording they
+//! displaced is still there for the request after them.
+
+mod support;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use support::proxy::Daemon;
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The first request the example recorded, as JSON.
+fn first_request() -> Value {
+    let cassette: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo().join("cassettes/examples/weather-agent.json")).unwrap(),
+    )
+    .unwrap();
+    cassette["interactions"][0]["request"]["body"]["json"].clone()
+}
+
+/// POST `body` to the chat route and read whatever comes back until the connection
+/// closes: the raw bytes, and how long it took.
+fn raw_post(base: &str, body: &Value) -> (String, Duration) {
+    let addr = base.trim_start_matches("http://");
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let body = serde_json::to_vec(body).unwrap();
+    let head = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\n\
+         content-length: {}\r\nconnection: close\r\n\r\n",
+        body.len()
+    );
+    let started = Instant::now();
+    s.write_all(head.as_bytes()).unwrap();
+    s.write_all(&body).unwrap();
+    let mut raw = Vec::new();
+    // A cut body ends in a reset or an early close; either way, what came is what counts.
+    let _ = s.read_to_end(&mut raw);
+    (
+        String::from_utf8_lossy(&raw).into_owned(),
+        started.elapsed(),
+    )
+}
+
+#[test]
+fn each_fault_kind_on_the_wire_and_the_recording_left_for_the_retry() {
+    let faults = [
+        "request=1,kind=rate_limit,retry_after=2s",
+        "request=2,kind=disconnect",
+        "request=3,kind=truncate_stream,after_events=2",
+        "request=4,kind=stream_error",
+        "request=5,kind=timeout,for=300ms",
+        "request=6,kind=overloaded",
+        "request=7,kind=server_error,status=502",
+    ];
+    let mut args = vec![
+        "replay",
+        "--cassette",
+        "cassettes/examples/weather-agent.json",
+    ];
+    for f in &faults {
+        args.extend(["--fault", f]);
+    }
+    let daemon = Daemon::start(&args, repo());
+    let whole = first_request();
+    let mut streamed = whole.clone();
+    streamed["stream"] = Value::Bool(true);
+
+    let (limited, _) = raw_post(&daemon.url, &whole);
+    assert!(limited.starts_with("HTTP/1.1 429"), "{limited}");
+    assert!(limited.contains("retry-after: 2\r\n"), "{limited}");
+    assert!(limited.contains("retry-after-ms: 2000\r\n"), "{limited}");
+    assert!(
+        limited.contains("\"code\":\"rate_limit_exceeded\""),
+        "{limited}"
+    );
+
+    let (dropped, _) = raw_post(&daemon.url, &whole);
+    assert_eq!(dropped, "", "closed before the first byte");
+
+    let (cut, _) = raw_post(&daemon.url, &streamed);
+    assert!(cut.starts_with("HTTP/1.1 200"), "{cut}");
+    assert!(cut.contains("text/event-stream"), "{cut}");
+    assert_eq!(cut.matches("data: ").count(), 2, "{cut}");
+    assert!(!cut.contains("[DONE]"), "{cut}");
+    assert!(!cut.ends_with("0\r\n\r\n"), "no last chunk: {cut}");
+
+    let (errored, _) = raw_post(&daemon.url, &streamed);
+    assert!(errored.starts_with("HTTP/1.1 200"), "{errored}");
+    assert_eq!(errored.matches("data: ").count(), 2, "{errored}");
+    assert!(
+        errored.contains("data: {\"error\":{\"code\":null,\"message\":\"The server had an error"),
+        "{errored}"
+    );
+
+    let (held, waited) = raw_post(&daemon.url, &whole);
+    assert_eq!(held, "");
+    assert!(waited >= Duration::from_millis(300), "{waited:?}");
+
+    let (overloaded, _) = raw_post(&daemon.url, &whole);
+    assert!(overloaded.starts_with("HTTP/1.1 503"), "{overloaded}");
+    let (bad_gateway, _) = raw_post(&daemon.url, &whole);
+    assert!(bad_gateway.starts_with("HTTP/1.1 502"), "{bad_gateway}");
+
+    // Seven faulted requests used up nothing: the first recording answers the eighth.
+    let (served, _) = raw_post(&daemon.url, &whole);
+    assert!(served.starts_with("HTTP/1.1 200"), "{served}");
+    assert!(served.contains("get_weather"), "{served}");
+
+    let (_, stderr) = daemon.interrupt();
+    assert!(
+        stderr.contains(
+            "agentproxy: 7 fault(s) injected: request 1: rate_limit (429), request 2: disconnect (no answer), \
+             request 3: truncate_stream (200), request 4: stream_error (200), request 5: timeout (no answer), \
+             request 6: overloaded (503), request 7: server_error (502)"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("served 1 request(s)"),
+        "faults are not counted as served: {stderr}"
+    );
+}
+
+#[test]
+fn a_bad_fault_flag_says_what_to_write() {
+    let out = std::process::Command::new(support::proxy::bin())
+        .args(["replay", "--fault", "request=1,kind=slow", "--", "true"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("unknown fault kind `slow`; expected one of rate_limit, server_error"),
+        "{stderr}"
+    );
+}
