@@ -21,10 +21,12 @@ const EXAMPLES: [(&str, &[&str]); 1] = [(
 /// Example specs, run by `agentproxy test`; their cassettes are committed.
 const SPECS: [&str; 4] = [
     "examples/travel-agent/travel.yaml",
-    "examples/travel-agent/faults.yaml",
     "examples/chat/chat.yaml",
     "examples/mcp-agent/mail.yaml",
+    "examples/travel-agent/faults.yaml",
 ];
+/// The chat example's spec, whose cassette names are checked below.
+const CHAT_SPEC: &str = SPECS[1];
 
 /// The binary, with its directory first on PATH: the MCP example's agent starts its
 /// server through `agentproxy mcp`, as a user's configuration would.
@@ -316,7 +318,7 @@ fn an_old_cassette_is_named_with_its_age() {
     );
 
     let out = agentproxy()
-        .args(["test", SPECS[1], "--mode", "replay", "--max-age", "1s"])
+        .args(["test", CHAT_SPEC, "--mode", "replay", "--max-age", "1s"])
         .current_dir(repo())
         .output()
         .unwrap();
@@ -327,7 +329,7 @@ fn an_old_cassette_is_named_with_its_age() {
         "{stderr}"
     );
     let fresh = agentproxy()
-        .args(["test", SPECS[1], "--mode", "replay", "--max-age", "100y"])
+        .args(["test", CHAT_SPEC, "--mode", "replay", "--max-age", "100y"])
         .current_dir(repo())
         .output()
         .unwrap();
