@@ -7,6 +7,8 @@
 use std::fmt;
 use std::time::Duration;
 
+use crate::fuzz::Way;
+
 /// What goes wrong.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
@@ -28,10 +30,19 @@ pub enum Kind {
     TruncateStream,
     /// An error event inside a `200` stream.
     StreamError,
+    /// The answer's tool call carries arguments that are not JSON.
+    MalformedToolArgs,
+    /// The answer's tool call carries arguments that break the tool's JSON schema in one
+    /// way (`violation:`).
+    SchemaViolation,
+    /// The answer's tool call names a tool the request did not declare.
+    UnknownTool,
+    /// The answer stops on the length limit in the middle of its tool call.
+    Length,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 7] = [
+    pub const ALL: [Kind; 11] = [
         Kind::RateLimit,
         Kind::ServerError,
         Kind::Overloaded,
@@ -39,6 +50,10 @@ impl Kind {
         Kind::Disconnect,
         Kind::TruncateStream,
         Kind::StreamError,
+        Kind::MalformedToolArgs,
+        Kind::SchemaViolation,
+        Kind::UnknownTool,
+        Kind::Length,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -50,7 +65,19 @@ impl Kind {
             Kind::Disconnect => "disconnect",
             Kind::TruncateStream => "truncate_stream",
             Kind::StreamError => "stream_error",
+            Kind::MalformedToolArgs => "malformed_tool_args",
+            Kind::SchemaViolation => "schema_violation",
+            Kind::UnknownTool => "unknown_tool",
+            Kind::Length => "length",
         }
+    }
+
+    /// Does the fault spoil a tool call of the answer (rather than replace the answer)?
+    pub fn spoils_tool_call(self) -> bool {
+        matches!(
+            self,
+            Kind::MalformedToolArgs | Kind::SchemaViolation | Kind::UnknownTool | Kind::Length
+        )
     }
 
     fn from_name(name: &str) -> Option<Kind> {
@@ -88,10 +115,16 @@ pub struct Fault {
     /// `after_events:` (`truncate_stream` only, ≥ 0, default 1): the events served before
     /// the cut.
     pub after_events: usize,
+    /// `tool:` (tool-call kinds only): the tool whose call is spoiled; the answer's first
+    /// tool call unless given.
+    pub tool: Option<String>,
+    /// `violation:` (`schema_violation` only): how the arguments break the schema; the
+    /// first way the schema allows unless given.
+    pub violation: Option<Way>,
 }
 
 /// The keys of a fault, in the order the docs give them.
-pub const KEYS: [&str; 7] = [
+pub const KEYS: [&str; 9] = [
     "request",
     "kind",
     "times",
@@ -99,6 +132,8 @@ pub const KEYS: [&str; 7] = [
     "retry_after",
     "for",
     "after_events",
+    "tool",
+    "violation",
 ];
 
 /// A fault under construction: keys set one at a time, checked together by [`Draft::done`].
@@ -111,6 +146,8 @@ pub struct Draft {
     retry_after: Option<Duration>,
     hold: Option<Duration>,
     after_events: Option<usize>,
+    tool: Option<String>,
+    violation: Option<Way>,
 }
 
 impl Draft {
@@ -158,6 +195,21 @@ impl Draft {
                 self.hold = Some(d);
             }
             "after_events" => self.after_events = Some(count(0)?),
+            "tool" => {
+                if value.is_empty() {
+                    return Err("`tool` must name a tool".into());
+                }
+                self.tool = Some(value.to_owned());
+            }
+            "violation" => {
+                let way = Way::from_name(value).ok_or_else(|| {
+                    format!(
+                        "unknown violation `{value}`; expected one of {}",
+                        Way::names()
+                    )
+                })?;
+                self.violation = Some(way);
+            }
             _ => {
                 return Err(format!(
                     "unknown fault key `{key}`; expected one of {}",
@@ -187,6 +239,12 @@ impl Draft {
             "after_events",
             Kind::TruncateStream,
         )?;
+        only(self.violation.is_some(), "violation", Kind::SchemaViolation)?;
+        if self.tool.is_some() && !kind.spoils_tool_call() {
+            return Err(format!(
+                "`tool` is for the faults that spoil a tool call (malformed_tool_args, schema_violation, unknown_tool, length), not `{kind}`"
+            ));
+        }
         Ok(Fault {
             request,
             kind,
@@ -195,6 +253,8 @@ impl Draft {
             retry_after: self.retry_after.unwrap_or_default(),
             hold: self.hold.unwrap_or(Duration::from_secs(10)),
             after_events: self.after_events.unwrap_or(1),
+            tool: self.tool,
+            violation: self.violation,
         })
     }
 }
@@ -256,6 +316,9 @@ pub struct Fired {
     pub kind: Kind,
     /// The HTTP status served; `None` when the connection was closed without one.
     pub status: Option<u16>,
+    /// What a tool-call fault spoiled: `get_weather {"unit":"celsius"} (missing_required)`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
 }
 
 impl fmt::Display for Fired {
@@ -265,6 +328,10 @@ impl fmt::Display for Fired {
         match self.status {
             Some(status) => write!(f, " ({status})"),
             None => write!(f, " (no answer)"),
+        }?;
+        match &self.detail {
+            Some(detail) => write!(f, ": {detail}"),
+            None => Ok(()),
         }
     }
 }
@@ -284,6 +351,14 @@ mod tests {
         assert_eq!(f.after_events, 0);
         let f = parse_flag("request=1,kind=timeout,for=1500ms").unwrap();
         assert_eq!(f.hold, Duration::from_millis(1500));
+        let f = parse_flag("request=2,kind=schema_violation,tool=book,violation=enum_outsider")
+            .unwrap();
+        assert_eq!(
+            (f.tool.as_deref(), f.violation),
+            (Some("book"), Some(Way::EnumOutsider))
+        );
+        let f = parse_flag("request=2,kind=length").unwrap();
+        assert_eq!((f.tool, f.violation), (None, None));
     }
 
     #[test]
@@ -292,12 +367,15 @@ mod tests {
             ("request=1", "a fault needs `kind`"),
             ("kind=disconnect", "a fault needs `request` (from 1)"),
             ("request=0,kind=disconnect", "`request` must be a whole number of at least 1, not `0`"),
-            ("request=1,kind=slow", "unknown fault kind `slow`; expected one of rate_limit, server_error, overloaded, timeout, disconnect, truncate_stream, stream_error"),
+            ("request=1,kind=slow", "unknown fault kind `slow`; expected one of rate_limit, server_error, overloaded, timeout, disconnect, truncate_stream, stream_error, malformed_tool_args, schema_violation, unknown_tool, length"),
             ("request=1,kind=rate_limit,status=503", "`status` is for `server_error` faults, not `rate_limit`"),
             ("request=1,kind=server_error,status=404", "`status` must be a 5xx status, not `404`"),
             ("request=1,kind=timeout,for=0s", "`for` must be longer than zero"),
             ("request=1,kind=rate_limit,retry_after=soon", "`retry_after` must be a duration like 0s, 2s or 1m, not `soon`"),
-            ("request=1,kind=rate_limit,every=2", "unknown fault key `every`; expected one of request, kind, times, status, retry_after, for, after_events"),
+            ("request=1,kind=rate_limit,every=2", "unknown fault key `every`; expected one of request, kind, times, status, retry_after, for, after_events, tool, violation"),
+            ("request=1,kind=schema_violation,violation=typo", "unknown violation `typo`; expected one of missing_required, wrong_type, extra_property, enum_outsider"),
+            ("request=1,kind=unknown_tool,violation=wrong_type", "`violation` is for `schema_violation` faults, not `unknown_tool`"),
+            ("request=1,kind=rate_limit,tool=send_email", "`tool` is for the faults that spoil a tool call (malformed_tool_args, schema_violation, unknown_tool, length), not `rate_limit`"),
             ("request", "`request` is not KEY=VALUE (in `request`)"),
         ] {
             assert_eq!(parse_flag(flag).unwrap_err(), want, "{flag}");

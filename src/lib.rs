@@ -6,8 +6,8 @@
 //! its own files), never one above it or beside it. `tests/layers.rs` checks the imports
 //! against this list, which it reads from here.
 //!
-//! - layer 1, leaves: `neutral` `sse` `redact` `assert` `fault`
-//! - layer 2: `dialect`
+//! - layer 1, leaves: `neutral` `sse` `redact` `assert` `fuzz`
+//! - layer 2: `dialect` `fault`
 //! - layer 3: `cassette`
 //! - layer 4: `matching`
 //! - layer 5: `trajectory`
@@ -19,7 +19,7 @@
 //! - layer 11: `cli` `error`
 //! - layer 12: `commands`
 //!
-//! Pure modules (`assert`, `cassette::format`, `dialect`, `fault`, `matching`, `neutral`, `redact`,
+//! Pure modules (`assert`, `cassette::format`, `dialect`, `fault`, `fuzz`, `matching`, `neutral`, `redact`,
 //! `report`, `spec` but for its file loaders, `sse`, `trajectory`) take values and return
 //! values; I/O lives in `proxy`, `runner`, `doctor`, `determinism::driver`, `cassette::store`
 //! and `commands`.
@@ -34,6 +34,7 @@ pub mod dialect;
 pub(crate) mod doctor;
 pub mod error;
 pub mod fault;
+pub mod fuzz;
 pub mod matching;
 pub(crate) mod neutral;
 pub(crate) mod proxy;

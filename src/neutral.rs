@@ -113,7 +113,7 @@ impl std::ops::AddAssign for Usage {
 }
 
 /// One model call: the request's envelope and what the response asked for or said.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ModelCall {
     pub route: String,
     pub model: String,

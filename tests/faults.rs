@@ -129,6 +129,150 @@ fn each_fault_kind_on_the_wire_and_the_recording_left_for_the_retry() {
     );
 }
 
+/// The JSON of a whole answer, or the data of each event of a streamed one.
+fn answer_of(raw: &str) -> Vec<Value> {
+    let body = raw.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    if raw.contains("text/event-stream") {
+        body.lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .filter_map(|d| serde_json::from_str(d).ok())
+            .collect()
+    } else {
+        // A whole answer comes in one piece, or chunked: its JSON is the line that is one.
+        body.lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+}
+
+/// The tool call fields of the first choice of a whole answer, or joined from a stream's
+/// deltas: (name, arguments, finish_reason).
+fn chat_call(answer: &[Value]) -> (String, String, String) {
+    let (mut name, mut args, mut finish) = (String::new(), String::new(), String::new());
+    for v in answer {
+        let choice = &v["choices"][0];
+        let calls = choice["message"]["tool_calls"]
+            .as_array()
+            .or(choice["delta"]["tool_calls"].as_array());
+        for c in calls.into_iter().flatten() {
+            name.push_str(c["function"]["name"].as_str().unwrap_or_default());
+            args.push_str(c["function"]["arguments"].as_str().unwrap_or_default());
+        }
+        if let Some(f) = choice["finish_reason"].as_str() {
+            finish = f.to_owned();
+        }
+    }
+    (name, args, finish)
+}
+
+#[test]
+fn tool_call_faults_spoil_the_recorded_call_on_the_wire_whole_and_streamed() {
+    let whole = first_request();
+    let mut streamed = whole.clone();
+    streamed["stream"] = Value::Bool(true);
+    let args = r#"{"city":"Paris","unit":"celsius"}"#;
+    let cases = [
+        (
+            "kind=malformed_tool_args",
+            "get_weather",
+            r#"{"city":"Paris","#,
+            "tool_calls",
+        ),
+        (
+            "kind=unknown_tool",
+            "get_weather_unknown",
+            args,
+            "tool_calls",
+        ),
+        (
+            "kind=schema_violation",
+            "get_weather",
+            r#"{"unit":"celsius"}"#,
+            "tool_calls",
+        ),
+        (
+            "kind=schema_violation,violation=enum_outsider",
+            "get_weather",
+            r#"{"city":"Paris","unit":"celsius_x"}"#,
+            "tool_calls",
+        ),
+        (
+            "kind=length",
+            "get_weather",
+            r#"{"city":"Paris","#,
+            "length",
+        ),
+    ];
+    for (fault, name, want_args, finish) in cases {
+        for body in [&whole, &streamed] {
+            let flag = format!("request=1,{fault}");
+            let daemon = Daemon::start(
+                &[
+                    "replay",
+                    "--cassette",
+                    "cassettes/examples/weather-agent.json",
+                    "--fault",
+                    &flag,
+                ],
+                repo(),
+            );
+            let (raw, _) = raw_post(&daemon.url, body);
+            assert!(raw.starts_with("HTTP/1.1 200"), "{fault}: {raw}");
+            assert_eq!(
+                raw.contains("text/event-stream"),
+                body == &streamed,
+                "{fault}: {raw}"
+            );
+            let got = chat_call(&answer_of(&raw));
+            assert_eq!(
+                got,
+                (name.into(), want_args.into(), finish.into()),
+                "{fault}: {raw}"
+            );
+            // The spoiled answer used up its recording, as the real answer would have.
+            let (again, _) = raw_post(&daemon.url, body);
+            assert!(
+                again.contains("agentproxy_cassette_miss"),
+                "{fault}: {again}"
+            );
+            let (_, stderr) = daemon.interrupt();
+            assert!(
+                stderr.contains(&format!(
+                    "agentproxy: 1 fault(s) injected: request 1: {} (200): ",
+                    fault.split(',').next().unwrap().trim_start_matches("kind=")
+                )),
+                "{stderr}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_tool_call_fault_on_an_answer_without_one_is_a_warning_and_the_answer_goes_unchanged() {
+    let daemon = Daemon::start(
+        &[
+            "replay",
+            "--cassette",
+            "cassettes/examples/weather-agent.json",
+            "--fault",
+            "request=1,kind=unknown_tool,tool=get_time",
+        ],
+        repo(),
+    );
+    let (raw, _) = raw_post(&daemon.url, &first_request());
+    let (name, args, _) = chat_call(&answer_of(&raw));
+    assert_eq!(
+        (name.as_str(), args.as_str()),
+        ("get_weather", r#"{"city":"Paris","unit":"celsius"}"#)
+    );
+    let (_, stderr) = daemon.interrupt();
+    assert!(
+        stderr.contains("agentproxy: warning: fault request 1: unknown_tool did not fire: the answer has no call to `get_time`; the program got the answer as it was"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("injected"), "{stderr}");
+}
+
 #[test]
 fn a_bad_fault_flag_says_what_to_write() {
     let out = std::process::Command::new(support::proxy::bin())

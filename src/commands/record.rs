@@ -85,7 +85,7 @@ pub async fn run(args: RecordArgs) -> Result<Exit> {
     plan::save(&writer, &upstreams, &match_rules, Use::Record, out)?;
     let errors = ended.outcome.upstream_errors.len();
     if !s.quiet {
-        if let Some(line) = session::faults_line(&out.faults) {
+        for line in session::fault_lines(out) {
             eprintln!("{line}");
         }
         eprintln!(
@@ -113,6 +113,7 @@ pub async fn run(args: RecordArgs) -> Result<Exit> {
             "streamed": streamed,
             "upstream_errors": ended.outcome.upstream_errors,
             "faults": ended.outcome.faults,
+            "fault_problems": ended.outcome.fault_problems,
             "program_exit": ended.child,
             "exit_code": exit.code(),
         });

@@ -56,9 +56,15 @@ pub async fn run(args: ReplayArgs) -> Result<Exit> {
     let ended = session::run(s, options, true, &banner).await?;
     let out = &ended.outcome;
     let missed = out.misses.len();
-    let served = out.requests.saturating_sub(missed + out.faults.len());
+    // A spoiled tool call was served from its recording; the other faults replaced theirs.
+    let replaced = out
+        .faults
+        .iter()
+        .filter(|f| !f.kind.spoils_tool_call())
+        .count();
+    let served = out.requests.saturating_sub(missed + replaced);
     if !s.quiet {
-        if let Some(line) = session::faults_line(&out.faults) {
+        for line in session::fault_lines(out) {
             eprintln!("{line}");
         }
         eprintln!(
@@ -103,6 +109,7 @@ pub async fn run(args: ReplayArgs) -> Result<Exit> {
             "misses": out.misses,
             "unused": out.unused,
             "faults": out.faults,
+            "fault_problems": out.fault_problems,
             "program_exit": ended.child,
             "exit_code": exit.code(),
         });

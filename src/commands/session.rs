@@ -133,15 +133,18 @@ impl Signals {
     }
 }
 
-/// The faults that fired in a session, for its summary: one line, none when none fired.
-pub fn faults_line(fired: &[crate::fault::Fired]) -> Option<String> {
-    if fired.is_empty() {
-        return None;
-    }
+/// What became of a session's faults, for its summary: one line for those that fired (none
+/// when none did), and a warning for each that could not.
+pub fn fault_lines(out: &crate::proxy::Outcome) -> Vec<String> {
+    let fired = &out.faults;
     let each: Vec<String> = fired.iter().map(ToString::to_string).collect();
-    Some(format!(
-        "agentproxy: {} fault(s) injected: {}",
-        fired.len(),
-        each.join(", ")
-    ))
+    let injected = (!fired.is_empty()).then(|| {
+        format!(
+            "agentproxy: {} fault(s) injected: {}",
+            fired.len(),
+            each.join(", ")
+        )
+    });
+    let problems = (out.fault_problems.iter()).map(|p| format!("agentproxy: warning: fault {p}"));
+    injected.into_iter().chain(problems).collect()
 }

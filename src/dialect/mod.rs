@@ -88,6 +88,24 @@ pub(crate) trait Dialect: Sync {
 
     /// An error event inside a `200` stream, as this dialect's server sends one.
     fn stream_error(&self) -> SseEvent;
+
+    /// Spoil the `nth` tool call (0-based, in [`Dialect::extract`]'s order) of a whole
+    /// response, as `spoil` says, in the shape this provider would send it.
+    fn spoil_tool_call(&self, response: &mut Value, nth: usize, spoil: &Spoil);
+}
+
+/// How a tool-call fault spoils the call it hits.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Spoil {
+    /// Its arguments are not JSON (cut short).
+    Malformed,
+    /// These arguments in place of its own.
+    Arguments(Value),
+    /// This tool name in place of its own.
+    Name(String),
+    /// The answer stops on the length limit in the middle of it: the call's arguments are
+    /// cut short, nothing after it is kept.
+    Length,
 }
 
 /// A fault answered with an error status.
@@ -261,6 +279,14 @@ impl Route {
     /// An error event inside a stream of this route; `None` for plain HTTP.
     pub fn stream_error(self) -> Option<SseEvent> {
         Some(self.dialect()?.stream_error())
+    }
+
+    /// Spoil a tool call of a whole response (see [`Dialect::spoil_tool_call`]); plain
+    /// HTTP has none.
+    pub fn spoil_tool_call(self, response: &mut Value, nth: usize, spoil: &Spoil) {
+        if let Some(d) = self.dialect() {
+            d.spoil_tool_call(response, nth, spoil);
+        }
     }
 
     /// Replace tool results in a request by mocks (see [`Dialect::rewrite_tool_results`]).

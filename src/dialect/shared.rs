@@ -127,6 +127,40 @@ pub(crate) fn delta_pieces(text: &str) -> Vec<&str> {
     pieces
 }
 
+/// Arguments text cut short so that it is no longer JSON: the first half of `text`
+/// (trimmed), at least one character. A proper prefix of an object or array never parses;
+/// a prefix that happens to (a bare number) gets an unclosed brace.
+pub(crate) fn broken_json(text: &str) -> String {
+    let text = text.trim();
+    let mut end = (text.len() / 2).max(1).min(text.len());
+    while !text.is_char_boundary(end) {
+        end += 1;
+    }
+    let cut = &text[..end];
+    if cut.is_empty() || serde_json::from_str::<Value>(cut).is_ok() {
+        format!("{cut}{{")
+    } else {
+        cut.to_owned()
+    }
+}
+
+/// An object cut short the way a parser of a partial stream reads it: the first half of
+/// its properties (rounded down). Anything else comes back as it is.
+pub(crate) fn cut_object(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            let keep = map.len() / 2;
+            Value::Object(
+                map.iter()
+                    .take(keep)
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
+            )
+        }
+        other => other.clone(),
+    }
+}
+
 /// The longest delta [`delta_pieces`] makes, in characters: a few tokens' worth.
 pub(super) const DELTA_CHARS: usize = 12;
 

@@ -464,3 +464,159 @@ fn stream_errors_in_each_dialects_shape() {
     assert!(gemini.contains("\"status\":\"INTERNAL\""), "{gemini}");
     assert_eq!(Route::Http.stream_error(), None);
 }
+
+/// One answer per dialect: a text, then calls to `get_weather` and `get_time`.
+fn two_calls(route: Route) -> Value {
+    match route {
+        Route::OpenAiChat => json!({"choices": [{"index": 0, "finish_reason": "tool_calls",
+            "message": {"role": "assistant", "content": "Checking.", "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\":\"Paris\",\"unit\":\"celsius\"}"}},
+                {"id": "c2", "type": "function", "function": {"name": "get_time", "arguments": "{\"city\":\"Tokyo\"}"}}]}}]}),
+        Route::OpenAiResponses => json!({"status": "completed", "output": [
+            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Checking."}]},
+            {"type": "function_call", "call_id": "c1", "name": "get_weather", "arguments": "{\"city\":\"Paris\",\"unit\":\"celsius\"}", "status": "completed"},
+            {"type": "function_call", "call_id": "c2", "name": "get_time", "arguments": "{\"city\":\"Tokyo\"}", "status": "completed"}]}),
+        Route::AnthropicMessages => {
+            json!({"type": "message", "role": "assistant", "stop_reason": "tool_use", "content": [
+            {"type": "text", "text": "Checking."},
+            {"type": "tool_use", "id": "c1", "name": "get_weather", "input": {"city": "Paris", "unit": "celsius"}},
+            {"type": "tool_use", "id": "c2", "name": "get_time", "input": {"city": "Tokyo"}}]})
+        }
+        Route::GeminiGenerate => {
+            json!({"candidates": [{"finishReason": "STOP", "content": {"role": "model", "parts": [
+            {"text": "Checking."},
+            {"functionCall": {"name": "get_weather", "args": {"city": "Paris", "unit": "celsius"}}},
+            {"functionCall": {"name": "get_time", "args": {"city": "Tokyo"}}}]}}]})
+        }
+        Route::Http => Value::Null,
+    }
+}
+
+fn spoiled(route: Route, nth: usize, how: &Spoil) -> Value {
+    let mut response = two_calls(route);
+    route.spoil_tool_call(&mut response, nth, how);
+    response
+}
+
+#[test]
+fn tool_calls_spoiled_in_each_providers_shape() {
+    let args = json!({"unit": "celsius"});
+    for route in MODEL_ROUTES {
+        // What the program reads back: the calls' names and arguments.
+        let calls = |response: &Value| {
+            let call = route.extract(&json!({}), response).unwrap();
+            let calls: Vec<(String, Value)> = call
+                .tool_calls
+                .into_iter()
+                .map(|c| (c.name, c.arguments))
+                .collect();
+            calls
+        };
+        let renamed = spoiled(route, 1, &Spoil::Name("get_time_unknown".into()));
+        assert_eq!(calls(&renamed)[1].0, "get_time_unknown", "{route:?}");
+        assert_eq!(calls(&renamed)[0], calls(&two_calls(route))[0], "{route:?}");
+        let broken = spoiled(route, 0, &Spoil::Arguments(args.clone()));
+        assert_eq!(
+            calls(&broken)[0],
+            ("get_weather".into(), args.clone()),
+            "{route:?}"
+        );
+    }
+
+    // Malformed: the arguments text cut short where the wire carries text.
+    let chat = spoiled(Route::OpenAiChat, 0, &Spoil::Malformed);
+    let text = |v: &Value| v.as_str().unwrap().to_owned();
+    let cut = text(&chat["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"]);
+    assert_eq!(cut, "{\"city\":\"Paris\",");
+    assert!(serde_json::from_str::<Value>(&cut).is_err());
+    let responses = spoiled(Route::OpenAiResponses, 0, &Spoil::Malformed);
+    assert_eq!(text(&responses["output"][1]["arguments"]), cut);
+    // Anthropic's input is an object: a string of broken JSON there, streamed as its text.
+    let anthropic = spoiled(Route::AnthropicMessages, 0, &Spoil::Malformed);
+    let input = text(&anthropic["content"][1]["input"]);
+    assert_eq!(input, "{\"city\":\"Paris\",");
+    let events = Route::AnthropicMessages
+        .synthesize(&anthropic, &json!({"stream": true}))
+        .unwrap();
+    let streamed: String = events
+        .iter()
+        .filter_map(|e| serde_json::from_str::<Value>(&e.data).ok())
+        .filter(|d| d["index"] == 1 && d["delta"]["type"] == "input_json_delta")
+        .map(|d| text(&d["delta"]["partial_json"]))
+        .collect();
+    assert_eq!(streamed, input);
+    // Gemini sends no broken call: the candidate ends MALFORMED_FUNCTION_CALL without one.
+    let gemini = spoiled(Route::GeminiGenerate, 0, &Spoil::Malformed);
+    let candidate = &gemini["candidates"][0];
+    assert_eq!(candidate["finishReason"], "MALFORMED_FUNCTION_CALL");
+    assert_eq!(
+        candidate["content"]["parts"],
+        json!([{"text": "Checking."}])
+    );
+    assert!(text(&candidate["finishMessage"]).starts_with("Malformed function call: get_weather("));
+
+    // Length: the call cut short, nothing after it, the provider's length stop.
+    let chat = spoiled(Route::OpenAiChat, 0, &Spoil::Length);
+    let choice = &chat["choices"][0];
+    assert_eq!(choice["finish_reason"], "length");
+    assert_eq!(choice["message"]["tool_calls"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        text(&choice["message"]["tool_calls"][0]["function"]["arguments"]),
+        cut
+    );
+    let responses = spoiled(Route::OpenAiResponses, 0, &Spoil::Length);
+    assert_eq!(
+        (&responses["status"], &responses["incomplete_details"]),
+        (
+            &json!("incomplete"),
+            &json!({"reason": "max_output_tokens"})
+        )
+    );
+    assert_eq!(responses["output"].as_array().unwrap().len(), 2);
+    assert_eq!(responses["output"][1]["status"], "incomplete");
+    let anthropic = spoiled(Route::AnthropicMessages, 0, &Spoil::Length);
+    assert_eq!(anthropic["stop_reason"], "max_tokens");
+    assert_eq!(anthropic["content"].as_array().unwrap().len(), 2);
+    assert_eq!(anthropic["content"][1]["input"], json!({"city": "Paris"}));
+    let gemini = spoiled(Route::GeminiGenerate, 0, &Spoil::Length);
+    assert_eq!(gemini["candidates"][0]["finishReason"], "MAX_TOKENS");
+    assert_eq!(
+        gemini["candidates"][0]["content"]["parts"][1],
+        json!({"functionCall": {"name": "get_weather", "args": {"city": "Paris"}}})
+    );
+    assert_eq!(
+        gemini["candidates"][0]["content"]["parts"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+
+    // A call that is not there leaves the answer alone.
+    for route in MODEL_ROUTES {
+        assert_eq!(
+            spoiled(route, 5, &Spoil::Length),
+            two_calls(route),
+            "{route:?}"
+        );
+    }
+}
+
+#[test]
+fn broken_json_never_parses() {
+    for text in [
+        "{}",
+        "{\"a\":1}",
+        "[1,2]",
+        "7",
+        "\"s\"",
+        "",
+        "  {\"é\":\"ü\"}  ",
+    ] {
+        let cut = shared::broken_json(text);
+        assert!(
+            serde_json::from_str::<Value>(&cut).is_err(),
+            "{text:?} -> {cut:?}"
+        );
+    }
+}

@@ -1,16 +1,22 @@
 //! Injected faults: which model request gets one (counted per case and per turn), and the
-//! answer it gets instead of its recording or the upstream's. A faulted request uses up
-//! no recording and is never forwarded: the retry gets what the request would have.
+//! answer it gets. An error or a cut answer replaces the recording or the upstream's: that
+//! request uses up no recording and is never forwarded, so the retry gets what the request
+//! would have. A spoiled tool call needs the real answer: that request is served as any
+//! other, then its answer's tool call spoiled on the way to the program.
 
 use bytes::Bytes;
 use http::{HeaderValue, Response, StatusCode};
+use http_body_util::BodyExt;
+use serde_json::Value;
 
 use super::body::{chunks, full, json_response, ProxyBody};
 use super::exchange::Exchange;
 use super::Proxy;
-use crate::dialect::ErrorFault;
+use crate::cassette::{Body, Interaction};
+use crate::dialect::{ErrorFault, Route, Spoil};
 use crate::fault::{Fault, Fired, Kind};
-use crate::sse::{self, SseEvent};
+use crate::neutral::ModelCall;
+use crate::sse::{self, SseEvent, SseParser};
 
 /// A response the accept loop must not send: it closes the connection instead, so the
 /// client sees no answer at all.
@@ -38,13 +44,14 @@ pub(super) fn next(proxy: &Proxy) -> Option<Due> {
     Some(Due { fault, nth, turn })
 }
 
-/// Remember that `due` fired, answered with `resp`.
-pub(super) fn note(proxy: &Proxy, due: &Due, resp: &Response<ProxyBody>) {
+/// Remember that `due` fired, answered with `resp`; `detail` says what it spoiled.
+pub(super) fn note(proxy: &Proxy, due: &Due, resp: &Response<ProxyBody>, detail: Option<String>) {
     let fired = Fired {
         request: due.nth,
         turn: due.turn,
         kind: due.fault.kind,
         status: (resp.extensions().get::<Disconnect>().is_none()).then(|| resp.status().as_u16()),
+        detail,
     };
     proxy.lock().fired.push(fired);
 }
@@ -97,6 +104,10 @@ pub(super) async fn serve(ex: &Exchange, fault: &Fault, recorded: Recorded) -> R
                 resp
             }
         },
+        // Served by [`spoil`], never here.
+        Kind::MalformedToolArgs | Kind::SchemaViolation | Kind::UnknownTool | Kind::Length => {
+            error(ErrorFault::ServerError(500))
+        }
         Kind::StreamError => match (recorded, ex.route.stream_error()) {
             (Recorded::Events(evs), Some(err)) => {
                 // The first event, then the error: the stream had started.
@@ -140,6 +151,154 @@ impl Recorded {
     }
 }
 
+/// What a request asked, kept to spoil its answer once the exchange has gone on its way.
+pub(super) struct Asked {
+    seq: u64,
+    route: Route,
+    request: Value,
+    stream: bool,
+}
+
+impl Asked {
+    pub fn of(ex: &Exchange) -> Asked {
+        Asked {
+            seq: ex.seq,
+            route: ex.route,
+            request: ex.json().cloned().unwrap_or_default(),
+            stream: ex.wants_stream(),
+        }
+    }
+}
+
+/// Spoil the tool call of `resp` (the request's real answer) as `due` says. An answer with
+/// no call to spoil goes to the program unchanged, and the fault is noted as not fired:
+/// a test of a reaction that never happened must not pass quietly.
+pub(super) async fn spoil(
+    proxy: &Proxy,
+    due: &Due,
+    asked: &Asked,
+    resp: Response<ProxyBody>,
+) -> Response<ProxyBody> {
+    let not_fired = |why: String| {
+        let problem = format!(
+            "request {}: {} did not fire: {why}; the program got the answer as it was",
+            due.nth, due.fault.kind
+        );
+        proxy.lock().fault_problems.push(problem);
+    };
+    if !resp.status().is_success() {
+        not_fired(format!(
+            "the answer was an error ({})",
+            resp.status().as_u16()
+        ));
+        return resp;
+    }
+    let (parts, body) = resp.into_parts();
+    let bytes = match body.collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(e) => {
+            let why = format!("the answer broke off: {e}");
+            not_fired(why.clone());
+            return Response::from_parts(parts, chunks(vec![], Some(&why)));
+        }
+    };
+    let is_stream = (parts.headers.get(http::header::CONTENT_TYPE))
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|ct| ct.starts_with("text/event-stream"));
+    let whole = if is_stream {
+        let events = SseParser::new().push(&bytes);
+        asked.route.assemble(&events).and_then(Result::ok)
+    } else {
+        serde_json::from_slice::<Value>(&bytes).ok()
+    };
+    let spoiled = whole.and_then(|mut whole| {
+        let call = asked.route.extract(&asked.request, &whole)?;
+        Some(spoiling(&call, &due.fault).map(|(nth, how, detail)| {
+            asked.route.spoil_tool_call(&mut whole, nth, &how);
+            (whole, nth, how, detail)
+        }))
+    });
+    let (whole, nth, how, detail) = match spoiled {
+        Some(Ok(s)) => s,
+        Some(Err(why)) => {
+            not_fired(why);
+            return Response::from_parts(parts, full(bytes));
+        }
+        None => {
+            not_fired("the answer could not be read as a model response".into());
+            return Response::from_parts(parts, full(bytes));
+        }
+    };
+    let events = (asked.stream)
+        .then(|| asked.route.synthesize(&whole, &asked.request))
+        .flatten();
+    let resp = match events {
+        Some(evs) => stream(chunks(evs.iter().map(sse::encode).collect(), None)),
+        None => json_response(StatusCode::OK, &whole),
+    };
+    proxy.lock().spoiled.insert(asked.seq, (nth, how));
+    note(proxy, due, &resp, Some(detail));
+    resp
+}
+
+/// Which tool call of `call` the fault spoils (its index), how, and what that is in words;
+/// or why it cannot fire.
+fn spoiling(call: &ModelCall, fault: &Fault) -> Result<(usize, Spoil, String), String> {
+    let nth = match &fault.tool {
+        Some(tool) => (call.tool_calls.iter().position(|c| &c.name == tool))
+            .ok_or_else(|| format!("the answer has no call to `{tool}`"))?,
+        None if call.tool_calls.is_empty() => return Err("the answer has no tool call".into()),
+        None => 0,
+    };
+    let target = &call.tool_calls[nth];
+    let name = &target.name;
+    let (how, detail) = match fault.kind {
+        Kind::MalformedToolArgs => (Spoil::Malformed, format!("{name}'s arguments are not JSON")),
+        Kind::Length => (
+            Spoil::Length,
+            format!("{name}'s call cut short by the length limit"),
+        ),
+        Kind::UnknownTool => {
+            let declared = |n: &str| call.tools.iter().any(|t| t.name == n);
+            let unknown = (1..)
+                .map(|n| match n {
+                    1 => format!("{name}_unknown"),
+                    n => format!("{name}_unknown_{n}"),
+                })
+                .find(|n| !declared(n))
+                .unwrap_or_default();
+            let detail = format!("{name} called as {unknown}");
+            (Spoil::Name(unknown), detail)
+        }
+        Kind::SchemaViolation => {
+            let schema = (call.tools.iter().find(|t| &t.name == name))
+                .map(|t| &t.parameters)
+                .filter(|p| p.is_object())
+                .ok_or_else(|| format!("the request declares no schema for `{name}`"))?;
+            let (way, args) = crate::fuzz::near_miss(schema, &target.arguments, fault.violation)
+                .ok_or_else(|| match fault.violation {
+                    Some(way) => format!("the schema of `{name}` allows no {way} near miss of its arguments"),
+                    None => format!("the schema of `{name}` gives no way to break its arguments (no required, typed, closed or enum property)"),
+                })?;
+            let detail = format!("{name} {args} ({way})");
+            (Spoil::Arguments(args), detail)
+        }
+        other => return Err(format!("`{other}` does not spoil a tool call")),
+    };
+    Ok((nth, how, detail))
+}
+
+/// A logged exchange as the program got it: its tool call spoiled as it was served.
+pub(super) fn as_served(it: &mut Interaction, nth: usize, how: &Spoil) {
+    let Some(whole) = it.response.body.as_ref().and_then(Body::as_json) else {
+        return;
+    };
+    let mut whole = whole.clone();
+    Route::from_name(&it.route).spoil_tool_call(&mut whole, nth, how);
+    it.response.body = Some(Body::Json(whole.into()));
+    it.response.events = None;
+}
+
 fn stream(body: ProxyBody) -> Response<ProxyBody> {
     let mut resp = Response::new(body);
     resp.headers_mut().insert(
@@ -153,4 +312,101 @@ fn disconnect() -> Response<ProxyBody> {
     let mut resp = Response::new(full(Bytes::new()));
     resp.extensions_mut().insert(Disconnect);
     resp
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::fault::parse_flag;
+    use crate::neutral::{ToolCall, ToolDef};
+
+    fn call() -> ModelCall {
+        let tool = |name: &str, arguments| ToolCall {
+            id: String::new(),
+            name: name.into(),
+            arguments,
+        };
+        ModelCall {
+            tools: vec![
+                ToolDef {
+                    name: "get_weather".into(),
+                    parameters: json!({"type": "object", "required": ["city"],
+                        "properties": {"city": {"type": "string"}, "unit": {"enum": ["c", "f"]}}}),
+                },
+                ToolDef {
+                    name: "get_time_unknown".into(),
+                    parameters: json!({}),
+                },
+            ],
+            tool_calls: vec![
+                tool("get_weather", json!({"city": "Paris", "unit": "c"})),
+                tool("get_time", json!({"city": "Tokyo"})),
+            ],
+            ..ModelCall::default()
+        }
+    }
+
+    fn spoil(flag: &str) -> Result<(usize, Spoil, String), String> {
+        spoiling(&call(), &parse_flag(&format!("request=1,{flag}")).unwrap())
+    }
+
+    #[test]
+    fn a_tool_call_fault_picks_its_call_and_says_what_it_did() {
+        assert_eq!(
+            spoil("kind=malformed_tool_args").unwrap(),
+            (
+                0,
+                Spoil::Malformed,
+                "get_weather's arguments are not JSON".into()
+            )
+        );
+        // The unknown name is one the request does not declare.
+        assert_eq!(
+            spoil("kind=unknown_tool,tool=get_time").unwrap(),
+            (
+                1,
+                Spoil::Name("get_time_unknown_2".into()),
+                "get_time called as get_time_unknown_2".into()
+            )
+        );
+        assert_eq!(
+            spoil("kind=schema_violation").unwrap(),
+            (
+                0,
+                Spoil::Arguments(json!({"unit": "c"})),
+                r#"get_weather {"unit":"c"} (missing_required)"#.into()
+            )
+        );
+        let (_, how, _) = spoil("kind=schema_violation,violation=enum_outsider").unwrap();
+        assert_eq!(
+            how,
+            Spoil::Arguments(json!({"city": "Paris", "unit": "c_x"}))
+        );
+        assert_eq!(spoil("kind=length").unwrap().1, Spoil::Length);
+    }
+
+    #[test]
+    fn a_tool_call_fault_that_cannot_fire_says_why() {
+        for (flag, why) in [
+            ("kind=length,tool=book", "the answer has no call to `book`"),
+            (
+                "kind=schema_violation,tool=get_time",
+                "the request declares no schema for `get_time`",
+            ),
+            (
+                "kind=schema_violation,violation=extra_property",
+                "the schema of `get_weather` allows no extra_property near miss of its arguments",
+            ),
+        ] {
+            assert_eq!(spoil(flag).unwrap_err(), why, "{flag}");
+        }
+        let none = ModelCall::default();
+        let fault = parse_flag("request=1,kind=unknown_tool").unwrap();
+        assert_eq!(
+            spoiling(&none, &fault).unwrap_err(),
+            "the answer has no tool call"
+        );
+    }
 }

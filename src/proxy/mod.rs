@@ -169,6 +169,10 @@ struct State {
     model_requests: usize,
     turn_requests: BTreeMap<Option<usize>, usize>,
     fired: Vec<crate::fault::Fired>,
+    /// Tool-call faults that could not fire.
+    fault_problems: Vec<String>,
+    /// Exchanges whose tool call a fault spoiled, by arrival: the call's index and how.
+    spoiled: HashMap<u64, (usize, crate::dialect::Spoil)>,
 }
 
 /// What a session did, read once it has drained.
@@ -200,6 +204,9 @@ pub struct Outcome {
     pub model_requests: BTreeMap<Option<usize>, usize>,
     /// The faults that fired, in order.
     pub faults: Vec<crate::fault::Fired>,
+    /// Tool-call faults that could not fire (no tool call in the answer, no way to break
+    /// its schema): each fails the case.
+    pub fault_problems: Vec<String>,
 }
 
 impl Proxy {
@@ -297,6 +304,11 @@ impl Proxy {
         recorded.sort_by_key(|(seq, _)| *seq);
         let mut exchanges = std::mem::take(&mut st.exchanges);
         exchanges.sort_by_key(|(seq, _)| *seq);
+        for (seq, it) in &mut exchanges {
+            if let Some((nth, how)) = st.spoiled.get(seq) {
+                fault::as_served(it, *nth, how);
+            }
+        }
         let unused = match &self.opts.replay {
             Some(r) => {
                 let positions = r.index.lock().map(|ix| ix.unused()).unwrap_or_default();
@@ -326,6 +338,7 @@ impl Proxy {
             mcp_mocked: std::mem::take(&mut st.mcp_mocked),
             model_requests: std::mem::take(&mut st.turn_requests),
             faults: std::mem::take(&mut st.fired),
+            fault_problems: std::mem::take(&mut st.fault_problems),
         }
     }
 

@@ -155,14 +155,28 @@ pub async fn handle(proxy: Arc<Proxy>, req: Request<hyper::body::Incoming>) -> R
         digest,
         key,
     };
-    if let Some(due) = due {
-        let resp = fault::serve(&ex, &due.fault, would_get(&proxy, &ex)).await;
-        fault::note(&proxy, &due, &resp);
-        return resp;
+    match due {
+        // A spoiled tool call needs the real answer: the request is served as any other
+        // (its recording used up, or forwarded and recorded), then the answer spoiled.
+        Some(due) if due.fault.kind.spoils_tool_call() => {
+            let asked = fault::Asked::of(&ex);
+            let resp = answer(&proxy, ex).await;
+            fault::spoil(&proxy, &due, &asked, resp).await
+        }
+        Some(due) => {
+            let resp = fault::serve(&ex, &due.fault, would_get(&proxy, &ex)).await;
+            fault::note(&proxy, &due, &resp, None);
+            resp
+        }
+        None => answer(&proxy, ex).await,
     }
+}
+
+/// Answer `ex` from the cassette or the upstream, or as a miss.
+async fn answer(proxy: &Arc<Proxy>, ex: Exchange) -> Response<ProxyBody> {
     if let Some(rp) = &proxy.opts.replay {
         if let Some(pos) = rp.take_by_position(ex.route.name(), ex.turn) {
-            return serve_by_position(&proxy, rp, pos, &ex).await;
+            return serve_by_position(proxy, rp, pos, &ex).await;
         }
         let lookup = rp
             .index
@@ -179,16 +193,16 @@ pub async fn handle(proxy: Arc<Proxy>, req: Request<hyper::body::Incoming>) -> R
                 }
                 return replay::serve(rp, it, Some(&ex)).await;
             }
-            miss if proxy.opts.upstream.is_none() => return answer_miss(&proxy, rp, &ex, miss),
+            miss if proxy.opts.upstream.is_none() => return answer_miss(proxy, rp, &ex, miss),
             _ => {}
         }
     }
     match &proxy.opts.upstream {
-        Some(up) => record::forward(&proxy, up, ex).await,
+        Some(up) => record::forward(proxy, up, ex).await,
         // A proxy is built with a cassette, an upstream or both; without either, nothing matches.
         None => refuse(
-            &proxy,
-            provider,
+            proxy,
+            ex.provider,
             (&ex.method, &ex.path),
             StatusCode::BAD_REQUEST,
             "agentproxy_cassette_miss",

@@ -189,8 +189,11 @@ async fn run_inner(
             .warnings
             .push(format!("mocked tool `{name}` was never called"));
     }
-    let mut mock_problems = mocks.problems();
-    mock_problems.extend(outcome.mock_problems.iter().cloned());
+    // Mocks that could not answer and faults that could not fire: the case did not test
+    // what it says.
+    let mut problems = mocks.problems();
+    problems.extend(outcome.mock_problems.iter().cloned());
+    problems.extend(outcome.fault_problems.iter().map(|p| format!("fault {p}")));
 
     // A crashed program's own error says more than "nothing was recorded".
     let writer = writer.filter(|_| drive_error.is_none() || !outcome.recorded.is_empty());
@@ -216,10 +219,9 @@ async fn run_inner(
         // and the miss is shown once, not again as the program's stderr repeats it.
         report.error = Some(evaluate::without_misses(&e.to_string(), &report.misses));
     }
-    let failed = !report.misses.is_empty()
-        || !mock_problems.is_empty()
-        || report.failures().next().is_some();
-    report.warnings.extend(mock_problems);
+    let failed =
+        !report.misses.is_empty() || !problems.is_empty() || report.failures().next().is_some();
+    report.warnings.extend(problems);
     if failed {
         report.status = Status::Failed;
     }

@@ -568,7 +568,7 @@ fn errors_point_at_file_line_and_column() {
         // Faults, `requests:` and `exit:`.
         (
             &format!("{app}cases:\n  - name: a\n    faults: [{{request: 1, kind: slow}}]\n"),
-            "specs/weather.yaml:4:33: `cases[0].faults[0].kind`: unknown fault kind `slow`; expected one of rate_limit, server_error, overloaded, timeout, disconnect, truncate_stream, stream_error".into(),
+            "specs/weather.yaml:4:33: `cases[0].faults[0].kind`: unknown fault kind `slow`; expected one of rate_limit, server_error, overloaded, timeout, disconnect, truncate_stream, stream_error, malformed_tool_args, schema_violation, unknown_tool, length".into(),
         ),
         (
             &format!("{app}cases:\n  - name: a\n    faults:\n      - kind: rate_limit\n"),
@@ -580,7 +580,7 @@ fn errors_point_at_file_line_and_column() {
         ),
         (
             &format!("{app}cases:\n  - name: a\n    faults:\n      - {{request: 1, kind: timeout, every: 2}}\n"),
-            "specs/weather.yaml:5:37: unknown key `every` in fault; expected one of: request, kind, times, status, retry_after, for, after_events".into(),
+            "specs/weather.yaml:5:37: unknown key `every` in fault; expected one of: request, kind, times, status, retry_after, for, after_events, tool, violation".into(),
         ),
         (
             &format!("{app}cases:\n  - name: a\n    turns:\n      - input: x\n        faults: [{{request: 0, kind: disconnect}}]\n"),

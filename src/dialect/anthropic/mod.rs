@@ -10,8 +10,10 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde_json::{json, Value};
 
-use super::shared::{array, params, parts, result_message, rewrite_results, text};
-use super::{AssembleError, Dialect, ErrorFault, INJECTED};
+use super::shared::{
+    array, broken_json, cut_object, params, parts, result_message, rewrite_results, text,
+};
+use super::{AssembleError, Dialect, ErrorFault, Spoil, INJECTED};
 use crate::neutral::{Message, ModelCall, ToolCall, ToolDef, ToolResult, Usage};
 use crate::sse::SseEvent;
 
@@ -117,6 +119,34 @@ impl Dialect for Anthropic {
             "stop_sequence": null,
             "usage": {"input_tokens": 0, "output_tokens": 0}
         })
+    }
+
+    /// The call is the `nth` `tool_use` block. Its `input` is an object on the wire, so
+    /// malformed arguments are a string of broken JSON there (a stream carries that text
+    /// as its `input_json_delta`s); a length stop (`stop_reason: "max_tokens"`) keeps the
+    /// properties before the cut and drops the blocks after it.
+    fn spoil_tool_call(&self, response: &mut Value, nth: usize, spoil: &Spoil) {
+        let Some(content) = response["content"].as_array_mut() else {
+            return;
+        };
+        let Some(at) = (content.iter().enumerate())
+            .filter(|(_, b)| block_type(b) == "tool_use")
+            .nth(nth)
+            .map(|(at, _)| at)
+        else {
+            return;
+        };
+        let block = &mut content[at];
+        match spoil {
+            Spoil::Malformed => block["input"] = json!(broken_json(&block["input"].to_string())),
+            Spoil::Arguments(args) => block["input"] = args.clone(),
+            Spoil::Name(name) => block["name"] = json!(name),
+            Spoil::Length => {
+                block["input"] = cut_object(&block["input"]);
+                content.truncate(at + 1);
+                response["stop_reason"] = json!("max_tokens");
+            }
+        }
     }
 }
 

@@ -209,7 +209,8 @@ fn event(kind: &str, fields: Value) -> SseEvent {
 ///   `content_block_stop`: `text` as `text_delta` pieces (and one `citations_delta` per
 ///   citation), `thinking` as `thinking_delta` pieces and a `signature_delta`,
 ///   `tool_use` / `server_tool_use` input as compact JSON in `input_json_delta` pieces (a
-///   single `""` for an empty input, as the API does); other blocks start whole;
+///   single `""` for an empty input, as the API does; an input that is a string, such
+///   as a fault's broken JSON, streams as that text); other blocks start whole;
 /// - `message_delta` with `stop_reason`, `stop_sequence` and the whole `usage`, and
 ///   `message_stop`.
 ///
@@ -271,6 +272,8 @@ pub fn synthesize(message: &Value) -> Vec<SseEvent> {
                 let input = block.get("input").cloned().unwrap_or_else(|| json!({}));
                 let input = match input {
                     Value::Object(ref map) if map.is_empty() => String::new(),
+                    // Arguments that are not JSON (a fault's) stream as their own text.
+                    Value::String(text) => text,
                     other => other.to_string(),
                 };
                 let pieces = delta_pieces(&input);

@@ -18,8 +18,8 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde_json::{json, Value};
 
-use super::shared::{array, params, rewrite_results, text};
-use super::{AssembleError, Dialect, ErrorFault, INJECTED};
+use super::shared::{array, broken_json, cut_object, params, rewrite_results, text};
+use super::{AssembleError, Dialect, ErrorFault, Spoil, INJECTED};
 use crate::neutral::{Message, ModelCall, ToolCall, ToolDef, ToolResult, Usage};
 use crate::sse::SseEvent;
 
@@ -169,6 +169,43 @@ impl Dialect for Gemini {
             "modelVersion": model,
             "responseId": "agentproxy"
         })
+    }
+
+    /// The call is the `nth` `functionCall` part of the first candidate. Gemini does not
+    /// send broken arguments: it ends the candidate with `MALFORMED_FUNCTION_CALL`, no
+    /// function call and a `finishMessage`. A length stop (`MAX_TOKENS`) keeps the
+    /// arguments before the cut and drops the parts after the call.
+    fn spoil_tool_call(&self, response: &mut Value, nth: usize, spoil: &Spoil) {
+        let candidate = &mut response["candidates"][0];
+        let Some(parts) = candidate["content"]["parts"].as_array_mut() else {
+            return;
+        };
+        let Some(at) = (parts.iter().enumerate())
+            .filter(|(_, p)| p.get("functionCall").is_some())
+            .nth(nth)
+            .map(|(at, _)| at)
+        else {
+            return;
+        };
+        let call = &mut parts[at]["functionCall"];
+        match spoil {
+            Spoil::Malformed => {
+                let text = format!("{}({})", str_of(call, "name"), call["args"]);
+                parts.retain(|p| p.get("functionCall").is_none());
+                candidate["finishReason"] = json!("MALFORMED_FUNCTION_CALL");
+                candidate["finishMessage"] = json!(format!(
+                    "Malformed function call: {} {INJECTED}",
+                    broken_json(&text)
+                ));
+            }
+            Spoil::Arguments(args) => call["args"] = args.clone(),
+            Spoil::Name(name) => call["name"] = json!(name),
+            Spoil::Length => {
+                call["args"] = cut_object(&call["args"]);
+                parts.truncate(at + 1);
+                candidate["finishReason"] = json!("MAX_TOKENS");
+            }
+        }
     }
 }
 

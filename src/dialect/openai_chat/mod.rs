@@ -11,9 +11,10 @@ use std::collections::{BTreeMap, HashMap};
 use serde_json::{json, Value};
 
 use super::shared::{
-    arguments, array, content_text, is_system, params, parts, result_message, rewrite_results,
+    arguments, array, broken_json, content_text, is_system, params, parts, result_message,
+    rewrite_results,
 };
-use super::{AssembleError, Dialect, ErrorFault, INJECTED};
+use super::{AssembleError, Dialect, ErrorFault, Spoil, INJECTED};
 use crate::neutral::{parse_arguments, Message, ModelCall, ToolCall, ToolDef, ToolResult, Usage};
 use crate::sse::SseEvent;
 
@@ -112,6 +113,36 @@ impl Dialect for OpenAiChat {
             }],
             "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
         })
+    }
+
+    /// The call is `choices[0].message.tool_calls[nth]`; a length stop ends the choice with
+    /// `finish_reason: "length"`.
+    fn spoil_tool_call(&self, response: &mut Value, nth: usize, spoil: &Spoil) {
+        let choice = &mut response["choices"][0];
+        let Some(calls) = choice["message"]["tool_calls"].as_array_mut() else {
+            return;
+        };
+        let Some(call) = calls.get_mut(nth) else {
+            return;
+        };
+        spoil_function(&mut call["function"], spoil);
+        if *spoil == Spoil::Length {
+            calls.truncate(nth + 1);
+            choice["finish_reason"] = json!("length");
+        }
+    }
+}
+
+/// Spoil a `{name, arguments}` function call whose arguments are JSON text (chat and
+/// Responses alike).
+pub(crate) fn spoil_function(function: &mut Value, spoil: &Spoil) {
+    match spoil {
+        Spoil::Malformed | Spoil::Length => {
+            let text = function["arguments"].as_str().unwrap_or("{}");
+            function["arguments"] = json!(broken_json(text));
+        }
+        Spoil::Arguments(args) => function["arguments"] = json!(args.to_string()),
+        Spoil::Name(name) => function["name"] = json!(name),
     }
 }
 

@@ -10,10 +10,11 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde_json::{json, Value};
 
+use super::openai_chat::spoil_function;
 use super::shared::{
     arguments, array, content_text, is_system, params, parts, result_message, rewrite_results,
 };
-use super::{AssembleError, Dialect, ErrorFault, INJECTED};
+use super::{AssembleError, Dialect, ErrorFault, Spoil, INJECTED};
 use crate::neutral::{parse_arguments, Message, ModelCall, ToolCall, ToolDef, ToolResult, Usage};
 use crate::sse::SseEvent;
 
@@ -137,6 +138,29 @@ impl Dialect for OpenAiResponses {
                 "total_tokens": 0
             }
         })
+    }
+
+    /// The call is the `nth` `function_call` item of `output`; a length stop leaves the
+    /// response `incomplete` for `max_output_tokens`, the call `incomplete`, and drops the
+    /// items after it.
+    fn spoil_tool_call(&self, response: &mut Value, nth: usize, spoil: &Spoil) {
+        let Some(output) = response["output"].as_array_mut() else {
+            return;
+        };
+        let Some(at) = (output.iter().enumerate())
+            .filter(|(_, i)| item_kind(i) == "function_call")
+            .nth(nth)
+            .map(|(at, _)| at)
+        else {
+            return;
+        };
+        spoil_function(&mut output[at], spoil);
+        if *spoil == Spoil::Length {
+            output.truncate(at + 1);
+            output[at]["status"] = json!("incomplete");
+            response["status"] = json!("incomplete");
+            response["incomplete_details"] = json!({"reason": "max_output_tokens"});
+        }
     }
 }
 
