@@ -209,3 +209,153 @@ async fn real_sdks_meet_injected_faults_in_record_and_replay() {
         ]
     );
 }
+
+const TOOL_SPEC: &str = r#"
+app:
+  command: [PYTHON, AGENT]
+  timeout: 60s
+execution: {parallel: 4}
+cases:
+  - name: arguments that are not JSON are sent back as the tool's error
+    env: {CLIENT: openai}
+    faults: [{request: 1, kind: malformed_tool_args}]
+    expect:
+      requests: 2
+      output: 'called: get_weather {"city":"Paris",'
+      reply: {contains: "The tool said: error: the arguments are not JSON"}
+  - name: an unknown tool in a stream is refused by the agent
+    env: {CLIENT: openai-stream}
+    faults: [{request: 1, kind: unknown_tool}]
+    expect:
+      requests: 2
+      calls: [get_weather_unknown]
+      reply: {contains: "The tool said: error: unknown tool get_weather_unknown"}
+  - name: a length stop ends the run
+    env: {CLIENT: openai}
+    faults: [{request: 1, kind: length}]
+    expect: {requests: 1, exit: 1, output: "error: cut short (length)"}
+  - name: a unit outside the enum is refused
+    env: {CLIENT: anthropic}
+    faults: [{request: 1, kind: schema_violation, violation: enum_outsider}]
+    expect:
+      requests: 2
+      calls: [{get_weather: {unit: celsius_x}}]
+      reply: {contains: "The tool said: error: unknown unit celsius_x"}
+  - name: a missing city in a stream is refused
+    env: {CLIENT: anthropic-stream}
+    faults: [{request: 1, kind: schema_violation}]
+    expect:
+      requests: 2
+      reply: {contains: "The tool said: error: `city` is required"}
+  - name: broken JSON in an Anthropic stream
+    env: {CLIENT: anthropic-stream}
+    faults: [{request: 1, kind: malformed_tool_args}]
+    expect:
+      requests: 2
+      output: 'called: get_weather {"city": "Paris"}'
+      reply: {contains: "It is 18°C"}
+  - name: an Anthropic stream cut by max_tokens ends the run
+    env: {CLIENT: anthropic-stream}
+    faults: [{request: 1, kind: length}]
+    expect: {requests: 1, exit: 1, output: "error: cut short (max_tokens)"}
+"#;
+
+/// Tool-call faults against real SDKs: the answer's call spoiled as each provider would send
+/// it, the agent's checks catching it, recorded against the fakes (a spoiled request is
+/// forwarded: its real answer is recorded) and replayed with them stopped.
+#[tokio::test(flavor = "multi_thread")]
+async fn real_sdks_get_spoiled_tool_calls_in_record_and_replay() {
+    let python = repo().join(".venv/bin/python");
+    assert!(python.exists(), "run scripts/setup-python.sh first");
+    let (openai, anthropic) = (FakeOpenAi::start().await, FakeAnthropic::start().await);
+    let dir = tempfile::tempdir().unwrap();
+    let spec = TOOL_SPEC
+        .replace("PYTHON", &python.display().to_string())
+        .replace(
+            "AGENT]",
+            &format!(
+                "{}]",
+                repo().join("tests/e2e/tool_faults_agent.py").display()
+            ),
+        );
+    std::fs::write(dir.path().join("tools.yaml"), spec).unwrap();
+    let (up, anthropic_up) = (openai.url(), anthropic.url());
+    let d = dir.path().to_owned();
+    let recorded = tokio::task::spawn_blocking(move || {
+        agentproxy(
+            &d,
+            &[
+                "tools.yaml",
+                "--mode",
+                "record",
+                "--upstream",
+                &up,
+                "--anthropic-upstream",
+                &anthropic_up,
+                "--report",
+                "json",
+                "-o",
+                "record.json",
+            ],
+        )
+    })
+    .await
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&recorded.stderr);
+    assert!(recorded.status.success(), "{stderr}");
+    assert!(stderr.contains("7 passed, 0 failed"), "{stderr}");
+    // Every request was forwarded, the spoiled ones too.
+    assert_eq!(openai.request_count(), 5);
+    assert_eq!(anthropic.request_count(), 7);
+    openai.stop().await;
+    anthropic.stop().await;
+
+    let d = dir.path().to_owned();
+    let replayed = tokio::task::spawn_blocking(move || {
+        agentproxy(
+            &d,
+            &[
+                "tools.yaml",
+                "--mode",
+                "replay",
+                "--report",
+                "json",
+                "-o",
+                "replay.json",
+            ],
+        )
+    })
+    .await
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&replayed.stderr);
+    assert!(replayed.status.success(), "{stderr}");
+    assert!(stderr.contains("7 passed, 0 failed"), "{stderr}");
+    let read = |name: &str| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join(name)).unwrap()).unwrap()
+    };
+    let (record, replay) = (read("record.json"), read("replay.json"));
+    assert_eq!(requests_and_faults(&replay), requests_and_faults(&record));
+    let details: Vec<String> = replay["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            c["turns"][0]["faults"][0]["detail"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    assert_eq!(
+        details,
+        [
+            "get_weather called as get_weather_unknown",
+            r#"get_weather {"city":"Paris","unit":"celsius_x"} (enum_outsider)"#,
+            r#"get_weather {"unit":"celsius"} (missing_required)"#,
+            "get_weather's arguments are not JSON",
+            "get_weather's call cut short by the length limit",
+        ]
+    );
+}
