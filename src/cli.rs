@@ -471,8 +471,11 @@ pub struct SessionArgs {
     /// Inject a fault into model requests (repeatable), counted from 1 over the session:
     /// 'request=1,kind=rate_limit,times=2'. Kinds: rate_limit (retry_after=0s),
     /// server_error (status=500), overloaded, timeout (for=10s), disconnect,
-    /// truncate_stream (after_events=1), stream_error. A faulted request is never
-    /// forwarded or recorded and uses up no recording. See docs/faults.md.
+    /// truncate_stream (after_events=1), stream_error: the request is never forwarded or
+    /// recorded and uses up no recording. Kinds that spoil the answer's tool call
+    /// (tool=NAME picks it): malformed_tool_args, schema_violation (violation is one of
+    /// missing_required, wrong_type, extra_property, enum_outsider), unknown_tool, length:
+    /// the request is served as any other, then its tool call spoiled. See docs/faults.md.
     #[arg(long = "fault", value_name = "SPEC", value_parser = crate::fault::parse_flag)]
     pub fault: Vec<crate::fault::Fault>,
 

@@ -4,7 +4,7 @@
 //!
 //! ```json
 //! {
-//!   "version": "2.3",
+//!   "version": "2.4",
 //!   "cases": [ { "spec", "name", "status", "mode", "cassette", "duration_ms",
 //!                "turns": [ { "index", "input", "reply", "output",
 //!                             "tool_calls": [ { "name", "arguments", "result", "execution" } ],
@@ -12,7 +12,7 @@
 //!                             "assertions": [ { "passed", "what", "message", "expected",
 //!                                               "actual", "path", "nearest" } ],
 //!                             "model_calls", "requests",
-//!                             "faults": [ { "request", "turn", "kind", "status" } ],
+//!                             "faults": [ { "request", "turn", "kind", "status", "detail" } ],
 //!                             "usage": { "prompt", "completion", "cache_read",
 //!                                                  "cache_creation", "calls_without_usage" },
 //!                             "latency_ms", "missed", "not_reached" } ],
@@ -34,7 +34,7 @@ use serde::Serialize;
 use super::RunReport;
 
 /// The version of the JSON report format.
-pub const FORMAT_VERSION: &str = "2.3";
+pub const FORMAT_VERSION: &str = "2.4";
 
 #[derive(Serialize)]
 struct Document<'a> {
@@ -70,7 +70,7 @@ mod tests {
     #[test]
     fn json_report_parses_back_with_version_and_summary() {
         let v: Value = serde_json::from_str(&render(&sample::run())).expect("valid JSON");
-        assert_eq!(v["version"], "2.3");
+        assert_eq!(v["version"], "2.4");
         assert_eq!(v["summary"]["failed"], 2);
         assert_eq!(
             v["cases"][3]["turns"][0]["tool_calls"][1]["arguments"]["country"],
