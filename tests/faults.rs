@@ -286,3 +286,45 @@ fn a_bad_fault_flag_says_what_to_write() {
         "{stderr}"
     );
 }
+
+/// Under `agentproxy test`, a tool-call fault that cannot fire fails its case: the spec
+/// says the agent meets a spoiled call, and it never did. Replayed from the travel
+/// example's committed cassette.
+#[test]
+fn a_tool_call_fault_that_cannot_fire_fails_its_case() {
+    let python = repo().join(".venv/bin/python");
+    assert!(python.exists(), "run scripts/setup-python.sh first");
+    let dir = tempfile::tempdir().unwrap();
+    let spec = format!(
+        r#"
+app:
+  command: [{python}, {agent}]
+cassettes: {cassettes}
+cases:
+  - name: paris weather
+    input: What's the weather in Paris?
+    faults: [{{request: 1, kind: unknown_tool, tool: get_time}}]
+    expect: {{reply: 18°C}}
+"#,
+        python = python.display(),
+        agent = repo().join("examples/travel-agent/agent.py").display(),
+        cassettes = repo().join("cassettes/examples/travel-agent").display(),
+    );
+    std::fs::write(dir.path().join("spec.yaml"), spec).unwrap();
+    let out = std::process::Command::new(support::proxy::bin())
+        .args(["test", "spec.yaml", "--mode", "replay"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("FAIL  spec.yaml::paris weather"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("warning: fault request 1: unknown_tool did not fire: the answer has no call to `get_time`; the program got the answer as it was"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("0 passed, 1 failed"), "{stderr}");
+}
