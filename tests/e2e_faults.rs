@@ -20,7 +20,7 @@ fn repo() -> &'static Path {
 
 const SPEC: &str = r#"
 app:
-  command: [PYTHON, CLIENT]
+  command: [PYTHON, SCRIPT]
   timeout: 60s
 execution: {parallel: 4}
 cases:
@@ -99,74 +99,74 @@ fn requests_and_faults(report: &Value) -> Vec<(String, u64, Vec<String>)> {
     out
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn real_sdks_meet_injected_faults_in_record_and_replay() {
+/// Run `spec` (its `PYTHON` and `SCRIPT]` filled in) in record mode against the fakes,
+/// check what reached them (`forwarded`: openai's and anthropic's request counts), stop
+/// them, replay, and return both JSON reports. Both runs must pass all `cases` cases.
+async fn record_then_replay(
+    spec: &str,
+    script: &str,
+    cases: usize,
+    forwarded: (usize, usize),
+) -> (Value, Value) {
     let python = repo().join(".venv/bin/python");
     assert!(python.exists(), "run scripts/setup-python.sh first");
     let (openai, anthropic) = (FakeOpenAi::start().await, FakeAnthropic::start().await);
     let dir = tempfile::tempdir().unwrap();
-    let spec = SPEC
+    let spec = spec
         .replace("PYTHON", &python.display().to_string())
         .replace(
-            "CLIENT]",
-            &format!("{}]", repo().join("tests/e2e/faults_client.py").display()),
+            "SCRIPT]",
+            &format!("{}]", repo().join("tests/e2e").join(script).display()),
         );
-    std::fs::write(dir.path().join("faults.yaml"), spec).unwrap();
-    let (up, anthropic_up) = (openai.url(), anthropic.url());
-    let d = dir.path().to_owned();
-    let recorded = tokio::task::spawn_blocking(move || {
-        agentproxy(
-            &d,
-            &[
-                "faults.yaml",
-                "--mode",
-                "record",
-                "--upstream",
-                &up,
-                "--anthropic-upstream",
-                &anthropic_up,
-                "--report",
-                "json",
-                "-o",
-                "record.json",
-            ],
-        )
-    })
-    .await
-    .unwrap();
+    std::fs::write(dir.path().join("spec.yaml"), spec).unwrap();
+    let run = |args: Vec<String>| {
+        let d = dir.path().to_owned();
+        tokio::task::spawn_blocking(move || {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            agentproxy(&d, &args)
+        })
+    };
+    let passed = format!("{cases} passed, 0 failed");
+    let record = ["spec.yaml", "--mode", "record", "--upstream", &openai.url()]
+        .into_iter()
+        .map(str::to_owned)
+        .chain(["--anthropic-upstream".into(), anthropic.url()])
+        .chain(["--report", "json", "-o", "record.json"].map(str::to_owned))
+        .collect();
+    let recorded = run(record).await.unwrap();
     let stderr = String::from_utf8_lossy(&recorded.stderr);
     assert!(recorded.status.success(), "{stderr}");
-    assert!(stderr.contains("7 passed, 0 failed"), "{stderr}");
-    // A faulted request is never forwarded: only the retries that got through were.
-    assert_eq!(openai.request_count(), 3);
-    assert_eq!(anthropic.request_count(), 0);
+    assert!(stderr.contains(&passed), "{stderr}");
+    assert_eq!(
+        (openai.request_count(), anthropic.request_count()),
+        forwarded
+    );
     openai.stop().await;
     anthropic.stop().await;
 
-    let d = dir.path().to_owned();
-    let replayed = tokio::task::spawn_blocking(move || {
-        agentproxy(
-            &d,
-            &[
-                "faults.yaml",
-                "--mode",
-                "replay",
-                "--report",
-                "json",
-                "-o",
-                "replay.json",
-            ],
-        )
-    })
-    .await
-    .unwrap();
+    let replay = [
+        "spec.yaml",
+        "--mode",
+        "replay",
+        "--report",
+        "json",
+        "-o",
+        "replay.json",
+    ];
+    let replayed = run(replay.map(str::to_owned).to_vec()).await.unwrap();
     let stderr = String::from_utf8_lossy(&replayed.stderr);
     assert!(replayed.status.success(), "{stderr}");
-    assert!(stderr.contains("7 passed, 0 failed"), "{stderr}");
+    assert!(stderr.contains(&passed), "{stderr}");
     let read = |name: &str| -> Value {
         serde_json::from_str(&std::fs::read_to_string(dir.path().join(name)).unwrap()).unwrap()
     };
-    let (record, replay) = (read("record.json"), read("replay.json"));
+    (read("record.json"), read("replay.json"))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn real_sdks_meet_injected_faults_in_record_and_replay() {
+    // A faulted request is never forwarded: only the retries that got through were.
+    let (record, replay) = record_then_replay(SPEC, "faults_client.py", 7, (3, 0)).await;
     let seen = requests_and_faults(&replay);
     assert_eq!(seen, requests_and_faults(&record));
     let at = |kind: &str, requests: &[u64]| -> Vec<String> {
@@ -212,7 +212,7 @@ async fn real_sdks_meet_injected_faults_in_record_and_replay() {
 
 const TOOL_SPEC: &str = r#"
 app:
-  command: [PYTHON, AGENT]
+  command: [PYTHON, SCRIPT]
   timeout: 60s
 execution: {parallel: 4}
 cases:
@@ -265,75 +265,8 @@ cases:
 /// forwarded: its real answer is recorded) and replayed with them stopped.
 #[tokio::test(flavor = "multi_thread")]
 async fn real_sdks_get_spoiled_tool_calls_in_record_and_replay() {
-    let python = repo().join(".venv/bin/python");
-    assert!(python.exists(), "run scripts/setup-python.sh first");
-    let (openai, anthropic) = (FakeOpenAi::start().await, FakeAnthropic::start().await);
-    let dir = tempfile::tempdir().unwrap();
-    let spec = TOOL_SPEC
-        .replace("PYTHON", &python.display().to_string())
-        .replace(
-            "AGENT]",
-            &format!(
-                "{}]",
-                repo().join("tests/e2e/tool_faults_agent.py").display()
-            ),
-        );
-    std::fs::write(dir.path().join("tools.yaml"), spec).unwrap();
-    let (up, anthropic_up) = (openai.url(), anthropic.url());
-    let d = dir.path().to_owned();
-    let recorded = tokio::task::spawn_blocking(move || {
-        agentproxy(
-            &d,
-            &[
-                "tools.yaml",
-                "--mode",
-                "record",
-                "--upstream",
-                &up,
-                "--anthropic-upstream",
-                &anthropic_up,
-                "--report",
-                "json",
-                "-o",
-                "record.json",
-            ],
-        )
-    })
-    .await
-    .unwrap();
-    let stderr = String::from_utf8_lossy(&recorded.stderr);
-    assert!(recorded.status.success(), "{stderr}");
-    assert!(stderr.contains("7 passed, 0 failed"), "{stderr}");
     // Every request was forwarded, the spoiled ones too.
-    assert_eq!(openai.request_count(), 5);
-    assert_eq!(anthropic.request_count(), 7);
-    openai.stop().await;
-    anthropic.stop().await;
-
-    let d = dir.path().to_owned();
-    let replayed = tokio::task::spawn_blocking(move || {
-        agentproxy(
-            &d,
-            &[
-                "tools.yaml",
-                "--mode",
-                "replay",
-                "--report",
-                "json",
-                "-o",
-                "replay.json",
-            ],
-        )
-    })
-    .await
-    .unwrap();
-    let stderr = String::from_utf8_lossy(&replayed.stderr);
-    assert!(replayed.status.success(), "{stderr}");
-    assert!(stderr.contains("7 passed, 0 failed"), "{stderr}");
-    let read = |name: &str| -> Value {
-        serde_json::from_str(&std::fs::read_to_string(dir.path().join(name)).unwrap()).unwrap()
-    };
-    let (record, replay) = (read("record.json"), read("replay.json"));
+    let (record, replay) = record_then_replay(TOOL_SPEC, "tool_faults_agent.py", 7, (5, 7)).await;
     assert_eq!(requests_and_faults(&replay), requests_and_faults(&record));
     let details: Vec<String> = replay["cases"]
         .as_array()
