@@ -127,6 +127,19 @@ pub(crate) fn delta_pieces(text: &str) -> Vec<&str> {
     pieces
 }
 
+/// The index of the `nth` (0-based) element of `items` that `is_call` accepts: where a
+/// dialect's `nth` tool call sits among its output items, blocks or parts.
+pub(crate) fn nth_call(
+    items: &[Value],
+    nth: usize,
+    is_call: impl Fn(&Value) -> bool,
+) -> Option<usize> {
+    (items.iter().enumerate())
+        .filter(|(_, item)| is_call(item))
+        .nth(nth)
+        .map(|(at, _)| at)
+}
+
 /// Arguments text cut short so that it is no longer JSON: the first half of `text`
 /// (trimmed), at least one character. A proper prefix of an object or array never parses;
 /// a prefix that happens to (a bare number) gets an unclosed brace.

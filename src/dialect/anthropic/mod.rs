@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde_json::{json, Value};
 
 use super::shared::{
-    array, broken_json, cut_object, params, parts, result_message, rewrite_results, text,
+    array, broken_json, cut_object, nth_call, params, parts, result_message, rewrite_results, text,
 };
 use super::{AssembleError, Dialect, ErrorFault, Spoil, INJECTED};
 use crate::neutral::{Message, ModelCall, ToolCall, ToolDef, ToolResult, Usage};
@@ -129,11 +129,7 @@ impl Dialect for Anthropic {
         let Some(content) = response["content"].as_array_mut() else {
             return;
         };
-        let Some(at) = (content.iter().enumerate())
-            .filter(|(_, b)| block_type(b) == "tool_use")
-            .nth(nth)
-            .map(|(at, _)| at)
-        else {
+        let Some(at) = nth_call(content, nth, |b| block_type(b) == "tool_use") else {
             return;
         };
         let block = &mut content[at];

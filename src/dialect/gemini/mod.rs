@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde_json::{json, Value};
 
-use super::shared::{array, broken_json, cut_object, params, rewrite_results, text};
+use super::shared::{array, broken_json, cut_object, nth_call, params, rewrite_results, text};
 use super::{AssembleError, Dialect, ErrorFault, Spoil, INJECTED};
 use crate::neutral::{Message, ModelCall, ToolCall, ToolDef, ToolResult, Usage};
 use crate::sse::SseEvent;
@@ -180,11 +180,7 @@ impl Dialect for Gemini {
         let Some(parts) = candidate["content"]["parts"].as_array_mut() else {
             return;
         };
-        let Some(at) = (parts.iter().enumerate())
-            .filter(|(_, p)| p.get("functionCall").is_some())
-            .nth(nth)
-            .map(|(at, _)| at)
-        else {
+        let Some(at) = nth_call(parts, nth, |p| p.get("functionCall").is_some()) else {
             return;
         };
         let call = &mut parts[at]["functionCall"];

@@ -12,7 +12,8 @@ use serde_json::{json, Value};
 
 use super::openai_chat::spoil_function;
 use super::shared::{
-    arguments, array, content_text, is_system, params, parts, result_message, rewrite_results,
+    arguments, array, content_text, is_system, nth_call, params, parts, result_message,
+    rewrite_results,
 };
 use super::{AssembleError, Dialect, ErrorFault, Spoil, INJECTED};
 use crate::neutral::{parse_arguments, Message, ModelCall, ToolCall, ToolDef, ToolResult, Usage};
@@ -147,11 +148,7 @@ impl Dialect for OpenAiResponses {
         let Some(output) = response["output"].as_array_mut() else {
             return;
         };
-        let Some(at) = (output.iter().enumerate())
-            .filter(|(_, i)| item_kind(i) == "function_call")
-            .nth(nth)
-            .map(|(at, _)| at)
-        else {
+        let Some(at) = nth_call(output, nth, |i| item_kind(i) == "function_call") else {
             return;
         };
         spoil_function(&mut output[at], spoil);
