@@ -19,11 +19,12 @@ const EXAMPLES: [(&str, &[&str]); 1] = [(
 )];
 
 /// Example specs, run by `agentproxy test`; their cassettes are committed.
-const SPECS: [&str; 4] = [
+const SPECS: [&str; 5] = [
     "examples/travel-agent/travel.yaml",
     "examples/chat/chat.yaml",
     "examples/mcp-agent/mail.yaml",
     "examples/travel-agent/faults.yaml",
+    "examples/travel-agent/fuzz.yaml",
 ];
 /// The chat example's spec, whose cassette names are checked below.
 const CHAT_SPEC: &str = SPECS[1];

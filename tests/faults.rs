@@ -328,3 +328,37 @@ cases:
     );
     assert!(stderr.contains("0 passed, 1 failed"), "{stderr}");
 }
+
+#[test]
+fn a_fuzz_with_no_call_to_give_arguments_to_fails_its_case() {
+    let python = repo().join(".venv/bin/python");
+    assert!(python.exists(), "run scripts/setup-python.sh first");
+    let dir = tempfile::tempdir().unwrap();
+    let spec = format!(
+        r#"
+app:
+  command: [{python}, {agent}]
+cassettes: {cassettes}
+cases:
+  - name: paris weather
+    input: What's the weather in Paris?
+    fuzz: {{tool: get_time, valid: 2}}
+"#,
+        python = python.display(),
+        agent = repo().join("examples/travel-agent/agent.py").display(),
+        cassettes = repo().join("cassettes/examples/travel-agent").display(),
+    );
+    std::fs::write(dir.path().join("spec.yaml"), spec).unwrap();
+    let out = std::process::Command::new(support::proxy::bin())
+        .args(["test", "spec.yaml", "--mode", "replay"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("warning: fuzz `get_time`: no run: no recorded answer calls `get_time`, so there is no call to give arguments to"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("0 passed, 1 failed"), "{stderr}");
+}

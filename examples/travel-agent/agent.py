@@ -1,8 +1,11 @@
 """A tool-calling travel assistant on the official `openai` SDK.
 
 It offers the model two tools, runs the ones the model asks for, and prints each call and
-the final answer. `get_time` returns the real current time: a volatile value that would
-break replay of the follow-up request, which is why its spec mocks it.
+the final answer. Arguments that do not fit the tool's schema are not run: the model is
+told what is wrong, as the tool's result (TRAVEL_UNCHECKED=1 skips that check; the docs
+use it to show a fuzz run that fails). `get_time` returns the real current time: a
+volatile value that would break replay of the follow-up request, which is why its spec
+mocks it.
 """
 
 import json
@@ -10,6 +13,7 @@ import os
 import sys
 from datetime import datetime, timezone
 
+import jsonschema
 from openai import OpenAI
 
 TOOLS = [
@@ -47,12 +51,17 @@ WEATHER = {"Paris": (18, "sunny"), "Tokyo": (22, "cloudy"), "Oslo": (4, "rainy")
 
 
 def run_tool(name, args):
+    tool = next((t["function"] for t in TOOLS if t["function"]["name"] == name), None)
+    if tool is None:
+        return {"error": f"unknown tool {name}"}
+    problem = next(jsonschema.Draft202012Validator(tool["parameters"]).iter_errors(args), None)
+    if problem is not None and not os.environ.get("TRAVEL_UNCHECKED"):
+        return {"error": f"invalid arguments: {problem.message}"}
     if name == "get_weather":
         temp, sky = WEATHER.get(args["city"], (15, "mild"))
         return {"city": args["city"], "temp_c": temp, "sky": sky}
     if name == "get_time":
         return {"city": args["city"], "time": datetime.now(timezone.utc).strftime("%H:%M:%S")}
-    return {"error": f"unknown tool {name}"}
 
 
 # The prompt the cassettes were recorded with; TRAVEL_SYSTEM_PROMPT changes it (the docs

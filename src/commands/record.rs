@@ -34,6 +34,7 @@ pub async fn run(args: RecordArgs) -> Result<Exit> {
             case: args.session.fault.clone(),
             turns: vec![],
         },
+        fuzz: None,
     };
     let banner = format!(
         "recording to {} from openai {}, anthropic {}, gemini {}",

@@ -48,6 +48,7 @@ pub async fn run(args: ReplayArgs) -> Result<Exit> {
             case: args.session.fault.clone(),
             turns: vec![],
         },
+        fuzz: None,
     };
     let banner = format!(
         "replaying {} ({total} interaction(s)), no network",

@@ -61,6 +61,7 @@ fn idle(max_body: usize) -> Options {
         log_exchanges: false,
         mcp_http: Default::default(),
         faults: Default::default(),
+        fuzz: None,
     }
 }
 

@@ -116,6 +116,7 @@ async fn run_once(
         log_exchanges: true,
         mcp_http: Default::default(),
         faults: Default::default(),
+        fuzz: None,
     };
     let session = Session::start(options, s.listen).await?;
     let base = format!("http://{}", session.addr());

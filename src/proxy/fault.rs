@@ -179,27 +179,69 @@ pub(super) async fn spoil(
     asked: &Asked,
     resp: Response<ProxyBody>,
 ) -> Response<ProxyBody> {
-    let not_fired = |why: String| {
-        let problem = format!(
-            "request {}: {} did not fire: {why}; the program got the answer as it was",
-            due.nth, due.fault.kind
-        );
-        proxy.lock().fault_problems.push(problem);
-    };
+    let (resp, done) = spoiled(asked, resp, |call| spoiling(call, &due.fault)).await;
+    match done {
+        Ok((nth, how, detail)) => {
+            proxy.lock().spoiled.insert(asked.seq, (nth, how));
+            note(proxy, due, &resp, Some(detail));
+        }
+        Err(why) => {
+            let problem = format!(
+                "request {}: {} did not fire: {why}; the program got the answer as it was",
+                due.nth, due.fault.kind
+            );
+            proxy.lock().fault_problems.push(problem);
+        }
+    }
+    resp
+}
+
+/// A fuzz run's arguments put in the first call to their tool, if `resp` has one; until
+/// one has, every answer is looked at.
+pub(super) async fn fuzz(
+    proxy: &Proxy,
+    fuzz: &super::FuzzCall,
+    asked: &Asked,
+    resp: Response<ProxyBody>,
+) -> Response<ProxyBody> {
+    let (resp, done) = spoiled(asked, resp, |call| {
+        let nth =
+            (call.tool_calls.iter().position(|c| c.name == fuzz.tool)).ok_or_else(String::new)?;
+        Ok((nth, Spoil::Arguments(fuzz.arguments.clone()), String::new()))
+    })
+    .await;
+    if let Ok((nth, how, _)) = done {
+        let mut st = proxy.lock();
+        st.spoiled.insert(asked.seq, (nth, how));
+        st.fuzzed = true;
+    }
+    resp
+}
+
+/// Which call to spoil and how: its index among the answer's tool calls, the spoil, and
+/// what that is in words; or why there is none.
+type Spoiling = Result<(usize, Spoil, String), String>;
+
+/// `resp` with the tool call `pick` chooses spoiled, re-encoded as the request asked
+/// (whole, or a stream); or `resp` as it was, with why nothing was spoiled.
+async fn spoiled(
+    asked: &Asked,
+    resp: Response<ProxyBody>,
+    pick: impl FnOnce(&ModelCall) -> Spoiling,
+) -> (Response<ProxyBody>, Spoiling) {
     if !resp.status().is_success() {
-        not_fired(format!(
-            "the answer was an error ({})",
-            resp.status().as_u16()
-        ));
-        return resp;
+        let why = format!("the answer was an error ({})", resp.status().as_u16());
+        return (resp, Err(why));
     }
     let (parts, body) = resp.into_parts();
     let bytes = match body.collect().await {
         Ok(b) => b.to_bytes(),
         Err(e) => {
             let why = format!("the answer broke off: {e}");
-            not_fired(why.clone());
-            return Response::from_parts(parts, chunks(vec![], Some(&why)));
+            return (
+                Response::from_parts(parts, chunks(vec![], Some(&why))),
+                Err(why),
+            );
         }
     };
     let is_stream = (parts.headers.get(http::header::CONTENT_TYPE))
@@ -213,20 +255,17 @@ pub(super) async fn spoil(
     };
     let spoiled = whole.and_then(|mut whole| {
         let call = asked.route.extract(&asked.request, &whole)?;
-        Some(spoiling(&call, &due.fault).map(|(nth, how, detail)| {
+        Some(pick(&call).map(|(nth, how, detail)| {
             asked.route.spoil_tool_call(&mut whole, nth, &how);
-            (whole, nth, how, detail)
+            (whole, (nth, how, detail))
         }))
     });
-    let (whole, nth, how, detail) = match spoiled {
+    let (whole, done) = match spoiled {
         Some(Ok(s)) => s,
-        Some(Err(why)) => {
-            not_fired(why);
-            return Response::from_parts(parts, full(bytes));
-        }
+        Some(Err(why)) => return (Response::from_parts(parts, full(bytes)), Err(why)),
         None => {
-            not_fired("the answer could not be read as a model response".into());
-            return Response::from_parts(parts, full(bytes));
+            let why = "the answer could not be read as a model response".to_owned();
+            return (Response::from_parts(parts, full(bytes)), Err(why));
         }
     };
     let events = (asked.stream)
@@ -236,14 +275,12 @@ pub(super) async fn spoil(
         Some(evs) => stream(chunks(evs.iter().map(sse::encode).collect(), None)),
         None => json_response(StatusCode::OK, &whole),
     };
-    proxy.lock().spoiled.insert(asked.seq, (nth, how));
-    note(proxy, due, &resp, Some(detail));
-    resp
+    (resp, Ok(done))
 }
 
 /// Which tool call of `call` the fault spoils (its index), how, and what that is in words;
 /// or why it cannot fire.
-fn spoiling(call: &ModelCall, fault: &Fault) -> Result<(usize, Spoil, String), String> {
+fn spoiling(call: &ModelCall, fault: &Fault) -> Spoiling {
     let nth = match &fault.tool {
         Some(tool) => (call.tool_calls.iter().position(|c| &c.name == tool))
             .ok_or_else(|| format!("the answer has no call to `{tool}`"))?,

@@ -131,6 +131,15 @@ pub struct Options {
     pub mcp_http: std::collections::BTreeMap<String, String>,
     /// Faults to inject into model requests, by occurrence.
     pub faults: crate::fault::Plan,
+    /// A fuzz run's arguments, put in the first call to their tool the program gets.
+    pub fuzz: Option<FuzzCall>,
+}
+
+/// The arguments of one fuzz run, and the tool whose call carries them.
+#[derive(Debug, Clone)]
+pub struct FuzzCall {
+    pub tool: String,
+    pub arguments: Value,
 }
 
 pub struct Proxy {
@@ -171,8 +180,11 @@ struct State {
     fired: Vec<crate::fault::Fired>,
     /// Tool-call faults that could not fire.
     fault_problems: Vec<String>,
-    /// Exchanges whose tool call a fault spoiled, by arrival: the call's index and how.
+    /// Exchanges whose tool call a fault or a fuzz run spoiled, by arrival: the call's
+    /// index and how.
     spoiled: HashMap<u64, (usize, crate::dialect::Spoil)>,
+    /// The fuzz run's arguments have reached the program.
+    fuzzed: bool,
 }
 
 /// What a session did, read once it has drained.
@@ -207,6 +219,8 @@ pub struct Outcome {
     /// Tool-call faults that could not fire (no tool call in the answer, no way to break
     /// its schema): each fails the case.
     pub fault_problems: Vec<String>,
+    /// A fuzz run's arguments reached the program (in an answer calling their tool).
+    pub fuzzed: bool,
 }
 
 impl Proxy {
@@ -232,8 +246,8 @@ impl Proxy {
     /// The fast path of replay: when `body` is byte-identical to a recorded request body
     /// (same digest) on the same route, take the next interaction of that recording's key
     /// without parsing the body: the same bytes parse to the same body, so the key could
-    /// only be the same. Not with tool mocks (they rewrite the body before it is keyed) or
-    /// in lenient replay; a key with nothing left falls through to the full path, which
+    /// only be the same. Not with tool mocks (they rewrite the body before it is keyed), in a
+    /// fuzz run (its answers are looked at) or in lenient replay; a key with nothing left falls through to the full path, which
     /// reports the miss.
     fn take_identical(
         &self,
@@ -243,7 +257,8 @@ impl Proxy {
         body: &[u8],
     ) -> Option<(&Replay, usize)> {
         let rp = self.opts.replay.as_ref()?;
-        if rp.by_digest.is_empty() || rp.by_position.is_some() || self.opts.mocks.is_some() {
+        let rewrites = self.opts.mocks.is_some() || self.opts.fuzz.is_some();
+        if rp.by_digest.is_empty() || rp.by_position.is_some() || rewrites {
             return None;
         }
         let first =
@@ -284,6 +299,12 @@ impl Proxy {
         if self.opts.log_exchanges {
             st.exchanges.push((seq, it.clone()));
         }
+    }
+
+    /// The fuzz run's arguments, while they have not reached the program.
+    fn fuzz_pending(&self) -> Option<&FuzzCall> {
+        let fuzz = self.opts.fuzz.as_ref()?;
+        (!self.lock().fuzzed).then_some(fuzz)
     }
 
     fn known_call(&self, id: &str) -> Option<ToolCall> {
@@ -339,6 +360,7 @@ impl Proxy {
             model_requests: std::mem::take(&mut st.turn_requests),
             faults: std::mem::take(&mut st.fired),
             fault_problems: std::mem::take(&mut st.fault_problems),
+            fuzzed: st.fuzzed,
         }
     }
 

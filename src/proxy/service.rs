@@ -168,7 +168,14 @@ pub async fn handle(proxy: Arc<Proxy>, req: Request<hyper::body::Incoming>) -> R
             fault::note(&proxy, &due, &resp, None);
             resp
         }
-        None => answer(&proxy, ex).await,
+        None => match proxy.fuzz_pending().filter(|_| route.requires_json()) {
+            Some(fuzz) => {
+                let asked = fault::Asked::of(&ex);
+                let resp = answer(&proxy, ex).await;
+                fault::fuzz(&proxy, fuzz, &asked, resp).await
+            }
+            None => answer(&proxy, ex).await,
+        },
     }
 }
 

@@ -46,6 +46,17 @@ fn failure_body(c: &CaseReport) -> String {
     for w in &c.warnings {
         out.push_str(&format!("warning: {w}\n"));
     }
+    if let Some(f) = &c.fuzz {
+        out.push_str(&text::fuzz_summary(f));
+        out.push('\n');
+        for run in f.failed() {
+            out.push_str(&format!("  {}: {}\n", run.title(), run.arguments));
+            for why in &run.failures {
+                out.push_str(&format!("    {why}\n"));
+            }
+            out.push_str(&format!("    keep it: {}\n", text::fuzz_keep(&f.tool, run)));
+        }
+    }
     out
 }
 
@@ -89,6 +100,9 @@ fn status(c: &CaseReport) -> TestCaseStatus {
                     m.lines().next().unwrap_or_default().to_owned(),
                     "cassette_miss",
                 ),
+                (None, None) if c.fuzz.as_ref().is_some_and(|f| f.failed().next().is_some()) => {
+                    (text::reason(c), "fuzz")
+                }
                 (None, None) => (text::reason(c), "failure"),
             };
             s.set_message(clean(&message));

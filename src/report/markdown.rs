@@ -252,6 +252,24 @@ fn failure_section(out: &mut String, c: &CaseReport) {
     for w in &c.warnings {
         let _ = writeln!(out, "> ⚠️ {}\n", inline(w));
     }
+    if let Some(f) = c.fuzz.as_ref().filter(|f| f.failed().next().is_some()) {
+        let _ = writeln!(out, "**{}**\n", inline(&capitalize(&text::fuzz_summary(f))));
+        for run in f.failed() {
+            let _ = writeln!(
+                out,
+                "- {} {}",
+                inline(&run.title()),
+                code(&run.arguments.to_string())
+            );
+            for why in &run.failures {
+                let _ = writeln!(out, "  - {}", inline(why));
+            }
+        }
+        out.push_str("\nTo keep a failing run as a regression run, put its `fuzz:` on a case:\n\n");
+        let keep: Vec<String> = f.failed().map(|r| text::fuzz_keep(&f.tool, r)).collect();
+        fenced(out, "", "yaml", &keep.join("\n"));
+        out.push('\n');
+    }
 }
 
 fn turn_section(out: &mut String, t: &TurnReport) {
@@ -339,6 +357,24 @@ fn details(out: &mut String, c: &CaseReport) {
         }
         out.push('\n');
     }
+    if let Some(f) = &c.fuzz {
+        let _ = writeln!(out, "**{}**\n", inline(&capitalize(&text::fuzz_summary(f))));
+        out.push_str("| Run | Arguments | Result |\n|---|---|---|\n");
+        for run in &f.runs {
+            let verdict = if run.passed {
+                "✅ passed"
+            } else {
+                "❌ failed"
+            };
+            let _ = writeln!(
+                out,
+                "| {} | {} | {verdict} |",
+                inline(&run.title()),
+                code_cell(&run.arguments.to_string())
+            );
+        }
+        out.push('\n');
+    }
     if let Some(d) = &c.diff {
         out.push_str("**Trajectory diff**\n\n");
         fenced(out, "", "text", d);
@@ -386,7 +422,12 @@ mod tests {
     #[test]
     fn table_rows_have_the_same_number_of_cells_despite_pipes() {
         let md = render(&sample::run());
-        let rows: Vec<&str> = md.lines().filter(|l| l.starts_with("| ")).collect();
+        // The summary table: the first run of table rows.
+        let rows: Vec<&str> = (md.lines())
+            .skip_while(|l| !l.starts_with('|'))
+            .take_while(|l| l.starts_with('|'))
+            .filter(|l| l.starts_with("| "))
+            .collect();
         assert_eq!(rows.len(), 1 + 5);
         // An unescaped `|` is a cell border; `\|` is text.
         let borders = |l: &str| l.replace("\\|", "").matches('|').count();

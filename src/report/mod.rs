@@ -84,6 +84,71 @@ pub struct CaseReport {
     pub usage: Usage,
     /// Trajectory diff against the previous cassette, after a re-record.
     pub diff: Option<String>,
+    /// The case's fuzz runs (`fuzz:`). (Absent from reports before 2.5.)
+    #[serde(default)]
+    pub fuzz: Option<FuzzReport>,
+}
+
+/// The fuzz runs of a case: each ran it again with other arguments in the model's call to
+/// `tool`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FuzzReport {
+    pub tool: String,
+    pub seed: u64,
+    pub runs: Vec<FuzzRun>,
+}
+
+impl FuzzReport {
+    pub fn failed(&self) -> impl Iterator<Item = &FuzzRun> {
+        self.runs.iter().filter(|r| !r.passed)
+    }
+}
+
+/// One fuzz run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FuzzRun {
+    /// From 1, in the order the runs ran.
+    pub index: usize,
+    pub kind: FuzzKind,
+    /// How invalid arguments break the schema.
+    pub violation: Option<crate::fuzz::Way>,
+    /// The arguments the program got in the call.
+    pub arguments: Value,
+    pub passed: bool,
+    /// Why the run failed, one line each: failed assertions, misses, problems, the error.
+    pub failures: Vec<String>,
+}
+
+/// Where a fuzz run's arguments come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FuzzKind {
+    /// `arguments:` of the spec.
+    Given,
+    /// Generated to satisfy the schema.
+    Valid,
+    /// Generated to break the schema one way.
+    Invalid,
+}
+
+impl FuzzKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FuzzKind::Given => "given",
+            FuzzKind::Valid => "valid",
+            FuzzKind::Invalid => "invalid",
+        }
+    }
+}
+
+impl FuzzRun {
+    /// `run 3 (invalid: missing_required)`.
+    pub fn title(&self) -> String {
+        match self.violation {
+            Some(way) => format!("run {} ({}: {way})", self.index, self.kind.as_str()),
+            None => format!("run {} ({})", self.index, self.kind.as_str()),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -200,6 +265,7 @@ impl CaseReport {
             error: None,
             usage: Usage::default(),
             diff: None,
+            fuzz: None,
         }
     }
 

@@ -5,8 +5,8 @@
 use serde_json::json;
 
 use super::{
-    AssertionResult, CallExecution, CallReport, CaseReport, ExecutionReport, RunReport, Status,
-    Summary, TurnReport,
+    AssertionResult, CallExecution, CallReport, CaseReport, ExecutionReport, FuzzKind, FuzzReport,
+    FuzzRun, RunReport, Status, Summary, TurnReport,
 };
 use crate::neutral::Usage;
 
@@ -46,6 +46,7 @@ fn case(spec: &str, name: &str, status: Status, duration_ms: u64) -> CaseReport 
         error: None,
         usage: Usage::default(),
         diff: None,
+        fuzz: None,
     }
 }
 
@@ -235,6 +236,31 @@ pub(crate) fn run() -> RunReport {
             .into(),
     );
     sum_usage(&mut book);
+    book.fuzz = Some(FuzzReport {
+        tool: "create_booking".into(),
+        seed: 1,
+        runs: vec![
+            FuzzRun {
+                index: 1,
+                kind: FuzzKind::Valid,
+                violation: None,
+                arguments: json!({"flight": "LX3", "seats": 1}),
+                passed: true,
+                failures: vec![],
+            },
+            FuzzRun {
+                index: 2,
+                kind: FuzzKind::Invalid,
+                violation: Some(crate::fuzz::Way::WrongType),
+                arguments: json!({"flight": "LX3", "seats": "0"}),
+                passed: false,
+                failures: vec![
+                    "the program exited with status 1".into(),
+                    "TypeError: '<' not supported between instances of 'str' and 'int'".into(),
+                ],
+            },
+        ],
+    });
 
     let mut crash = case(booking, "cancel", Status::Error, 312);
     crash.turns.push(TurnReport {

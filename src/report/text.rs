@@ -5,7 +5,7 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use super::{CaseReport, RunReport, Summary};
+use super::{CaseReport, FuzzReport, FuzzRun, RunReport, Summary};
 
 /// What the MCP boundary saw of a call, as a few words: `executed by mail`, `executed by
 /// mail with {"to":"x"}` (when the server got other arguments than the model gave),
@@ -169,7 +169,42 @@ pub(crate) fn reason(case: &CaseReport) -> String {
             count(unjudged, "expectation", "expectations")
         ));
     }
+    let fuzz_failed = case.fuzz.as_ref().map_or(0, |f| f.failed().count());
+    if fuzz_failed > 0 {
+        parts.push(format!(
+            "{} failed",
+            count(fuzz_failed, "fuzz run", "fuzz runs")
+        ));
+    }
     parts.join(", ")
+}
+
+/// `fuzz send_email: 32 runs (seed 1), 2 failed`.
+pub(crate) fn fuzz_summary(f: &FuzzReport) -> String {
+    let failed = f.failed().count();
+    let verdict = if failed == 0 {
+        "all passed".to_owned()
+    } else {
+        format!("{failed} failed")
+    };
+    format!(
+        "fuzz {}: {} (seed {}), {verdict}",
+        f.tool,
+        count(f.runs.len(), "run", "runs"),
+        f.seed
+    )
+}
+
+/// The `fuzz:` that runs the case with exactly a run's arguments, for a spec: JSON is YAML.
+pub(crate) fn fuzz_keep(tool: &str, run: &FuzzRun) -> String {
+    let plain = !tool.is_empty()
+        && (tool.chars()).all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    let tool = if plain {
+        tool.to_owned()
+    } else {
+        Value::String(tool.to_owned()).to_string()
+    };
+    format!("fuzz: {{tool: {tool}, arguments: [{}]}}", run.arguments)
 }
 
 /// Model calls over every turn of the case.

@@ -17,7 +17,7 @@ use super::plan::{self, Forwarding, Plan, Use};
 use super::url::UrlApp;
 use crate::cassette::format::Upstreams;
 use crate::cassette::{age, store, Cassette, Writer};
-use crate::proxy::{Outcome, Session};
+use crate::proxy::{FuzzCall, Outcome, Session};
 use crate::report::{CaseReport, Status};
 use crate::spec::{Case, Mode, Spec, Target};
 
@@ -69,27 +69,34 @@ pub async fn run(spec: &Spec, case: &Case, s: &Settings) -> CaseReport {
         report.skip(reason);
         return report;
     }
-    if let Err(e) = run_inner(spec, case, s, cassette_path, &mut report).await {
+    if let Err(e) = run_inner(spec, case, s, cassette_path.clone(), &mut report, None).await {
         report.status = Status::Error;
         report.error = Some(e.to_string());
+    }
+    if let (Some(fuzz), false) = (&case.fuzz, report.status == Status::Error) {
+        super::fuzz::run(spec, case, s, fuzz, &cassette_path, &mut report).await;
     }
     report.duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     report
 }
 
-async fn run_inner(
+/// Run the case once into `report`: as the mode says, or (`fuzz`) as a fuzz run, which
+/// replays the cassette by position with its arguments in the first call to their tool.
+pub(super) async fn run_inner(
     spec: &Spec,
     case: &Case,
     s: &Settings,
     cassette_path: PathBuf,
     report: &mut CaseReport,
+    fuzz: Option<&FuzzCall>,
 ) -> Result<(), CaseError> {
     let existing = if cassette_path.exists() {
         Some(store::load(&cassette_path)?)
     } else {
         None
     };
-    let Some(usage) = Use::of(s.mode, existing.is_some()) else {
+    let mode = if fuzz.is_some() { Mode::Replay } else { s.mode };
+    let Some(usage) = Use::of(mode, existing.is_some()) else {
         report.mode = Use::Replay.name().into();
         return Err(CaseError::NoCassette {
             path: cassette_path,
@@ -98,7 +105,8 @@ async fn run_inner(
         });
     };
     report.mode = usage.name().into();
-    if let (Some(c), Some(max), Use::Replay | Use::Update) = (&existing, s.max_age, usage) {
+    let max_age = s.max_age.filter(|_| fuzz.is_none());
+    if let (Some(c), Some(max), Use::Replay | Use::Update) = (&existing, max_age, usage) {
         let stale = age::stale(
             &path_clean::clean(&cassette_path),
             &c.recorded_at,
@@ -130,6 +138,12 @@ async fn run_inner(
     )?;
     options.mcp_http = s.mcp_servers(spec);
     options.faults = case.fault_plan();
+    if let Some(call) = fuzz {
+        // Past the call the program's requests carry the generated arguments: they cannot
+        // match by content, so the recorded conversation goes on by position.
+        options.replay = options.replay.map(crate::proxy::Replay::lenient);
+        options.fuzz = Some(call.clone());
+    }
     let session = Session::start(options, s.listen).await?;
     let base = format!("http://{}", session.addr());
 
@@ -140,6 +154,7 @@ async fn run_inner(
         Ok((o, exit)) => (o, exit, None),
         Err((partial, e)) => (partial, None, Some(e)),
     };
+    let exit = exit.as_ref().map(|(code, stderr)| (*code, stderr.as_str()));
     let progress = evaluate::Progress {
         missed_turns: &outcome.missed_turns,
         // `outputs` holds the turns that completed: the program stopped in the next one.
@@ -194,6 +209,12 @@ async fn run_inner(
     let mut problems = mocks.problems();
     problems.extend(outcome.mock_problems.iter().cloned());
     problems.extend(outcome.fault_problems.iter().map(|p| format!("fault {p}")));
+    if let (Some(call), false) = (fuzz, outcome.fuzzed) {
+        problems.push(format!(
+            "fuzz: no answer called `{}`, so the arguments never reached the program",
+            call.tool
+        ));
+    }
 
     // A crashed program's own error says more than "nothing was recorded".
     let writer = writer.filter(|_| drive_error.is_none() || !outcome.recorded.is_empty());
@@ -253,9 +274,9 @@ fn save_cassette(
 }
 
 /// Drive the program through the turns: each turn's output, and the program's exit status
-/// (command apps). A non-zero exit is an error unless the case judges it (`exit:`). On
-/// failure, the outputs of the turns that did complete come back with the error, so the
-/// report still shows them.
+/// with the tail of its stderr (command apps). A non-zero exit is an error unless the case
+/// judges it (`exit:`). On failure, the outputs of the turns that did complete come back
+/// with the error, so the report still shows them.
 pub(crate) async fn drive(
     spec: &Spec,
     case: &Case,
@@ -263,7 +284,7 @@ pub(crate) async fn drive(
     session: &Session,
     base: &str,
     usage: Use,
-) -> Result<(Vec<String>, Option<i32>), (Vec<String>, ProgramError)> {
+) -> Result<(Vec<String>, Option<(i32, String)>), (Vec<String>, ProgramError)> {
     let mut outputs = Vec::with_capacity(case.turns.len());
     let deadline = tokio::time::Instant::now() + s.timeout;
     match &spec.app.target {
@@ -341,7 +362,7 @@ pub(crate) async fn drive(
                     },
                 ));
             }
-            Ok((outputs, Some(finished.code)))
+            Ok((outputs, Some((finished.code, finished.stderr))))
         }
     }
 }

@@ -49,8 +49,9 @@ pub struct Progress<'a> {
     pub requests: &'a std::collections::BTreeMap<Option<usize>, usize>,
     /// The faults injected, in order.
     pub faults: &'a [crate::fault::Fired],
-    /// The program's exit status, when it exited on its own (command apps).
-    pub exit: Option<i32>,
+    /// The program's exit status, when it exited on its own (command apps), and the tail
+    /// of its stderr.
+    pub exit: Option<(i32, &'a str)>,
 }
 
 /// Evaluate a case: one report per turn (with its own assertions), and the case-level
@@ -221,7 +222,7 @@ struct Did<'a> {
     output: &'a str,
     /// Model requests made, faulted ones included.
     requests: usize,
-    exit: Option<i32>,
+    exit: Option<(i32, &'a str)>,
 }
 
 /// The model requests of turn `index` (from 0); requests outside any turn count in the
@@ -260,11 +261,15 @@ fn check(e: &Expect, did: &Did, schemas: &HashMap<String, Value>) -> Vec<Asserti
     if let Some(want) = e.exit {
         let what = format!("exit {want}");
         out.push(match did.exit {
-            Some(code) if code == want => passed(what),
-            Some(code) => failed(
-                &what,
-                format!("the program exited with status {code}, not {want}"),
-            ),
+            Some((code, _)) if code == want => passed(what),
+            Some((code, stderr)) => AssertionResult {
+                // What the program said last on stderr: why it exited (a traceback's end).
+                actual: Some(stderr.trim_end().to_owned()).filter(|t| !t.is_empty()),
+                ..failed(
+                    &what,
+                    format!("the program exited with status {code}, not {want}"),
+                )
+            },
             None => failed(&what, "the program did not exit on its own".into()),
         });
     }

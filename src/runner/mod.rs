@@ -7,6 +7,7 @@ pub mod driver;
 pub mod env;
 pub(crate) mod error;
 pub mod evaluate;
+mod fuzz;
 pub mod mocks;
 pub(crate) mod plan;
 pub mod url;

@@ -114,6 +114,7 @@ pub(crate) fn plan(
         log_exchanges: true,
         mcp_http: Default::default(),
         faults: Default::default(),
+        fuzz: None,
     };
     Ok(Plan {
         options,

@@ -147,6 +147,10 @@ impl Builder<'_> {
             Some(n) => self.faults(n, &f.path("faults"))?,
             None => vec![],
         };
+        let fuzz = match f.get("fuzz") {
+            Some(n) => Some(self.fuzz(n, &f.path("fuzz"))?),
+            None => None,
+        };
         let exits = turns
             .iter()
             .filter_map(|t| t.expect.as_ref())
@@ -171,6 +175,7 @@ impl Builder<'_> {
                 env,
                 skip,
                 faults,
+                fuzz,
             },
             name_node.at,
         ))
@@ -383,6 +388,73 @@ impl Builder<'_> {
             );
         }
         Ok(out)
+    }
+
+    /// `fuzz:` — `{tool, valid?, invalid?, seed?, arguments?}`.
+    pub(super) fn fuzz(&self, node: &Node, path: &str) -> R<Fuzz> {
+        let f = self.fields(node, node.at, path, "fuzz", FUZZ_KEYS)?;
+        let tool = match f.get("tool") {
+            Some(t) => self.non_empty_string(t, &f.path("tool"))?,
+            None => return Err(self.err_hint(
+                f.owner,
+                format!("`{path}` is missing `tool`"),
+                "name the tool whose call gets generated arguments: `fuzz: {tool: send_email, valid: 16, invalid: 16}`",
+            )),
+        };
+        let how_many = |key: &str| -> R<usize> {
+            f.get(key).map_or(Ok(0), |n| {
+                let n = self.unsigned(n, &f.path(key))?;
+                Ok(usize::try_from(n).unwrap_or(usize::MAX))
+            })
+        };
+        let (valid, invalid) = (how_many("valid")?, how_many("invalid")?);
+        let seed = match f.get("seed") {
+            Some(n) => self.unsigned(n, &f.path("seed"))?,
+            None => 1,
+        };
+        let mut arguments = Vec::new();
+        if let Some(list) = f.get("arguments") {
+            let apath = f.path("arguments");
+            for (i, item) in self
+                .list(list, &apath, "argument mappings")?
+                .iter()
+                .enumerate()
+            {
+                let ipath = index(&apath, i);
+                let value = self.json(item, &ipath)?;
+                if !value.is_object() {
+                    return Err(self.wrong_type(item, "a mapping of arguments", &ipath));
+                }
+                arguments.push(value);
+            }
+        }
+        let runs = valid
+            .saturating_add(invalid)
+            .saturating_add(arguments.len());
+        if runs == 0 {
+            return Err(self.err_hint(
+                f.owner,
+                format!("`{path}` asks for no run"),
+                "give `valid:` or `invalid:` (how many runs of each), or `arguments:`",
+            ));
+        }
+        if runs > Fuzz::MAX_RUNS {
+            return Err(self.err(
+                f.owner,
+                format!(
+                    "`{path}` asks for {runs} runs; at most {} are allowed",
+                    Fuzz::MAX_RUNS
+                ),
+            ));
+        }
+        Ok(Fuzz {
+            at: node.at,
+            tool,
+            valid,
+            invalid,
+            seed,
+            arguments,
+        })
     }
 
     pub(super) fn calls(&self, node: &Node, path: &str) -> R<Vec<CallExpr>> {

@@ -26,8 +26,8 @@ use std::path::{Path, PathBuf};
 pub use asserted::asserted;
 pub use error::SpecError;
 pub use model::{
-    CallExpr, Case, Count, Expect, MockKind, MockRule, Mode, Order, Pos, Spec, Target, ToolMock,
-    Verbosity,
+    CallExpr, Case, Count, Expect, Fuzz, MockKind, MockRule, Mode, Order, Pos, Spec, Target,
+    ToolMock, Verbosity,
 };
 #[cfg(test)]
 pub use read::AcceptAnyMatcher;

@@ -272,6 +272,37 @@ pub struct Case {
     /// `faults:` (list of faults, see [`crate::fault`]): injected into the case's model
     /// requests, counted over the whole case.
     pub faults: Vec<Fault>,
+    /// `fuzz:`: the case runs again with generated arguments in the model's call to a tool.
+    pub fuzz: Option<Fuzz>,
+}
+
+/// `fuzz:` on a case: after the case's own run, it runs again once per set of arguments,
+/// each time with the first call to `tool` the program gets carrying them instead of the
+/// recorded ones; the case's `expect` applies to every run.
+///
+/// Keys: `tool` (required), `valid`, `invalid`, `seed`, `arguments`; at least one run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fuzz {
+    /// Where the block starts.
+    pub at: Pos,
+    /// `tool:` (string): the tool whose call carries the arguments; its schema is the one
+    /// the recorded request declares it with.
+    pub tool: String,
+    /// `valid:` (whole number, default 0): runs with arguments that satisfy the schema.
+    pub valid: usize,
+    /// `invalid:` (whole number, default 0): runs with near misses, each breaking the
+    /// schema in one way.
+    pub invalid: usize,
+    /// `seed:` (whole number, default 1): the same seed makes the same arguments.
+    pub seed: u64,
+    /// `arguments:` (list of mappings): runs with exactly these arguments, before the
+    /// generated ones (a failing run's arguments, pasted to keep them).
+    pub arguments: Vec<serde_json::Value>,
+}
+
+impl Fuzz {
+    /// The most runs one case may ask for.
+    pub const MAX_RUNS: usize = 1000;
 }
 
 impl Case {

@@ -82,8 +82,10 @@ pub(super) const APP_KEYS: &[&str] = &["command", "url", "env", "timeout", "repl
 pub(super) const MATCH_KEYS: &[&str] = &["ignore", "holes", "repeat"];
 pub(super) const HOLE_KEYS: &[&str] = &["name", "regex", "in"];
 pub(super) const EXECUTION_KEYS: &[&str] = &["mode", "parallel", "timeout", "verbosity", "max_age"];
-pub(super) const CASE_KEYS: &[&str] =
-    &["name", "input", "turns", "expect", "env", "skip", "faults"];
+pub(super) const CASE_KEYS: &[&str] = &[
+    "name", "input", "turns", "expect", "env", "skip", "faults", "fuzz",
+];
+pub(super) const FUZZ_KEYS: &[&str] = &["tool", "valid", "invalid", "seed", "arguments"];
 pub(super) const TURN_KEYS: &[&str] = &["input", "expect", "faults"];
 pub(super) const EXPECT_KEYS: &[&str] = &[
     "calls",

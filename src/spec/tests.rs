@@ -250,6 +250,7 @@ fn a_full_spec_parses_to_the_model() {
                 env: BTreeMap::new(),
                 skip: None,
                 faults: vec![],
+                fuzz: None,
             },
             Case {
                 at: Pos::new(39, 5),
@@ -295,6 +296,7 @@ fn a_full_spec_parses_to_the_model() {
                 env: BTreeMap::from([("LOG_LEVEL".into(), "debug".into())]),
                 skip: Some("flaky upstream".into()),
                 faults: vec![],
+                fuzz: None,
             },
         ],
     };
@@ -392,11 +394,11 @@ fn errors_point_at_file_line_and_column() {
         // Unknown keys, with suggestions and places.
         (
             &format!("{app}cases:\n  - name: a\n    input: hi\n    expct: {{}}\n"),
-            "specs/weather.yaml:5:5: unknown key `expct` in case; expected one of: name, input, turns, expect, env, skip, faults (did you mean `expect`?)".into(),
+            "specs/weather.yaml:5:5: unknown key `expct` in case; expected one of: name, input, turns, expect, env, skip, faults, fuzz (did you mean `expect`?)".into(),
         ),
         (
             &format!("{app}cases:\n  - name: a\n    input: hi\n    reply: x\n"),
-            "specs/weather.yaml:5:5: unknown key `reply` in case; expected one of: name, input, turns, expect, env, skip, faults\n  hint: `reply` belongs under `expect:`".into(),
+            "specs/weather.yaml:5:5: unknown key `reply` in case; expected one of: name, input, turns, expect, env, skip, faults, fuzz\n  hint: `reply` belongs under `expect:`".into(),
         ),
         (
             "command: python app.py\n",
@@ -884,4 +886,36 @@ fn faults_on_a_case_and_a_turn_and_what_they_expect() {
             max: None
         })
     );
+}
+
+#[test]
+fn fuzz_on_a_case_names_its_tool_and_its_runs() {
+    let spec = load_str(
+        "app: {command: a}\ncases:\n  - name: a\n    fuzz: {tool: send_email, valid: 4, invalid: 2, seed: 9, arguments: [{to: x}]}\n  - name: b\n    fuzz: {tool: send_email, invalid: 3}\n",
+    )
+    .unwrap();
+    let fuzz = spec.cases[0].fuzz.as_ref().unwrap();
+    assert_eq!(
+        (fuzz.tool.as_str(), fuzz.valid, fuzz.invalid, fuzz.seed),
+        ("send_email", 4, 2, 9)
+    );
+    assert_eq!(fuzz.arguments, [serde_json::json!({"to": "x"})]);
+    let fuzz = spec.cases[1].fuzz.as_ref().unwrap();
+    assert_eq!((fuzz.valid, fuzz.invalid, fuzz.seed), (0, 3, 1));
+    assert!(fuzz.arguments.is_empty());
+}
+
+#[test]
+fn a_bad_fuzz_says_what_to_write() {
+    let case = "app: {command: a}\ncases:\n  - name: a\n    fuzz: ";
+    for (fuzz, want) in [
+        ("{valid: 2}", "specs/weather.yaml:4:11: `cases[0].fuzz` is missing `tool`\n  hint: name the tool whose call gets generated arguments: `fuzz: {tool: send_email, valid: 16, invalid: 16}`"),
+        ("{tool: t}", "specs/weather.yaml:4:11: `cases[0].fuzz` asks for no run\n  hint: give `valid:` or `invalid:` (how many runs of each), or `arguments:`"),
+        ("{tool: t, valid: 999, invalid: 2}", "specs/weather.yaml:4:11: `cases[0].fuzz` asks for 1001 runs; at most 1000 are allowed"),
+        ("{tool: t, valid: -1}", "specs/weather.yaml:4:28: `cases[0].fuzz.valid` must be a whole number of at least 0, found -1"),
+        ("{tool: t, arguments: [[1]]}", "specs/weather.yaml:4:33: expected a mapping of arguments for `cases[0].fuzz.arguments[0]`, found a list"),
+        ("{tool: t, runs: 3}", "specs/weather.yaml:4:21: unknown key `runs` in fuzz; expected one of: tool, valid, invalid, seed, arguments"),
+    ] {
+        assert_eq!(error(&format!("{case}{fuzz}\n")), want, "{fuzz}");
+    }
 }

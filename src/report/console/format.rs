@@ -355,6 +355,38 @@ fn case_body(out: &mut String, case: &CaseReport, style: &Style) {
             d,
         );
     }
+    if let Some(f) = &case.fuzz {
+        fuzz_section(out, f, style);
+    }
+}
+
+/// The fuzz runs: a summary line, then each failed run (every run, verbose) with its
+/// arguments, why it failed and the `fuzz:` that keeps it as a regression run.
+fn fuzz_section(out: &mut String, f: &crate::report::FuzzReport, style: &Style) {
+    let failed = f.failed().next().is_some();
+    let color = if failed { bold(AnsiColor::Red) } else { dim() };
+    let _ = writeln!(
+        out,
+        "{INDENT}{}",
+        style.paint(color, &text::fuzz_summary(f))
+    );
+    let inner = format!("{INDENT}{INDENT}");
+    for run in f.runs.iter().filter(|r| !r.passed || style.verbose > 0) {
+        let verdict = if run.passed { "passed" } else { "FAILED" };
+        let _ = writeln!(
+            out,
+            "{INDENT}  {} {verdict}: {}",
+            run.title(),
+            clean(&run.arguments.to_string())
+        );
+        for why in &run.failures {
+            let _ = writeln!(out, "{inner}{}", clean(why));
+        }
+        if !run.passed {
+            let keep = format!("keep it: {}", text::fuzz_keep(&f.tool, run));
+            let _ = writeln!(out, "{inner}{}", style.paint(dim(), &clean(&keep)));
+        }
+    }
 }
 
 /// A program error caused by a cassette miss, with its stderr tail cut to where the
