@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use regex::Regex;
@@ -18,8 +18,8 @@ use super::url::UrlApp;
 use crate::cassette::format::Upstreams;
 use crate::cassette::{age, store, Cassette, Writer};
 use crate::proxy::{FuzzCall, Outcome, Session};
-use crate::report::{CaseReport, Status};
-use crate::spec::{Case, Mode, Spec, Target};
+use crate::report::{CaseReport, FuzzReport, FuzzRun, Status};
+use crate::spec::{Case, Fuzz, Mode, Spec, Target};
 
 /// Run settings shared by every case of a run.
 #[derive(Debug, Clone)]
@@ -74,10 +74,72 @@ pub async fn run(spec: &Spec, case: &Case, s: &Settings) -> CaseReport {
         report.error = Some(e.to_string());
     }
     if let (Some(fuzz), false) = (&case.fuzz, report.status == Status::Error) {
-        super::fuzz::run(spec, case, s, fuzz, &cassette_path, &mut report).await;
+        run_fuzz(spec, case, s, fuzz, &cassette_path, &mut report).await;
     }
     report.duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     report
+}
+
+/// Run the fuzz runs of `case` after its own run (reported in `report`), from the cassette
+/// at `path`; a failing run fails the case.
+async fn run_fuzz(
+    spec: &Spec,
+    case: &Case,
+    s: &Settings,
+    fuzz: &Fuzz,
+    path: &Path,
+    report: &mut CaseReport,
+) {
+    let runs = match store::load(path) {
+        Ok(cassette) => super::fuzz::runs(fuzz, &cassette),
+        Err(e) => Err(format!("the cassette could not be read: {e}")),
+    };
+    let runs = match runs {
+        Ok(r) => r,
+        Err(why) => {
+            report
+                .warnings
+                .push(format!("fuzz `{}`: no run: {why}", fuzz.tool));
+            report.status = Status::Failed;
+            return;
+        }
+    };
+    let asked = fuzz.valid + fuzz.invalid + fuzz.arguments.len();
+    if runs.len() < asked {
+        report.warnings.push(format!(
+            "fuzz `{}`: {} runs of the {asked} asked: the schema allows no more distinct arguments",
+            fuzz.tool,
+            runs.len()
+        ));
+    }
+    let mut out = FuzzReport {
+        tool: fuzz.tool.clone(),
+        seed: fuzz.seed,
+        runs: Vec::with_capacity(runs.len()),
+    };
+    for (i, (kind, run)) in runs.into_iter().enumerate() {
+        let call = FuzzCall {
+            tool: fuzz.tool.clone(),
+            arguments: run.arguments,
+        };
+        let mut r = CaseReport::new(&spec.file, &case.name, "replay", path);
+        if let Err(e) = run_inner(spec, case, s, path.to_owned(), &mut r, Some(&call)).await {
+            r.status = Status::Error;
+            r.error = Some(e.to_string());
+        }
+        out.runs.push(FuzzRun {
+            index: i + 1,
+            kind,
+            violation: run.violation,
+            arguments: call.arguments,
+            passed: r.status == Status::Passed,
+            failures: super::fuzz::failures(&r),
+        });
+    }
+    if out.failed().next().is_some() {
+        report.status = Status::Failed;
+    }
+    report.fuzz = Some(out);
 }
 
 /// Run the case once into `report`: as the mode says, or (`fuzz`) as a fuzz run, which

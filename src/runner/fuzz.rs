@@ -1,84 +1,17 @@
-//! A case's fuzz runs (`fuzz:`): the case again, once per set of arguments, each time with
-//! the first call to the tool the program gets carrying them. The arguments are the spec's
-//! own (`arguments:`), then generated from the tool's schema as the recorded request
-//! declares it: valid ones, then near misses.
-
-use std::path::Path;
+//! What a case's fuzz runs (`fuzz:`) are made of, and what a run's report says: the
+//! arguments are the spec's own (`arguments:`), then generated from the tool's schema as
+//! the recorded request declares it, valid ones then near misses. `case.rs` runs them.
 
 use serde_json::Value;
 
-use super::case::{run_inner, Settings};
-use crate::cassette::{store, Cassette};
+use crate::cassette::Cassette;
 use crate::fuzz::Run;
-use crate::proxy::FuzzCall;
-use crate::report::{CaseReport, FuzzKind, FuzzReport, FuzzRun, Status};
-use crate::spec::{Case, Fuzz, Spec};
-
-/// Run the fuzz runs of `case` after its own run (reported in `report`), from the cassette
-/// at `path`; a failing run fails the case.
-pub async fn run(
-    spec: &Spec,
-    case: &Case,
-    s: &Settings,
-    fuzz: &Fuzz,
-    path: &Path,
-    report: &mut CaseReport,
-) {
-    let runs = match store::load(path) {
-        Ok(cassette) => runs(fuzz, &cassette),
-        Err(e) => Err(format!("the cassette could not be read: {e}")),
-    };
-    let runs = match runs {
-        Ok(r) => r,
-        Err(why) => {
-            report
-                .warnings
-                .push(format!("fuzz `{}`: no run: {why}", fuzz.tool));
-            report.status = Status::Failed;
-            return;
-        }
-    };
-    let asked = fuzz.valid + fuzz.invalid + fuzz.arguments.len();
-    if runs.len() < asked {
-        report.warnings.push(format!(
-            "fuzz `{}`: {} runs of the {asked} asked: the schema allows no more distinct arguments",
-            fuzz.tool,
-            runs.len()
-        ));
-    }
-    let mut out = FuzzReport {
-        tool: fuzz.tool.clone(),
-        seed: fuzz.seed,
-        runs: Vec::with_capacity(runs.len()),
-    };
-    for (i, (kind, run)) in runs.into_iter().enumerate() {
-        let call = FuzzCall {
-            tool: fuzz.tool.clone(),
-            arguments: run.arguments,
-        };
-        let mut r = CaseReport::new(&spec.file, &case.name, "replay", path);
-        if let Err(e) = run_inner(spec, case, s, path.to_owned(), &mut r, Some(&call)).await {
-            r.status = Status::Error;
-            r.error = Some(e.to_string());
-        }
-        out.runs.push(FuzzRun {
-            index: i + 1,
-            kind,
-            violation: run.violation,
-            arguments: call.arguments,
-            passed: r.status == Status::Passed,
-            failures: failures(&r),
-        });
-    }
-    if out.failed().next().is_some() {
-        report.status = Status::Failed;
-    }
-    report.fuzz = Some(out);
-}
+use crate::report::{CaseReport, FuzzKind, Status};
+use crate::spec::Fuzz;
 
 /// The arguments of every run: the spec's, then those generated from the tool's schema,
 /// which the first recorded request whose answer calls the tool declares.
-fn runs(fuzz: &Fuzz, cassette: &Cassette) -> Result<Vec<(FuzzKind, Run)>, String> {
+pub(super) fn runs(fuzz: &Fuzz, cassette: &Cassette) -> Result<Vec<(FuzzKind, Run)>, String> {
     let given = fuzz.arguments.iter().map(|a| {
         let run = Run {
             arguments: a.clone(),
@@ -121,7 +54,7 @@ fn schema_of(tool: &str, cassette: &Cassette) -> Result<Value, String> {
 }
 
 /// Why a run failed, one line each.
-fn failures(r: &CaseReport) -> Vec<String> {
+pub(super) fn failures(r: &CaseReport) -> Vec<String> {
     if r.status == Status::Passed {
         return vec![];
     }
