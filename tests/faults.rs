@@ -287,25 +287,14 @@ fn a_bad_fault_flag_says_what_to_write() {
     );
 }
 
-/// Under `agentproxy test`, a tool-call fault that cannot fire fails its case: the spec
-/// says the agent meets a spoiled call, and it never did. Replayed from the travel
-/// example's committed cassette.
-#[test]
-fn a_tool_call_fault_that_cannot_fire_fails_its_case() {
+/// Replay `case` (a `cases:` item, indented as one) of a spec for the travel example's
+/// agent over its committed cassettes under `agentproxy test`: the exit code and stderr.
+fn test_travel_case(case: &str) -> (Option<i32>, String) {
     let python = repo().join(".venv/bin/python");
     assert!(python.exists(), "run scripts/setup-python.sh first");
     let dir = tempfile::tempdir().unwrap();
     let spec = format!(
-        r#"
-app:
-  command: [{python}, {agent}]
-cassettes: {cassettes}
-cases:
-  - name: paris weather
-    input: What's the weather in Paris?
-    faults: [{{request: 1, kind: unknown_tool, tool: get_time}}]
-    expect: {{reply: 18°C}}
-"#,
+        "app:\n  command: [{python}, {agent}]\ncassettes: {cassettes}\ncases:\n{case}",
         python = python.display(),
         agent = repo().join("examples/travel-agent/agent.py").display(),
         cassettes = repo().join("cassettes/examples/travel-agent").display(),
@@ -316,8 +305,23 @@ cases:
         .current_dir(dir.path())
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    (out.status.code(), stderr)
+}
+
+/// Under `agentproxy test`, a tool-call fault that cannot fire fails its case: the spec
+/// says the agent meets a spoiled call, and it never did. Replayed from the travel
+/// example's committed cassette.
+#[test]
+fn a_tool_call_fault_that_cannot_fire_fails_its_case() {
+    let (code, stderr) = test_travel_case(
+        r#"  - name: paris weather
+    input: What's the weather in Paris?
+    faults: [{request: 1, kind: unknown_tool, tool: get_time}]
+    expect: {reply: 18°C}
+"#,
+    );
+    assert_eq!(code, Some(1), "{stderr}");
     assert!(
         stderr.contains("FAIL  spec.yaml::paris weather"),
         "{stderr}"
@@ -331,31 +335,13 @@ cases:
 
 #[test]
 fn a_fuzz_with_no_call_to_give_arguments_to_fails_its_case() {
-    let python = repo().join(".venv/bin/python");
-    assert!(python.exists(), "run scripts/setup-python.sh first");
-    let dir = tempfile::tempdir().unwrap();
-    let spec = format!(
-        r#"
-app:
-  command: [{python}, {agent}]
-cassettes: {cassettes}
-cases:
-  - name: paris weather
+    let (code, stderr) = test_travel_case(
+        r#"  - name: paris weather
     input: What's the weather in Paris?
-    fuzz: {{tool: get_time, valid: 2}}
+    fuzz: {tool: get_time, valid: 2}
 "#,
-        python = python.display(),
-        agent = repo().join("examples/travel-agent/agent.py").display(),
-        cassettes = repo().join("cassettes/examples/travel-agent").display(),
     );
-    std::fs::write(dir.path().join("spec.yaml"), spec).unwrap();
-    let out = std::process::Command::new(support::proxy::bin())
-        .args(["test", "spec.yaml", "--mode", "replay"])
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(code, Some(1), "{stderr}");
     assert!(
         stderr.contains("warning: fuzz `get_time`: no run: no recorded answer calls `get_time`, so there is no call to give arguments to"),
         "{stderr}"
