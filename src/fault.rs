@@ -2,7 +2,8 @@
 //! request (of the case, or of one turn) and on the `times - 1` requests after it, so it is
 //! deterministic by occurrence, never by chance. This module is the grammar (one for a
 //! spec's `faults:` and for `--fault`) and the choice of the fault a request gets; the
-//! proxy serves it and each dialect gives it its native shape.
+//! proxy serves it and each dialect gives it its native shape. A crash test's point is here
+//! too: the proxy holds the program's next request once it has passed.
 
 use std::fmt;
 use std::time::Duration;
@@ -332,6 +333,26 @@ impl fmt::Display for Fired {
         match &self.detail {
             Some(detail) => write!(f, ": {detail}"),
             None => Ok(()),
+        }
+    }
+}
+
+/// Where a crash test kills the program: once this point has passed, the next request the
+/// program makes is held unanswered and the program is killed while it waits for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CrashPoint {
+    /// `after: {request: N}`: the case's N-th model request (from 1) has been answered.
+    Request(usize),
+    /// `after: {executed: TOOL}`: an MCP server has executed `TOOL` (its first execution).
+    Executed(String),
+}
+
+impl fmt::Display for CrashPoint {
+    /// `request 2`, `executed send_email`: how the spec writes it.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CrashPoint::Request(n) => write!(f, "request {n}"),
+            CrashPoint::Executed(tool) => write!(f, "executed {tool}"),
         }
     }
 }

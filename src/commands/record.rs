@@ -35,6 +35,7 @@ pub async fn run(args: RecordArgs) -> Result<Exit> {
             turns: vec![],
         },
         fuzz: None,
+        crash: None,
     };
     let banner = format!(
         "recording to {} from openai {}, anthropic {}, gemini {}",

@@ -49,6 +49,7 @@ pub async fn run(args: ReplayArgs) -> Result<Exit> {
             turns: vec![],
         },
         fuzz: None,
+        crash: None,
     };
     let banner = format!(
         "replaying {} ({total} interaction(s)), no network",

@@ -62,6 +62,7 @@ fn idle(max_body: usize) -> Options {
         mcp_http: Default::default(),
         faults: Default::default(),
         fuzz: None,
+        crash: None,
     }
 }
 

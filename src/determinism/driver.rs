@@ -117,6 +117,7 @@ async fn run_once(
         mcp_http: Default::default(),
         faults: Default::default(),
         fuzz: None,
+        crash: None,
     };
     let session = Session::start(options, s.listen).await?;
     let base = format!("http://{}", session.addr());

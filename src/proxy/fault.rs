@@ -31,8 +31,8 @@ pub(super) struct Due {
     turn: Option<usize>,
 }
 
-/// Count a model request; the fault it gets, if one.
-pub(super) fn next(proxy: &Proxy) -> Option<Due> {
+/// Count a model request: its number in the case, and the fault it gets, if one.
+pub(super) fn next(proxy: &Proxy) -> (Option<usize>, Option<Due>) {
     let turn = proxy.current_turn();
     let mut st = proxy.lock();
     st.model_requests += 1;
@@ -40,8 +40,12 @@ pub(super) fn next(proxy: &Proxy) -> Option<Due> {
     let in_turn = st.turn_requests.entry(turn).or_default();
     *in_turn += 1;
     let nth_in_turn = *in_turn;
-    let fault = proxy.opts.faults.pick(nth, turn, nth_in_turn)?.clone();
-    Some(Due { fault, nth, turn })
+    let due = (proxy.opts.faults.pick(nth, turn, nth_in_turn)).map(|fault| Due {
+        fault: fault.clone(),
+        nth,
+        turn,
+    });
+    (Some(nth), due)
 }
 
 /// Remember that `due` fired, answered with `resp`; `detail` says what it spoiled.
@@ -345,7 +349,8 @@ fn stream(body: ProxyBody) -> Response<ProxyBody> {
     resp
 }
 
-fn disconnect() -> Response<ProxyBody> {
+/// No answer: the connection closes.
+pub(super) fn disconnect() -> Response<ProxyBody> {
     let mut resp = Response::new(full(Bytes::new()));
     resp.extensions_mut().insert(Disconnect);
     resp

@@ -2,6 +2,7 @@
 //! recorded and missed) and the HTTP layers around it.
 
 pub(crate) mod body;
+mod crash;
 mod exchange;
 pub mod fault;
 pub mod mcp;
@@ -29,6 +30,7 @@ use crate::matching::index::{ByPosition, Index, Lookup, Repeat};
 use crate::matching::normalize::Rules;
 use crate::neutral::ToolCall;
 use crate::redact::Secrets;
+pub use crash::Crashed;
 pub use server::BindError;
 pub(crate) use session::Session;
 use upstream::Upstream;
@@ -133,6 +135,8 @@ pub struct Options {
     pub faults: crate::fault::Plan,
     /// A fuzz run's arguments, put in the first call to their tool the program gets.
     pub fuzz: Option<FuzzCall>,
+    /// A crash test's point: the first request after it is held (see [`crash`]).
+    pub crash: Option<crate::fault::CrashPoint>,
 }
 
 /// The arguments of one fuzz run, and the tool whose call carries them.
@@ -152,6 +156,7 @@ pub struct Proxy {
     tasks: TaskTracker,
     /// The test runner's current turn, stamped on each exchange as it arrives.
     turn: AtomicUsize,
+    crash_signals: crash::Signals,
 }
 
 #[derive(Default)]
@@ -185,6 +190,9 @@ struct State {
     spoiled: HashMap<u64, (usize, crate::dialect::Spoil)>,
     /// The fuzz run's arguments have reached the program.
     fuzzed: bool,
+    crash: Crashed,
+    /// The arrival number the held request would have had.
+    crash_seq: u64,
 }
 
 /// What a session did, read once it has drained.
@@ -221,6 +229,8 @@ pub struct Outcome {
     pub fault_problems: Vec<String>,
     /// A fuzz run's arguments reached the program (in an answer calling their tool).
     pub fuzzed: bool,
+    /// With a crash point: whether it passed, and the request it held.
+    pub crash: Option<Crashed>,
 }
 
 impl Proxy {
@@ -231,6 +241,7 @@ impl Proxy {
             seq: AtomicU64::new(0),
             tasks: TaskTracker::new(),
             turn: AtomicUsize::new(NO_TURN),
+            crash_signals: crash::Signals::default(),
         }
     }
 
@@ -285,6 +296,9 @@ impl Proxy {
 
     /// Remember a finished exchange: in the log, and its tool calls for later mocks.
     fn note_exchange(&self, seq: u64, it: &Interaction) {
+        if self.opts.crash.is_some() {
+            self.crash_after_exchange(it);
+        }
         if !self.opts.log_exchanges && self.opts.mocks.is_none() {
             return;
         }
@@ -325,6 +339,10 @@ impl Proxy {
         recorded.sort_by_key(|(seq, _)| *seq);
         let mut exchanges = std::mem::take(&mut st.exchanges);
         exchanges.sort_by_key(|(seq, _)| *seq);
+        if st.crash.held.is_some() {
+            let at = st.crash_seq;
+            st.crash.before = exchanges.iter().filter(|(seq, _)| *seq < at).count();
+        }
         for (seq, it) in &mut exchanges {
             if let Some((nth, how)) = st.spoiled.get(seq) {
                 fault::as_served(it, *nth, how);
@@ -361,6 +379,11 @@ impl Proxy {
             faults: std::mem::take(&mut st.fired),
             fault_problems: std::mem::take(&mut st.fault_problems),
             fuzzed: st.fuzzed,
+            crash: self
+                .opts
+                .crash
+                .as_ref()
+                .map(|_| std::mem::take(&mut st.crash)),
         }
     }
 

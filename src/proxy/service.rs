@@ -39,6 +39,14 @@ pub async fn handle(proxy: Arc<Proxy>, req: Request<hyper::body::Incoming>) -> R
             msg,
         )
     };
+    if proxy.opts.crash.is_some() {
+        if let Some(held) = proxy
+            .crash_hold(format!("{} {stored_path}", parts.method))
+            .await
+        {
+            return held;
+        }
+    }
     if let Some(rest) = path.strip_prefix(super::mcp::PREFIX) {
         let rest = rest.split('?').next().unwrap_or(rest).to_owned();
         let body = match Limited::new(body, proxy.opts.max_body).collect().await {
@@ -114,12 +122,18 @@ pub async fn handle(proxy: Arc<Proxy>, req: Request<hyper::body::Incoming>) -> R
         }
     };
     let route = Route::of(&parts.method, &path);
-    let due = route.requires_json().then(|| fault::next(&proxy)).flatten();
+    let (nth, due) = if route.requires_json() {
+        fault::next(&proxy)
+    } else {
+        (None, None)
+    };
     if due.is_none() {
         if let Some((rp, pos)) =
             proxy.take_identical(route, parts.method.as_str(), &stored_path, &raw)
         {
-            return serve_identical(&proxy, rp, seq, pos).await;
+            let resp = serve_identical(&proxy, rp, seq, pos).await;
+            crash_after(&proxy, nth);
+            return resp;
         }
     }
     let (raw, stored, digest) = match prepare_body(&proxy, route, raw) {
@@ -155,7 +169,7 @@ pub async fn handle(proxy: Arc<Proxy>, req: Request<hyper::body::Incoming>) -> R
         digest,
         key,
     };
-    match due {
+    let resp = match due {
         // A spoiled tool call needs the real answer: the request is served as any other
         // (its recording used up, or forwarded and recorded), then the answer spoiled.
         Some(due) if due.fault.kind.spoils_tool_call() => {
@@ -176,6 +190,15 @@ pub async fn handle(proxy: Arc<Proxy>, req: Request<hyper::body::Incoming>) -> R
             }
             None => answer(&proxy, ex).await,
         },
+    };
+    crash_after(&proxy, nth);
+    resp
+}
+
+/// A crash test's point passes when the model request it names has been answered.
+fn crash_after(proxy: &Proxy, nth: Option<usize>) {
+    if let (Some(nth), Some(_)) = (nth, &proxy.opts.crash) {
+        proxy.crash_after_request(nth);
     }
 }
 

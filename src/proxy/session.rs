@@ -42,6 +42,17 @@ impl Session {
         self.proxy.set_turn(turn);
     }
 
+    /// Resolves once a crash test's point has passed and the program's next request is
+    /// held: the program is to be killed, then [`Session::release_crash`] called.
+    pub(crate) async fn crash_held(&self) {
+        self.proxy.crash_held().await;
+    }
+
+    /// The crashed program is dead: its held request may end.
+    pub(crate) fn release_crash(&self) {
+        self.proxy.crash_release();
+    }
+
     /// Stop accepting, drain in-flight exchanges, and take what the session recorded,
     /// served and missed.
     pub(crate) async fn stop(self) -> Outcome {
@@ -51,6 +62,8 @@ impl Session {
     /// [`Session::stop`], but once `hurry` resolves the drain is cut short: the outcome
     /// holds what had finished by then.
     pub(crate) async fn stop_unless(self, hurry: impl std::future::Future<Output = ()>) -> Outcome {
+        // A request still held would keep its connection, and the drain, waiting.
+        self.proxy.crash_release();
         self.running.stop_unless(hurry).await;
         self.proxy.outcome()
     }

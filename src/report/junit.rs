@@ -46,6 +46,13 @@ fn failure_body(c: &CaseReport) -> String {
     for w in &c.warnings {
         out.push_str(&format!("warning: {w}\n"));
     }
+    if let Some(crash) = &c.crash {
+        out.push_str(&text::crash_summary(crash));
+        out.push('\n');
+        for r in &crash.repeated {
+            out.push_str(&format!("  executed again: {r}\n"));
+        }
+    }
     if let Some(f) = &c.fuzz {
         out.push_str(&text::fuzz_summary(f));
         out.push('\n');

@@ -357,6 +357,19 @@ fn details(out: &mut String, c: &CaseReport) {
         }
         out.push('\n');
     }
+    if let Some(crash) = &c.crash {
+        let _ = writeln!(
+            out,
+            "**{}**\n",
+            inline(&capitalize(&text::crash_summary(crash)))
+        );
+        for r in &crash.repeated {
+            let _ = writeln!(out, "- executed again: {}", code(r));
+        }
+        if !crash.repeated.is_empty() {
+            out.push('\n');
+        }
+    }
     if let Some(f) = &c.fuzz {
         let _ = writeln!(out, "**{}**\n", inline(&capitalize(&text::fuzz_summary(f))));
         out.push_str("| Run | Arguments | Result |\n|---|---|---|\n");

@@ -87,6 +87,27 @@ pub struct CaseReport {
     /// The case's fuzz runs (`fuzz:`). (Absent from reports before 2.5.)
     #[serde(default)]
     pub fuzz: Option<FuzzReport>,
+    /// The case's crash and restart (`crash:`). (Absent from reports before 2.6.)
+    #[serde(default)]
+    pub crash: Option<CrashReport>,
+}
+
+/// A crash test: where the program was killed and what the restart repeated.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CrashReport {
+    /// The point, as the spec writes it: `executed send_email`, `request 2`.
+    pub after: String,
+    /// The turn (from 1) the program was killed in; `None` when it never was.
+    pub turn: Option<usize>,
+    /// The request it was killed waiting for: `POST /v1/chat/completions`.
+    pub held: Option<String>,
+    /// What it had printed on stdout in that turn before it was killed.
+    pub output: String,
+    /// The tail of its stderr when it was killed.
+    pub stderr: String,
+    /// Executions at the MCP boundary from before the crash that ran again after it:
+    /// `send_email {"body":"…","to":"ops@example.com"}`.
+    pub repeated: Vec<String>,
 }
 
 /// The fuzz runs of a case: each ran it again with other arguments in the model's call to
@@ -266,6 +287,7 @@ impl CaseReport {
             usage: Usage::default(),
             diff: None,
             fuzz: None,
+            crash: None,
         }
     }
 

@@ -5,8 +5,8 @@
 use serde_json::json;
 
 use super::{
-    AssertionResult, CallExecution, CallReport, CaseReport, ExecutionReport, FuzzKind, FuzzReport,
-    FuzzRun, RunReport, Status, Summary, TurnReport,
+    AssertionResult, CallExecution, CallReport, CaseReport, CrashReport, ExecutionReport, FuzzKind,
+    FuzzReport, FuzzRun, RunReport, Status, Summary, TurnReport,
 };
 use crate::neutral::Usage;
 
@@ -47,6 +47,7 @@ fn case(spec: &str, name: &str, status: Status, duration_ms: u64) -> CaseReport 
         usage: Usage::default(),
         diff: None,
         fuzz: None,
+        crash: None,
     }
 }
 
@@ -95,6 +96,18 @@ pub(crate) fn run() -> RunReport {
         not_reached: None,
     });
     sum_usage(&mut paris);
+    // Killed once get_weather had run; `executed:` lists it twice, so the repeat passes.
+    paris
+        .assertions
+        .push(pass("crash: no tool executed again after the restart"));
+    paris.crash = Some(CrashReport {
+        after: "executed get_weather".into(),
+        turn: Some(1),
+        held: Some("POST /v1/chat/completions".into()),
+        output: "tool: get_weather {\"city\": \"Paris\"}\n".into(),
+        stderr: String::new(),
+        repeated: vec!["get_weather {\"city\":\"Paris\"}".into()],
+    });
 
     let mut follow = case(weather, "follow-up | °F", Status::Failed, 1570);
     follow.turns.push(TurnReport {

@@ -5,7 +5,7 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use super::{CaseReport, FuzzReport, FuzzRun, RunReport, Summary};
+use super::{CaseReport, CrashReport, FuzzReport, FuzzRun, RunReport, Summary};
 
 /// What the MCP boundary saw of a call, as a few words: `executed by mail`, `executed by
 /// mail with {"to":"x"}` (when the server got other arguments than the model gave),
@@ -193,6 +193,18 @@ pub(crate) fn fuzz_summary(f: &FuzzReport) -> String {
         count(f.runs.len(), "run", "runs"),
         f.seed
     )
+}
+
+/// `crash after executed send_email: killed in turn 1 waiting for POST /v1/chat/completions,
+/// then started again`, or `…: never killed`.
+pub(crate) fn crash_summary(c: &CrashReport) -> String {
+    match (&c.held, c.turn) {
+        (Some(held), Some(turn)) => format!(
+            "crash after {}: killed in turn {turn} waiting for {held}, then started again",
+            c.after
+        ),
+        _ => format!("crash after {}: never killed", c.after),
+    }
 }
 
 /// The `fuzz:` that runs the case with exactly a run's arguments, for a spec: JSON is YAML.

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use regex::Regex;
 
-use super::driver::CommandApp;
+use super::driver::{CommandApp, Killed};
 use super::env;
 use super::error::{CaseError, ProgramError};
 use super::evaluate;
@@ -200,6 +200,7 @@ pub(super) async fn run_inner(
     )?;
     options.mcp_http = s.mcp_servers(spec);
     options.faults = case.fault_plan();
+    options.crash = case.crash.as_ref().map(|c| c.after.clone());
     if let Some(call) = fuzz {
         // Past the call the program's requests carry the generated arguments: they cannot
         // match by content, so the recorded conversation goes on by position.
@@ -212,11 +213,12 @@ pub(super) async fn run_inner(
     let driven = drive(spec, case, s, &session, &base, usage).await;
     let outcome = session.stop().await;
 
-    let (outputs, exit, drive_error) = match driven {
-        Ok((o, exit)) => (o, exit, None),
-        Err((partial, e)) => (partial, None, Some(e)),
+    let (driven, drive_error) = match driven {
+        Ok(d) => (d, None),
+        Err((partial, e)) => (partial, Some(e)),
     };
-    let exit = exit.as_ref().map(|(code, stderr)| (*code, stderr.as_str()));
+    let outputs = &driven.outputs;
+    let exit = (driven.exit.as_ref()).map(|(code, stderr)| (*code, stderr.as_str()));
     let progress = evaluate::Progress {
         missed_turns: &outcome.missed_turns,
         // `outputs` holds the turns that completed: the program stopped in the next one.
@@ -233,9 +235,22 @@ pub(super) async fn run_inner(
     };
     let mocked = mocks.names().map(str::to_owned).collect();
     let (turns, assertions) =
-        evaluate::evaluate(case, &outcome.exchanges, &outputs, &progress, &mocked);
+        evaluate::evaluate(case, &outcome.exchanges, outputs, &progress, &mocked);
     report.turns = turns;
     report.assertions = assertions;
+    let mut problems = mocks.problems();
+    if let (Some(crash), Some(crashed)) = (&case.crash, &outcome.crash) {
+        let v = super::crash::judge(
+            case,
+            crash,
+            crashed,
+            driven.killed.as_ref(),
+            &outcome.exchanges,
+        );
+        report.crash = Some(v.report);
+        report.assertions.push(v.repeats);
+        problems.extend(v.problems);
+    }
     for t in &report.turns {
         report.usage += t.usage;
     }
@@ -268,7 +283,6 @@ pub(super) async fn run_inner(
     }
     // Mocks that could not answer and faults that could not fire: the case did not test
     // what it says.
-    let mut problems = mocks.problems();
     problems.extend(outcome.mock_problems.iter().cloned());
     problems.extend(outcome.fault_problems.iter().map(|p| format!("fault {p}")));
     if let (Some(call), false) = (fuzz, outcome.fuzzed) {
@@ -335,10 +349,20 @@ fn save_cassette(
     )?)
 }
 
-/// Drive the program through the turns: each turn's output, and the program's exit status
-/// with the tail of its stderr (command apps). A non-zero exit is an error unless the case
+/// What driving the program gave: each turn's output, the program's exit status with the
+/// tail of its stderr (command apps), and what a crash test's killed program had printed.
+#[derive(Debug, Default)]
+pub(crate) struct Driven {
+    pub outputs: Vec<String>,
+    pub exit: Option<(i32, String)>,
+    pub killed: Option<Killed>,
+}
+
+/// Drive the program through the turns. A non-zero exit is an error unless the case
 /// judges it (`exit:`). On failure, the outputs of the turns that did complete come back
-/// with the error, so the report still shows them.
+/// with the error, so the report still shows them. In a crash test, the program is killed
+/// once the session holds its request after the point, and started again: with the same
+/// input, in the turn it was killed in (a resumable program picks up from there).
 pub(crate) async fn drive(
     spec: &Spec,
     case: &Case,
@@ -346,8 +370,11 @@ pub(crate) async fn drive(
     session: &Session,
     base: &str,
     usage: Use,
-) -> Result<(Vec<String>, Option<(i32, String)>), (Vec<String>, ProgramError)> {
-    let mut outputs = Vec::with_capacity(case.turns.len());
+) -> Result<Driven, (Driven, ProgramError)> {
+    let mut driven = Driven {
+        outputs: Vec::with_capacity(case.turns.len()),
+        ..Driven::default()
+    };
     let deadline = tokio::time::Instant::now() + s.timeout;
     match &spec.app.target {
         Target::Url(url) => {
@@ -360,71 +387,152 @@ pub(crate) async fn drive(
                 // Parsing refuses a `url:` case without input.
                 let input = turn.input.as_deref().unwrap_or_default();
                 match app.turn(input, limit).await {
-                    Ok(out) => outputs.push(out),
-                    Err(e) => return Err((outputs, e.into())),
+                    Ok(out) => driven.outputs.push(out),
+                    Err(e) => return Err((driven, e.into())),
                 }
             }
-            Ok((outputs, None))
+            Ok(driven)
         }
         Target::Command(argv) => {
-            let v1 = format!("{base}/v1");
-            let mut vars: Vec<(String, String)> = env::injected(base, usage == Use::Replay, &|n| {
-                std::env::var_os(n).is_some()
-            })
-            .into_iter()
-            .chain(env::mcp_urls(base, s.mcp_servers(spec).keys()))
-            .map(|v| (v.name, v.value))
-            .collect();
-            // Python buffers a pipe's output, and a turn waits for its reply line.
-            vars.push(("PYTHONUNBUFFERED".into(), "1".into()));
-            for (k, v) in spec.app.env.iter().chain(&case.env) {
-                vars.push((k.clone(), crate::spec::expand_env_value(v, &v1, base)));
-            }
-            let app = CommandApp {
-                argv: argv.clone(),
-                env: vars,
-                cwd: Some(spec.app.cwd.clone()),
-                reply_until: spec
-                    .app
-                    .reply_until
-                    .as_deref()
-                    .and_then(|r| Regex::new(r).ok()),
-            };
+            let app = command_app(spec, case, s, argv, base, usage);
             let first = case.turns.first().and_then(|t| t.input.as_deref());
-            let mut running = app.start(first, deadline).map_err(|e| (vec![], e.into()))?;
-            if case.turns.len() == 1 {
+            let mut running = match app.start(first, deadline) {
+                Ok(r) => r,
+                Err(e) => return Err((driven, e.into())),
+            };
+            // Until the crash, every wait is also a wait for it.
+            let mut crash = case.crash.as_ref().map(|_| session);
+            let single = case.turns.len() == 1;
+            let turns = if single { &[][..] } else { &case.turns[..] };
+            if single {
                 session.set_turn(0);
                 if let Some(first) = first {
-                    running.send(first).await.map_err(|e| (vec![], e.into()))?;
+                    running
+                        .send(first)
+                        .await
+                        .map_err(|e| (Driven::default(), e.into()))?;
                 }
-                outputs.push(String::new());
-            } else {
-                for (i, turn) in case.turns.iter().enumerate() {
-                    session.set_turn(i);
-                    let input = turn.input.as_deref().unwrap_or_default();
-                    match running.turn(i, input, spec.app.timeout).await {
-                        Ok(out) => outputs.push(out),
-                        Err(e) => return Err((outputs, e.into())),
+                driven.outputs.push(String::new());
+            }
+            let mut i = 0;
+            while let Some(turn) = turns.get(i) {
+                session.set_turn(i);
+                let input = turn.input.as_deref().unwrap_or_default();
+                match or_crash(crash, running.turn(i, input, spec.app.timeout)).await {
+                    Some(Ok(out)) => driven.outputs.push(out),
+                    Some(Err(e)) => return Err((driven, e.into())),
+                    None => {
+                        // Killed in turn `i`: started again, it gets that turn's input.
+                        crash = None;
+                        if let Err(e) =
+                            restart(&app, first, deadline, session, &mut running, &mut driven).await
+                        {
+                            return Err((driven, e));
+                        }
+                        continue;
                     }
                 }
+                i += 1;
             }
-            let finished = running
-                .finish()
-                .await
-                .map_err(|e| (outputs.clone(), e.into()))?;
-            if let Some(last) = outputs.last_mut() {
+            let finished = loop {
+                match or_crash(crash, running.finish()).await {
+                    Some(f) => break f,
+                    None => {
+                        crash = None;
+                        if let Err(e) =
+                            restart(&app, first, deadline, session, &mut running, &mut driven).await
+                        {
+                            return Err((driven, e));
+                        }
+                        if let (true, Some(first)) = (single, first) {
+                            if let Err(e) = running.send(first).await {
+                                return Err((driven, e.into()));
+                            }
+                        }
+                    }
+                }
+            };
+            let finished = match finished {
+                Ok(f) => f,
+                Err(e) => return Err((driven, e.into())),
+            };
+            if let Some(last) = driven.outputs.last_mut() {
                 last.push_str(&finished.trailing_output);
             }
             if finished.code != 0 && !case.judges_exit() {
-                return Err((
-                    outputs,
-                    ProgramError::Exited {
-                        code: finished.code,
-                        stderr: finished.stderr,
-                    },
-                ));
+                let e = ProgramError::Exited {
+                    code: finished.code,
+                    stderr: finished.stderr,
+                };
+                return Err((driven, e));
             }
-            Ok((outputs, Some((finished.code, finished.stderr))))
+            driven.exit = Some((finished.code, finished.stderr));
+            Ok(driven)
         }
     }
+}
+
+/// How to start a case's `command:` program against the session at `base`.
+fn command_app(
+    spec: &Spec,
+    case: &Case,
+    s: &Settings,
+    argv: &[String],
+    base: &str,
+    usage: Use,
+) -> CommandApp {
+    let v1 = format!("{base}/v1");
+    let mut vars: Vec<(String, String)> = env::injected(base, usage == Use::Replay, &|n| {
+        std::env::var_os(n).is_some()
+    })
+    .into_iter()
+    .chain(env::mcp_urls(base, s.mcp_servers(spec).keys()))
+    .map(|v| (v.name, v.value))
+    .collect();
+    // Python buffers a pipe's output, and a turn waits for its reply line.
+    vars.push(("PYTHONUNBUFFERED".into(), "1".into()));
+    for (k, v) in spec.app.env.iter().chain(&case.env) {
+        vars.push((k.clone(), crate::spec::expand_env_value(v, &v1, base)));
+    }
+    CommandApp {
+        argv: argv.to_owned(),
+        env: vars,
+        cwd: Some(spec.app.cwd.clone()),
+        reply_until: spec
+            .app
+            .reply_until
+            .as_deref()
+            .and_then(|r| Regex::new(r).ok()),
+    }
+}
+
+/// `wait`'s result, or `None` when `crash` (the session) holds a request first: the
+/// program is to be killed.
+async fn or_crash<T>(
+    crash: Option<&Session>,
+    wait: impl std::future::Future<Output = T>,
+) -> Option<T> {
+    match crash {
+        None => Some(wait.await),
+        Some(session) => tokio::select! {
+            t = wait => Some(t),
+            () = session.crash_held() => None,
+        },
+    }
+}
+
+/// Kill the crash test's program, let the session end its held request, and start the
+/// program again with its first input.
+async fn restart(
+    app: &CommandApp,
+    first: Option<&str>,
+    deadline: tokio::time::Instant,
+    session: &Session,
+    running: &mut super::driver::Running,
+    driven: &mut Driven,
+) -> Result<(), ProgramError> {
+    driven.killed = Some(running.kill().await);
+    session.release_crash();
+    *running = app.start(first, deadline)?;
+    Ok(())
 }

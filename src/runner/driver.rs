@@ -95,6 +95,15 @@ pub struct Running {
     started: std::time::Instant,
     /// The last line read from stdout, for a timeout's report.
     last_line: Option<String>,
+    /// What it printed since the last reply line (kept when a read is cancelled).
+    printed: String,
+}
+
+/// What a killed program had printed: since its last reply line, and the tail of stderr.
+#[derive(Debug, Clone, Default)]
+pub struct Killed {
+    pub output: String,
+    pub stderr: String,
 }
 
 /// How the program ended.
@@ -174,6 +183,7 @@ impl CommandApp {
             reply_until: self.reply_until.clone(),
             started: std::time::Instant::now(),
             last_line: None,
+            printed: String::new(),
         })
     }
 }
@@ -192,7 +202,7 @@ impl Running {
             _ => (self.deadline, CASE_LIMIT.to_owned()),
         };
         self.send(input).await?;
-        let mut output = String::new();
+        self.printed.clear();
         loop {
             let line = match tokio::time::timeout_at(until, self.stdout.next_line()).await {
                 Err(_) => {
@@ -206,15 +216,12 @@ impl Running {
                     stderr: self.drained_stderr().await,
                 });
             };
-            output.push_str(&line);
-            output.push('\n');
-            self.last_line = Some(line.clone());
-            if self
-                .reply_until
-                .as_ref()
-                .is_none_or(|re| re.is_match(&line))
-            {
-                return Ok(output);
+            self.printed.push_str(&line);
+            self.printed.push('\n');
+            let reply = (self.reply_until.as_ref()).is_none_or(|re| re.is_match(&line));
+            self.last_line = Some(line);
+            if reply {
+                return Ok(std::mem::take(&mut self.printed));
             }
         }
     }
@@ -232,15 +239,15 @@ impl Running {
     }
 
     /// Close stdin and wait for the program to exit, collecting what it still prints.
-    pub async fn finish(mut self) -> Result<Finished, DriveError> {
+    /// Cancelled, it loses nothing: what it had read is in [`Running::kill`]'s output.
+    pub async fn finish(&mut self) -> Result<Finished, DriveError> {
         drop(self.stdin.take());
-        let mut trailing = String::new();
         loop {
             match tokio::time::timeout_at(self.deadline, self.stdout.next_line()).await {
                 Err(_) => return Err(self.timeout(CASE_LIMIT.to_owned(), EXIT.to_owned())),
                 Ok(Ok(Some(line))) => {
-                    trailing.push_str(&line);
-                    trailing.push('\n');
+                    self.printed.push_str(&line);
+                    self.printed.push('\n');
                     self.last_line = Some(line);
                 }
                 Ok(Ok(None)) => break,
@@ -253,18 +260,32 @@ impl Running {
         };
         Ok(Finished {
             code: super::child::exit_code(status),
-            trailing_output: trailing,
+            trailing_output: std::mem::take(&mut self.printed),
             stderr: self.drained_stderr().await,
         })
     }
 
-    fn timeout(&mut self, limit: String, waiting: String) -> DriveError {
+    /// Kill the program's process group and wait for it to die: what it had printed.
+    pub async fn kill(&mut self) -> Killed {
+        self.kill_group();
+        let _ = self.child.wait().await;
+        Killed {
+            output: std::mem::take(&mut self.printed),
+            stderr: self.drained_stderr().await,
+        }
+    }
+
+    fn kill_group(&mut self) {
         if let Some(pid) = self.child.id().and_then(|p| libc::pid_t::try_from(p).ok()) {
             // SAFETY: signalling the process group we created; no memory is touched.
             unsafe {
                 libc::kill(-pid, libc::SIGKILL);
             }
         }
+    }
+
+    fn timeout(&mut self, limit: String, waiting: String) -> DriveError {
+        self.kill_group();
         DriveError::Timeout {
             secs: self.started.elapsed().as_secs_f64(),
             limit,
@@ -374,6 +395,43 @@ mod tests {
             err.to_string()
                 .contains("(app.timeout of turn 2) waiting for the reply of turn 2; its last output line was `one`"),
             "{err}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_killed_program_and_its_children_die_with_what_they_printed() {
+        let script = "echo one; echo oops >&2; sleep 30 & echo $! > child.pid; wait";
+        let dir = tempfile::tempdir().unwrap();
+        let a = CommandApp {
+            cwd: Some(dir.path().to_owned()),
+            ..app(script, Some("^never$"))
+        };
+        let mut r = a.start(Some("x"), soon()).unwrap();
+        let pid_file = dir.path().join("child.pid");
+        // The first line is read, then the read waits for a reply line that never comes.
+        let read = tokio::time::timeout(Duration::from_millis(500), r.turn(0, "x", None));
+        assert!(read.await.is_err());
+        let killed = r.kill().await;
+        assert_eq!(killed.output, "one\n");
+        assert!(killed.stderr.contains("oops"), "{}", killed.stderr);
+        let child: libc::pid_t = std::fs::read_to_string(pid_file)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        // The child was in the process group: it is gone too (or a zombie about to go).
+        let started = std::time::Instant::now();
+        // SAFETY: signal 0 only asks whether the process exists.
+        while unsafe { libc::kill(child, 0) } == 0 && started.elapsed() < Duration::from_secs(5) {
+            let stat = std::fs::read_to_string(format!("/proc/{child}/stat")).unwrap_or_default();
+            if stat.split_whitespace().nth(2) == Some("Z") {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "the child outlived the kill"
         );
     }
 

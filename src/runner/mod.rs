@@ -3,6 +3,7 @@
 pub mod ancestry;
 pub mod case;
 pub mod child;
+mod crash;
 pub mod driver;
 pub mod env;
 pub(crate) mod error;

@@ -115,6 +115,7 @@ pub(crate) fn plan(
         mcp_http: Default::default(),
         faults: Default::default(),
         fuzz: None,
+        crash: None,
     };
     Ok(Plan {
         options,

@@ -6,7 +6,7 @@ use super::error::Errors;
 use super::model::*;
 use super::read::*;
 use super::yaml::{Kind, Node, Pos};
-use crate::fault::Fault;
+use crate::fault::{CrashPoint, Fault};
 
 impl Builder<'_> {
     // ---------------------------------------------------------------- cases
@@ -151,6 +151,23 @@ impl Builder<'_> {
             Some(n) => Some(self.fuzz(n, &f.path("fuzz"))?),
             None => None,
         };
+        let crash =
+            match f.entry("crash") {
+                Some((k, _)) if matches!(app.target, Target::Url(_)) => return Err(self.err_hint(
+                    k.at,
+                    format!("`{}` only applies to `command:` apps", f.path("crash")),
+                    "a `url:` app is a running service that agentproxy cannot kill and start again",
+                )),
+                Some((k, _)) if fuzz.is_some() => {
+                    return Err(self.err_hint(
+                        k.at,
+                        format!("case `{name}` has both `fuzz` and `crash`"),
+                        "test them in two cases (each with its own cassette)",
+                    ))
+                }
+                Some((_, n)) => Some(self.crash(n, &f.path("crash"))?),
+                None => None,
+            };
         let exits = turns
             .iter()
             .filter_map(|t| t.expect.as_ref())
@@ -176,6 +193,7 @@ impl Builder<'_> {
                 skip,
                 faults,
                 fuzz,
+                crash,
             },
             name_node.at,
         ))
@@ -454,6 +472,38 @@ impl Builder<'_> {
             invalid,
             seed,
             arguments,
+        })
+    }
+
+    /// `crash:` — `{after: {executed: TOOL} | {request: N}}`.
+    pub(super) fn crash(&self, node: &Node, path: &str) -> R<Crash> {
+        const EXAMPLE: &str =
+            "write `crash: {after: {executed: send_email}}` or `crash: {after: {request: 2}}`";
+        let f = self.fields(node, node.at, path, "crash", CRASH_KEYS)?;
+        let Some(after) = f.get("after") else {
+            return Err(self.err_hint(f.owner, format!("`{path}` is missing `after`"), EXAMPLE));
+        };
+        let apath = f.path("after");
+        let a = self.fields(after, after.at, &apath, "crash.after", CRASH_POINT_KEYS)?;
+        let point = match (a.get("executed"), a.get("request")) {
+            (Some(tool), None) => {
+                CrashPoint::Executed(self.non_empty_string(tool, &a.path("executed"))?)
+            }
+            (None, Some(n)) => CrashPoint::Request(self.positive(n, &a.path("request"))?),
+            (Some(_), Some(_)) => {
+                return Err(self.err_hint(
+                    after.at,
+                    format!("`{apath}` has both `executed` and `request`"),
+                    "a crash has one point: keep one of them",
+                ))
+            }
+            (None, None) => {
+                return Err(self.err_hint(after.at, format!("`{apath}` names no point"), EXAMPLE))
+            }
+        };
+        Ok(Crash {
+            at: node.at,
+            after: point,
         })
     }
 

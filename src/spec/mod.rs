@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 pub use asserted::asserted;
 pub use error::SpecError;
 pub use model::{
-    CallExpr, Case, Count, Expect, Fuzz, MockKind, MockRule, Mode, Order, Pos, Spec, Target,
+    CallExpr, Case, Count, Crash, Expect, Fuzz, MockKind, MockRule, Mode, Order, Pos, Spec, Target,
     ToolMock, Verbosity,
 };
 #[cfg(test)]

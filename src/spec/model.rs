@@ -274,6 +274,23 @@ pub struct Case {
     pub faults: Vec<Fault>,
     /// `fuzz:`: the case runs again with generated arguments in the model's call to a tool.
     pub fuzz: Option<Fuzz>,
+    /// `crash:`: the program is killed at a point and started again.
+    pub crash: Option<Crash>,
+}
+
+/// `crash: {after: {executed: TOOL} | {request: N}}` on a case: once the point has passed,
+/// the program's next request is held, its process group killed while it waits, and the
+/// program started again with the same input against the same session. The case then
+/// checks that the run completes and that no tool an MCP server executed before the crash
+/// was executed again after it (unless `executed:` lists it that many times).
+///
+/// Keys: `after` (required), a mapping of exactly one of `executed` (a tool name) and
+/// `request` (from 1). `command:` apps only; not with `fuzz:`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Crash {
+    /// Where the block starts.
+    pub at: Pos,
+    pub after: crate::fault::CrashPoint,
 }
 
 /// `fuzz:` on a case: after the case's own run, it runs again once per set of arguments,

@@ -83,8 +83,10 @@ pub(super) const MATCH_KEYS: &[&str] = &["ignore", "holes", "repeat"];
 pub(super) const HOLE_KEYS: &[&str] = &["name", "regex", "in"];
 pub(super) const EXECUTION_KEYS: &[&str] = &["mode", "parallel", "timeout", "verbosity", "max_age"];
 pub(super) const CASE_KEYS: &[&str] = &[
-    "name", "input", "turns", "expect", "env", "skip", "faults", "fuzz",
+    "name", "input", "turns", "expect", "env", "skip", "faults", "fuzz", "crash",
 ];
+pub(super) const CRASH_KEYS: &[&str] = &["after"];
+pub(super) const CRASH_POINT_KEYS: &[&str] = &["executed", "request"];
 pub(super) const FUZZ_KEYS: &[&str] = &["tool", "valid", "invalid", "seed", "arguments"];
 pub(super) const TURN_KEYS: &[&str] = &["input", "expect", "faults"];
 pub(super) const EXPECT_KEYS: &[&str] = &[

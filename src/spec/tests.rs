@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 use super::model::{App, Count, Execution, MockRule, Pos, Turn};
 use super::*;
 use crate::cassette::format::{Hole, MatchRules};
+use crate::fault::CrashPoint;
 use crate::matching::index::Repeat;
 
 /// A stand-in for the matcher compiler: `regex` operands must compile, and an object key
@@ -251,6 +252,7 @@ fn a_full_spec_parses_to_the_model() {
                 skip: None,
                 faults: vec![],
                 fuzz: None,
+                crash: None,
             },
             Case {
                 at: Pos::new(39, 5),
@@ -297,6 +299,7 @@ fn a_full_spec_parses_to_the_model() {
                 skip: Some("flaky upstream".into()),
                 faults: vec![],
                 fuzz: None,
+                crash: None,
             },
         ],
     };
@@ -394,11 +397,11 @@ fn errors_point_at_file_line_and_column() {
         // Unknown keys, with suggestions and places.
         (
             &format!("{app}cases:\n  - name: a\n    input: hi\n    expct: {{}}\n"),
-            "specs/weather.yaml:5:5: unknown key `expct` in case; expected one of: name, input, turns, expect, env, skip, faults, fuzz (did you mean `expect`?)".into(),
+            "specs/weather.yaml:5:5: unknown key `expct` in case; expected one of: name, input, turns, expect, env, skip, faults, fuzz, crash (did you mean `expect`?)".into(),
         ),
         (
             &format!("{app}cases:\n  - name: a\n    input: hi\n    reply: x\n"),
-            "specs/weather.yaml:5:5: unknown key `reply` in case; expected one of: name, input, turns, expect, env, skip, faults, fuzz\n  hint: `reply` belongs under `expect:`".into(),
+            "specs/weather.yaml:5:5: unknown key `reply` in case; expected one of: name, input, turns, expect, env, skip, faults, fuzz, crash\n  hint: `reply` belongs under `expect:`".into(),
         ),
         (
             "command: python app.py\n",
@@ -918,4 +921,35 @@ fn a_bad_fuzz_says_what_to_write() {
     ] {
         assert_eq!(error(&format!("{case}{fuzz}\n")), want, "{fuzz}");
     }
+}
+
+#[test]
+fn crash_on_a_case_names_its_point() {
+    let spec = load_str(
+        "app: {command: a}\ncases:\n  - name: a\n    crash: {after: {executed: send_email}}\n  - name: b\n    turns: [{input: x}, {input: y}]\n    crash: {after: {request: 3}}\n",
+    )
+    .unwrap();
+    let after = |i: usize| spec.cases[i].crash.as_ref().unwrap().after.clone();
+    assert_eq!(after(0), CrashPoint::Executed("send_email".into()));
+    assert_eq!(after(1), CrashPoint::Request(3));
+    assert_eq!(after(1).to_string(), "request 3");
+}
+
+#[test]
+fn a_bad_crash_says_what_to_write() {
+    let case = "app: {command: a}\ncases:\n  - name: a\n    crash: ";
+    for (crash, want) in [
+        ("{}", "specs/weather.yaml:4:12: `cases[0].crash` is missing `after`\n  hint: write `crash: {after: {executed: send_email}}` or `crash: {after: {request: 2}}`"),
+        ("{after: {}}", "specs/weather.yaml:4:20: `cases[0].crash.after` names no point\n  hint: write `crash: {after: {executed: send_email}}` or `crash: {after: {request: 2}}`"),
+        ("{after: {request: 0}}", "specs/weather.yaml:4:30: `cases[0].crash.after.request` must be a whole number of at least 1, found 0"),
+        ("{after: {executed: a, request: 1}}", "specs/weather.yaml:4:20: `cases[0].crash.after` has both `executed` and `request`\n  hint: a crash has one point: keep one of them"),
+        ("{after: {tool: a}}", "specs/weather.yaml:4:21: unknown key `tool` in crash.after; expected one of: executed, request"),
+        ("{at: 1}", "specs/weather.yaml:4:13: unknown key `at` in crash; expected one of: after (did you mean `after`?)"),
+    ] {
+        assert_eq!(error(&format!("{case}{crash}\n")), want, "{crash}");
+    }
+    let both = "app: {command: a}\ncases:\n  - name: a\n    fuzz: {tool: t, valid: 1}\n    crash: {after: {request: 1}}\n";
+    assert_eq!(error(both), "specs/weather.yaml:5:5: case `a` has both `fuzz` and `crash`\n  hint: test them in two cases (each with its own cassette)");
+    let url = "app: {url: 'http://127.0.0.1:1/x'}\ncases:\n  - name: a\n    input: x\n    crash: {after: {request: 1}}\n";
+    assert_eq!(error(url), "specs/weather.yaml:5:5: `cases[0].crash` only applies to `command:` apps\n  hint: a `url:` app is a running service that agentproxy cannot kill and start again");
 }

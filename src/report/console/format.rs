@@ -358,6 +358,34 @@ fn case_body(out: &mut String, case: &CaseReport, style: &Style) {
     if let Some(f) = &case.fuzz {
         fuzz_section(out, f, style);
     }
+    if let Some(c) = &case.crash {
+        crash_section(out, c, style);
+    }
+}
+
+/// The crash: where the program was killed, what it had printed by then (verbose), and
+/// what the restart executed again.
+fn crash_section(out: &mut String, c: &crate::report::CrashReport, style: &Style) {
+    let color = if c.held.is_none() || !c.repeated.is_empty() {
+        bold(AnsiColor::Yellow)
+    } else {
+        dim()
+    };
+    let _ = writeln!(
+        out,
+        "{INDENT}{}",
+        style.paint(color, &text::crash_summary(c))
+    );
+    let inner = format!("{INDENT}{INDENT}");
+    if style.verbose > 0 && !c.output.is_empty() {
+        let _ = writeln!(out, "{inner}it had printed:");
+        for line in c.output.lines() {
+            let _ = writeln!(out, "{inner}  {}", clean(line));
+        }
+    }
+    for r in &c.repeated {
+        let _ = writeln!(out, "{inner}executed again: {}", clean(r));
+    }
 }
 
 /// The fuzz runs: a summary line, then each failed run (every run, verbose) with its
