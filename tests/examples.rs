@@ -2,7 +2,8 @@
 //! README tells a new user to run them.
 //!
 //! The cassettes were recorded against the test suite's scripted upstream; to re-record
-//! them after changing an example: `cargo test --test examples -- --ignored`.
+//! them after changing an example: `cargo test --test examples -- --ignored` (with
+//! `RERECORD=crash.yaml`, only the specs whose path contains that).
 
 mod support;
 
@@ -19,12 +20,13 @@ const EXAMPLES: [(&str, &[&str]); 1] = [(
 )];
 
 /// Example specs, run by `agentproxy test`; their cassettes are committed.
-const SPECS: [&str; 5] = [
+const SPECS: [&str; 6] = [
     "examples/travel-agent/travel.yaml",
     "examples/chat/chat.yaml",
     "examples/mcp-agent/mail.yaml",
     "examples/travel-agent/faults.yaml",
     "examples/travel-agent/fuzz.yaml",
+    "examples/mcp-agent/crash.yaml",
 ];
 /// The chat example's spec, whose cassette names are checked below.
 const CHAT_SPEC: &str = SPECS[1];
@@ -136,7 +138,8 @@ async fn rerecord_examples() {
     let fake = FakeOpenAi::start().await;
     // The MCP example's mail goes here, not into the repository.
     let outbox = tempfile::NamedTempFile::new().unwrap();
-    for spec in SPECS {
+    let only = std::env::var("RERECORD").unwrap_or_default();
+    for spec in SPECS.iter().filter(|s| s.contains(&only)) {
         let mut cmd = agentproxy();
         cmd.args(["test", spec, "--mode", "record", "--upstream", &fake.url()])
             .current_dir(repo())
@@ -155,7 +158,7 @@ async fn rerecord_examples() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    for (cassette, command) in EXAMPLES {
+    for &(cassette, command) in EXAMPLES.iter().filter(|(c, _)| c.contains(&only)) {
         let mut cmd = agentproxy();
         cmd.args([
             "record",

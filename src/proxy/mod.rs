@@ -2,7 +2,7 @@
 //! recorded and missed) and the HTTP layers around it.
 
 pub(crate) mod body;
-mod crash;
+pub(crate) mod crash;
 mod exchange;
 pub mod fault;
 pub mod mcp;

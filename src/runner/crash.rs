@@ -77,8 +77,9 @@ pub fn judge(
                 unallowed.join(", ")
             )
         },
+        // The report's crash lists what ran again.
         expected: None,
-        actual: (!names.is_empty()).then(|| names.join("; ")),
+        actual: None,
         path: None,
         nearest: None,
     };
@@ -115,4 +116,127 @@ fn listed(case: &Case, tool: &str) -> usize {
         .flat_map(|e| e.executed.iter().flatten())
         .filter(|c| c.tool == tool)
         .count()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::fault::CrashPoint;
+    use crate::proxy::crash::Held;
+    use crate::trajectory::tests::Rec;
+
+    /// The one case of a spec with `expect` (YAML, indented for the case).
+    fn case(expect: &str) -> Case {
+        let src = format!(
+            "app: {{command: a}}\ncases:\n  - name: a\n    input: go\n    crash: {{after: {{executed: send_email}}}}\n{expect}"
+        );
+        let spec = crate::spec::parse(
+            &src,
+            std::path::Path::new("s.yaml"),
+            &crate::spec::AcceptAnyMatcher,
+        )
+        .unwrap();
+        spec.cases[0].clone()
+    }
+
+    /// A run that executed `get_weather` and `send_email`, then (after `before` of its
+    /// exchanges) `restart` again.
+    fn run(restart: &[&str]) -> (Vec<Interaction>, usize) {
+        let mut r = Rec::weather(1);
+        let execute = |r: &mut Rec, tool: &str| {
+            let params = json!({"name": tool, "arguments": {"to": "ops@example.com"}});
+            r.mcp("mail", "tools/call", params, json!({"content": []}));
+        };
+        execute(&mut r, "get_weather");
+        execute(&mut r, "send_email");
+        let before = r.interactions.len();
+        for tool in restart {
+            execute(&mut r, tool);
+        }
+        (r.interactions, before)
+    }
+
+    fn crashed(before: usize) -> Crashed {
+        Crashed {
+            passed: true,
+            held: Some(Held {
+                request: "POST /v1/chat/completions".into(),
+                turn: Some(0),
+            }),
+            before,
+        }
+    }
+
+    fn judged(expect: &str, restart: &[&str]) -> Verdict {
+        let c = case(expect);
+        let (exchanges, before) = run(restart);
+        let crash = c.crash.clone().unwrap();
+        judge(&c, &crash, &crashed(before), None, &exchanges)
+    }
+
+    #[test]
+    fn a_restart_that_runs_a_tool_again_fails_unless_executed_lists_it_that_often() {
+        let v = judged("", &["get_weather", "send_email"]);
+        assert!(!v.repeats.passed);
+        assert_eq!(
+            v.report.repeated,
+            [
+                r#"get_weather {"to":"ops@example.com"}"#,
+                r#"send_email {"to":"ops@example.com"}"#
+            ]
+        );
+        assert!(
+            v.repeats
+                .message
+                .contains("`get_weather` ran 2 times, `send_email` ran 2 times"),
+            "{}",
+            v.repeats.message
+        );
+        assert_eq!(v.report.turn, Some(1));
+        assert!(v.problems.is_empty());
+        // Listed as often as it ran, a repeat is allowed; listed once, it is not.
+        let allowed = "    expect:\n      executed: [get_weather, get_weather, send_email]\n";
+        let v = judged(allowed, &["get_weather"]);
+        assert!(v.repeats.passed, "{}", v.repeats.message);
+        assert_eq!(v.report.repeated.len(), 1);
+        let v = judged(
+            "    expect:\n      executed: [get_weather]\n",
+            &["get_weather"],
+        );
+        assert!(!v.repeats.passed);
+    }
+
+    #[test]
+    fn a_resumed_run_repeats_nothing() {
+        let v = judged("", &[]);
+        assert!(v.repeats.passed);
+        assert!(v.report.repeated.is_empty());
+        assert_eq!(v.report.after, "executed send_email");
+        assert_eq!(v.report.held.as_deref(), Some("POST /v1/chat/completions"));
+    }
+
+    #[test]
+    fn a_crash_that_never_came_fails_with_why() {
+        let c = case("");
+        let (exchanges, _) = run(&[]);
+        let mut crash = c.crash.clone().unwrap();
+        for (passed, want) in [
+            (false, "crash after executed send_email: the point never came, so the program was never killed"),
+            (true, "crash after executed send_email: the program made no request after it, so it was never killed"),
+        ] {
+            let none = Crashed { passed, held: None, before: 0 };
+            let v = judge(&c, &crash, &none, None, &exchanges);
+            assert_eq!(v.problems, [want]);
+            assert_eq!((v.report.turn, v.report.held), (None, None));
+        }
+        crash.after = CrashPoint::Request(9);
+        let v = judge(&c, &crash, &Crashed::default(), None, &exchanges);
+        assert!(
+            v.problems[0].starts_with("crash after request 9: "),
+            "{:?}",
+            v.problems
+        );
+    }
 }

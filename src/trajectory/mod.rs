@@ -22,4 +22,4 @@ pub use render::{render_json, render_text};
 pub use show::{show, show_json};
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -15,7 +15,7 @@ use crate::cassette::{Body, Cassette, Interaction, RecordedRequest, RecordedResp
 use crate::spec::{self, AcceptAnyMatcher, Case};
 
 /// A chat-completions recording under construction, one model call at a time.
-pub(super) struct Rec {
+pub(crate) struct Rec {
     /// Seeds every volatile value: two recordings with different salts differ in ids,
     /// timestamps, fingerprints, usage, latency and keys only.
     salt: u64,
