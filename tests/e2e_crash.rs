@@ -200,3 +200,68 @@ async fn a_killed_agent_is_started_again_and_its_repeats_are_caught() {
     assert_eq!(lines(dir.path(), "stateless.txt"), 2);
     assert_eq!(lines(dir.path(), "checkpointed.txt"), 1);
 }
+
+const CHAT_SPEC: &str = r#"
+app:
+  command: [PYTHON, CHAT]
+  reply_until: '^assistant:'
+  timeout: 30s
+cases:
+  - name: killed in the second turn
+    turns:
+      - input: Hello there
+      - input: Tell me about Lyon
+        expect:
+          output: 'assistant: You said: Tell me about Lyon'
+      - input: And Paris
+        expect:
+          output: 'assistant: You said: And Paris'
+    crash: {after: {request: 1}}
+"#;
+
+/// A multi-turn chat killed once its first answer is in: its next request (in turn 2) is
+/// held, and the program, started again, gets turn 2's input and goes on to turn 3.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_program_killed_in_a_later_turn_gets_that_turns_input_again() {
+    let openai = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let spec = CHAT_SPEC.replace("PYTHON", &python()).replace(
+        "CHAT",
+        &repo().join("examples/chat/chat.py").display().to_string(),
+    );
+    std::fs::write(dir.path().join("spec.yaml"), spec).unwrap();
+    let run = |args: Vec<String>| {
+        let d = dir.path().to_owned();
+        tokio::task::spawn_blocking(move || {
+            let mut all = vec!["spec.yaml", "--report", "json", "-o", "report.json"];
+            all.extend(args.iter().map(String::as_str));
+            let out = agentproxy(&d, &all);
+            let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+            assert!(out.status.success(), "{stderr}");
+            let report = std::fs::read_to_string(d.join("report.json")).unwrap();
+            serde_json::from_str::<Value>(&report).unwrap()
+        })
+    };
+    let record = ["--mode", "record", "--upstream", &openai.url()].map(String::from);
+    let recorded = run(record.to_vec()).await.unwrap();
+    // Turn 1, the held request (never forwarded), turn 2 again, turn 3.
+    assert_eq!(openai.request_count(), 3);
+    openai.stop().await;
+    let replayed = run(["--mode", "replay"].map(String::from).to_vec())
+        .await
+        .unwrap();
+    for report in [&recorded, &replayed] {
+        let case = &report["cases"][0];
+        assert_eq!(case["status"], "passed", "{case}");
+        let crash = &case["crash"];
+        assert_eq!(
+            (crash["turn"].as_u64(), crash["after"].as_str()),
+            (Some(2), Some("request 1"))
+        );
+        assert_eq!(crash["held"], "POST /v1/chat/completions");
+        assert_eq!(
+            case["turns"][0]["output"],
+            "assistant: You said: Hello there\n"
+        );
+    }
+}
