@@ -36,6 +36,13 @@ pub enum Exit {
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    #[error("MCP servers `{first}` and `{second}` would both be given as ${var}\n  hint: rename one of them (`-` and `_` are the same in a variable name, and case does not count)")]
+    McpNameClash {
+        first: String,
+        second: String,
+        var: String,
+    },
+
     #[error("refusing to listen on {addr}: {why}")]
     NotLoopback { addr: SocketAddr, why: &'static str },
 
@@ -176,6 +183,7 @@ impl Error {
     pub fn exit_code(&self) -> i32 {
         match self {
             Error::NotLoopback { .. }
+            | Error::McpNameClash { .. }
             | Error::Rules(_)
             | Error::Filter(_)
             | Error::OutputWithoutReport

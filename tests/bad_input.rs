@@ -136,6 +136,38 @@ fn non_loopback_listen_needs_allow_remote() {
 }
 
 #[test]
+fn mcp_servers_a_program_could_not_tell_apart_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = ("a-b=http://127.0.0.1:9/mcp", "a_b=http://127.0.0.1:9/mcp");
+    for args in [
+        vec![
+            "record",
+            "--cassette",
+            "c.json",
+            "--mcp",
+            a,
+            "--mcp",
+            b,
+            "--",
+            "true",
+        ],
+        vec!["test", "spec.yaml", "--mcp", b],
+    ] {
+        let spec =
+            "app: {command: [true]}\nmcp: {a-b: 'http://127.0.0.1:9/mcp'}\ncases:\n  - name: a\n";
+        std::fs::write(dir.path().join("spec.yaml"), spec).unwrap();
+        let (code, err) = run(&args, dir.path());
+        assert_eq!(code, 2, "{err}");
+        assert!(
+            err.contains(
+                "MCP servers `a-b` and `a_b` would both be given as $AGENTPROXY_MCP_A_B_URL"
+            ),
+            "{err}"
+        );
+    }
+}
+
+#[test]
 fn bad_hole_regex_is_a_usage_error() {
     let dir = tempfile::tempdir().unwrap();
     let (code, err) = run(

@@ -39,6 +39,14 @@ fn check_listen(args: &SessionArgs) -> Result<()> {
     Ok(())
 }
 
+/// Refuse MCP server names a program could not tell apart by their URL variables.
+pub fn check_mcp_names<'a>(names: impl IntoIterator<Item = &'a String>) -> Result<()> {
+    match crate::dialect::mcp::var_clash(names) {
+        Some((first, second, var)) => Err(Error::McpNameClash { first, second, var }),
+        None => Ok(()),
+    }
+}
+
 /// Serve a proxy built from `options` while the program runs (or until SIGINT/SIGTERM in
 /// daemon mode), then drain.
 pub async fn run(
@@ -49,6 +57,7 @@ pub async fn run(
 ) -> Result<Ended> {
     check_listen(args)?;
     let mcp_servers: Vec<String> = options.mcp_http.keys().cloned().collect();
+    check_mcp_names(&mcp_servers)?;
     let session = Session::start(options, args.listen).await?;
     let addr = session.addr();
     let base = format!("http://{addr}");

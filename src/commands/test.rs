@@ -97,6 +97,7 @@ pub async fn run(args: TestArgs) -> Result<Exit> {
             max_age: resolved.max_age,
             mcp: args.mcp.iter().cloned().collect(),
         };
+        super::session::check_mcp_names(settings.mcp_servers(&sp).keys())?;
         let sp = Arc::new(sp);
         for (i, c) in sp.cases.iter().enumerate() {
             let by_name = args.cases.is_empty() || args.cases.contains(&c.name);

@@ -226,9 +226,47 @@ pub fn error(id: &Value, code: i64, message: &str) -> Value {
     json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message } })
 }
 
+/// The variable that gives a program the proxy's URL of the streamable HTTP MCP server
+/// `name`: `AGENTPROXY_MCP_<NAME>_URL`, the name upper-cased with `-` as `_`.
+pub fn url_var(name: &str) -> String {
+    format!(
+        "AGENTPROXY_MCP_{}_URL",
+        name.to_ascii_uppercase().replace('-', "_")
+    )
+}
+
+/// Two MCP server names whose URL variables are the same (`a-b` and `a_b`), and that
+/// variable: a program could reach only one of them.
+pub fn var_clash<'a>(
+    names: impl IntoIterator<Item = &'a String>,
+) -> Option<(String, String, String)> {
+    let mut seen: std::collections::HashMap<String, &str> = std::collections::HashMap::new();
+    for name in names {
+        let var = url_var(name);
+        match seen.get(&var) {
+            Some(other) if *other != name => return Some(((*other).to_owned(), name.clone(), var)),
+            _ => {
+                seen.insert(var, name);
+            }
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mcp_names_that_give_one_variable_clash() {
+        let names = |v: &[&str]| v.iter().map(|n| n.to_string()).collect::<Vec<_>>();
+        assert_eq!(var_clash(&names(&["mail", "a-b", "docs"])), None);
+        assert_eq!(
+            var_clash(&names(&["a-b", "mail", "a_b"])),
+            Some(("a-b".into(), "a_b".into(), "AGENTPROXY_MCP_A_B_URL".into()))
+        );
+        assert!(var_clash(&names(&["Mail", "mail"])).is_some());
+    }
 
     #[test]
     fn messages_are_told_apart_by_id_and_method() {

@@ -43,7 +43,7 @@ pub struct Settings {
 
 impl Settings {
     /// The streamable HTTP MCP servers of a case of `spec`: its `mcp:`, then `--mcp`.
-    fn mcp_servers(&self, spec: &Spec) -> BTreeMap<String, String> {
+    pub fn mcp_servers(&self, spec: &Spec) -> BTreeMap<String, String> {
         let mut out = spec.mcp.clone();
         out.extend(self.mcp.clone());
         out

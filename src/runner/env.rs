@@ -84,22 +84,13 @@ pub fn injected(base: &str, replay: bool, is_set: &dyn Fn(&str) -> bool) -> Vec<
     out
 }
 
-/// The variable that gives a program the proxy's URL of the streamable HTTP MCP server
-/// `name`: `AGENTPROXY_MCP_<NAME>_URL`, the name upper-cased with `-` as `_`.
-pub fn mcp_url_var(name: &str) -> String {
-    format!(
-        "AGENTPROXY_MCP_{}_URL",
-        name.to_ascii_uppercase().replace('-', "_")
-    )
-}
-
 /// The URL variables of streamable HTTP MCP servers served at `base`.
 pub fn mcp_urls<'a>(base: &str, names: impl IntoIterator<Item = &'a String>) -> Vec<Injected> {
     names
         .into_iter()
         .map(|n| {
             var(
-                &mcp_url_var(n),
+                &crate::dialect::mcp::url_var(n),
                 &format!("{base}{}{n}", crate::proxy::mcp_http::PREFIX),
                 "proxy URL of a streamable HTTP MCP server (--mcp)",
             )

@@ -331,6 +331,14 @@ impl Builder<'_> {
             if let Err(why) = crate::dialect::mcp::check_server_url(&url) {
                 return Err(self.err(v.at, format!("`{path}`: {why}")));
             }
+            let with: Vec<String> = out.keys().cloned().chain([name.to_owned()]).collect();
+            if let Some((other, _, var)) = crate::dialect::mcp::var_clash(&with) {
+                return Err(self.err_hint(
+                    k.at,
+                    format!("MCP servers `{other}` and `{name}` in `mcp` would both be given as ${var}"),
+                    "rename one of them (`-` and `_` are the same in a variable name, and case does not count)",
+                ));
+            }
             out.insert(name.to_owned(), url);
         }
         Ok(out)

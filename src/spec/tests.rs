@@ -953,3 +953,9 @@ fn a_bad_crash_says_what_to_write() {
     let url = "app: {url: 'http://127.0.0.1:1/x'}\ncases:\n  - name: a\n    input: x\n    crash: {after: {request: 1}}\n";
     assert_eq!(error(url), "specs/weather.yaml:5:5: `cases[0].crash` only applies to `command:` apps\n  hint: a `url:` app is a running service that agentproxy cannot kill and start again");
 }
+
+#[test]
+fn mcp_servers_that_give_one_variable_are_refused() {
+    let src = "app: {command: a}\nmcp:\n  Mail-Box: 'http://127.0.0.1:1/mcp'\n  mail_box: 'http://127.0.0.1:2/mcp'\ncases:\n  - name: a\n";
+    assert_eq!(error(src), "specs/weather.yaml:4:3: MCP servers `Mail-Box` and `mail_box` in `mcp` would both be given as $AGENTPROXY_MCP_MAIL_BOX_URL\n  hint: rename one of them (`-` and `_` are the same in a variable name, and case does not count)");
+}
