@@ -11,6 +11,7 @@
 //! without an id answers the call of the same name at the same position in the model turn
 //! before it.
 
+mod schema;
 mod stream;
 
 use std::borrow::Cow;
@@ -311,7 +312,8 @@ const NOT_PARAMS: [&str; 5] = [
 ///
 /// - `model`: the response's `modelVersion` (the request names its model only in the URL).
 /// - `system`: the text parts of `systemInstruction`, joined by blank lines.
-/// - `tools`: every `functionDeclarations` entry, its schema from `parameters` or
+/// - `tools`: every `functionDeclarations` entry, its schema from `parameters` (Gemini's
+///   OpenAPI `Schema`, read as the JSON Schema it means: see [`schema`]) or
 ///   `parametersJsonSchema`.
 /// - `tool_results`: the `functionResponse` parts after the last `model` content.
 /// - `tool_calls`: the first candidate's `functionCall` parts; the id is the call's `id`,
@@ -334,15 +336,10 @@ pub fn extract(request: &Value, response: &Value) -> ModelCall {
     let tools = declarations(request)
         .map(|d| ToolDef {
             name: str_of(d, "name"),
-            parameters: [
-                "parameters",
-                "parametersJsonSchema",
-                "parameters_json_schema",
-            ]
-            .iter()
-            .find_map(|f| d.get(*f))
-            .cloned()
-            .unwrap_or(Value::Null),
+            parameters: match d.get("parameters") {
+                Some(openapi) => schema::json_schema(openapi),
+                None => (either(d, "parametersJsonSchema", "parameters_json_schema")).clone(),
+            },
         })
         .collect();
     let contents = array(request, "contents");

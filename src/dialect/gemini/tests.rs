@@ -55,6 +55,11 @@ fn extracts_the_neutral_call() {
         call.tools[0].parameters["properties"]["city"]["type"],
         "string"
     );
+    // `parameters` is OpenAPI: read as the JSON Schema it means.
+    assert_eq!(
+        call.tools[1].parameters,
+        json!({"type": "object", "properties": {"a": {"type": "integer"}}})
+    );
     assert_eq!(call.message_count, 3);
     assert_eq!(call.tool_results.len(), 3);
     assert_eq!(call.tool_results[2].call_id, "call_9");
@@ -275,4 +280,26 @@ fn paths() {
         "/v1/models/g:streamGenerateContent?key=x&alt=sse"
     ));
     assert!(!wants_sse("/v1/models/g:generateContent?alt=sse"));
+}
+
+#[test]
+fn an_openapi_declaration_can_be_broken_and_fuzzed_as_json_schema() {
+    let request = json!({
+        "contents": [{"role": "user", "parts": [{"text": "Weather in Paris?"}]}],
+        "tools": [{"functionDeclarations": [{"name": "get_weather", "parameters": {
+            "type": "OBJECT",
+            "properties": {"city": {"type": "STRING"}, "unit": {"type": "STRING", "enum": ["C", "F"]}},
+            "required": ["city"]
+        }}]}]
+    });
+    let call = extract(&request, &response());
+    let schema = &call.tools[0].parameters;
+    let validator = jsonschema::validator_for(schema).unwrap();
+    let args = json!({"city": "Paris", "unit": "C"});
+    assert!(validator.is_valid(&args));
+    let (way, broken) = crate::fuzz::near_miss(schema, &args, None).unwrap();
+    assert_eq!(way, crate::fuzz::Way::MissingRequired);
+    assert!(!validator.is_valid(&broken), "{broken}");
+    let runs = crate::fuzz::runs(schema, 3, 3, 1).unwrap();
+    assert_eq!(runs.len(), 6);
 }
