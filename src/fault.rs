@@ -320,18 +320,38 @@ pub struct Fired {
     /// What a tool-call fault spoiled: `get_weather {"unit":"celsius"} (missing_required)`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// What the program did next: its next model request, when that one got no fault.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next: Option<Next>,
+}
+
+/// The model request a program made after a fault, and what it was answered.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Next {
+    /// Its number in the case (or session), from 1.
+    pub request: usize,
+    /// The HTTP status served; `None` when the connection was closed without one.
+    pub status: Option<u16>,
 }
 
 impl fmt::Display for Fired {
-    /// `request 2: rate_limit (429)`, `request 3: disconnect (no answer)`.
+    /// `request 2: rate_limit (429)`, `request 3: disconnect (no answer)`, `request 1:
+    /// overloaded (529); then request 2: 200` (the program's next request got no fault).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "request {}: {}", self.request, self.kind)?;
         match self.status {
             Some(status) => write!(f, " ({status})"),
             None => write!(f, " (no answer)"),
         }?;
-        match &self.detail {
-            Some(detail) => write!(f, ": {detail}"),
+        if let Some(detail) = &self.detail {
+            write!(f, ": {detail}")?;
+        }
+        match &self.next {
+            Some(Next {
+                request,
+                status: Some(status),
+            }) => write!(f, "; then request {request}: {status}"),
+            Some(Next { request, .. }) => write!(f, "; then request {request}: no answer"),
             None => Ok(()),
         }
     }

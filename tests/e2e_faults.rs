@@ -169,6 +169,23 @@ async fn real_sdks_meet_injected_faults_in_record_and_replay() {
     let (record, replay) = record_then_replay(SPEC, "faults_client.py", 7, (3, 0)).await;
     let seen = requests_and_faults(&replay);
     assert_eq!(seen, requests_and_faults(&record));
+    // What the program did after the last fault of a row: its next request and status.
+    for report in [&record, &replay] {
+        let faults = |name: &str| {
+            let cases = report["cases"].as_array().unwrap();
+            let c = cases.iter().find(|c| c["name"] == name).unwrap();
+            c["turns"][0]["faults"].clone()
+        };
+        let retried = faults("two rate limits are retried");
+        assert_eq!(retried[0].get("next"), None, "{retried}");
+        assert_eq!(
+            retried[1]["next"],
+            serde_json::json!({"request": 3, "status": 200})
+        );
+        // Given up: no request came after the third.
+        let exhausted = faults("a third rate limit exhausts the retries");
+        assert_eq!(exhausted[2].get("next"), None, "{exhausted}");
+    }
     let at = |kind: &str, requests: &[u64]| -> Vec<String> {
         requests.iter().map(|r| format!("{kind}@{r}")).collect()
     };

@@ -48,6 +48,34 @@ pub(super) fn next(proxy: &Proxy) -> (Option<usize>, Option<Due>) {
     (Some(nth), due)
 }
 
+/// With faults to inject, remember what the `nth` model request was answered (`None`
+/// when not at all), to say what the program did after a fault.
+pub(super) fn answered(proxy: &Proxy, nth: usize, resp: &Response<ProxyBody>) {
+    if !proxy.opts.faults.is_empty() {
+        let status =
+            (resp.extensions().get::<Disconnect>().is_none()).then(|| resp.status().as_u16());
+        proxy.lock().answered.push((nth, status));
+    }
+}
+
+/// Each fired fault's next request, when it got no fault of its own: from what the
+/// requests were answered.
+pub(super) fn with_next(fired: &mut [Fired], answered: &[(usize, Option<u16>)]) {
+    let faulted: std::collections::BTreeSet<usize> = fired.iter().map(|f| f.request).collect();
+    for f in fired.iter_mut() {
+        let request = f.request + 1;
+        if faulted.contains(&request) {
+            continue;
+        }
+        f.next = (answered.iter())
+            .find(|(n, _)| *n == request)
+            .map(|(_, status)| crate::fault::Next {
+                request,
+                status: *status,
+            });
+    }
+}
+
 /// Remember that `due` fired, answered with `resp`; `detail` says what it spoiled.
 pub(super) fn note(proxy: &Proxy, due: &Due, resp: &Response<ProxyBody>, detail: Option<String>) {
     let fired = Fired {
@@ -56,6 +84,7 @@ pub(super) fn note(proxy: &Proxy, due: &Due, resp: &Response<ProxyBody>, detail:
         kind: due.fault.kind,
         status: (resp.extensions().get::<Disconnect>().is_none()).then(|| resp.status().as_u16()),
         detail,
+        next: None,
     };
     proxy.lock().fired.push(fired);
 }
@@ -363,6 +392,43 @@ mod tests {
     use super::*;
     use crate::fault::parse_flag;
     use crate::neutral::{ToolCall, ToolDef};
+
+    #[test]
+    fn a_fault_says_what_the_next_request_got_unless_it_was_faulted_too() {
+        let fired = |request, kind| Fired {
+            request,
+            turn: None,
+            kind,
+            status: Some(429),
+            detail: None,
+            next: None,
+        };
+        let mut all = vec![
+            fired(1, Kind::RateLimit),
+            fired(2, Kind::RateLimit),
+            fired(5, Kind::Disconnect),
+            fired(7, Kind::Overloaded),
+        ];
+        let answered = [
+            (1, Some(429)),
+            (2, Some(429)),
+            (3, Some(200)),
+            (5, None),
+            (6, None),
+        ];
+        with_next(&mut all, &answered);
+        let shown: Vec<String> = all.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            shown,
+            [
+                "request 1: rate_limit (429)",
+                "request 2: rate_limit (429); then request 3: 200",
+                "request 5: disconnect (429); then request 6: no answer",
+                // The program made no request after it.
+                "request 7: overloaded (429)",
+            ]
+        );
+    }
 
     fn call() -> ModelCall {
         let tool = |name: &str, arguments| ToolCall {

@@ -185,6 +185,8 @@ struct State {
     fired: Vec<crate::fault::Fired>,
     /// Tool-call faults that could not fire.
     fault_problems: Vec<String>,
+    /// With faults: each model request's number and the status it was answered with.
+    answered: Vec<(usize, Option<u16>)>,
     /// Exchanges whose tool call a fault or a fuzz run spoiled, by arrival: the call's
     /// index and how.
     spoiled: HashMap<u64, (usize, crate::dialect::Spoil)>,
@@ -376,7 +378,11 @@ impl Proxy {
             mock_problems: std::mem::take(&mut st.mock_problems),
             mcp_mocked: std::mem::take(&mut st.mcp_mocked),
             model_requests: std::mem::take(&mut st.turn_requests),
-            faults: std::mem::take(&mut st.fired),
+            faults: {
+                let mut fired = std::mem::take(&mut st.fired);
+                fault::with_next(&mut fired, &st.answered);
+                fired
+            },
             fault_problems: std::mem::take(&mut st.fault_problems),
             fuzzed: st.fuzzed,
             crash: self

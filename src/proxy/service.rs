@@ -132,7 +132,7 @@ pub async fn handle(proxy: Arc<Proxy>, req: Request<hyper::body::Incoming>) -> R
             proxy.take_identical(route, parts.method.as_str(), &stored_path, &raw)
         {
             let resp = serve_identical(&proxy, rp, seq, pos).await;
-            crash_after(&proxy, nth);
+            answered(&proxy, nth, &resp);
             return resp;
         }
     }
@@ -191,13 +191,18 @@ pub async fn handle(proxy: Arc<Proxy>, req: Request<hyper::body::Incoming>) -> R
             None => answer(&proxy, ex).await,
         },
     };
-    crash_after(&proxy, nth);
+    answered(&proxy, nth, &resp);
     resp
 }
 
-/// A crash test's point passes when the model request it names has been answered.
-fn crash_after(proxy: &Proxy, nth: Option<usize>) {
-    if let (Some(nth), Some(_)) = (nth, &proxy.opts.crash) {
+/// The `nth` model request has been answered with `resp`: what a fault's report says the
+/// program did next, and a crash test's point when it names that request.
+fn answered(proxy: &Proxy, nth: Option<usize>, resp: &Response<ProxyBody>) {
+    let Some(nth) = nth else {
+        return;
+    };
+    fault::answered(proxy, nth, resp);
+    if proxy.opts.crash.is_some() {
         proxy.crash_after_request(nth);
     }
 }
