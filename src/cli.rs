@@ -65,7 +65,10 @@ Each case starts the program (`app.command`) with the proxy injected, or drives 
 (`app.url`), through its turns; its model traffic is served from, or recorded into, one cassette per case \
 (`cassettes:`/<case>.json). Tool mocks (`tools:`) replace the tool results the model is told. Each turn's \
 and each case's `expect:` is checked: tool calls (ordered subsequence by default, `order: exact | unordered`, \
-`strict` + `allow`, `never`, `count`, argument matchers), `reply` and `output`.\n\n\
+`strict` + `allow`, `never`, `count`, argument matchers), what MCP servers `executed`, `requests`, \
+`exit`, `reply` and `output`. What goes wrong is declared on top of the recording: `faults:` (rate limits, \
+5xx, cut streams, spoiled tool calls), `fuzz:` (the case again with arguments made from a tool's schema) \
+and `crash:` (the program killed at a point and started again; no tool may run twice).\n\n\
 Modes: replay (cassettes only, never the network; the default when CI is set), record (always re-record), \
 auto (record what has no cassette, replay the rest; the default otherwise), update (replay what matches, \
 record what misses). Settings come from the flags, then the spec's `execution:`, then AGENTPROXY_MODE, \
@@ -412,6 +415,17 @@ pub struct TestArgs {
     /// URL as AGENTPROXY_MCP_<NAME>_URL.
     #[arg(long = "mcp", value_name = "NAME=URL", value_parser = parse_mcp_server)]
     pub mcp: Vec<(String, String)>,
+
+    /// Inject a fault into every case's model requests (repeatable), counted from 1 over
+    /// each case, after the case's own `faults:`: 'request=1,kind=rate_limit,times=2'.
+    /// The same grammar as a spec's `faults:` and record's --fault; see docs/faults.md.
+    #[arg(
+        long = "fault",
+        value_name = "SPEC",
+        value_parser = crate::fault::parse_flag,
+        conflicts_with = "check_determinism"
+    )]
+    pub fault: Vec<crate::fault::Fault>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -348,3 +348,45 @@ fn a_fuzz_with_no_call_to_give_arguments_to_fails_its_case() {
     );
     assert!(stderr.contains("0 passed, 1 failed"), "{stderr}");
 }
+
+/// `--fault` on `agentproxy test` adds a fault to every case, counted over the case after
+/// its own `faults:`: the example's case that expects four requests meets a fifth.
+#[test]
+fn a_fault_flag_on_test_joins_the_cases_own_faults() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("report.json");
+    let out = std::process::Command::new(support::proxy::bin())
+        .args([
+            "test",
+            "examples/travel-agent/faults.yaml",
+            "--mode",
+            "replay",
+        ])
+        .args(["--case", "rate limited twice, then answered"])
+        .args([
+            "--fault",
+            "request=4,kind=rate_limit",
+            "--report",
+            "json",
+            "-o",
+        ])
+        .arg(&report)
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("✗ turn 1: requests 4"), "{stderr}");
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(report).unwrap()).unwrap();
+    let turn = &report["cases"][0]["turns"][0];
+    assert_eq!(turn["requests"], 5, "{turn}");
+    let fired: Vec<u64> = (turn["faults"].as_array().unwrap().iter())
+        .map(|f| f["request"].as_u64().unwrap())
+        .collect();
+    assert_eq!(fired, [1, 2, 4]);
+    // The retry after the flag's fault got the recorded answer.
+    assert_eq!(
+        turn["faults"][2]["next"],
+        serde_json::json!({"request": 5, "status": 200})
+    );
+}

@@ -96,6 +96,7 @@ pub async fn run(args: TestArgs) -> Result<Exit> {
             max_body: args.max_body_size,
             max_age: resolved.max_age,
             mcp: args.mcp.iter().cloned().collect(),
+            faults: args.fault.clone(),
         };
         super::session::check_mcp_names(settings.mcp_servers(&sp).keys())?;
         let sp = Arc::new(sp);

@@ -39,6 +39,8 @@ pub struct Settings {
     pub max_age: Option<Duration>,
     /// `--mcp NAME=URL`: streamable HTTP MCP servers, over the spec's `mcp:`.
     pub mcp: BTreeMap<String, String>,
+    /// `--fault`: faults for every case, counted over the case, after its own.
+    pub faults: Vec<crate::fault::Fault>,
 }
 
 impl Settings {
@@ -200,6 +202,7 @@ pub(super) async fn run_inner(
     )?;
     options.mcp_http = s.mcp_servers(spec);
     options.faults = case.fault_plan();
+    options.faults.case.extend(s.faults.iter().cloned());
     options.crash = case.crash.as_ref().map(|c| c.after.clone());
     if let Some(call) = fuzz {
         // Past the call the program's requests carry the generated arguments: they cannot
