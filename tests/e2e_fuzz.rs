@@ -158,6 +158,9 @@ async fn a_mail_tool_with_six_properties_is_fuzzed_in_record_and_replay() {
             "refused"
         };
         assert_eq!(verdict, want, "{args}");
+        // The report keeps what the program printed in the run.
+        let output = run["output"].as_str().unwrap();
+        assert!(output.contains(&format!("{want}: ")), "{output}");
     }
     // The same seed made the same arguments when recording.
     let rec_careful = case(&recorded, "a careful agent refuses every bad email");

@@ -138,6 +138,9 @@ pub struct FuzzRun {
     pub passed: bool,
     /// Why the run failed, one line each: failed assertions, misses, problems, the error.
     pub failures: Vec<String>,
+    /// What the program printed on stdout in the run, every turn's output in order.
+    #[serde(default)]
+    pub output: String,
 }
 
 /// Where a fuzz run's arguments come from.

@@ -260,6 +260,7 @@ pub(crate) fn run() -> RunReport {
                 arguments: json!({"flight": "LX3", "seats": 1}),
                 passed: true,
                 failures: vec![],
+                output: "booked LX3, 1 seat\n".into(),
             },
             FuzzRun {
                 index: 2,
@@ -271,6 +272,7 @@ pub(crate) fn run() -> RunReport {
                     "the program exited with status 1".into(),
                     "TypeError: '<' not supported between instances of 'str' and 'int'".into(),
                 ],
+                output: String::new(),
             },
         ],
     });

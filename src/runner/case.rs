@@ -136,6 +136,7 @@ async fn run_fuzz(
             arguments: call.arguments,
             passed: r.status == Status::Passed,
             failures: super::fuzz::failures(&r),
+            output: r.turns.iter().map(|t| t.output.as_str()).collect(),
         });
     }
     if out.failed().next().is_some() {

@@ -410,6 +410,9 @@ fn fuzz_section(out: &mut String, f: &crate::report::FuzzReport, style: &Style) 
         for why in &run.failures {
             let _ = writeln!(out, "{inner}{}", clean(why));
         }
+        if style.verbose > 0 && !run.output.is_empty() {
+            field(out, &inner, ("output:", dim()), &run.output, style);
+        }
         if !run.passed {
             let keep = format!("keep it: {}", text::fuzz_keep(&f.tool, run));
             let _ = writeln!(out, "{inner}{}", style.paint(dim(), &clean(&keep)));
