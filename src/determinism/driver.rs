@@ -117,7 +117,8 @@ async fn run_once(
         mcp_http: Default::default(),
         faults: Default::default(),
         fuzz: None,
-        crash: None,
+        // A crash case's recording holds both runs: it crashes and restarts as recorded.
+        crash: case.crash.as_ref().map(|c| c.after.clone()),
     };
     let session = Session::start(options, s.listen).await?;
     let base = format!("http://{}", session.addr());
