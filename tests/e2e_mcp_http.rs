@@ -354,3 +354,72 @@ async fn an_openai_agents_http_mcp_agent_records_and_replays() {
         "no mail sent again"
     );
 }
+
+/// A crash over streamable HTTP: the example's Agents SDK agent reaches its tools through
+/// `mcp:`, is killed once `send_email` has run at the server, and started again. It keeps
+/// no checkpoint, so it mails again (the case lists the repeat under `executed:`):
+/// recorded with the server up (two mails in the outbox), replayed with it and the model
+/// stopped, to the same verdict.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_crash_after_an_http_mcp_execution_restarts_the_agent() {
+    let fake = support::fake_openai::FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let outbox = dir.path().join("outbox.txt");
+    let (mut server, port) = start_server(&outbox);
+    let spec = format!(
+        "app:\n  command: [sh, -c, 'MAIL_MCP_URL=$AGENTPROXY_MCP_MAIL_URL exec \"$0\" \"$1\"', {python}, {agent}]\n  \
+         reply_until: '^reply:'\n  timeout: 60s\n  env: {{OPENAI_AGENTS_DISABLE_TRACING: '1'}}\n\
+         mcp:\n  mail: http://127.0.0.1:{port}/mcp\n\
+         cases:\n  - name: killed after the mail\n    input: Mail the weather in Paris to ops@example.com\n    \
+         crash: {{after: {{executed: send_email}}}}\n    expect:\n      \
+         executed: [get_weather, send_email, get_weather, send_email]\n      reply: Mailed ops@example.com\n",
+        python = python(),
+        agent = repo().join("examples/mcp-agent/agent.py").display(),
+    );
+    std::fs::write(dir.path().join("crash.yaml"), spec).unwrap();
+    let test = |args: Vec<String>| {
+        let dir = dir.path().to_owned();
+        move || {
+            Command::new(support::proxy::bin())
+                .args(["test", "crash.yaml", "--report", "json", "-o"])
+                .args(&args)
+                .current_dir(&dir)
+                .env("OPENAI_API_KEY", "sk-test")
+                .env_remove("AGENTPROXY_URL")
+                .env_remove("CI")
+                .output()
+                .unwrap()
+        }
+    };
+    let record = ["record.json", "--mode", "record", "--upstream", &fake.url()].map(String::from);
+    let recorded = tokio::task::spawn_blocking(test(record.to_vec()))
+        .await
+        .unwrap();
+    let _ = server.kill();
+    let _ = server.wait();
+    fake.stop().await;
+    let (stdout, stderr) = text(&recorded);
+    assert!(recorded.status.success(), "{stdout}\n{stderr}");
+    assert_eq!(std::fs::read_to_string(&outbox).unwrap().lines().count(), 2);
+    let replay = ["replay.json", "--mode", "replay"].map(String::from);
+    let replayed = tokio::task::spawn_blocking(test(replay.to_vec()))
+        .await
+        .unwrap();
+    let (stdout, stderr) = text(&replayed);
+    assert!(replayed.status.success(), "{stdout}\n{stderr}");
+    assert_eq!(std::fs::read_to_string(&outbox).unwrap().lines().count(), 2);
+    let crash = |file: &str| -> Value {
+        let text = std::fs::read_to_string(dir.path().join(file)).unwrap();
+        serde_json::from_str::<Value>(&text).unwrap()["cases"][0]["crash"].clone()
+    };
+    let (recorded, replayed) = (crash("record.json"), crash("replay.json"));
+    // Killed at the same request both times: the client's next one after the mail.
+    assert_eq!(recorded, replayed);
+    let held = replayed["held"].as_str().unwrap();
+    assert!(held.starts_with("POST /"), "{replayed}");
+    assert_eq!(
+        replayed["repeated"].as_array().unwrap().len(),
+        2,
+        "{replayed}"
+    );
+}
