@@ -45,12 +45,14 @@ pub fn judge(
     let (first, second) = exchanges.split_at(split);
     let earlier = Executions::pair(first).all;
     let later = Executions::pair(second).all;
-    let mut repeated: Vec<&Execution> = later
-        .iter()
-        .map(|e| &e.execution)
-        .filter(|e| earlier.iter().any(|b| same(&b.execution, e)))
-        .collect();
-    repeated.dedup_by(|a, b| same(a, b));
+    // Each execution from before the crash that ran again, once, in the order it did.
+    let mut repeated: Vec<&Execution> = Vec::new();
+    for e in later.iter().map(|e| &e.execution) {
+        let again = earlier.iter().any(|b| same(&b.execution, e));
+        if again && !repeated.iter().any(|r| same(r, e)) {
+            repeated.push(e);
+        }
+    }
     let ran: BTreeMap<&str, usize> =
         earlier
             .iter()
@@ -59,9 +61,14 @@ pub fn judge(
                 *n.entry(e.execution.tool.as_str()).or_default() += 1;
                 n
             });
-    let unallowed: Vec<String> = repeated
-        .iter()
-        .map(|e| e.tool.as_str())
+    let mut tools: Vec<&str> = Vec::new();
+    for e in &repeated {
+        if !tools.contains(&e.tool.as_str()) {
+            tools.push(&e.tool);
+        }
+    }
+    let unallowed: Vec<String> = tools
+        .into_iter()
         .filter(|tool| ran[tool] > listed(case, tool))
         .map(|tool| format!("`{tool}` ran {} times", ran[tool]))
         .collect();
@@ -206,6 +213,37 @@ mod tests {
             &["get_weather"],
         );
         assert!(!v.repeats.passed);
+    }
+
+    #[test]
+    fn a_tool_repeated_with_two_arguments_is_named_once() {
+        let mut r = Rec::weather(1);
+        let mut mail = |r: &mut Rec, to: &str| {
+            let params = json!({"name": "send_email", "arguments": {"to": to}});
+            r.mcp("mail", "tools/call", params, json!({"content": []}));
+        };
+        for to in ["a@x", "b@x", "a@x", "b@x", "a@x"] {
+            mail(&mut r, to);
+        }
+        let c = case("");
+        let v = judge(
+            &c,
+            c.crash.as_ref().unwrap(),
+            &crashed(2),
+            None,
+            &r.interactions,
+        );
+        assert_eq!(
+            v.report.repeated,
+            [r#"send_email {"to":"a@x"}"#, r#"send_email {"to":"b@x"}"#]
+        );
+        assert!(
+            v.repeats
+                .message
+                .contains(": `send_email` ran 5 times; list"),
+            "{}",
+            v.repeats.message
+        );
     }
 
     #[test]
