@@ -218,7 +218,7 @@ mod tests {
     #[test]
     fn a_tool_repeated_with_two_arguments_is_named_once() {
         let mut r = Rec::weather(1);
-        let mut mail = |r: &mut Rec, to: &str| {
+        let mail = |r: &mut Rec, to: &str| {
             let params = json!({"name": "send_email", "arguments": {"to": to}});
             r.mcp("mail", "tools/call", params, json!({"content": []}));
         };
