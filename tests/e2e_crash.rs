@@ -8,7 +8,6 @@
 mod support;
 
 use std::path::Path;
-use std::process::Output;
 
 use serde_json::Value;
 use support::fake_openai::FakeOpenAi;
@@ -62,25 +61,6 @@ fn server_command(server: &[&str]) -> String {
     serde_json::to_string(&argv).unwrap()
 }
 
-fn agentproxy(dir: &Path, args: &[&str]) -> Output {
-    let mut command = std::process::Command::new(support::proxy::bin());
-    command.arg("test").args(args).current_dir(dir);
-    for (name, _) in std::env::vars_os() {
-        let text = name.to_string_lossy();
-        if ["OPENAI_", "AGENTPROXY_"]
-            .iter()
-            .any(|p| text.starts_with(p))
-        {
-            command.env_remove(&name);
-        }
-    }
-    command
-        .env_remove("CI")
-        .env("OPENAI_API_KEY", "sk-test")
-        .output()
-        .unwrap()
-}
-
 /// Write the spec with the MCP server `server`, run `agentproxy test` with `args`, and
 /// return its stderr and JSON report.
 fn run(dir: &Path, server: &[&str], args: &[&str]) -> (String, Value) {
@@ -96,7 +76,7 @@ fn run(dir: &Path, server: &[&str], args: &[&str]) -> (String, Value) {
     std::fs::write(dir.join("spec.yaml"), spec).unwrap();
     let mut all = vec!["spec.yaml", "--report", "json", "-o", "report.json"];
     all.extend(args);
-    let out = agentproxy(dir, &all);
+    let out = support::proxy::test_in(dir, &all);
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     // The stateless agent's case fails the run.
     assert_eq!(out.status.code(), Some(1), "{stderr}");
@@ -235,7 +215,7 @@ async fn a_program_killed_in_a_later_turn_gets_that_turns_input_again() {
         tokio::task::spawn_blocking(move || {
             let mut all = vec!["spec.yaml", "--report", "json", "-o", "report.json"];
             all.extend(args.iter().map(String::as_str));
-            let out = agentproxy(&d, &all);
+            let out = support::proxy::test_in(&d, &all);
             let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
             assert!(out.status.success(), "{stderr}");
             let report = std::fs::read_to_string(d.join("report.json")).unwrap();

@@ -8,7 +8,6 @@
 mod support;
 
 use std::path::Path;
-use std::process::Output;
 
 use serde_json::Value;
 use support::fake_anthropic::FakeAnthropic;
@@ -53,26 +52,6 @@ cases:
     faults: [{request: 1, kind: stream_error}]
     expect: {requests: 1, exit: 1, output: "error: APIStatusError"}
 "#;
-
-fn agentproxy(dir: &Path, args: &[&str]) -> Output {
-    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_agentproxy"));
-    command.arg("test").args(args).current_dir(dir);
-    for (name, _) in std::env::vars_os() {
-        let text = name.to_string_lossy();
-        if ["OPENAI_", "ANTHROPIC_", "AGENTPROXY_"]
-            .iter()
-            .any(|p| text.starts_with(p))
-        {
-            command.env_remove(&name);
-        }
-    }
-    command
-        .env_remove("CI")
-        .env("OPENAI_API_KEY", "sk-test")
-        .env("ANTHROPIC_API_KEY", "sk-ant-test")
-        .output()
-        .unwrap()
-}
 
 /// Each case's turn: its requests and the faults injected, as `kind@request`.
 fn requests_and_faults(report: &Value) -> Vec<(String, u64, Vec<String>)> {
@@ -123,7 +102,7 @@ async fn record_then_replay(
         let d = dir.path().to_owned();
         tokio::task::spawn_blocking(move || {
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            agentproxy(&d, &args)
+            support::proxy::test_in(&d, &args)
         })
     };
     let passed = format!("{cases} passed, 0 failed");

@@ -7,7 +7,6 @@
 mod support;
 
 use std::path::Path;
-use std::process::Output;
 
 use serde_json::Value;
 use support::fake_openai::FakeOpenAi;
@@ -37,25 +36,6 @@ cases:
 
 const FRAGILE_FUZZ: &str = "fuzz: {tool: send_email, invalid: 4, seed: 3}";
 
-fn agentproxy(dir: &Path, args: &[&str]) -> Output {
-    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_agentproxy"));
-    command.arg("test").args(args).current_dir(dir);
-    for (name, _) in std::env::vars_os() {
-        let text = name.to_string_lossy();
-        if ["OPENAI_", "AGENTPROXY_"]
-            .iter()
-            .any(|p| text.starts_with(p))
-        {
-            command.env_remove(&name);
-        }
-    }
-    command
-        .env_remove("CI")
-        .env("OPENAI_API_KEY", "sk-test")
-        .output()
-        .unwrap()
-}
-
 /// Write the spec with the fragile case's `fuzz:`, run `agentproxy test` with `args`, and
 /// return its stderr and JSON report; the outboxes are emptied first.
 fn run(dir: &Path, fuzz: &str, args: &[&str]) -> (String, Value) {
@@ -72,7 +52,7 @@ fn run(dir: &Path, fuzz: &str, args: &[&str]) -> (String, Value) {
     }
     let mut all = vec!["spec.yaml", "--report", "json", "-o", "report.json"];
     all.extend(args);
-    let out = agentproxy(dir, &all);
+    let out = support::proxy::test_in(dir, &all);
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     // The fragile agent's failing runs fail the run.
     assert_eq!(out.status.code(), Some(1), "{stderr}");

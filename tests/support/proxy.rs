@@ -1,4 +1,5 @@
-//! Start the real agentproxy binary in daemon mode for a test, and stop it like a user would.
+//! Start the real agentproxy binary in daemon mode for a test, and stop it like a user would;
+//! or run `agentproxy test` in a clean environment.
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
@@ -6,6 +7,28 @@ use std::process::{Child, Command, Stdio};
 
 pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_agentproxy")
+}
+
+/// `agentproxy test ARGS` in `dir`, with none of the caller's provider or agentproxy
+/// variables and not as CI, the providers' keys set to test values.
+pub fn test_in(dir: &Path, args: &[&str]) -> std::process::Output {
+    let mut command = Command::new(bin());
+    command.arg("test").args(args).current_dir(dir);
+    for (name, _) in std::env::vars_os() {
+        let text = name.to_string_lossy();
+        if ["OPENAI_", "ANTHROPIC_", "AGENTPROXY_"]
+            .iter()
+            .any(|p| text.starts_with(p))
+        {
+            command.env_remove(&name);
+        }
+    }
+    command
+        .env_remove("CI")
+        .env("OPENAI_API_KEY", "sk-test")
+        .env("ANTHROPIC_API_KEY", "sk-ant-test")
+        .output()
+        .unwrap()
 }
 
 /// A daemon started with `agentproxy ARGS` and its URL, read from its `export` lines.
