@@ -11,6 +11,7 @@ use std::path::Path;
 
 use serde_json::Value;
 use support::fake_openai::FakeOpenAi;
+use support::proxy::case;
 
 fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -74,20 +75,8 @@ fn run(dir: &Path, server: &[&str], args: &[&str]) -> (String, Value) {
         .replace("AGENT", &agent.display().to_string())
         .replace("MAIL_COMMAND", &server_command(server).replace('\'', "''"));
     std::fs::write(dir.join("spec.yaml"), spec).unwrap();
-    let mut all = vec!["spec.yaml", "--report", "json", "-o", "report.json"];
-    all.extend(args);
-    let out = support::proxy::test_in(dir, &all);
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     // The stateless agent's case fails the run.
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
-    let report = std::fs::read_to_string(dir.join("report.json")).unwrap();
-    (stderr, serde_json::from_str(&report).unwrap())
-}
-
-fn case<'a>(report: &'a Value, name: &str) -> &'a Value {
-    (report["cases"].as_array().unwrap().iter())
-        .find(|c| c["name"] == name)
-        .unwrap()
+    support::proxy::test_report(dir, args, 1)
 }
 
 fn lines(dir: &Path, file: &str) -> usize {
@@ -213,13 +202,8 @@ async fn a_program_killed_in_a_later_turn_gets_that_turns_input_again() {
     let run = |args: Vec<String>| {
         let d = dir.path().to_owned();
         tokio::task::spawn_blocking(move || {
-            let mut all = vec!["spec.yaml", "--report", "json", "-o", "report.json"];
-            all.extend(args.iter().map(String::as_str));
-            let out = support::proxy::test_in(&d, &all);
-            let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-            assert!(out.status.success(), "{stderr}");
-            let report = std::fs::read_to_string(d.join("report.json")).unwrap();
-            serde_json::from_str::<Value>(&report).unwrap()
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            support::proxy::test_report(&d, &args, 0).1
         })
     };
     let record = ["--mode", "record", "--upstream", &openai.url()].map(String::from);

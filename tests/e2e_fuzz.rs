@@ -10,6 +10,7 @@ use std::path::Path;
 
 use serde_json::Value;
 use support::fake_openai::FakeOpenAi;
+use support::proxy::case;
 
 fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -50,20 +51,8 @@ fn run(dir: &Path, fuzz: &str, args: &[&str]) -> (String, Value) {
     for outbox in ["careful.jsonl", "fragile.jsonl"] {
         let _ = std::fs::remove_file(dir.join(outbox));
     }
-    let mut all = vec!["spec.yaml", "--report", "json", "-o", "report.json"];
-    all.extend(args);
-    let out = support::proxy::test_in(dir, &all);
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     // The fragile agent's failing runs fail the run.
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
-    let report = std::fs::read_to_string(dir.join("report.json")).unwrap();
-    (stderr, serde_json::from_str(&report).unwrap())
-}
-
-fn case<'a>(report: &'a Value, name: &str) -> &'a Value {
-    (report["cases"].as_array().unwrap().iter())
-        .find(|c| c["name"] == name)
-        .unwrap()
+    support::proxy::test_report(dir, args, 1)
 }
 
 /// The send_email calls the agent handled, in order: arguments and verdict.

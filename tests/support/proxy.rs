@@ -31,6 +31,25 @@ pub fn test_in(dir: &Path, args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
+/// `agentproxy test spec.yaml ARGS --report json -o report.json` in `dir` ([`test_in`]),
+/// which must exit with `code`: its stderr and its JSON report.
+pub fn test_report(dir: &Path, args: &[&str], code: i32) -> (String, serde_json::Value) {
+    let mut all = vec!["spec.yaml", "--report", "json", "-o", "report.json"];
+    all.extend(args);
+    let out = test_in(dir, &all);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(code), "{stderr}");
+    let report = std::fs::read_to_string(dir.join("report.json")).unwrap();
+    (stderr, serde_json::from_str(&report).unwrap())
+}
+
+/// The case named `name` in a JSON report.
+pub fn case<'a>(report: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    (report["cases"].as_array().unwrap().iter())
+        .find(|c| c["name"] == name)
+        .unwrap_or_else(|| panic!("no case `{name}` in {report}"))
+}
+
 /// A daemon started with `agentproxy ARGS` and its URL, read from its `export` lines.
 pub struct Daemon {
     child: Child,
