@@ -9,6 +9,8 @@ use crate::matching::normalize::RuleError;
 use crate::proxy::upstream::InvalidUpstream;
 use crate::proxy::BindError;
 use crate::runner::child::ChildError;
+use crate::runner::mocks::MockError;
+use crate::runner::plan::PlanError;
 
 /// Exit code: success.
 pub const EXIT_OK: i32 = 0;
@@ -128,6 +130,9 @@ pub enum Error {
     #[error(transparent)]
     Upstream(#[from] InvalidUpstream),
 
+    #[error(transparent)]
+    Mocks(#[from] MockError),
+
     #[error("the program made no request through the proxy, so no cassette was written\n  the proxy injected: {injected}\n  hint: make the program read one of these variables for its API base URL (run `agentproxy doctor -- COMMAND` to check)")]
     NothingRecorded { injected: String },
 
@@ -155,6 +160,17 @@ pub enum Error {
 
     #[error("failed to render the report: {0}")]
     RenderReport(#[source] serde_json::Error),
+}
+
+impl From<PlanError> for Error {
+    fn from(e: PlanError) -> Error {
+        match e {
+            PlanError::Cassette(e) => Error::Cassette(e),
+            PlanError::Rules(e) => Error::Rules(e),
+            PlanError::Upstream(e) => Error::Upstream(e),
+            PlanError::Mocks(e) => Error::Mocks(e),
+        }
+    }
 }
 
 /// `` `a`, `b` ``
@@ -199,6 +215,7 @@ impl Error {
             | Error::Bind(_)
             | Error::Signal(_)
             | Error::Upstream(_)
+            | Error::Mocks(_)
             | Error::Child(ChildError::NoCommand)
             | Error::Spec(_) => EXIT_USAGE,
             Error::Cassette(e) => match e {

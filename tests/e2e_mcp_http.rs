@@ -207,8 +207,9 @@ fn an_unknown_server_name_and_a_batch_are_refused_saying_why() {
 }
 
 /// `agentproxy test` with a spec's `mcp:`: recorded with the server up, replayed with it
-/// stopped; the spec's mock of `send_email` answers at the MCP boundary in both, so the
-/// server never sends a mail, and `executed:` / `not_executed:` judge what ran.
+/// stopped, and checked for determinism with it stopped; the spec's mock of `send_email`
+/// answers at the MCP boundary in all three, so the server never sends a mail, and
+/// `executed:` / `not_executed:` judge what ran.
 #[test]
 fn a_spec_names_http_servers_and_mocks_their_tools() {
     let dir = tempfile::tempdir().unwrap();
@@ -223,15 +224,13 @@ fn a_spec_names_http_servers_and_mocks_their_tools() {
     );
     std::fs::write(dir.path().join("mail.yaml"), spec).unwrap();
     let test = |mode: &str| {
+        let args = match mode {
+            "determinism" => vec!["--check-determinism"],
+            mode => vec!["--mode", mode, "--upstream", "http://127.0.0.1:9"],
+        };
         Command::new(support::proxy::bin())
-            .args([
-                "test",
-                "mail.yaml",
-                "--mode",
-                mode,
-                "--upstream",
-                "http://127.0.0.1:9",
-            ])
+            .args(["test", "mail.yaml"])
+            .args(args)
             .current_dir(dir.path())
             .env_remove("AGENTPROXY_URL")
             .env_remove("CI")
@@ -247,6 +246,12 @@ fn a_spec_names_http_servers_and_mocks_their_tools() {
     let replayed = test("replay");
     let (stdout, stderr) = text(&replayed);
     assert!(replayed.status.success(), "{stdout}\n{stderr}");
+    assert!(stderr.contains("1 passed, 0 failed"), "{stderr}");
+    // The determinism check serves the spec's HTTP server from the cassette as the replay
+    // does: two runs, the same requests.
+    let checked = test("determinism");
+    let (stdout, stderr) = text(&checked);
+    assert!(checked.status.success(), "{stdout}\n{stderr}");
     assert!(stderr.contains("1 passed, 0 failed"), "{stderr}");
 }
 

@@ -43,7 +43,7 @@ pub struct Cassette {
     pub interactions: Vec<Interaction>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Upstreams {
     pub openai: String,
     pub anthropic: String,

@@ -1,42 +1,30 @@
 //! `agentproxy record`: forward to the upstream, write the cassette when the program exits.
 
 use crate::cassette::format::Upstreams;
-use crate::cassette::{Interaction, Writer};
+use crate::cassette::Interaction;
 use crate::cli::RecordArgs;
 use crate::dialect::{provider_of, Route};
 use crate::error::{Error, Exit, Result, EXIT_OK};
-use crate::proxy::{upstream::Upstream, Options};
-use crate::redact::Secrets;
 use crate::runner::env;
-use crate::runner::plan::{self, Use};
+use crate::runner::plan::{self, Forwarding, Plan, Use};
 
 use super::session;
 
 pub async fn run(args: RecordArgs) -> Result<Exit> {
     let s = &args.session;
-    let match_rules = session::flag_rules(s);
-    let rules = session::compile_rules(&match_rules)?;
     let upstreams = args.upstreams.upstreams();
-    let upstream = Upstream::new(&upstreams, args.upstream_timeout)?;
-    // Checked and locked before the program starts (or the daemon listens).
-    let writer = Writer::open(&s.cassette)?;
-    let options = Options {
-        rules,
-        secrets: Secrets::from_vars(std::env::vars()),
+    let fwd = Forwarding {
+        upstreams: upstreams.clone(),
+        upstream_timeout: args.upstream_timeout,
         max_body: s.max_body_size,
-        upstream: Some(upstream),
-        replay: None,
-        print_misses: !s.quiet,
-        mocks: None,
-        log_exchanges: false,
-        mcp_http: args.session.mcp.iter().cloned().collect(),
-        faults: crate::fault::Plan {
-            case: args.session.fault.clone(),
-            turns: vec![],
-        },
-        fuzz: None,
-        crash: None,
     };
+    // The writer is checked and locked before the program starts (or the daemon listens).
+    let Plan {
+        options,
+        match_rules,
+        writer,
+        ..
+    } = plan::plan(session::setup(s, None, Use::Record), &fwd)?;
     let banner = format!(
         "recording to {} from openai {}, anthropic {}, gemini {}",
         s.cassette.display(),
@@ -84,7 +72,9 @@ pub async fn run(args: RecordArgs) -> Result<Exit> {
         .filter(|i| i.response.events.is_some())
         .count();
     let used = used_upstreams(&upstreams, &out.recorded);
-    plan::save(&writer, &upstreams, &match_rules, Use::Record, out)?;
+    if let Some(writer) = &writer {
+        plan::save(writer, &upstreams, &match_rules, Use::Record, out)?;
+    }
     let errors = ended.outcome.upstream_errors.len();
     if !s.quiet {
         for line in session::fault_lines(out) {

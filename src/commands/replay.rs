@@ -5,9 +5,7 @@ use std::time::SystemTime;
 use crate::cassette::{age, store};
 use crate::cli::ReplayArgs;
 use crate::error::{Exit, Result, EXIT_OK};
-use crate::matching;
-use crate::proxy::{Options, Replay};
-use crate::redact::Secrets;
+use crate::runner::plan::{self, Forwarding, Setup, Use};
 
 use super::session;
 
@@ -16,41 +14,19 @@ const UNUSED_SHOWN: usize = 10;
 
 pub async fn run(args: ReplayArgs) -> Result<Exit> {
     let s = &args.session;
-    let mut cassette = store::load(&s.cassette)?;
+    let cassette = store::load(&s.cassette)?;
     let stale = (args.max_age)
         .and_then(|max| age::stale(&s.cassette, &cassette.recorded_at, max, SystemTime::now()));
     if let Some(warning) = stale.filter(|_| !s.quiet) {
         eprintln!("agentproxy: warning: {warning}");
     }
-    let flags = session::flag_rules(s);
-    let match_rules = cassette.match_rules.merged(&flags);
-    let rules = session::compile_rules(&match_rules)?;
-    if match_rules != cassette.match_rules {
-        // New tolerance changes what a key covers: recompute the recorded keys to match.
-        matching::rekey(&mut cassette.interactions, &rules);
-    }
     let total = cassette.interactions.len();
-    let options = Options {
-        rules,
-        secrets: Secrets::from_vars(std::env::vars()),
-        max_body: s.max_body_size,
-        upstream: None,
-        replay: Some(Replay::new(
-            cassette.interactions,
-            args.repeat,
-            args.realtime,
-        )),
-        print_misses: !s.quiet,
-        mocks: None,
-        log_exchanges: false,
-        mcp_http: args.session.mcp.iter().cloned().collect(),
-        faults: crate::fault::Plan {
-            case: args.session.fault.clone(),
-            turns: vec![],
-        },
-        fuzz: None,
-        crash: None,
+    let setup = Setup {
+        repeat: args.repeat,
+        realtime: args.realtime,
+        ..session::setup(s, Some(cassette), Use::Replay)
     };
+    let options = plan::plan(setup, &Forwarding::nowhere(s.max_body_size))?.options;
     let banner = format!(
         "replaying {} ({total} interaction(s)), no network",
         s.cassette.display()

@@ -8,18 +8,14 @@ use std::sync::Arc;
 use http::{Method, StatusCode};
 use serde_json::{json, Value};
 
-use crate::cassette::format::Upstreams;
 use crate::cassette::{store, Interaction, Writer};
 use crate::cli::ServeArgs;
 use crate::error::{Error, Exit, Result};
-use crate::matching::index::Repeat;
-use crate::matching::normalize::Rules;
 use crate::proxy::switch::{Control, Switch, Switched};
-use crate::proxy::{Options, Replay};
-use crate::redact::Secrets;
+use crate::proxy::Options;
 use crate::runner::env;
 use crate::runner::mocks::{tools_from_json, MockSet};
-use crate::runner::plan::{self, Forwarding, Plan, Use};
+use crate::runner::plan::{self, Forwarding, Plan, PlanError, Setup, Use};
 use crate::spec::{Mode, ToolMock};
 
 /// What a test asked for when it started.
@@ -42,28 +38,14 @@ struct Active {
 
 struct Harness {
     switch: Arc<Switch>,
-    upstreams: Upstreams,
-    upstream_timeout: std::time::Duration,
-    max_body: usize,
+    fwd: Forwarding,
     active: tokio::sync::Mutex<Option<Active>>,
 }
 
 /// Between tests every request misses: nothing is recorded or forwarded.
-fn idle(max_body: usize) -> Options {
-    Options {
-        rules: Rules::default(),
-        secrets: Secrets::from_vars(std::env::vars()),
-        max_body,
-        upstream: None,
-        replay: Some(Replay::new(vec![], Repeat::None, false)),
-        print_misses: false,
-        mocks: None,
-        log_exchanges: false,
-        mcp_http: Default::default(),
-        faults: Default::default(),
-        fuzz: None,
-        crash: None,
-    }
+fn idle(fwd: &Forwarding) -> std::result::Result<Options, PlanError> {
+    let nothing = Setup::new(PathBuf::new(), None, Use::Replay);
+    Ok(plan::plan(nothing, fwd)?.options)
 }
 
 fn error(status: StatusCode, message: impl std::fmt::Display) -> (StatusCode, Value) {
@@ -129,10 +111,10 @@ impl Harness {
                 spec.cassette.display()
             )
         })?;
-        let fwd = Forwarding {
-            upstreams: &self.upstreams,
-            upstream_timeout: self.upstream_timeout,
-            max_body: self.max_body,
+        let setup = Setup {
+            tools: spec.tools.clone(),
+            log_exchanges: true,
+            ..Setup::new(spec.cassette.clone(), existing, usage)
         };
         let Plan {
             options,
@@ -140,16 +122,7 @@ impl Harness {
             writer,
             mocks,
             ..
-        } = plan::plan(
-            &spec.cassette,
-            existing,
-            usage,
-            &Default::default(),
-            Repeat::None,
-            &spec.tools,
-            &fwd,
-        )
-        .map_err(|e| e.to_string())?;
+        } = plan::plan(setup, &self.fwd).map_err(|e| e.to_string())?;
         self.switch.replace(options).await;
         Ok(Active {
             spec,
@@ -184,7 +157,9 @@ impl Harness {
         spec.tools = tools;
         // Its writer's lock is released before the test is planned again.
         drop(current);
-        self.switch.replace(idle(self.max_body)).await;
+        if let Err(e) = self.idle().await {
+            return e;
+        }
         match self.begin(spec).await {
             Ok(a) => {
                 *active = Some(a);
@@ -194,18 +169,29 @@ impl Harness {
         }
     }
 
+    /// Serve no test: drain the test's proxy and take its outcome.
+    async fn idle(&self) -> std::result::Result<crate::proxy::Outcome, (StatusCode, Value)> {
+        let options = idle(&self.fwd).map_err(|e| error(StatusCode::INTERNAL_SERVER_ERROR, e))?;
+        Ok(self.switch.replace(options).await)
+    }
+
     /// End the active test: drain, write its cassette when recording, say what happened.
     async fn end(&self) -> (StatusCode, Value) {
         let Some(a) = self.active.lock().await.take() else {
             return error(StatusCode::CONFLICT, "no test is active");
         };
-        let outcome = self.switch.replace(idle(self.max_body)).await;
+        let outcome = match self.idle().await {
+            Ok(o) => o,
+            Err(e) => return e,
+        };
         let mut answer = trajectory(&outcome.exchanges, outcome.requests);
         let written = match &a.writer {
-            Some(w) => match plan::save(w, &self.upstreams, &a.match_rules, a.usage, &outcome) {
-                Ok(saved) => saved.is_some(),
-                Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, e),
-            },
+            Some(w) => {
+                match plan::save(w, &self.fwd.upstreams, &a.match_rules, a.usage, &outcome) {
+                    Ok(saved) => saved.is_some(),
+                    Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, e),
+                }
+            }
             None => false,
         };
         answer["mode"] = json!(a.usage.name());
@@ -271,16 +257,19 @@ pub async fn run(args: ServeArgs) -> Result<Exit> {
             why: "agentproxy serve listens on loopback only",
         });
     }
-    let switch = Arc::new(Switch::new(idle(args.max_body_size)));
-    let harness = Arc::new(Harness {
-        switch: switch.clone(),
+    let fwd = Forwarding {
         upstreams: args.upstreams.upstreams(),
         upstream_timeout: args.upstream_timeout,
         max_body: args.max_body_size,
+    };
+    // An invalid upstream is a usage error now, not a failure of the first recorded test.
+    crate::proxy::upstream::Upstream::new(&fwd.upstreams, fwd.upstream_timeout)?;
+    let switch = Arc::new(Switch::new(idle(&fwd)?));
+    let harness = Arc::new(Harness {
+        switch: switch.clone(),
+        fwd,
         active: Default::default(),
     });
-    // An invalid upstream is a usage error now, not a failure of the first recorded test.
-    crate::proxy::upstream::Upstream::new(&harness.upstreams, args.upstream_timeout)?;
     let control: Control = {
         let harness = harness.clone();
         Arc::new(move |method, path, body| Box::pin(harness.clone().control(method, path, body)))

@@ -1,10 +1,10 @@
 //! What `record` and `replay` share: listen, run the program (or wait as a daemon), drain.
 
-use crate::cassette::MatchRules;
+use crate::cassette::{Cassette, MatchRules};
 use crate::cli::SessionArgs;
 use crate::error::{Error, Result};
-use crate::matching::normalize::Rules;
 use crate::proxy::{Options, Outcome, Session};
+use crate::runner::plan::{Setup, Use};
 use crate::runner::{child, env};
 
 /// How a session ended.
@@ -24,8 +24,19 @@ pub fn flag_rules(args: &SessionArgs) -> MatchRules {
     }
 }
 
-pub fn compile_rules(rules: &MatchRules) -> Result<Rules> {
-    Ok(Rules::compile(rules)?)
+/// The session the flags ask for: the cassette at `--cassette` (`existing`, as read) used
+/// as `usage` says, with the flags' tolerances, MCP servers and faults.
+pub fn setup(args: &SessionArgs, existing: Option<Cassette>, usage: Use) -> Setup {
+    Setup {
+        match_rules: flag_rules(args),
+        mcp_http: args.mcp.iter().cloned().collect(),
+        faults: crate::fault::Plan {
+            case: args.fault.clone(),
+            turns: vec![],
+        },
+        print_misses: !args.quiet,
+        ..Setup::new(args.cassette.clone(), existing, usage)
+    }
 }
 
 /// Listening beyond loopback needs `--allow-remote`.

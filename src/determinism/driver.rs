@@ -2,23 +2,18 @@
 //! position (so a program whose requests drift still runs to its end), and compare the
 //! requests of the two runs.
 
-use std::sync::Arc;
 use std::time::Instant;
 
 use super::compare::compare;
 use super::findings::Findings;
 use super::sample::{samples, Sample};
 use super::verdict::conclude;
-use crate::cassette::{store, Interaction};
-use crate::matching::normalize::Rules;
-use crate::neutral::ToolCall;
-use crate::proxy::{Mocks, Options, Replay, Session};
-use crate::redact::Secrets;
+use crate::cassette::{store, Cassette};
+use crate::proxy::Session;
 use crate::report::{CaseReport, Status};
-use crate::runner::case::{drive, Settings};
+use crate::runner::case::{self, drive, Settings};
 use crate::runner::error::CaseError;
-use crate::runner::mocks::MockSet;
-use crate::runner::plan::Use;
+use crate::runner::plan::{self, Setup, Use};
 use crate::spec::{Case, Spec};
 
 /// The mode a checked case reports.
@@ -78,11 +73,9 @@ async fn check_twice(
     report: &mut CaseReport,
 ) -> Result<Findings, CheckError> {
     let cassette = store::load(cassette_path).map_err(CaseError::from)?;
-    let match_rules = cassette.match_rules.merged(&spec.match_rules);
-    let rules = Rules::compile(&match_rules).map_err(CaseError::from)?;
     let mut runs = vec![];
     for n in 1..=2 {
-        let (samples, misses) = run_once(spec, case, s, cassette.interactions.clone(), &rules)
+        let (samples, misses) = run_once(spec, case, s, cassette_path, cassette.clone())
             .await
             .map_err(|source| CheckError::Run { run: n, source })?;
         report
@@ -93,33 +86,31 @@ async fn check_twice(
     Ok(compare(&runs[0], &runs[1]))
 }
 
-/// One run in lenient replay: the requests it made, as samples, and its miss reports.
+/// One run of the case as its own replay would be (the same session, MCP servers, mocks
+/// and crash point), but served by position: the requests it made, as samples, and its
+/// miss reports. A crash case's recording holds both runs: it crashes and restarts as
+/// recorded.
 async fn run_once(
     spec: &Spec,
     case: &Case,
     s: &Settings,
-    interactions: Vec<Interaction>,
-    rules: &Rules,
+    cassette_path: &std::path::Path,
+    cassette: Cassette,
 ) -> Result<(Vec<Sample>, Vec<String>), CaseError> {
-    let mocks = Arc::new(MockSet::compile(&spec.tools)?);
-    let options = Options {
-        rules: rules.clone(),
-        secrets: Secrets::from_vars(std::env::vars()),
-        max_body: s.max_body,
-        upstream: None,
-        replay: Some(Replay::new(interactions, spec.repeat, false).lenient()),
-        print_misses: false,
-        mocks: (!mocks.is_empty()).then(|| {
-            let m = mocks.clone();
-            Arc::new(move |c: &ToolCall, n: usize| m.result_for(c, n)) as Mocks
-        }),
-        log_exchanges: true,
-        mcp_http: Default::default(),
-        faults: Default::default(),
-        fuzz: None,
-        // A crash case's recording holds both runs: it crashes and restarts as recorded.
-        crash: case.crash.as_ref().map(|c| c.after.clone()),
+    let setup = Setup {
+        by_position: true,
+        ..case::setup(
+            spec,
+            case,
+            s,
+            cassette_path,
+            Some(cassette),
+            Use::Replay,
+            None,
+        )
     };
+    let options = plan::plan(setup, &s.forwarding())?.options;
+    let rules = options.rules.clone();
     let session = Session::start(options, s.listen).await?;
     let base = format!("http://{}", session.addr());
     let driven = drive(spec, case, s, &session, &base, Use::Replay).await;
@@ -129,5 +120,5 @@ async fn run_once(
             return Err(e.into());
         }
     }
-    Ok((samples(&outcome.exchanges, rules), outcome.misses))
+    Ok((samples(&outcome.exchanges, &rules), outcome.misses))
 }

@@ -13,7 +13,7 @@ use super::driver::{CommandApp, Killed};
 use super::env;
 use super::error::{CaseError, ProgramError};
 use super::evaluate;
-use super::plan::{self, Forwarding, Plan, Use};
+use super::plan::{self, Forwarding, Plan, Setup, Use};
 use super::url::UrlApp;
 use crate::cassette::format::Upstreams;
 use crate::cassette::{age, store, Cassette, Writer};
@@ -49,6 +49,15 @@ impl Settings {
         let mut out = spec.mcp.clone();
         out.extend(self.mcp.clone());
         out
+    }
+
+    /// Where a recording forwards to, and the proxy's limits.
+    pub(crate) fn forwarding(&self) -> Forwarding {
+        Forwarding {
+            upstreams: self.upstreams(),
+            upstream_timeout: self.upstream_timeout,
+            max_body: self.max_body,
+        }
     }
 
     /// The provider bases a recording forwards to (and names in its cassette).
@@ -145,6 +154,36 @@ async fn run_fuzz(
     report.fuzz = Some(out);
 }
 
+/// The session a run of `case` asks for: the one place a case's session is chosen, so its
+/// own run, its fuzz runs and the determinism check (`usage` replay, `by_position`) serve
+/// the same MCP servers, mocks, faults and crash point. A fuzz run replays by position:
+/// past the call, the program's requests carry the generated arguments and cannot match by
+/// content.
+pub(crate) fn setup(
+    spec: &Spec,
+    case: &Case,
+    s: &Settings,
+    path: &Path,
+    existing: Option<Cassette>,
+    usage: Use,
+    fuzz: Option<&FuzzCall>,
+) -> Setup {
+    let mut faults = case.fault_plan();
+    faults.case.extend(s.faults.iter().cloned());
+    Setup {
+        match_rules: spec.match_rules.clone(),
+        repeat: spec.repeat,
+        by_position: fuzz.is_some(),
+        tools: spec.tools.clone(),
+        mcp_http: s.mcp_servers(spec),
+        faults,
+        crash: case.crash.as_ref().map(|c| c.after.clone()),
+        fuzz: fuzz.cloned(),
+        log_exchanges: true,
+        ..Setup::new(path.to_owned(), existing, usage)
+    }
+}
+
 /// Run the case once into `report`: as the mode says, or (`fuzz`) as a fuzz run, which
 /// replays the cassette by position with its arguments in the first call to their tool.
 pub(super) async fn run_inner(
@@ -180,37 +219,16 @@ pub(super) async fn run_inner(
         );
         report.warnings.extend(stale);
     }
-    let upstreams = s.upstreams();
-    let fwd = Forwarding {
-        upstreams: &upstreams,
-        upstream_timeout: s.upstream_timeout,
-        max_body: s.max_body,
-    };
     let Plan {
-        mut options,
+        options,
         match_rules,
         writer,
         previous,
         mocks,
     } = plan::plan(
-        &cassette_path,
-        existing,
-        usage,
-        &spec.match_rules,
-        spec.repeat,
-        &spec.tools,
-        &fwd,
+        setup(spec, case, s, &cassette_path, existing, usage, fuzz),
+        &s.forwarding(),
     )?;
-    options.mcp_http = s.mcp_servers(spec);
-    options.faults = case.fault_plan();
-    options.faults.case.extend(s.faults.iter().cloned());
-    options.crash = case.crash.as_ref().map(|c| c.after.clone());
-    if let Some(call) = fuzz {
-        // Past the call the program's requests carry the generated arguments: they cannot
-        // match by content, so the recorded conversation goes on by position.
-        options.replay = options.replay.map(crate::proxy::Replay::lenient);
-        options.fuzz = Some(call.clone());
-    }
     let session = Session::start(options, s.listen).await?;
     let base = format!("http://{}", session.addr());
 

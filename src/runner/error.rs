@@ -4,11 +4,9 @@
 use std::path::PathBuf;
 
 use super::driver::DriveError;
-use super::mocks::MockError;
+use super::plan::PlanError;
 use super::url::UrlError;
 use crate::cassette::CassetteError;
-use crate::matching::normalize::RuleError;
-use crate::proxy::upstream::InvalidUpstream;
 use crate::proxy::BindError;
 
 /// Why a case could not be run to a verdict; its message is the case report's error.
@@ -25,13 +23,7 @@ pub(crate) enum CaseError {
     },
 
     #[error(transparent)]
-    Rules(#[from] RuleError),
-
-    #[error(transparent)]
-    Upstream(#[from] InvalidUpstream),
-
-    #[error(transparent)]
-    Mocks(#[from] MockError),
+    Plan(#[from] PlanError),
 
     #[error(transparent)]
     Bind(#[from] BindError),

@@ -66,7 +66,7 @@ pub fn tools_from_json(value: &Value) -> Result<BTreeMap<String, ToolMock>, Stri
 /// A `tools:` mock whose `when:` matcher does not compile.
 #[derive(Debug, thiserror::Error)]
 #[error("tools.{tool}: {source}")]
-pub(crate) struct MockError {
+pub struct MockError {
     tool: String,
     source: MatcherError,
 }

@@ -1,19 +1,23 @@
-//! What one run does with its cassette (replay, record or update), the proxy options that
-//! takes, and the cassette written after it. Shared by a spec's case and a test of
-//! `agentproxy serve` (the pytest plugin).
+//! The one place a session's proxy options are built: what one run does with its cassette
+//! (replay, record or update), what the session adds to it (mocks, MCP servers, faults, a
+//! crash point, a fuzz run), and the cassette written after it. `record`, `replay`,
+//! `serve`, a spec's case and the determinism check all start their session from a
+//! [`Setup`] through [`plan`].
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::error::CaseError;
-use super::mocks::MockSet;
+use super::mocks::{MockError, MockSet};
 use crate::cassette::format::{format_version, Upstreams};
 use crate::cassette::{Cassette, CassetteError, MatchRules, Writer};
+use crate::fault::CrashPoint;
+use crate::matching;
 use crate::matching::index::Repeat;
-use crate::matching::{self, normalize::Rules};
-use crate::proxy::{upstream::Upstream, Mocks, Options, Outcome, Replay};
+use crate::matching::normalize::{RuleError, Rules};
+use crate::proxy::upstream::{InvalidUpstream, Upstream};
+use crate::proxy::{FuzzCall, Mocks, Options, Outcome, Replay};
 use crate::redact::Secrets;
 use crate::spec::{Mode, ToolMock};
 
@@ -46,10 +50,87 @@ impl Use {
 }
 
 /// Where recordings go, and the limits of the proxy.
-pub(crate) struct Forwarding<'a> {
-    pub upstreams: &'a Upstreams,
+pub(crate) struct Forwarding {
+    pub upstreams: Upstreams,
     pub upstream_timeout: Duration,
     pub max_body: usize,
+}
+
+impl Forwarding {
+    /// For a replay, which forwards nowhere.
+    pub(crate) fn nowhere(max_body: usize) -> Forwarding {
+        Forwarding {
+            upstreams: Upstreams::default(),
+            upstream_timeout: Duration::ZERO,
+            max_body,
+        }
+    }
+}
+
+/// Everything a session is asked to do: the one input its proxy options are built from.
+pub(crate) struct Setup {
+    /// The cassette file, written after a record or update run.
+    pub path: PathBuf,
+    /// The cassette as it is now, if there is one.
+    pub existing: Option<Cassette>,
+    pub usage: Use,
+    /// The caller's tolerances (flags or spec), added to the cassette's own.
+    pub match_rules: MatchRules,
+    pub repeat: Repeat,
+    /// Serve streams paced by their recorded latency.
+    pub realtime: bool,
+    /// Serve each model request the recording at its position, whatever its body (a fuzz
+    /// run, the determinism check).
+    pub by_position: bool,
+    pub tools: BTreeMap<String, ToolMock>,
+    /// Streamable HTTP MCP servers by name.
+    pub mcp_http: BTreeMap<String, String>,
+    pub faults: crate::fault::Plan,
+    pub crash: Option<CrashPoint>,
+    pub fuzz: Option<FuzzCall>,
+    /// Print each miss report on stderr as it happens.
+    pub print_misses: bool,
+    /// Keep every exchange served or recorded (trajectories, serve's answers).
+    pub log_exchanges: bool,
+}
+
+impl Setup {
+    /// A run that uses the cassette at `path` (`existing`, if there is one) as `usage`
+    /// says, asking nothing more. A replay without a cassette misses every request.
+    pub(crate) fn new(path: PathBuf, existing: Option<Cassette>, usage: Use) -> Setup {
+        Setup {
+            path,
+            existing,
+            usage,
+            match_rules: MatchRules::default(),
+            repeat: Repeat::None,
+            realtime: false,
+            by_position: false,
+            tools: BTreeMap::new(),
+            mcp_http: BTreeMap::new(),
+            faults: crate::fault::Plan::default(),
+            crash: None,
+            fuzz: None,
+            print_misses: false,
+            log_exchanges: false,
+        }
+    }
+}
+
+/// Why a session could not be planned.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum PlanError {
+    #[error(transparent)]
+    Cassette(#[from] CassetteError),
+
+    #[error(transparent)]
+    Rules(#[from] RuleError),
+
+    #[error(transparent)]
+    Upstream(#[from] InvalidUpstream),
+
+    #[error(transparent)]
+    Mocks(#[from] MockError),
 }
 
 /// A run ready to start.
@@ -65,57 +146,59 @@ pub(crate) struct Plan {
     pub mocks: Arc<MockSet>,
 }
 
-/// The proxy options for a run that uses `existing` (the cassette at `path`, if any) as
-/// `usage` says, under the caller's `match_rules`, with `tools` mocked.
-pub(crate) fn plan(
-    path: &Path,
-    existing: Option<Cassette>,
-    usage: Use,
-    match_rules: &MatchRules,
-    repeat: Repeat,
-    tools: &BTreeMap<String, ToolMock>,
-    fwd: &Forwarding,
-) -> Result<Plan, CaseError> {
-    let match_rules = match (&existing, usage) {
-        (Some(c), Use::Replay | Use::Update) => c.match_rules.merged(match_rules),
-        _ => match_rules.clone(),
+/// The proxy options, the writer and the mocks of the run `setup` asks for.
+pub(crate) fn plan(setup: Setup, fwd: &Forwarding) -> Result<Plan, PlanError> {
+    let usage = setup.usage;
+    let match_rules = match (&setup.existing, usage) {
+        (Some(c), Use::Replay | Use::Update) => c.match_rules.merged(&setup.match_rules),
+        _ => setup.match_rules,
     };
     let rules = Rules::compile(&match_rules)?;
-    let previous = (usage != Use::Replay).then(|| existing.clone()).flatten();
-    let replay = match (existing, usage) {
+    let previous = (usage != Use::Replay)
+        .then(|| setup.existing.clone())
+        .flatten();
+    let interactions = match (setup.existing, usage) {
         (Some(mut c), Use::Replay | Use::Update) => {
             if c.match_rules != match_rules {
+                // New tolerance changes what a key covers: recompute the recorded keys.
                 matching::rekey(&mut c.interactions, &rules);
             }
-            Some(Replay::new(c.interactions, repeat, false))
+            Some(c.interactions)
         }
+        (None, Use::Replay) => Some(vec![]),
         _ => None,
     };
-    let upstream = match usage {
-        Use::Replay => None,
-        Use::Record | Use::Update => Some(Upstream::new(fwd.upstreams, fwd.upstream_timeout)?),
+    let replay = interactions.map(|i| {
+        let replay = Replay::new(i, setup.repeat, setup.realtime);
+        match setup.by_position {
+            true => replay.lenient(),
+            false => replay,
+        }
+    });
+    let (upstream, writer) = match usage {
+        Use::Replay => (None, None),
+        Use::Record | Use::Update => (
+            Some(Upstream::new(&fwd.upstreams, fwd.upstream_timeout)?),
+            Some(Writer::open(&setup.path)?),
+        ),
     };
-    let writer = match usage {
-        Use::Replay => None,
-        Use::Record | Use::Update => Some(Writer::open(path)?),
-    };
-    let mocks = Arc::new(MockSet::compile(tools)?);
+    let mocks = Arc::new(MockSet::compile(&setup.tools)?);
     let options = Options {
         rules,
         secrets: Secrets::from_vars(std::env::vars()),
         max_body: fwd.max_body,
         upstream,
         replay,
-        print_misses: false,
+        print_misses: setup.print_misses,
         mocks: (!mocks.is_empty()).then(|| {
             let m = mocks.clone();
             Arc::new(move |c: &crate::neutral::ToolCall, n: usize| m.result_for(c, n)) as Mocks
         }),
-        log_exchanges: true,
-        mcp_http: Default::default(),
-        faults: Default::default(),
-        fuzz: None,
-        crash: None,
+        log_exchanges: setup.log_exchanges,
+        mcp_http: setup.mcp_http,
+        faults: setup.faults,
+        fuzz: setup.fuzz,
+        crash: setup.crash,
     };
     Ok(Plan {
         options,
