@@ -327,7 +327,7 @@ fn a_tool_call_fault_that_cannot_fire_fails_its_case() {
         "{stderr}"
     );
     assert!(
-        stderr.contains("warning: fault request 1: unknown_tool did not fire: the answer has no call to `get_time`; the program got the answer as it was"),
+        stderr.contains("problem: fault request 1: unknown_tool did not fire: the answer has no call to `get_time`; the program got the answer as it was"),
         "{stderr}"
     );
     assert!(stderr.contains("0 passed, 1 failed"), "{stderr}");
@@ -343,7 +343,7 @@ fn a_fuzz_with_no_call_to_give_arguments_to_fails_its_case() {
     );
     assert_eq!(code, Some(1), "{stderr}");
     assert!(
-        stderr.contains("warning: fuzz `get_time`: no run: no recorded answer calls `get_time`, so there is no call to give arguments to"),
+        stderr.contains("problem: fuzz `get_time`: no run: no recorded answer calls `get_time`, so there is no call to give arguments to"),
         "{stderr}"
     );
     assert!(stderr.contains("0 passed, 1 failed"), "{stderr}");

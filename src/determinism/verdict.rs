@@ -7,7 +7,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::findings::{Difference, Findings};
-use crate::report::{AssertionResult, CaseReport, Status};
+use crate::report::{AssertionResult, CaseReport};
 
 /// Characters of context shown around a change in a long string.
 const CONTEXT: usize = 40;
@@ -18,9 +18,7 @@ const MAX_VALUE: usize = 200;
 /// warning with the suggested entries. Returns the spec fragment to print, if any.
 pub(super) fn conclude(f: &Findings, report: &mut CaseReport) -> Option<String> {
     if f.is_stable() {
-        if !report.misses.is_empty() {
-            report.status = Status::Failed;
-        }
+        report.conclude();
         return None;
     }
     // One assertion per place: the same value differing in every request of a
@@ -46,7 +44,7 @@ pub(super) fn conclude(f: &Findings, report: &mut CaseReport) -> Option<String> 
         warning.push_str("; each failure names the spec entry that would stabilise it");
     }
     report.warnings.push(warning);
-    report.status = Status::Failed;
+    report.conclude();
     (!f.fixes.is_empty()).then(|| f.spec_yaml())
 }
 
@@ -148,6 +146,7 @@ mod tests {
     use crate::determinism::compare::compare;
     use crate::determinism::driver::MODE;
     use crate::determinism::sample::Sample;
+    use crate::report::Status;
     use serde_json::json;
 
     #[test]

@@ -2,8 +2,9 @@
 //!
 //! Written with `quick-junit`, the writer nextest uses: one `<testsuite>` per spec file, one
 //! `<testcase>` per case (`classname` = the spec file, `name` = the case name, `time`). A
-//! failed case has a `<failure>` whose `message` is its first failed assertion (or first
-//! miss) and whose text is every failure and miss report; an erroring case an `<error>`
+//! failed case has a `<failure>` whose `message` names its first cause (a miss, a failed
+//! assertion, a problem, failed fuzz runs: [`CaseReport::first_cause`]) and whose text is
+//! every failure, miss report and problem; an erroring case an `<error>`
 //! with the error text; a skipped case `<skipped>`, and so does each turn the program never
 //! reached (its own `<testcase>`, `name` = `case › turn N`). `<system-out>` holds the turn
 //! transcript, headed by the case's mode, cassette and token usage. `quick-junit` drops escape sequences and characters XML cannot carry, so a
@@ -15,23 +16,10 @@ use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 
 use super::console::transcript;
 use super::text::{self, clean};
-use super::{AssertionResult, CaseReport, RunReport, Status};
-
-/// One failed assertion as a line: `turn 2: reply: {regex: '6[0-9]'}: the turn has no reply`.
-fn failure_line(turn: Option<usize>, a: &AssertionResult) -> String {
-    let scope = match turn {
-        Some(n) => format!("turn {n}: "),
-        None => "case: ".to_owned(),
-    };
-    if a.message.is_empty() {
-        format!("{scope}{}", a.what)
-    } else {
-        format!("{scope}{}: {}", a.what, a.message)
-    }
-}
+use super::{AssertionResult, CaseReport, Cause, RunReport, Status};
 
 /// A case's miss reports, then every failure with its values, the expectations that
-/// could not be judged likewise, and the warnings.
+/// could not be judged likewise, the problems and the warnings.
 fn failure_body(c: &CaseReport) -> String {
     let mut out = String::new();
     for m in &c.misses {
@@ -42,6 +30,9 @@ fn failure_body(c: &CaseReport) -> String {
     if c.unjudged().next().is_some() {
         out.push_str("not judged (the program did not get its answers):\n");
         failure_lines(&mut out, c.unjudged());
+    }
+    for p in &c.problems {
+        out.push_str(&format!("problem: {p}\n"));
     }
     for w in &c.warnings {
         out.push_str(&format!("warning: {w}\n"));
@@ -72,7 +63,7 @@ fn failure_lines<'a>(
     failures: impl Iterator<Item = (Option<usize>, &'a AssertionResult)>,
 ) {
     for (turn, a) in failures {
-        out.push_str(&failure_line(turn, a));
+        out.push_str(&text::cause(&Cause::Assertion(turn, a)));
         out.push('\n');
         for (label, value) in [
             ("expected", &a.expected),
@@ -100,17 +91,9 @@ fn status(c: &CaseReport) -> TestCaseStatus {
         }
         Status::Failed => {
             let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
-            let first = c.failures().next();
-            let (message, ty) = match (first, c.misses.first()) {
-                (Some((turn, a)), _) => (failure_line(turn, a), "assertion"),
-                (None, Some(m)) => (
-                    m.lines().next().unwrap_or_default().to_owned(),
-                    "cassette_miss",
-                ),
-                (None, None) if c.fuzz.as_ref().is_some_and(|f| f.failed().next().is_some()) => {
-                    (text::reason(c), "fuzz")
-                }
-                (None, None) => (text::reason(c), "failure"),
+            let (message, ty) = match c.first_cause() {
+                Some(cause) => (text::cause(&cause), cause.kind()),
+                None => (text::reason(c), "failure"),
             };
             s.set_message(clean(&message));
             s.set_type(ty);
@@ -203,6 +186,31 @@ mod tests {
     fn attr<'a>(n: roxmltree::Node<'a, '_>, name: &str) -> &'a str {
         n.attribute(name)
             .unwrap_or_else(|| panic!("no {name} on <{}>", n.tag_name().name()))
+    }
+
+    #[test]
+    fn a_case_failed_only_by_a_problem_names_it_as_the_failure() {
+        let case = sample::failed_by_a_problem();
+        assert_eq!(case.status, Status::Failed);
+        let status = status(&case);
+        let TestCaseStatus::NonSuccess {
+            message,
+            ty,
+            description,
+            ..
+        } = &status
+        else {
+            panic!("not a failure: {status:?}");
+        };
+        let problem = "fault request 1: malformed_tool_args did not fire: the answer has no tool call; the program got the answer as it was";
+        assert_eq!(message.as_deref(), Some(problem));
+        assert_eq!(ty.as_deref(), Some("problem"));
+        let body = description.as_deref().unwrap_or_default();
+        assert!(body.contains(&format!("problem: {problem}\n")), "{body}");
+        assert!(
+            body.contains("warning: mocked tool `get_time` was never called"),
+            "{body}"
+        );
     }
 
     #[test]

@@ -249,6 +249,9 @@ fn failure_section(out: &mut String, c: &CaseReport) {
         fenced(out, "", "text", e);
         out.push('\n');
     }
+    for p in &c.problems {
+        let _ = writeln!(out, "> ❌ **problem:** {}\n", inline(p));
+    }
     for w in &c.warnings {
         let _ = writeln!(out, "> ⚠️ {}\n", inline(w));
     }

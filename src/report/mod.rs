@@ -77,6 +77,12 @@ pub struct CaseReport {
     pub assertions: Vec<AssertionResult>,
     /// Near-miss reports of requests that were not in the cassette.
     pub misses: Vec<String>,
+    /// What made the case not test what it says, each failing it: a mock that could not
+    /// answer, a fault with nothing to act on, a crash point never reached, nothing to
+    /// fuzz. (Absent from reports before 2.7, where they were warnings.)
+    #[serde(default)]
+    pub problems: Vec<String>,
+    /// What the reader should know that does not fail the case.
     pub warnings: Vec<String>,
     /// Why the case could not complete (crash, timeout), with the tail of its stderr.
     pub error: Option<String>,
@@ -171,6 +177,32 @@ impl FuzzRun {
         match self.violation {
             Some(way) => format!("run {} ({}: {way})", self.index, self.kind.as_str()),
             None => format!("run {} ({})", self.index, self.kind.as_str()),
+        }
+    }
+}
+
+/// One thing that fails a case (see [`CaseReport::causes`]).
+#[derive(Debug, Clone, Copy)]
+pub enum Cause<'a> {
+    /// A request missed the cassette: its near-miss report.
+    Miss(&'a str),
+    /// A failed assertion that is a verdict, with its turn (from 1; `None`: the whole
+    /// conversation).
+    Assertion(Option<usize>, &'a AssertionResult),
+    /// The case did not test what it says.
+    Problem(&'a str),
+    /// This many fuzz runs failed.
+    Fuzz(usize),
+}
+
+impl Cause<'_> {
+    /// A short name of its kind, for JUnit's failure `type`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Cause::Miss(_) => "cassette_miss",
+            Cause::Assertion(..) => "assertion",
+            Cause::Problem(_) => "problem",
+            Cause::Fuzz(_) => "fuzz",
         }
     }
 }
@@ -285,6 +317,7 @@ impl CaseReport {
             turns: vec![],
             assertions: vec![],
             misses: vec![],
+            problems: vec![],
             warnings: vec![],
             error: None,
             usage: Usage::default(),
@@ -319,6 +352,30 @@ impl CaseReport {
                     .map(|a| (None, a)),
             )
             .filter(|(_, a)| !a.passed)
+    }
+
+    /// What fails the case, the first cause first: requests that missed the cassette (the
+    /// program did not get its answers), failed assertions that are verdicts, problems,
+    /// failed fuzz runs. Empty for a case that passes (or could not run: see `error`).
+    pub fn causes(&self) -> impl Iterator<Item = Cause<'_>> {
+        let fuzz = self.fuzz.as_ref().map_or(0, |f| f.failed().count());
+        (self.misses.iter().map(|m| Cause::Miss(m)))
+            .chain(self.failures().map(|(turn, a)| Cause::Assertion(turn, a)))
+            .chain(self.problems.iter().map(|p| Cause::Problem(p)))
+            .chain((fuzz > 0).then_some(Cause::Fuzz(fuzz)))
+    }
+
+    /// What a renderer names in one line as why the case failed.
+    pub fn first_cause(&self) -> Option<Cause<'_>> {
+        self.causes().next()
+    }
+
+    /// The case's status from what it holds: failed when anything fails it, unless it
+    /// errored or was skipped. The one place a case that ran is judged failed.
+    pub fn conclude(&mut self) {
+        if self.status == Status::Passed && self.first_cause().is_some() {
+            self.status = Status::Failed;
+        }
     }
 
     /// The failed assertions that are not verdicts, because a request of their turn missed

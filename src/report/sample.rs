@@ -42,6 +42,7 @@ fn case(spec: &str, name: &str, status: Status, duration_ms: u64) -> CaseReport 
         turns: Vec::new(),
         assertions: Vec::new(),
         misses: Vec::new(),
+        problems: Vec::new(),
         warnings: Vec::new(),
         error: None,
         usage: Usage::default(),
@@ -65,6 +66,20 @@ const MISS: &str = "cassette miss: POST /v1/chat/completions (openai.chat) has n
     - And in Fahrenheit?
     + And in Fahrenheit, please?
   hint: if this change is intended, re-record; if the value is volatile, declare it with --match-ignore or --match-hole";
+
+/// A case whose assertions all held, failed only by a problem: a fault that could not
+/// fire, beside a warning that fails nothing.
+pub(crate) fn failed_by_a_problem() -> CaseReport {
+    let mut c = case("specs/faults.yaml", "retries", Status::Passed, 410);
+    c.assertions.push(pass("reply: {contains: sunny}"));
+    c.problems.push(
+        "fault request 1: malformed_tool_args did not fire: the answer has no tool call; the program got the answer as it was".into(),
+    );
+    c.warnings
+        .push("mocked tool `get_time` was never called".into());
+    c.conclude();
+    c
+}
 
 pub(crate) fn run() -> RunReport {
     let weather = "specs/weather.yaml";

@@ -5,7 +5,7 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use super::{CaseReport, CrashReport, FuzzReport, FuzzRun, RunReport, Summary};
+use super::{CaseReport, Cause, CrashReport, FuzzReport, FuzzRun, RunReport, Summary};
 
 /// What the MCP boundary saw of a call, as a few words: `executed by mail`, `executed by
 /// mail with {"to":"x"}` (when the server got other arguments than the model gave),
@@ -145,8 +145,30 @@ pub(crate) fn spec_order(cases: &[CaseReport]) -> Vec<&str> {
     specs
 }
 
-/// Why a case did not pass, in a few words: `2 assertions failed, 1 cassette miss`, or the
-/// first line of its error. Empty for a passing case.
+/// The cause in one line: the first line of a miss report, `turn 2: reply: {regex:
+/// '6[0-9]'}: the turn has no reply` (`case: ` for the whole conversation), the
+/// problem, `2 fuzz runs failed`.
+pub(crate) fn cause(cause: &Cause) -> String {
+    match cause {
+        Cause::Miss(report) => report.lines().next().unwrap_or_default().to_owned(),
+        Cause::Assertion(turn, a) => {
+            let scope = match turn {
+                Some(n) => format!("turn {n}: "),
+                None => "case: ".to_owned(),
+            };
+            match a.message.is_empty() {
+                true => format!("{scope}{}", a.what),
+                false => format!("{scope}{}: {}", a.what, a.message),
+            }
+        }
+        Cause::Problem(p) => (*p).to_owned(),
+        Cause::Fuzz(n) => format!("{} failed", count(*n, "fuzz run", "fuzz runs")),
+    }
+}
+
+/// Why a case did not pass, in a few words: `2 assertions failed, 1 cassette miss`, `1
+/// problem: fault request 2: …` (the first problem named), or the first line of its
+/// error. Empty for a passing case.
 pub(crate) fn reason(case: &CaseReport) -> String {
     if let Some(e) = &case.error {
         return e.lines().next().unwrap_or_default().to_owned();
@@ -168,6 +190,10 @@ pub(crate) fn reason(case: &CaseReport) -> String {
             "{} not judged",
             count(unjudged, "expectation", "expectations")
         ));
+    }
+    if let Some(first) = case.problems.first() {
+        let n = count(case.problems.len(), "problem", "problems");
+        parts.push(format!("{n}: {first}"));
     }
     let fuzz_failed = case.fuzz.as_ref().map_or(0, |f| f.failed().count());
     if fuzz_failed > 0 {

@@ -9,12 +9,13 @@ use std::time::{Duration, Instant};
 
 use regex::Regex;
 
-use super::driver::{CommandApp, Killed};
+use super::driver::{CommandApp, Driven};
 use super::env;
 use super::error::{CaseError, ProgramError};
 use super::evaluate;
 use super::plan::{self, Forwarding, Plan, Setup, Use};
 use super::url::UrlApp;
+use super::verdict::{self, Ran};
 use crate::cassette::format::Upstreams;
 use crate::cassette::{age, store, Cassette, Writer};
 use crate::proxy::{FuzzCall, Outcome, Session};
@@ -109,9 +110,9 @@ async fn run_fuzz(
         Ok(r) => r,
         Err(why) => {
             report
-                .warnings
+                .problems
                 .push(format!("fuzz `{}`: no run: {why}", fuzz.tool));
-            report.status = Status::Failed;
+            report.conclude();
             return;
         }
     };
@@ -148,10 +149,8 @@ async fn run_fuzz(
             output: r.turns.iter().map(|t| t.output.as_str()).collect(),
         });
     }
-    if out.failed().next().is_some() {
-        report.status = Status::Failed;
-    }
     report.fuzz = Some(out);
+    report.conclude();
 }
 
 /// The session a run of `case` asks for: the one place a case's session is chosen, so its
@@ -239,80 +238,16 @@ pub(super) async fn run_inner(
         Ok(d) => (d, None),
         Err((partial, e)) => (partial, Some(e)),
     };
-    let outputs = &driven.outputs;
-    let exit = (driven.exit.as_ref()).map(|(code, stderr)| (*code, stderr.as_str()));
-    let progress = evaluate::Progress {
-        missed_turns: &outcome.missed_turns,
-        // `outputs` holds the turns that completed: the program stopped in the next one.
-        stopped: drive_error.as_ref().map(|e| {
-            let why = e.to_string();
-            (
-                outputs.len(),
-                why.lines().next().unwrap_or_default().to_owned(),
-            )
-        }),
-        requests: &outcome.model_requests,
-        faults: &outcome.faults,
-        exit,
-    };
-    let mocked = mocks.names().map(str::to_owned).collect();
-    let (turns, assertions) =
-        evaluate::evaluate(case, &outcome.exchanges, outputs, &progress, &mocked);
-    report.turns = turns;
-    report.assertions = assertions;
-    let mut problems = mocks.problems();
-    if let (Some(crash), Some(crashed)) = (&case.crash, &outcome.crash) {
-        let v = super::crash::judge(
-            case,
-            crash,
-            crashed,
-            driven.killed.as_ref(),
-            &outcome.exchanges,
-        );
-        report.crash = Some(v.report);
-        report.assertions.push(v.repeats);
-        problems.extend(v.problems);
-    }
-    for t in &report.turns {
-        report.usage += t.usage;
-    }
-    report.misses = outcome.misses.clone();
-    // A mock the case forbids outright (`never: [tool]`) is meant for other cases.
-    let expected_absent: std::collections::BTreeSet<&str> = case
-        .turns
-        .iter()
-        .filter_map(|t| t.expect.as_ref())
-        .chain(&case.expect)
-        .flat_map(|e| &e.never)
-        .filter(|c| c.args.is_none())
-        .map(|c| c.tool.as_str())
-        .collect();
-    let called: std::collections::BTreeSet<&str> = report
-        .turns
-        .iter()
-        .flat_map(|t| t.tool_calls.iter().map(|c| c.name.as_str()))
-        .chain(outcome.mcp_mocked.iter().map(String::as_str))
-        .collect();
-    // After a miss the program did not get the answers that would have called them.
-    let unused = mocks
-        .names()
-        .filter(|n| !called.contains(n) && !expected_absent.contains(n))
-        .filter(|_| report.misses.is_empty());
-    for name in unused {
-        report
-            .warnings
-            .push(format!("mocked tool `{name}` was never called"));
-    }
-    // Mocks that could not answer and faults that could not fire: the case did not test
-    // what it says.
-    problems.extend(outcome.mock_problems.iter().cloned());
-    problems.extend(outcome.fault_problems.iter().map(|p| format!("fault {p}")));
-    if let (Some(call), false) = (fuzz, outcome.fuzzed) {
-        problems.push(format!(
-            "fuzz: no answer called `{}`, so the arguments never reached the program",
-            call.tool
-        ));
-    }
+    let verdict = verdict::judge(Ran {
+        case,
+        outcome: &outcome,
+        driven: &driven,
+        stopped: drive_error.as_ref().map(ToString::to_string),
+        mocked: mocks.names().map(str::to_owned).collect(),
+        mock_problems: mocks.problems(),
+        fuzz,
+    });
+    verdict.fill(report, &outcome.misses);
 
     // A crashed program's own error says more than "nothing was recorded".
     let writer = writer.filter(|_| drive_error.is_none() || !outcome.recorded.is_empty());
@@ -338,12 +273,7 @@ pub(super) async fn run_inner(
         // and the miss is shown once, not again as the program's stderr repeats it.
         report.error = Some(evaluate::without_misses(&e.to_string(), &report.misses));
     }
-    let failed =
-        !report.misses.is_empty() || !problems.is_empty() || report.failures().next().is_some();
-    report.warnings.extend(problems);
-    if failed {
-        report.status = Status::Failed;
-    }
+    report.conclude();
     Ok(())
 }
 
@@ -369,15 +299,6 @@ fn save_cassette(
         usage,
         outcome,
     )?)
-}
-
-/// What driving the program gave: each turn's output, the program's exit status with the
-/// tail of its stderr (command apps), and what a crash test's killed program had printed.
-#[derive(Debug, Default)]
-pub(crate) struct Driven {
-    pub outputs: Vec<String>,
-    pub exit: Option<(i32, String)>,
-    pub killed: Option<Killed>,
 }
 
 /// Drive the program through the turns. A non-zero exit is an error unless the case

@@ -311,6 +311,15 @@ impl Running {
     }
 }
 
+/// What driving the program gave: each turn's output, the program's exit status with the
+/// tail of its stderr (command apps), and what a crash test's killed program had printed.
+#[derive(Debug, Default)]
+pub(crate) struct Driven {
+    pub outputs: Vec<String>,
+    pub exit: Option<(i32, String)>,
+    pub killed: Option<Killed>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -69,7 +69,7 @@ pub(super) fn failures(r: &CaseReport) -> Vec<String> {
     }
     let first_line = |s: &String| s.lines().next().unwrap_or_default().to_owned();
     out.extend(r.misses.iter().map(first_line));
-    out.extend(r.warnings.iter().cloned());
+    out.extend(r.problems.iter().cloned());
     // What went wrong, and the last line of the program's stderr (its exception).
     if let Some(e) = &r.error {
         let mut lines = e.lines().map(str::trim).filter(|l| !l.is_empty());

@@ -12,3 +12,4 @@ mod fuzz;
 pub mod mocks;
 pub(crate) mod plan;
 pub mod url;
+mod verdict;

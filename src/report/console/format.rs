@@ -269,7 +269,7 @@ fn turns_section(out: &mut String, case: &CaseReport, style: &Style) {
 
 /// Everything under a case's header line, in the detail its style asks for: the cause
 /// first (cassette misses), then the failed expectations that are verdicts, a line for
-/// those that could not be judged, the turns never reached, warnings, the error and the
+/// those that could not be judged, the turns never reached, problems, warnings, the error and the
 /// trajectory diff. Verbose puts each turn's transcript, every assertion included, after
 /// the misses.
 fn case_body(out: &mut String, case: &CaseReport, style: &Style) {
@@ -330,6 +330,14 @@ fn case_body(out: &mut String, case: &CaseReport, style: &Style) {
             let _ = writeln!(out, "{INDENT}{}", style.paint(dim(), &line));
         }
         not_reached(out, case, style);
+    }
+    for p in &case.problems {
+        let _ = writeln!(
+            out,
+            "{INDENT}{} {}",
+            style.paint(bold(AnsiColor::Red), "problem:"),
+            clean(p)
+        );
     }
     for w in &case.warnings {
         let _ = writeln!(

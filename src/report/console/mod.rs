@@ -267,6 +267,26 @@ mod tests {
     }
 
     #[test]
+    fn a_case_failed_only_by_a_problem_says_so_quiet_or_not() {
+        let case = sample::failed_by_a_problem();
+        let problem = "fault request 1: malformed_tool_args did not fire: the answer has no tool call; the program got the answer as it was";
+        let quiet = case_block(&case, &styled(true, 0));
+        assert_eq!(
+            quiet,
+            format!("FAIL  specs/faults.yaml::retries (0.41s, replay): 1 problem: {problem}\n")
+        );
+        let full = case_block(&case, &Style::plain());
+        assert!(
+            full.contains(&format!("\n    problem: {problem}\n")),
+            "{full}"
+        );
+        assert!(
+            full.contains("\n    warning: mocked tool `get_time` was never called\n"),
+            "{full}"
+        );
+    }
+
+    #[test]
     fn verbose_shows_turns_calls_and_usage() {
         insta::assert_snapshot!(all_blocks(&sample::run(), &styled(false, 1)));
     }
