@@ -238,6 +238,12 @@ impl Route {
         Some(self.dialect()?.extract(request, response))
     }
 
+    /// The model a request names in its body, if it names one (Gemini's is in the path).
+    pub fn model(self, request: &Value) -> Option<String> {
+        let call = self.extract(request, &Value::Null)?;
+        Some(call.model).filter(|m| !m.is_empty())
+    }
+
     /// The envelope of a request for the near-miss report; `None` for plain HTTP.
     pub fn envelope(self, request: &Value) -> Option<Vec<(&'static str, String)>> {
         Some(self.dialect()?.envelope(request))
@@ -393,6 +399,11 @@ pub fn without_credentials(path_and_query: &str) -> String {
     } else {
         format!("{path}?{}", kept.join("&"))
     }
+}
+
+/// The message of an error body in any provider's shape (each puts it at `error.message`).
+pub fn error_message(body: &Value) -> Option<&str> {
+    body["error"]["message"].as_str()
 }
 
 /// An error body in the provider's own shape, so SDKs raise a readable exception.

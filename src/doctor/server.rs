@@ -205,11 +205,7 @@ async fn handle(doctor: Arc<Doctor>, req: Request<Incoming>) -> Response<ProxyBo
         route: route.name().to_owned(),
         status: resp.status().as_u16(),
         stream,
-        model: request
-            .as_ref()
-            .and_then(|b| b.get("model"))
-            .and_then(Value::as_str)
-            .map(str::to_owned),
+        model: request.as_ref().and_then(|b| route.model(b)),
         client: client_of(&parts.headers),
         auth: AUTH_HEADERS
             .iter()
@@ -264,10 +260,8 @@ fn canned_response(route: Route, path: &str, request: &Value) -> Response<ProxyB
 /// A minimal, valid reply of the route's dialect that says it comes from the doctor, for
 /// the model the request named. `None` for plain HTTP.
 pub fn canned_reply(route: Route, request: &Value) -> Option<Value> {
-    let model = request
-        .get("model")
-        .and_then(Value::as_str)
-        .unwrap_or("agentproxy-doctor");
+    let model = route.model(request);
+    let model = model.as_deref().unwrap_or("agentproxy-doctor");
     route.text_response(request, model, CANNED_TEXT)
 }
 

@@ -18,6 +18,18 @@ pub fn full(bytes: Bytes) -> ProxyBody {
     Full::new(bytes).map_err(|never| match never {}).boxed()
 }
 
+/// A response the accept loop must not send: it closes the connection instead, so the
+/// client sees no answer at all.
+#[derive(Debug, Clone, Copy)]
+pub struct Disconnect;
+
+/// No answer: the connection closes.
+pub(super) fn disconnect() -> Response<ProxyBody> {
+    let mut resp = Response::new(full(Bytes::new()));
+    resp.extensions_mut().insert(Disconnect);
+    resp
+}
+
 /// A body fed by a channel: each message becomes one frame as soon as it is sent, and an
 /// error aborts the body (the connection is cut, as the upstream's was).
 pub struct ChannelBody {

@@ -5,22 +5,32 @@
 //! dies, whatever it did in between, and the request is neither forwarded, recorded nor
 //! served, so a replay crashes at the same point.
 
+use std::sync::Mutex;
+
 use http::Response;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use super::body::ProxyBody;
-use super::Proxy;
+use super::body::{disconnect, ProxyBody};
 use crate::cassette::Interaction;
 use crate::fault::CrashPoint;
 
-/// The signals between a holding request and the driver of the program.
-#[derive(Default)]
-pub(super) struct Signals {
+/// The crash of one session: its point, what happened, and the signals between a holding
+/// request and the driver of the program.
+pub(super) struct Crash {
+    point: Option<CrashPoint>,
+    state: Mutex<State>,
     /// A request is held: kill the program (a permit, so it is not missed).
     held: Notify,
     /// The program is dead: the held request may end.
     released: CancellationToken,
+}
+
+#[derive(Default)]
+struct State {
+    crashed: Crashed,
+    /// The arrival number the held request would have had.
+    seq: u64,
 }
 
 /// What the crash did, once the session is over.
@@ -44,52 +54,82 @@ pub struct Held {
     pub turn: Option<usize>,
 }
 
-impl Proxy {
+impl Crash {
+    /// A session's crash at `point`; with none, nothing is ever held.
+    pub(super) fn new(point: Option<CrashPoint>) -> Crash {
+        Crash {
+            point,
+            state: Mutex::default(),
+            held: Notify::new(),
+            released: CancellationToken::new(),
+        }
+    }
+
     /// The point has passed if `nth` (the model request just answered) is its request.
-    pub(super) fn crash_after_request(&self, nth: usize) {
-        if self.opts.crash == Some(CrashPoint::Request(nth)) {
-            self.lock().crash.passed = true;
+    pub(super) fn after_request(&self, nth: usize) {
+        if self.point == Some(CrashPoint::Request(nth)) {
+            self.lock().crashed.passed = true;
         }
     }
 
     /// The point has passed if `it` is an execution of its tool.
-    pub(super) fn crash_after_exchange(&self, it: &Interaction) {
-        let Some(CrashPoint::Executed(tool)) = &self.opts.crash else {
+    pub(super) fn after_exchange(&self, it: &Interaction) {
+        let Some(CrashPoint::Executed(tool)) = &self.point else {
             return;
         };
         if it.execution().is_some_and(|e| &e.tool == tool) {
-            self.lock().crash.passed = true;
+            self.lock().crashed.passed = true;
         }
     }
 
-    /// Hold `request` (`METHOD path`) if it is the first to arrive after the point: tell
-    /// the driver, wait until the program is dead, and close the connection. `None`: not
-    /// held, serve it.
-    pub(super) async fn crash_hold(&self, request: String) -> Option<Response<ProxyBody>> {
+    /// Hold a request (`request` names it: `METHOD path`; it arrives in `turn` as the
+    /// `seq`-th request) if it is the first after the point: tell the driver, wait until
+    /// the program is dead, and close the connection. `None`: not held, serve it.
+    pub(super) async fn hold(
+        &self,
+        request: impl FnOnce() -> String,
+        turn: Option<usize>,
+        seq: u64,
+    ) -> Option<Response<ProxyBody>> {
+        self.point.as_ref()?;
         {
             let mut st = self.lock();
-            if !st.crash.passed || st.crash.held.is_some() {
+            if !st.crashed.passed || st.crashed.held.is_some() {
                 return None;
             }
-            st.crash.held = Some(Held {
-                request,
-                turn: self.current_turn(),
-            });
+            let request = request();
+            st.crashed.held = Some(Held { request, turn });
             // Exchanges are numbered on arrival: the first run's are numbered below this.
-            st.crash_seq = self.seq.load(std::sync::atomic::Ordering::Relaxed);
+            st.seq = seq;
         }
-        self.crash_signals.held.notify_one();
-        self.crash_signals.released.cancelled().await;
-        Some(super::fault::disconnect())
+        self.held.notify_one();
+        self.released.cancelled().await;
+        Some(disconnect())
     }
 
     /// Resolves once a request is held: the program is to be killed.
-    pub(super) async fn crash_held(&self) {
-        self.crash_signals.held.notified().await;
+    pub(super) async fn held(&self) {
+        self.held.notified().await;
     }
 
     /// The program is dead (or the session ends): a held request ends.
-    pub(super) fn crash_release(&self) {
-        self.crash_signals.released.cancel();
+    pub(super) fn release(&self) {
+        self.released.cancel();
+    }
+
+    /// What the crash did, given the arrival numbers of the session's exchanges in order;
+    /// `None` without a crash point.
+    pub(super) fn outcome(&self, arrivals: impl Iterator<Item = u64>) -> Option<Crashed> {
+        self.point.as_ref()?;
+        let mut st = std::mem::take(&mut *self.lock());
+        if st.crashed.held.is_some() {
+            st.crashed.before = arrivals.filter(|seq| *seq < st.seq).count();
+        }
+        Some(st.crashed)
+    }
+
+    /// The state lock; a panic elsewhere must not lose the outcome, so poisoning is ignored.
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 }

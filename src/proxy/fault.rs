@@ -1,67 +1,230 @@
-//! Injected faults: which model request gets one (counted per case and per turn), and the
-//! answer it gets. An error or a cut answer replaces the recording or the upstream's: that
-//! request uses up no recording and is never forwarded, so the retry gets what the request
-//! would have. A spoiled tool call needs the real answer: that request is served as any
-//! other, then its answer's tool call spoiled on the way to the program.
+//! Injected faults and fuzz arguments on the way to the program: which model request gets
+//! a fault, and the answer it gets. An error or a cut answer replaces the recording or the
+//! upstream's: that request uses up no recording and is never forwarded, so the retry gets
+//! what the request would have. A spoiled tool call needs the real answer: that request is
+//! served as any other, then its answer's tool call spoiled on the way to the program. A
+//! fuzz run's arguments go the same way, into the first call to their tool.
+
+use std::collections::{BTreeSet, HashMap};
+use std::future::Future;
+use std::sync::Mutex;
 
 use bytes::Bytes;
 use http::{HeaderValue, Response, StatusCode};
 use http_body_util::BodyExt;
 use serde_json::Value;
 
-use super::body::{chunks, full, json_response, ProxyBody};
+use super::body::{chunks, disconnect, full, json_response, Disconnect, ProxyBody};
 use super::exchange::Exchange;
-use super::Proxy;
+use super::options::FuzzCall;
 use crate::cassette::{Body, Interaction};
 use crate::dialect::{ErrorFault, Route, Spoil};
-use crate::fault::{Fault, Fired, Kind};
+use crate::fault::{Fault, Fired, Kind, Next, Plan};
 use crate::neutral::ModelCall;
 use crate::sse::{self, SseEvent, SseParser};
 
-/// A response the accept loop must not send: it closes the connection instead, so the
-/// client sees no answer at all.
-#[derive(Debug, Clone, Copy)]
-pub struct Disconnect;
+/// The faults and the fuzz arguments of one session, and what became of them.
+pub(super) struct Faults {
+    plan: Plan,
+    fuzz: Option<FuzzCall>,
+    log: Mutex<Log>,
+}
+
+#[derive(Default)]
+struct Log {
+    fired: Vec<Fired>,
+    /// Tool-call faults that could not fire.
+    problems: Vec<String>,
+    /// With faults: each model request's number and the status it was answered with.
+    answered: Vec<(usize, Option<u16>)>,
+    /// Exchanges whose tool call a fault or a fuzz run spoiled, by arrival: the call's
+    /// index and how.
+    spoiled: HashMap<u64, (usize, Spoil)>,
+    /// The fuzz run's arguments have reached the program.
+    fuzzed: bool,
+}
+
+/// What became of a session's faults and fuzz arguments.
+#[derive(Debug, Default)]
+pub(super) struct Outcome {
+    /// The faults that fired, in order, each with what the program did next.
+    pub fired: Vec<Fired>,
+    pub problems: Vec<String>,
+    pub spoiled: HashMap<u64, (usize, Spoil)>,
+    pub fuzzed: bool,
+}
 
 /// A fault a request is due to get.
 pub(super) struct Due {
-    pub fault: Fault,
+    fault: Fault,
     /// The request's number in the case, and its turn.
     nth: usize,
     turn: Option<usize>,
 }
 
-/// Count a model request: its number in the case, and the fault it gets, if one.
-pub(super) fn next(proxy: &Proxy) -> (Option<usize>, Option<Due>) {
-    let turn = proxy.current_turn();
-    let mut st = proxy.lock();
-    st.model_requests += 1;
-    let nth = st.model_requests;
-    let in_turn = st.turn_requests.entry(turn).or_default();
-    *in_turn += 1;
-    let nth_in_turn = *in_turn;
-    let due = (proxy.opts.faults.pick(nth, turn, nth_in_turn)).map(|fault| Due {
-        fault: fault.clone(),
-        nth,
-        turn,
-    });
-    (Some(nth), due)
+impl Faults {
+    pub(super) fn new(plan: Plan, fuzz: Option<FuzzCall>) -> Faults {
+        Faults {
+            plan,
+            fuzz,
+            log: Mutex::default(),
+        }
+    }
+
+    /// A fuzz run rewrites answers: each must be looked at.
+    pub(super) fn rewrites(&self) -> bool {
+        self.fuzz.is_some()
+    }
+
+    /// The fault the `nth` model request of the case gets, being the `nth_in_turn` of
+    /// `turn`, if one.
+    pub(super) fn due(&self, nth: usize, turn: Option<usize>, nth_in_turn: usize) -> Option<Due> {
+        let fault = self.plan.pick(nth, turn, nth_in_turn)?;
+        Some(Due {
+            fault: fault.clone(),
+            nth,
+            turn,
+        })
+    }
+
+    /// Answer `ex` through the fault layer: `due` replaces the answer or spoils the one
+    /// `answer` gives; without a fault, a pending fuzz run's arguments go into it.
+    /// `recorded` is what the request would get, for a fault that cuts or spoils it.
+    pub(super) async fn layer<F>(
+        &self,
+        ex: Exchange,
+        due: Option<Due>,
+        recorded: impl FnOnce(&Exchange) -> Recorded,
+        answer: impl FnOnce(Exchange) -> F,
+    ) -> Response<ProxyBody>
+    where
+        F: Future<Output = Response<ProxyBody>>,
+    {
+        match due {
+            Some(due) if !due.fault.kind.spoils_tool_call() => {
+                let resp = serve(&ex, &due.fault, recorded(&ex)).await;
+                self.fired(&due, &resp, None);
+                resp
+            }
+            Some(due) => {
+                let asked = Asked::of(&ex);
+                let resp = answer(ex).await;
+                self.spoil(&due, &asked, resp).await
+            }
+            None => match self.fuzz_pending().filter(|_| ex.route.requires_json()) {
+                Some(fuzz) => {
+                    let asked = Asked::of(&ex);
+                    let resp = answer(ex).await;
+                    self.fuzz(fuzz, &asked, resp).await
+                }
+                None => answer(ex).await,
+            },
+        }
+    }
+
+    /// With faults to inject, remember what the `nth` model request was answered (`None`
+    /// when not at all), to say what the program did after a fault.
+    pub(super) fn answered(&self, nth: usize, resp: &Response<ProxyBody>) {
+        if !self.plan.is_empty() {
+            self.lock().answered.push((nth, status(resp)));
+        }
+    }
+
+    /// The fuzz run's arguments, while they have not reached the program.
+    fn fuzz_pending(&self) -> Option<&FuzzCall> {
+        let fuzz = self.fuzz.as_ref()?;
+        (!self.lock().fuzzed).then_some(fuzz)
+    }
+
+    /// Remember that `due` fired, answered with `resp`; `detail` says what it spoiled.
+    fn fired(&self, due: &Due, resp: &Response<ProxyBody>, detail: Option<String>) {
+        let fired = Fired {
+            request: due.nth,
+            turn: due.turn,
+            kind: due.fault.kind,
+            status: status(resp),
+            detail,
+            next: None,
+        };
+        self.lock().fired.push(fired);
+    }
+
+    /// Spoil the tool call of `resp` (the request's real answer) as `due` says. An answer
+    /// with no call to spoil goes to the program unchanged, and the fault is noted as not
+    /// fired: a test of a reaction that never happened must not pass quietly.
+    async fn spoil(
+        &self,
+        due: &Due,
+        asked: &Asked,
+        resp: Response<ProxyBody>,
+    ) -> Response<ProxyBody> {
+        let (resp, done) = spoiled(asked, resp, |call| spoiling(call, &due.fault)).await;
+        match done {
+            Ok((nth, how, detail)) => {
+                self.lock().spoiled.insert(asked.seq, (nth, how));
+                self.fired(due, &resp, Some(detail));
+            }
+            Err(why) => {
+                let problem = format!(
+                    "request {}: {} did not fire: {why}; the program got the answer as it was",
+                    due.nth, due.fault.kind
+                );
+                self.lock().problems.push(problem);
+            }
+        }
+        resp
+    }
+
+    /// A fuzz run's arguments put in the first call to their tool, if `resp` has one;
+    /// until one has, every answer is looked at.
+    async fn fuzz(
+        &self,
+        fuzz: &FuzzCall,
+        asked: &Asked,
+        resp: Response<ProxyBody>,
+    ) -> Response<ProxyBody> {
+        let (resp, done) = spoiled(asked, resp, |call| {
+            let nth = (call.tool_calls.iter().position(|c| c.name == fuzz.tool))
+                .ok_or_else(String::new)?;
+            Ok((nth, Spoil::Arguments(fuzz.arguments.clone()), String::new()))
+        })
+        .await;
+        if let Ok((nth, how, _)) = done {
+            let mut log = self.lock();
+            log.spoiled.insert(asked.seq, (nth, how));
+            log.fuzzed = true;
+        }
+        resp
+    }
+
+    /// What became of the faults and the fuzz arguments; taken once the session is over.
+    pub(super) fn outcome(&self) -> Outcome {
+        let log = std::mem::take(&mut *self.lock());
+        let mut fired = log.fired;
+        with_next(&mut fired, &log.answered);
+        Outcome {
+            fired,
+            problems: log.problems,
+            spoiled: log.spoiled,
+            fuzzed: log.fuzzed,
+        }
+    }
+
+    /// The log lock; a panic elsewhere must not lose the outcome, so poisoning is ignored.
+    fn lock(&self) -> std::sync::MutexGuard<'_, Log> {
+        self.log.lock().unwrap_or_else(|p| p.into_inner())
+    }
 }
 
-/// With faults to inject, remember what the `nth` model request was answered (`None`
-/// when not at all), to say what the program did after a fault.
-pub(super) fn answered(proxy: &Proxy, nth: usize, resp: &Response<ProxyBody>) {
-    if !proxy.opts.faults.is_empty() {
-        let status =
-            (resp.extensions().get::<Disconnect>().is_none()).then(|| resp.status().as_u16());
-        proxy.lock().answered.push((nth, status));
-    }
+/// The status a response was answered with; `None` for a closed connection.
+fn status(resp: &Response<ProxyBody>) -> Option<u16> {
+    (resp.extensions().get::<Disconnect>().is_none()).then(|| resp.status().as_u16())
 }
 
 /// Each fired fault's next request, when it got no fault of its own: from what the
 /// requests were answered.
-pub(super) fn with_next(fired: &mut [Fired], answered: &[(usize, Option<u16>)]) {
-    let faulted: std::collections::BTreeSet<usize> = fired.iter().map(|f| f.request).collect();
+fn with_next(fired: &mut [Fired], answered: &[(usize, Option<u16>)]) {
+    let faulted: BTreeSet<usize> = fired.iter().map(|f| f.request).collect();
     for f in fired.iter_mut() {
         let request = f.request + 1;
         if faulted.contains(&request) {
@@ -69,29 +232,16 @@ pub(super) fn with_next(fired: &mut [Fired], answered: &[(usize, Option<u16>)]) 
         }
         f.next = (answered.iter())
             .find(|(n, _)| *n == request)
-            .map(|(_, status)| crate::fault::Next {
+            .map(|(_, status)| Next {
                 request,
                 status: *status,
             });
     }
 }
 
-/// Remember that `due` fired, answered with `resp`; `detail` says what it spoiled.
-pub(super) fn note(proxy: &Proxy, due: &Due, resp: &Response<ProxyBody>, detail: Option<String>) {
-    let fired = Fired {
-        request: due.nth,
-        turn: due.turn,
-        kind: due.fault.kind,
-        status: (resp.extensions().get::<Disconnect>().is_none()).then(|| resp.status().as_u16()),
-        detail,
-        next: None,
-    };
-    proxy.lock().fired.push(fired);
-}
-
 /// Serve `fault` to `ex`. `recorded` is the stream (or whole body) the request would have
 /// got, for the kinds that cut or spoil it.
-pub(super) async fn serve(ex: &Exchange, fault: &Fault, recorded: Recorded) -> Response<ProxyBody> {
+async fn serve(ex: &Exchange, fault: &Fault, recorded: Recorded) -> Response<ProxyBody> {
     let error = |e: ErrorFault| {
         let (status, body) = ex
             .route
@@ -185,7 +335,7 @@ impl Recorded {
 }
 
 /// What a request asked, kept to spoil its answer once the exchange has gone on its way.
-pub(super) struct Asked {
+struct Asked {
     seq: u64,
     route: Route,
     request: Value,
@@ -193,7 +343,7 @@ pub(super) struct Asked {
 }
 
 impl Asked {
-    pub fn of(ex: &Exchange) -> Asked {
+    fn of(ex: &Exchange) -> Asked {
         Asked {
             seq: ex.seq,
             route: ex.route,
@@ -201,54 +351,6 @@ impl Asked {
             stream: ex.wants_stream(),
         }
     }
-}
-
-/// Spoil the tool call of `resp` (the request's real answer) as `due` says. An answer with
-/// no call to spoil goes to the program unchanged, and the fault is noted as not fired:
-/// a test of a reaction that never happened must not pass quietly.
-pub(super) async fn spoil(
-    proxy: &Proxy,
-    due: &Due,
-    asked: &Asked,
-    resp: Response<ProxyBody>,
-) -> Response<ProxyBody> {
-    let (resp, done) = spoiled(asked, resp, |call| spoiling(call, &due.fault)).await;
-    match done {
-        Ok((nth, how, detail)) => {
-            proxy.lock().spoiled.insert(asked.seq, (nth, how));
-            note(proxy, due, &resp, Some(detail));
-        }
-        Err(why) => {
-            let problem = format!(
-                "request {}: {} did not fire: {why}; the program got the answer as it was",
-                due.nth, due.fault.kind
-            );
-            proxy.lock().fault_problems.push(problem);
-        }
-    }
-    resp
-}
-
-/// A fuzz run's arguments put in the first call to their tool, if `resp` has one; until
-/// one has, every answer is looked at.
-pub(super) async fn fuzz(
-    proxy: &Proxy,
-    fuzz: &super::FuzzCall,
-    asked: &Asked,
-    resp: Response<ProxyBody>,
-) -> Response<ProxyBody> {
-    let (resp, done) = spoiled(asked, resp, |call| {
-        let nth =
-            (call.tool_calls.iter().position(|c| c.name == fuzz.tool)).ok_or_else(String::new)?;
-        Ok((nth, Spoil::Arguments(fuzz.arguments.clone()), String::new()))
-    })
-    .await;
-    if let Ok((nth, how, _)) = done {
-        let mut st = proxy.lock();
-        st.spoiled.insert(asked.seq, (nth, how));
-        st.fuzzed = true;
-    }
-    resp
 }
 
 /// Which call to spoil and how: its index among the answer's tool calls, the spoil, and
@@ -375,13 +477,6 @@ fn stream(body: ProxyBody) -> Response<ProxyBody> {
         http::header::CONTENT_TYPE,
         HeaderValue::from_static("text/event-stream; charset=utf-8"),
     );
-    resp
-}
-
-/// No answer: the connection closes.
-pub(super) fn disconnect() -> Response<ProxyBody> {
-    let mut resp = Response::new(full(Bytes::new()));
-    resp.extensions_mut().insert(Disconnect);
     resp
 }
 

@@ -15,11 +15,14 @@
 use std::sync::Arc;
 
 use http::{Method, Response, StatusCode};
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
 use serde_json::{json, Value};
 
 use super::body::{json_response, ProxyBody};
 use super::miss;
-use super::{Mocked, Proxy};
+use super::options::Mocked;
+use super::state::Proxy;
 use crate::cassette::{Body, Interaction, RecordedRequest, RecordedResponse};
 use crate::dialect::mcp::{self, Message};
 use crate::matching::{self, index::Lookup};
@@ -32,12 +35,25 @@ pub const PREFIX: &str = "/_agentproxy/mcp/";
 pub const PASSTHROUGH: &str = "passthrough";
 
 /// Answer a stand-in's request to `rest` (the path after [`PREFIX`]).
-pub(super) fn handle(
+pub(super) async fn handle(
     proxy: &Arc<Proxy>,
     method: &Method,
     rest: &str,
-    body: &[u8],
+    body: Incoming,
 ) -> Response<ProxyBody> {
+    let body = match Limited::new(body, proxy.opts.max_body).collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(e) => {
+            // What a stand-in could not report is missing from the recording: the run
+            // must not look complete.
+            let why = format!(
+                "{method} {PREFIX}{rest}: an MCP message the stand-in relayed could not be stored ({e}; the limit is {} bytes, raise it with --max-body-size)",
+                proxy.opts.max_body
+            );
+            proxy.lock().upstream_errors.push(why.clone());
+            return json_response(StatusCode::PAYLOAD_TOO_LARGE, &json!({ "error": why }));
+        }
+    };
     let (name, op) = rest.split_once('/').unwrap_or((rest, ""));
     if !mcp::is_server_name(name) {
         return refused(format!(
@@ -47,7 +63,7 @@ pub(super) fn handle(
     match (method, op) {
         (&Method::GET, "") => json_response(StatusCode::OK, &json!({ "mode": mode(proxy) })),
         (&Method::POST, "call" | "mock" | "record") => {
-            let msg: Value = match serde_json::from_slice(body) {
+            let msg: Value = match serde_json::from_slice(&body) {
                 Ok(v) => v,
                 Err(e) => return refused(format!("the body is not JSON: {e}")),
             };
@@ -107,17 +123,10 @@ pub(super) fn call(proxy: &Proxy, server: &str, msg: &Value) -> Value {
     proxy.opts.secrets.redact_value(&mut keyed);
     let body = Body::Json(keyed.clone().into());
     let key = matching::request_key(mcp::ROUTE, method, server, Some(&body), &proxy.opts.rules);
-    let lookup = rp
-        .index
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .take(&key);
-    match lookup {
+    match rp.take(&key) {
         Lookup::Hit(pos) => {
             let it = &rp.interactions[pos];
-            let mut served = it.clone();
-            served.turn = proxy.current_turn();
-            proxy.note_exchange(seq, &served);
+            proxy.served(seq, it, proxy.current_turn(), None);
             let stored = it.response.body.as_ref().and_then(Body::as_json).cloned();
             let stored = stored.unwrap_or(Value::Null);
             learn_tools(proxy, server, method, &stored);
@@ -270,7 +279,6 @@ pub(super) fn store(
         },
         latency_ms,
     };
-    proxy.note_exchange(seq, &interaction);
-    proxy.lock().recorded.push((seq, interaction));
+    proxy.recorded(seq, interaction);
     Ok(())
 }

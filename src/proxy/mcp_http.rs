@@ -25,7 +25,8 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
 use super::body::{full, json_response, ChannelBody, ProxyBody};
-use super::{mcp, Proxy};
+use super::mcp;
+use super::state::Proxy;
 use crate::dialect::mcp::{self as wire, Message};
 use crate::sse::SseParser;
 

@@ -3,7 +3,8 @@
 
 use serde_json::Value;
 
-use super::{Proxy, Replay};
+use super::replay::Replay;
+use super::state::Proxy;
 use crate::cassette::Body;
 use crate::matching::{self, index::Lookup, nearmiss};
 

@@ -14,8 +14,8 @@ use tokio::sync::mpsc;
 
 use super::body::{full, json_response, ChannelBody, ProxyBody};
 use super::exchange::Exchange;
+use super::state::Proxy;
 use super::upstream::{Upstream, UpstreamError};
-use super::Proxy;
 use crate::cassette::{Body, Interaction, RecordedRequest, RecordedResponse};
 use crate::dialect;
 use crate::sse;
@@ -311,8 +311,7 @@ fn store(proxy: &Proxy, ex: Exchange, response: Recorded, latency: Duration) {
         },
         latency_ms: u64::try_from(latency.as_millis()).unwrap_or(u64::MAX),
     };
-    proxy.note_exchange(ex.seq, &interaction);
-    proxy.lock().recorded.push((ex.seq, interaction));
+    proxy.recorded(ex.seq, interaction);
 }
 
 fn redact_body(secrets: &crate::redact::Secrets, body: Body) -> Body {

@@ -1,6 +1,9 @@
-//! Replay: answer from a recorded interaction, converting between streamed and whole
-//! bodies when the program asks for the other kind than was recorded.
+//! Replay: the recordings a session serves, found by key, by digest or by position, and
+//! the answer from a recorded interaction, converting between streamed and whole bodies
+//! when the program asks for the other kind than was recorded.
 
+use std::collections::HashMap;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -8,9 +11,128 @@ use http::{HeaderValue, Response, StatusCode};
 
 use super::body::{chunks, full, paced_chunks, ProxyBody};
 use super::exchange::Exchange;
-use super::Replay;
 use crate::cassette::Interaction;
+use crate::dialect::Route;
+use crate::matching::index::{ByPosition, Index, Lookup, Repeat};
+use crate::matching::key;
 use crate::sse;
+
+/// What a session serves from a cassette.
+pub struct Replay {
+    pub interactions: Vec<Interaction>,
+    index: Mutex<Index>,
+    /// The first recording of each request body digest (see [`Replay::take_identical`]).
+    by_digest: HashMap<u128, usize>,
+    /// Serve streams paced by their recorded latency.
+    pub realtime: bool,
+    /// Lenient replay: serve by position instead of by key (see [`Replay::lenient`]).
+    by_position: Option<Mutex<ByPosition>>,
+}
+
+impl Replay {
+    /// Keys must already be computed under the rules the session matches with.
+    pub fn new(interactions: Vec<Interaction>, repeat: Repeat, realtime: bool) -> Replay {
+        let index = Index::new(interactions.iter().map(|i| i.key.as_str()), repeat);
+        let mut by_digest = HashMap::new();
+        for (pos, it) in interactions.iter().enumerate() {
+            let digest = it.request.body_xxh3.as_deref();
+            if let Some(d) = digest.and_then(key::parse_digest) {
+                by_digest.entry(d).or_insert(pos);
+            }
+        }
+        Replay {
+            interactions,
+            index: Mutex::new(index),
+            by_digest,
+            realtime,
+            by_position: None,
+        }
+    }
+
+    /// Serve each model request the recording at the same position for its route and
+    /// turn, whatever its body, so a program whose requests drift still runs to its end
+    /// (the determinism check). The served exchange is logged with the request as it
+    /// arrived, not as it was recorded.
+    pub fn lenient(mut self) -> Replay {
+        let slots = self.interactions.iter().map(|i| (i.route.as_str(), i.turn));
+        self.by_position = Some(Mutex::new(ByPosition::new(slots)));
+        self
+    }
+
+    /// Lenient replay only: the recording at the next position for `route` in `turn`.
+    pub(super) fn take_by_position(&self, route: &str, turn: Option<usize>) -> Option<usize> {
+        let ix = self.by_position.as_ref()?;
+        ix.lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take(route, turn)
+    }
+
+    /// Whether requests are served by position (see [`Replay::lenient`]).
+    pub(super) fn is_lenient(&self) -> bool {
+        self.by_position.is_some()
+    }
+
+    /// Take the next recording of `key`.
+    pub(super) fn take(&self, key: &str) -> Lookup {
+        self.index().take(key)
+    }
+
+    /// The next recording of `key`, left in place.
+    pub(super) fn peek(&self, key: &str) -> Option<usize> {
+        self.index().peek(key)
+    }
+
+    /// The fast path of replay: when `body` is byte-identical to a recorded request body
+    /// (same digest) on the same route, take the next interaction of that recording's key
+    /// without parsing the body: the same bytes parse to the same body, so the key could
+    /// only be the same. Not in lenient replay; a key with nothing left falls through to
+    /// the full path, which reports the miss.
+    pub(super) fn take_identical(
+        &self,
+        route: Route,
+        method: &str,
+        path: &str,
+        body: &[u8],
+    ) -> Option<usize> {
+        if self.by_digest.is_empty() || self.is_lenient() {
+            return None;
+        }
+        let first = &self.interactions[*self.by_digest.get(&key::body_digest(body))?];
+        // The key covers the route, and for plain HTTP the method and path too. A dialect
+        // that reads part of the request from the path (Gemini: the model, and whether a
+        // stream is wanted) is served as recorded only for the same path.
+        let path_matters = first.route == Route::Http.name() || route.key_scope(path).is_some();
+        let same_scope = first.route == route.name()
+            && (!path_matters || (first.request.method == method && first.request.path == path));
+        if !same_scope {
+            return None;
+        }
+        match self.take(&first.key) {
+            Lookup::Hit(pos) => Some(pos),
+            _ => None,
+        }
+    }
+
+    /// Recordings never served, as `#3 POST /v1/chat/completions (openai.chat)`.
+    pub(super) fn unused(&self) -> Vec<String> {
+        let positions = self.index().unused();
+        positions
+            .into_iter()
+            .map(|pos| {
+                let it = &self.interactions[pos];
+                format!(
+                    "#{pos} {} {} ({})",
+                    it.request.method, it.request.path, it.route
+                )
+            })
+            .collect()
+    }
+
+    /// The index lock; a panic elsewhere must not stop the replay, so poisoning is ignored.
+    fn index(&self) -> std::sync::MutexGuard<'_, Index> {
+        self.index.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
 
 /// Serve `it` to the request `ex`; `None` is a request byte-identical to the recorded one,
 /// which gets the response exactly as it was recorded (a stream if the upstream streamed).

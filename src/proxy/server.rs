@@ -18,7 +18,8 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::body::ProxyBody;
-use super::{service, Proxy};
+use super::service;
+use super::state::Proxy;
 
 /// How long in-flight requests may take to finish once shutdown starts (a second signal
 /// cuts it short).
@@ -151,7 +152,7 @@ pub(crate) async fn accept_loop<H, F>(
                             let resp = answer.await;
                             // A `disconnect` or `timeout` fault: no answer, the
                             // connection closes.
-                            if resp.extensions().get::<super::fault::Disconnect>().is_some() {
+                            if resp.extensions().get::<super::body::Disconnect>().is_some() {
                                 return Err(std::io::Error::other("connection closed (fault)"));
                             }
                             Ok(resp)

@@ -4,8 +4,10 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use super::options::Options;
+use super::outcome::Outcome;
 use super::server::{self, BindError, Running};
-use super::{Options, Outcome, Proxy};
+use super::state::Proxy;
 
 /// A proxy serving in the background, from [`Session::start`] until [`Session::stop`].
 pub(crate) struct Session {
@@ -45,12 +47,12 @@ impl Session {
     /// Resolves once a crash test's point has passed and the program's next request is
     /// held: the program is to be killed, then [`Session::release_crash`] called.
     pub(crate) async fn crash_held(&self) {
-        self.proxy.crash_held().await;
+        self.proxy.crash.held().await;
     }
 
     /// The crashed program is dead: its held request may end.
     pub(crate) fn release_crash(&self) {
-        self.proxy.crash_release();
+        self.proxy.crash.release();
     }
 
     /// Stop accepting, drain in-flight exchanges, and take what the session recorded,
@@ -63,7 +65,7 @@ impl Session {
     /// holds what had finished by then.
     pub(crate) async fn stop_unless(self, hurry: impl std::future::Future<Output = ()>) -> Outcome {
         // A request still held would keep its connection, and the drain, waiting.
-        self.proxy.crash_release();
+        self.proxy.crash.release();
         self.running.stop_unless(hurry).await;
         self.proxy.outcome()
     }

@@ -1,6 +1,6 @@
 //! A proxy whose session is switched while it keeps its address: `agentproxy serve`, for
 //! test harnesses whose SDK clients are made once (at import time) and used by many tests.
-//! Requests under [`CONTROL_PREFIX`] go to a control handler given from above; every other
+//! Requests under [`CONTROL_PREFIX`](super::route::CONTROL_PREFIX) go to a control handler given from above; every other
 //! request is served by the current [`Proxy`], which the control handler replaces.
 
 use std::future::Future;
@@ -14,12 +14,13 @@ use http_body_util::{BodyExt, Limited};
 use serde_json::Value;
 
 use super::body::{json_response, ProxyBody};
+use super::options::Options;
+use super::outcome::Outcome;
+use super::route::Target;
 use super::server::{self, BindError, Running, DRAIN_TIMEOUT};
-use super::{service, Options, Outcome, Proxy};
+use super::service;
+use super::state::Proxy;
 use crate::cassette::Interaction;
-
-/// Paths under this prefix are the control endpoint, never forwarded or recorded.
-pub const CONTROL_PREFIX: &str = "/_agentproxy/";
 
 /// The largest control request body.
 const CONTROL_MAX_BODY: usize = 1 << 20;
@@ -94,16 +95,12 @@ impl Switched {
                 let control = control.clone();
                 async move {
                     // MCP stand-ins talk to the test's proxy, not to the harness.
-                    let path = req.uri().path();
-                    let rest = path
-                        .strip_prefix(CONTROL_PREFIX)
-                        .filter(|_| !path.starts_with(super::mcp::PREFIX));
-                    match rest {
-                        Some(rest) => {
+                    match Target::of(req.uri().path()) {
+                        Target::Control(rest) => {
                             let rest = rest.to_owned();
                             answer_control(control, rest, req).await
                         }
-                        None => service::handle(switch.current(), req).await,
+                        _ => service::handle(switch.current(), req).await,
                     }
                 }
             };

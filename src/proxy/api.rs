@@ -1,0 +1,359 @@
+//! A request under the provider API prefixes: checked, read within the size limit,
+//! counted when it is a model request, prepared (tool results mocked, secrets redacted,
+//! keyed), then answered through the fault layer from the cassette or the upstream, or as
+//! a miss.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{HeaderMap, Method, Response, StatusCode};
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+use serde_json::Value;
+
+use super::body::{json_response, ProxyBody};
+use super::exchange::Exchange;
+use super::fault::{Due, Recorded};
+use super::replay::Replay;
+use super::state::Proxy;
+use super::{miss, record, replay};
+use crate::cassette::Body;
+use crate::dialect::{self, Provider, Route};
+use crate::matching::{self, index::Lookup};
+use crate::neutral::ToolCall;
+
+/// What is known of a request before its body is read.
+pub(super) struct Head {
+    pub method: Method,
+    /// The path and query as the program sent them, for the upstream.
+    pub path: String,
+    /// What is stored, shown and matched: the path without credentials in its query, and
+    /// secret values in the rest of it redacted as in bodies.
+    pub stored_path: String,
+    /// The provider family, for the shape of an error the proxy answers.
+    pub provider: Provider,
+}
+
+impl Head {
+    pub(super) fn of(proxy: &Proxy, method: Method, path: String, headers: &HeaderMap) -> Head {
+        let provider = dialect::provider_of(&path, headers);
+        let stored_path = dialect::without_credentials(&path);
+        let stored_path = (proxy.opts.secrets.redact_path(&stored_path)).unwrap_or(stored_path);
+        Head {
+            method,
+            path,
+            stored_path,
+            provider,
+        }
+    }
+}
+
+pub(super) async fn handle(
+    proxy: &Arc<Proxy>,
+    head: Head,
+    headers: HeaderMap,
+    body: Incoming,
+) -> Response<ProxyBody> {
+    if dialect::has_dot_segment(&head.path) {
+        let why = format!(
+            "{} {} has a `.` or `..` segment; refused, so that no request can leave the upstream's base path",
+            head.method, head.stored_path
+        );
+        return refuse(
+            proxy,
+            &head,
+            StatusCode::BAD_REQUEST,
+            "agentproxy_bad_path",
+            why,
+        );
+    }
+    let too_large = |head: &Head| {
+        let why = format!(
+            "the request body is larger than the limit of {} bytes; raise it with --max-body-size",
+            proxy.opts.max_body
+        );
+        refuse(
+            proxy,
+            head,
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "agentproxy_body_too_large",
+            why,
+        )
+    };
+    // A declared length over the limit is refused before the body is read.
+    let declared = (headers.get(http::header::CONTENT_LENGTH))
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > proxy.opts.max_body as u64) {
+        return too_large(&head);
+    }
+    let seq = proxy.next_seq();
+    let raw = match Limited::new(body, proxy.opts.max_body).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => return too_large(&head),
+        Err(e) => {
+            let why = format!("failed to read the request body: {e}");
+            return refuse(
+                proxy,
+                &head,
+                StatusCode::BAD_REQUEST,
+                "agentproxy_bad_request",
+                why,
+            );
+        }
+    };
+    let route = Route::of(&head.method, &head.path);
+    let counted = route.requires_json().then(|| proxy.count_model_request());
+    let due = counted.and_then(|c| proxy.faults.due(c.nth, c.turn, c.nth_in_turn));
+    let resp = answer_request(proxy, head, headers, (seq, route, raw), due).await;
+    if let Some(c) = counted {
+        proxy.answered(c.nth, &resp);
+    }
+    resp
+}
+
+/// Answer the request numbered `seq`: byte-identical to a recording, as it was recorded
+/// (unless a fault is due); else prepared, through the fault layer.
+async fn answer_request(
+    proxy: &Arc<Proxy>,
+    head: Head,
+    headers: HeaderMap,
+    (seq, route, raw): (u64, Route, Bytes),
+    due: Option<Due>,
+) -> Response<ProxyBody> {
+    if due.is_none() {
+        if let Some(resp) = serve_identical(proxy, &head, seq, route, &raw).await {
+            return resp;
+        }
+    }
+    let (raw, stored, digest) = match prepare_body(proxy, route, raw) {
+        Ok(b) => b,
+        Err(e) => {
+            let why = format!(
+                "the request body is not valid JSON ({e}); nothing was forwarded or recorded"
+            );
+            return refuse(
+                proxy,
+                &head,
+                StatusCode::BAD_REQUEST,
+                "invalid_request_error",
+                why,
+            );
+        }
+    };
+    let key = matching::request_key(
+        route.name(),
+        head.method.as_str(),
+        &head.stored_path,
+        stored.as_ref(),
+        &proxy.opts.rules,
+    );
+    let ex = Exchange {
+        seq,
+        turn: proxy.current_turn(),
+        route,
+        provider: head.provider,
+        method: head.method,
+        path: head.stored_path,
+        forward_path: head.path,
+        headers,
+        raw,
+        stored,
+        digest,
+        key,
+    };
+    let recorded = |ex: &Exchange| would_get(proxy, ex);
+    (proxy.faults)
+        .layer(ex, due, recorded, |ex| answer(proxy, ex))
+        .await
+}
+
+/// The fast path of replay (see [`Replay::take_identical`]): not with tool mocks (they
+/// rewrite the body before it is keyed) or in a fuzz run (its answers are looked at).
+async fn serve_identical(
+    proxy: &Proxy,
+    head: &Head,
+    seq: u64,
+    route: Route,
+    raw: &[u8],
+) -> Option<Response<ProxyBody>> {
+    let rp = proxy.opts.replay.as_ref()?;
+    if proxy.opts.mocks.is_some() || proxy.faults.rewrites() {
+        return None;
+    }
+    let pos = rp.take_identical(route, head.method.as_str(), &head.stored_path, raw)?;
+    let it = &rp.interactions[pos];
+    proxy.served(seq, it, proxy.current_turn(), None);
+    Some(replay::serve(rp, it, None).await)
+}
+
+/// Answer `ex` from the cassette or the upstream, or as a miss.
+async fn answer(proxy: &Arc<Proxy>, ex: Exchange) -> Response<ProxyBody> {
+    if let Some(rp) = &proxy.opts.replay {
+        // Lenient replay logs the request as it arrived: a caller compares what the
+        // program sent (the determinism check), or sends other arguments (a fuzz run).
+        if let Some(pos) = rp.take_by_position(ex.route.name(), ex.turn) {
+            return serve(proxy, rp, pos, &ex, Some(&ex)).await;
+        }
+        match rp.take(&ex.key) {
+            Lookup::Hit(pos) => return serve(proxy, rp, pos, &ex, None).await,
+            miss if proxy.opts.upstream.is_none() => return answer_miss(proxy, rp, &ex, miss),
+            _ => {}
+        }
+    }
+    match &proxy.opts.upstream {
+        Some(up) => record::forward(proxy, up, ex).await,
+        // A proxy is built with a cassette, an upstream or both; without either, nothing matches.
+        None => {
+            let head = Head {
+                method: ex.method,
+                path: ex.forward_path,
+                stored_path: ex.path,
+                provider: ex.provider,
+            };
+            let why = "no cassette and no upstream".to_owned();
+            refuse(
+                proxy,
+                &head,
+                StatusCode::BAD_REQUEST,
+                "agentproxy_cassette_miss",
+                why,
+            )
+        }
+    }
+}
+
+/// Serve the recording at `pos` to `ex`, logged with the request as it `arrived` when
+/// given.
+async fn serve(
+    proxy: &Proxy,
+    rp: &Replay,
+    pos: usize,
+    ex: &Exchange,
+    arrived: Option<&Exchange>,
+) -> Response<ProxyBody> {
+    let it = &rp.interactions[pos];
+    proxy.served(ex.seq, it, ex.turn, arrived);
+    replay::serve(rp, it, Some(ex)).await
+}
+
+/// An error the proxy answers itself, in the provider's shape. Except for a miss (which
+/// has its own report), it is noted in the outcome, so a run that recorded nothing can
+/// say what happened. The head's stored path is shown: no credential, no secret value.
+pub(super) fn refuse(
+    proxy: &Proxy,
+    head: &Head,
+    status: StatusCode,
+    kind: &str,
+    msg: String,
+) -> Response<ProxyBody> {
+    if kind != "agentproxy_cassette_miss" {
+        let why = format!(
+            "{} {}: {} {msg}",
+            head.method,
+            head.stored_path,
+            status.as_u16()
+        );
+        proxy.lock().rejected.push(why);
+    }
+    let body = dialect::error_body(
+        head.provider,
+        status.as_u16(),
+        kind,
+        &format!("agentproxy: {msg}"),
+    );
+    json_response(status, &body)
+}
+
+/// The bytes to forward, the body as it will be stored and keyed, and the digest of the
+/// bytes when they held no secret. A JSON body (model routes must be JSON) gets its tool
+/// results mocked first, so the mock is what is matched, recorded and forwarded; then
+/// secret values become `${NAME}` in the stored copy.
+type Prepared = (Bytes, Option<Body>, Option<u128>);
+
+fn prepare_body(proxy: &Proxy, route: Route, raw: Bytes) -> Result<Prepared, serde_json::Error> {
+    if raw.is_empty() && !route.requires_json() {
+        return Ok((raw, None, None));
+    }
+    match serde_json::from_slice::<Value>(&raw) {
+        Ok(mut v) => {
+            let mut raw = raw;
+            if let Some(mocks) = &proxy.opts.mocks {
+                let lookup = |id: &str| proxy.known_call(id);
+                let mut mock = |c: &ToolCall, n| {
+                    (!proxy.is_mcp_tool(&c.name))
+                        .then(|| mocks(c, n).result())
+                        .flatten()
+                };
+                if route.rewrite_tool_results(&mut v, &lookup, &mut mock) > 0 {
+                    raw = Bytes::from(serde_json::to_vec(&v)?);
+                }
+            }
+            let redacted = proxy.opts.secrets.redact_value(&mut v);
+            // Only a recording keeps the digest.
+            let digest = (!redacted && proxy.opts.upstream.is_some())
+                .then(|| matching::key::body_digest(&raw));
+            Ok((raw, Some(Body::Json(v.into())), digest))
+        }
+        Err(e) if route.requires_json() => Err(e),
+        Err(_) => {
+            let stored = match Body::from_bytes(&raw) {
+                Body::Text(t) => Body::Text(proxy.opts.secrets.redact_str(&t).unwrap_or(t)),
+                other => other,
+            };
+            Ok((raw, Some(stored), None))
+        }
+    }
+}
+
+/// A miss: report it (stderr and the outcome) and answer a non-retryable 4xx in the
+/// provider's error shape, so the SDK raises instead of retrying.
+fn answer_miss(proxy: &Proxy, rp: &Replay, ex: &Exchange, lookup: Lookup) -> Response<ProxyBody> {
+    let normalized_now = ex
+        .json()
+        .map(|b| matching::normalize::normalize(b, &proxy.opts.rules))
+        .unwrap_or(Value::Null);
+    let report = miss::note(
+        proxy,
+        rp,
+        (ex.method.as_str(), &ex.path, ex.route.name()),
+        &normalized_now,
+        lookup,
+    );
+    let mut resp = json_response(
+        StatusCode::BAD_REQUEST,
+        &dialect::error_body(
+            ex.provider,
+            StatusCode::BAD_REQUEST.as_u16(),
+            "agentproxy_cassette_miss",
+            &format!("agentproxy: {report}"),
+        ),
+    );
+    resp.headers_mut()
+        .insert("x-should-retry", http::HeaderValue::from_static("false"));
+    resp
+}
+
+/// What `ex` would be answered with, for a fault that cuts or spoils it: its recording,
+/// left in place for the retry, or (recording, or nothing recorded) an empty reply.
+fn would_get(proxy: &Proxy, ex: &Exchange) -> Recorded {
+    let recorded = proxy.opts.replay.as_ref().and_then(|rp| {
+        let pos = rp.peek(&ex.key)?;
+        Some(&rp.interactions[pos].response)
+    });
+    let recorded = recorded.filter(|r| (200..300).contains(&r.status));
+    if let Some(rec) = recorded {
+        if let Some(body) = rec.body.as_ref().and_then(Body::as_json) {
+            return Recorded::of(ex, body, rec.event_frames());
+        }
+        if let Some(events) = rec.event_frames() {
+            return Recorded::Events(events);
+        }
+    }
+    let request = ex.json().cloned().unwrap_or_default();
+    let model = (ex.route.model(&request)).unwrap_or_else(|| "agentproxy".to_owned());
+    let stand_in = ex
+        .route
+        .text_response(&request, &model, "")
+        .unwrap_or_default();
+    Recorded::of(ex, &stand_in, None)
+}

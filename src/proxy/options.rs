@@ -1,0 +1,72 @@
+//! What a session is asked to do, fixed at start: the proxy's [`Options`] (built in one
+//! place, `runner::plan`), and the tool mocks and fuzz arguments they carry.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::replay::Replay;
+use super::upstream::Upstream;
+use crate::fault::CrashPoint;
+use crate::matching::normalize::Rules;
+use crate::neutral::ToolCall;
+use crate::redact::Secrets;
+
+/// Tool mocks: given the call a tool result answers and its 0-based occurrence among the
+/// calls to that tool in the conversation, the result the model should be told instead.
+pub type Mocks = Arc<dyn Fn(&ToolCall, usize) -> Mocked + Send + Sync>;
+
+/// What the mocks say of one tool call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Mocked {
+    /// The result to give instead of the tool's own.
+    Result(Value),
+    /// Not mocked, or no `when:` rule matches: the tool's own result stands.
+    Unmocked,
+    /// Mocked, but its `results:` are used up (the case fails for it): the model is told
+    /// the program's result, and an MCP server is not called.
+    Exhausted,
+}
+
+impl Mocked {
+    /// The mocked result, if there is one.
+    pub fn result(self) -> Option<Value> {
+        match self {
+            Mocked::Result(v) => Some(v),
+            Mocked::Unmocked | Mocked::Exhausted => None,
+        }
+    }
+}
+
+/// Everything the proxy needs, fixed at start.
+pub struct Options {
+    pub rules: Rules,
+    pub secrets: Secrets,
+    pub max_body: usize,
+    /// Forward here on record (and on a miss, in update mode); `None` never touches the network.
+    pub upstream: Option<Upstream>,
+    pub replay: Option<Replay>,
+    /// Print each miss report on stderr as it happens.
+    pub print_misses: bool,
+    /// Replace tool results in requests before they are matched, recorded or forwarded,
+    /// and answer `tools/call` of mocked MCP tools.
+    pub mocks: Option<Mocks>,
+    /// Keep every exchange served or recorded (for the test runner's trajectories).
+    pub log_exchanges: bool,
+    /// Streamable HTTP MCP servers by name (`--mcp NAME=URL`), served at `/mcp/NAME`.
+    pub mcp_http: BTreeMap<String, String>,
+    /// Faults to inject into model requests, by occurrence.
+    pub faults: crate::fault::Plan,
+    /// A fuzz run's arguments, put in the first call to their tool the program gets.
+    pub fuzz: Option<FuzzCall>,
+    /// A crash test's point: the first request after it is held (see `proxy::crash`).
+    pub crash: Option<CrashPoint>,
+}
+
+/// The arguments of one fuzz run, and the tool whose call carries them.
+#[derive(Debug, Clone)]
+pub struct FuzzCall {
+    pub tool: String,
+    pub arguments: Value,
+}

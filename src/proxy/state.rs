@@ -1,0 +1,246 @@
+//! The shared state of one session: its options, what it recorded, served and missed, the
+//! count of its requests, and its faults and crash. Every handler reads and writes it
+//! here; [`Proxy::outcome`] takes it once the session has drained.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+use http::Response;
+use serde_json::Value;
+use tokio_util::task::TaskTracker;
+
+use super::body::ProxyBody;
+use super::crash::Crash;
+use super::exchange::Exchange;
+use super::fault::{self, Faults};
+use super::options::Options;
+use super::outcome::Outcome;
+use crate::cassette::Interaction;
+use crate::neutral::ToolCall;
+
+/// No turn set: the session is not driven by the test runner.
+const NO_TURN: usize = usize::MAX;
+
+pub struct Proxy {
+    pub(super) opts: Options,
+    state: Mutex<State>,
+    /// Arrival order of requests (and their count), so the cassette lists interactions in a
+    /// stable order.
+    seq: AtomicU64,
+    /// Upstream exchanges that must finish (and be recorded) before the cassette is written.
+    pub(super) tasks: TaskTracker,
+    /// The test runner's current turn, stamped on each exchange as it arrives.
+    turn: AtomicUsize,
+    pub(super) faults: Faults,
+    pub(super) crash: Crash,
+}
+
+#[derive(Default)]
+pub(super) struct State {
+    recorded: Vec<(u64, Interaction)>,
+    exchanges: Vec<(u64, Interaction)>,
+    /// Tool calls seen in responses this session, by call id, so a tool result can be
+    /// mocked even when its call is not in the request (Responses `previous_response_id`).
+    calls: HashMap<String, ToolCall>,
+    pub(super) misses: Vec<String>,
+    pub(super) missed_turns: BTreeSet<usize>,
+    pub(super) upstream_errors: Vec<String>,
+    pub(super) rejected: Vec<String>,
+    /// The `outputSchema` (if any) of each tool an MCP server listed, by (server, tool).
+    pub(super) mcp_tools: HashMap<(String, String), Option<Value>>,
+    /// The `resultType` each MCP server's results carry (protocol 2026-07-28 on).
+    pub(super) mcp_result_types: HashMap<String, Value>,
+    /// `tools/call` requests per tool at the MCP boundary, for the mocks' occurrence count.
+    pub(super) mcp_calls: HashMap<String, usize>,
+    /// Tools a mock answered at the MCP boundary.
+    pub(super) mcp_mocked: BTreeSet<String>,
+    pub(super) mock_problems: Vec<String>,
+    /// Model requests so far, and per turn (faulted ones included).
+    model_requests: usize,
+    turn_requests: BTreeMap<Option<usize>, usize>,
+}
+
+/// A model request, counted: its number in the case (from 1), its turn, and its number
+/// in that turn.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Counted {
+    pub nth: usize,
+    pub turn: Option<usize>,
+    pub nth_in_turn: usize,
+}
+
+impl Proxy {
+    pub fn new(mut opts: Options) -> Proxy {
+        // The faults, the fuzz arguments and the crash point live with their state.
+        let faults = Faults::new(std::mem::take(&mut opts.faults), opts.fuzz.take());
+        let crash = Crash::new(opts.crash.take());
+        Proxy {
+            opts,
+            state: Mutex::default(),
+            seq: AtomicU64::new(0),
+            tasks: TaskTracker::new(),
+            turn: AtomicUsize::new(NO_TURN),
+            faults,
+            crash,
+        }
+    }
+
+    /// Stamp the exchanges that arrive from now on with this turn.
+    pub fn set_turn(&self, turn: usize) {
+        self.turn.store(turn, Ordering::SeqCst);
+    }
+
+    pub(super) fn current_turn(&self) -> Option<usize> {
+        Some(self.turn.load(Ordering::SeqCst)).filter(|t| *t != NO_TURN)
+    }
+
+    /// Count a model request (every report counts them, faulted ones included).
+    pub(super) fn count_model_request(&self) -> Counted {
+        let turn = self.current_turn();
+        let mut st = self.lock();
+        st.model_requests += 1;
+        let nth = st.model_requests;
+        let in_turn = st.turn_requests.entry(turn).or_default();
+        *in_turn += 1;
+        Counted {
+            nth,
+            turn,
+            nth_in_turn: *in_turn,
+        }
+    }
+
+    /// The `nth` model request has been answered with `resp`: what a fault's report says
+    /// the program did next, and a crash test's point when it names that request.
+    pub(super) fn answered(&self, nth: usize, resp: &Response<ProxyBody>) {
+        self.faults.answered(nth, resp);
+        self.crash.after_request(nth);
+    }
+
+    /// Whether exchanges are kept: for the log, or for the mocks' tool calls.
+    fn keeps_exchanges(&self) -> bool {
+        self.opts.log_exchanges || self.opts.mocks.is_some()
+    }
+
+    /// The recording `it` was served to the request numbered `seq`, which arrived in
+    /// `turn`: log the exchange. `arrived` is the request when it may differ from the
+    /// recording (lenient replay), so a caller sees what the program sent.
+    pub(super) fn served(
+        &self,
+        seq: u64,
+        it: &Interaction,
+        turn: Option<usize>,
+        arrived: Option<&Exchange>,
+    ) {
+        if !self.keeps_exchanges() {
+            return;
+        }
+        let mut served = it.clone();
+        served.turn = turn;
+        if let Some(ex) = arrived {
+            served.request.method = ex.method.to_string();
+            served.request.path = ex.path.clone();
+            served.request.body = ex.stored.clone();
+        }
+        self.note_exchange(seq, &served);
+    }
+
+    /// A new recording of the request numbered `seq`: logged, and kept for the cassette.
+    pub(super) fn recorded(&self, seq: u64, it: Interaction) {
+        self.note_exchange(seq, &it);
+        self.lock().recorded.push((seq, it));
+    }
+
+    /// Remember a finished exchange: in the log, and its tool calls for later mocks.
+    fn note_exchange(&self, seq: u64, it: &Interaction) {
+        self.crash.after_exchange(it);
+        if !self.keeps_exchanges() {
+            return;
+        }
+        let calls = match it.model_call() {
+            Some(call) if self.opts.mocks.is_some() => call.tool_calls,
+            _ => vec![],
+        };
+        let mut st = self.lock();
+        for c in calls {
+            st.calls.insert(c.id.clone(), c);
+        }
+        if self.opts.log_exchanges {
+            st.exchanges.push((seq, it.clone()));
+        }
+    }
+
+    pub(super) fn known_call(&self, id: &str) -> Option<ToolCall> {
+        self.lock().calls.get(id).cloned()
+    }
+
+    /// A tool some MCP server listed this session: mocked where it executes, at the MCP
+    /// boundary, not in what the model is told.
+    pub(super) fn is_mcp_tool(&self, name: &str) -> bool {
+        self.lock().mcp_tools.keys().any(|(_, tool)| tool == name)
+    }
+
+    /// Take what the session recorded and missed. Call after the server returned (as
+    /// `Session::stop` does).
+    pub fn outcome(&self) -> Outcome {
+        let mut st = self.lock();
+        let mut recorded = std::mem::take(&mut st.recorded);
+        recorded.sort_by_key(|(seq, _)| *seq);
+        let mut exchanges = std::mem::take(&mut st.exchanges);
+        exchanges.sort_by_key(|(seq, _)| *seq);
+        let faults = self.faults.outcome();
+        for (seq, it) in &mut exchanges {
+            if let Some((nth, how)) = faults.spoiled.get(seq) {
+                fault::as_served(it, *nth, how);
+            }
+        }
+        Outcome {
+            recorded: recorded.into_iter().map(|(_, i)| i).collect(),
+            crash: self.crash.outcome(exchanges.iter().map(|(seq, _)| *seq)),
+            exchanges: exchanges.into_iter().map(|(_, i)| i).collect(),
+            misses: std::mem::take(&mut st.misses),
+            missed_turns: std::mem::take(&mut st.missed_turns),
+            upstream_errors: std::mem::take(&mut st.upstream_errors),
+            rejected: std::mem::take(&mut st.rejected),
+            unused: self
+                .opts
+                .replay
+                .as_ref()
+                .map(|r| r.unused())
+                .unwrap_or_default(),
+            requests: self.requests(),
+            mock_problems: std::mem::take(&mut st.mock_problems),
+            mcp_mocked: std::mem::take(&mut st.mcp_mocked),
+            model_requests: std::mem::take(&mut st.turn_requests),
+            faults: faults.fired,
+            fault_problems: faults.problems,
+            fuzzed: faults.fuzzed,
+        }
+    }
+
+    /// The exchanges logged so far (with `log_exchanges`), in arrival order, left in place.
+    pub fn exchanges_so_far(&self) -> Vec<Interaction> {
+        let mut exchanges = self.lock().exchanges.clone();
+        exchanges.sort_by_key(|(seq, _)| *seq);
+        exchanges.into_iter().map(|(_, i)| i).collect()
+    }
+
+    /// Requests that reached the proxy so far, served or not.
+    pub fn requests(&self) -> usize {
+        usize::try_from(self.arrivals()).unwrap_or(usize::MAX)
+    }
+
+    /// The number the next request to arrive will get.
+    pub(super) fn arrivals(&self) -> u64 {
+        self.seq.load(Ordering::Relaxed)
+    }
+
+    pub(super) fn next_seq(&self) -> u64 {
+        self.seq.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// The state lock; a panic elsewhere must not lose the recording, so poisoning is ignored.
+    pub(super) fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
