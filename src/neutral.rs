@@ -46,6 +46,9 @@ pub struct ToolDef {
     pub name: String,
     /// The JSON schema of its arguments.
     pub parameters: Value,
+    /// The whole definition as the request wrote it (description included), for the
+    /// trajectory diff: what changed in a tool is shown in the request's own words.
+    pub definition: Value,
 }
 
 /// Token usage of one model call as its response reported it, or summed over calls.

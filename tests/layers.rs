@@ -1,9 +1,12 @@
 //! The layer order written at the top of `src/lib.rs` holds in the imports: no module of
-//! the crate names a module of its own layer or of a layer above it (tests excepted).
+//! the crate names a module of its own layer or of a layer above it, and no two files of a
+//! folder name each other in a circle, its `mod.rs` included (tests excepted).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs;
 use std::path::{Path, PathBuf};
+
+use regex::Regex;
 
 /// `module -> layer`, read from the `- layer N…: `a` `b`` lines of lib.rs's docs.
 fn layers(lib: &str) -> HashMap<String, usize> {
@@ -152,4 +155,225 @@ fn the_layer_list_names_every_module() {
         }
     }
     assert!(layer.len() >= 10, "the layer list was not found: {layer:?}");
+}
+
+/// The files of each folder under `src/` and which of them each names: a child file names
+/// a sibling `x.rs` by `super::x` or `crate::FOLDER::x`, and the folder's `mod.rs` by
+/// `super::NAME` where `mod.rs` itself defines NAME (a name it re-exports from a child
+/// counts as naming that child), or `super::*`; `mod.rs` names a child by `self::x`, a
+/// bare `x::` path or `crate::FOLDER::x` (its `mod x;` and `pub use` lines left out). A
+/// subfolder is one node of its parent folder, its `mod.rs` speaking for it.
+fn file_edges(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut files = Vec::new();
+    sources(src, &mut files);
+    let item = Regex::new(r"\b(?:fn|struct|enum|trait|type|const|static)\s+(\w+)").unwrap();
+    let reexport = Regex::new(r"\buse\s+(?:self::)?(\w+)::([^;]*);").unwrap();
+    let declaration = Regex::new(r"(?m)^\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+\w+\s*;").unwrap();
+    let pub_use = Regex::new(r"(?ms)^\s*pub(?:\([^)]*\))?\s+use\b[^;]*;").unwrap();
+    for file in files {
+        let rel = file.strip_prefix(src).unwrap();
+        let Some(folder) = rel.parent().filter(|f| !f.as_os_str().is_empty()) else {
+            continue;
+        };
+        let dir = src.join(folder);
+        // Sibling nodes: the folder's files, and its subfolders.
+        let siblings: BTreeSet<String> = fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.is_dir() || p.extension().is_some_and(|x| x == "rs"))
+            .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
+            .filter(|n| n != "mod" && n != "tests" && n != "snapshots")
+            .collect();
+        let stem = file.file_stem().unwrap().to_string_lossy().into_owned();
+        let (folder, me) = match stem.as_str() {
+            // A subfolder's mod.rs speaks for the subfolder in its parent.
+            "mod" if rel.components().count() > 2 => (
+                folder.parent().unwrap(),
+                folder.file_name().unwrap().to_string_lossy().into_owned(),
+            ),
+            _ => (folder, stem.clone()),
+        };
+        let node = |name: &str| format!("{}/{name}", folder.display());
+        let body = code(&fs::read_to_string(&file).unwrap());
+        let prefix = format!(
+            "crate::{}::",
+            folder.display().to_string().replace('/', "::")
+        );
+        let mut named: Vec<String> = Vec::new();
+        if stem == "mod" && me == stem {
+            let own = pub_use
+                .replace_all(&declaration.replace_all(&body, ""), "")
+                .into_owned();
+            let path = Regex::new(&format!(
+                r"(?:\bself::|{}|(?:^|[^\w:]))(\w+)::",
+                regex::escape(&prefix)
+            ))
+            .unwrap();
+            named.extend(path.captures_iter(&own).map(|c| c[1].to_owned()));
+            named.retain(|n| siblings.contains(n));
+        } else {
+            let parent = if me == stem {
+                dir.join("mod.rs")
+            } else {
+                dir.parent().unwrap().join("mod.rs")
+            };
+            let siblings: BTreeSet<String> = if me == stem {
+                siblings
+            } else {
+                fs::read_dir(dir.parent().unwrap())
+                    .unwrap()
+                    .map(|e| e.unwrap().path())
+                    .filter(|p| p.is_dir() || p.extension().is_some_and(|x| x == "rs"))
+                    .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
+                    .filter(|n| n != "mod" && n != "tests" && n != "snapshots")
+                    .collect()
+            };
+            let parent_code = fs::read_to_string(&parent)
+                .map(|t| code(&t))
+                .unwrap_or_default();
+            let mut own: BTreeSet<String> = item
+                .captures_iter(&parent_code)
+                .map(|c| c[1].to_owned())
+                .collect();
+            let mut reexported: BTreeMap<String, String> = BTreeMap::new();
+            for c in reexport.captures_iter(&parent_code) {
+                if !siblings.contains(&c[1]) {
+                    continue;
+                }
+                for name in c[2].trim_matches(['{', '}', ' ']).split(',') {
+                    let last = name
+                        .rsplit(" as ")
+                        .next()
+                        .unwrap()
+                        .rsplit("::")
+                        .next()
+                        .unwrap()
+                        .trim();
+                    if !last.is_empty() && last != "*" {
+                        reexported.insert(last.to_owned(), c[1].to_owned());
+                    }
+                }
+            }
+            own.retain(|n| !reexported.contains_key(n));
+            let path = Regex::new(&format!(
+                r"\b(?:super::|{})(\{{[^}}]*\}}|\w+|\*)",
+                regex::escape(&prefix)
+            ))
+            .unwrap();
+            for c in path.captures_iter(&body) {
+                let names: Vec<&str> = match c[1].strip_prefix('{') {
+                    Some(group) => group.trim_end_matches('}').split(',').collect(),
+                    None => vec![&c[1]],
+                };
+                for name in names {
+                    let head = name
+                        .split("::")
+                        .next()
+                        .unwrap()
+                        .split(" as ")
+                        .next()
+                        .unwrap()
+                        .trim();
+                    if siblings.contains(head) {
+                        named.push(head.to_owned());
+                    } else if let Some(child) = reexported.get(head) {
+                        named.push(child.clone());
+                    } else if own.contains(head) || head == "*" {
+                        named.push("mod".to_owned());
+                    }
+                }
+            }
+        }
+        for other in named.into_iter().filter(|n| *n != me) {
+            edges.entry(node(&me)).or_default().insert(node(&other));
+        }
+    }
+    edges
+}
+
+/// The strongly connected components of more than one node (Tarjan).
+fn circles(edges: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
+    struct Walk<'a> {
+        edges: &'a BTreeMap<String, BTreeSet<String>>,
+        index: HashMap<&'a str, (usize, usize)>,
+        stack: Vec<&'a str>,
+        out: Vec<Vec<String>>,
+    }
+    fn visit<'a>(w: &mut Walk<'a>, v: &'a str) {
+        let n = w.index.len();
+        w.index.insert(v, (n, n));
+        w.stack.push(v);
+        for next in w.edges.get(v).into_iter().flatten() {
+            let low = match w.index.get(next.as_str()) {
+                None => {
+                    visit(w, next);
+                    w.index[next.as_str()].1
+                }
+                Some(&(i, _)) if w.stack.contains(&next.as_str()) => i,
+                Some(_) => continue,
+            };
+            let entry = w.index.get_mut(v).unwrap();
+            entry.1 = entry.1.min(low);
+        }
+        let (i, low) = w.index[v];
+        if i == low {
+            let at = w.stack.iter().position(|s| *s == v).unwrap();
+            let component: Vec<String> = w.stack.drain(at..).map(str::to_owned).collect();
+            if component.len() > 1 {
+                w.out.push(component);
+            }
+        }
+    }
+    let mut w = Walk {
+        edges,
+        index: HashMap::new(),
+        stack: vec![],
+        out: vec![],
+    };
+    for v in edges.keys() {
+        if !w.index.contains_key(v.as_str()) {
+            visit(&mut w, v);
+        }
+    }
+    w.out
+}
+
+#[test]
+fn no_two_files_of_a_folder_name_each_other_in_a_circle() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let edges = file_edges(&src);
+    // A known edge: the routing step names the model API handler.
+    assert!(
+        edges
+            .get("proxy/service")
+            .is_some_and(|e| e.contains("proxy/api")),
+        "the file graph was not read: {edges:?}"
+    );
+    let found = circles(&edges);
+    assert!(
+        found.is_empty(),
+        "files that name each other in a circle (mod.rs included):\n{}",
+        found
+            .iter()
+            .map(|c| c.join(" "))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
+
+#[test]
+fn a_circle_through_mod_rs_is_found() {
+    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (a, b) in [
+        ("p/mod", "p/a"),
+        ("p/a", "p/b"),
+        ("p/b", "p/mod"),
+        ("p/c", "p/a"),
+    ] {
+        edges.entry(a.into()).or_default().insert(b.into());
+    }
+    let mut found = circles(&edges);
+    found.iter_mut().for_each(|c| c.sort());
+    assert_eq!(found, vec![vec!["p/a", "p/b", "p/mod"]]);
 }

@@ -19,7 +19,7 @@ pub fn request_key(
     body: Option<&Body>,
     rules: &normalize::Rules,
 ) -> String {
-    let scope = if route == "http" {
+    let scope = if route == Route::Http.name() {
         format!("http {method} {path}")
     } else {
         match Route::from_name(route).key_scope(path) {

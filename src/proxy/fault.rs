@@ -537,10 +537,12 @@ mod tests {
                     name: "get_weather".into(),
                     parameters: json!({"type": "object", "required": ["city"],
                         "properties": {"city": {"type": "string"}, "unit": {"enum": ["c", "f"]}}}),
+                    definition: Value::Null,
                 },
                 ToolDef {
                     name: "get_time_unknown".into(),
                     parameters: json!({}),
+                    definition: Value::Null,
                 },
             ],
             tool_calls: vec![

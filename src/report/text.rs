@@ -48,17 +48,9 @@ pub(crate) fn truncate(s: &str, max: usize) -> Cow<'_, str> {
     }
 }
 
-/// Text that came from the program, the model or a cassette, made safe to print: escape
-/// sequences removed (a cassette from an untrusted branch must not drive the terminal, and
-/// a stderr tail's colours are noise in a file), other control characters except newline
-/// and tab dropped.
-pub(crate) fn clean(s: &str) -> String {
-    anstream::adapter::strip_str(s)
-        .to_string()
-        .chars()
-        .filter(|&c| !c.is_control() || c == '\n' || c == '\t')
-        .collect()
-}
+/// Text that came from the program, the model or a cassette, made safe to print (one
+/// definition for every renderer: the trajectory's).
+pub(crate) use crate::trajectory::render::clean;
 
 /// `spec::name`, the way pytest names a test: unique across spec files.
 pub(crate) fn label(case: &CaseReport) -> String {

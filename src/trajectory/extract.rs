@@ -23,8 +23,6 @@ pub(crate) struct Step<'a> {
     pub it: &'a Interaction,
     /// The test-runner turn; 0 when the recording has none.
     pub turn: usize,
-    /// The request's `tools`, raw, match rules applied (descriptions included).
-    pub tools: Vec<Value>,
     /// The model call; `None` for plain HTTP or a body that is not JSON.
     pub call: Option<ModelCall>,
     /// The conversation items this request sent that earlier ones had not.
@@ -57,7 +55,7 @@ pub(crate) fn steps<'a>(interactions: &'a [Interaction], rules: Option<&Rules>) 
     for it in interactions {
         let request = it.request.body.as_ref().and_then(Body::json_transient);
         let request: Option<Cow<'a, Value>> = request.map(|body| match rules {
-            Some(r) if it.route != "http" => Cow::Owned(normalize::normalize(&body, r)),
+            Some(r) if it.route != Route::Http.name() => Cow::Owned(normalize::normalize(&body, r)),
             _ => body,
         });
         let call = request.as_deref().and_then(|r| it.model_call_with(r));
@@ -81,9 +79,6 @@ pub(crate) fn steps<'a>(interactions: &'a [Interaction], rules: Option<&Rules>) 
             }
             _ => Vec::new(),
         };
-        let tools = (request.as_deref())
-            .and_then(|r| r["tools"].as_array().cloned())
-            .unwrap_or_default();
         if answered {
             // A body that is not JSON carries no conversation, as for the requests after it.
             window.push_back(request.unwrap_or(Cow::Owned(Value::Null)));
@@ -94,7 +89,6 @@ pub(crate) fn steps<'a>(interactions: &'a [Interaction], rules: Option<&Rules>) 
         out.push(Step {
             it,
             turn: it.turn.unwrap_or(0),
-            tools,
             call,
             new,
             answered,

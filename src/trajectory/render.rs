@@ -422,8 +422,10 @@ pub(crate) fn cut(s: &str, max: usize) -> String {
     }
 }
 
-/// Text from a recording made safe to print: escape sequences removed, other control
-/// characters except newline and tab dropped.
+/// Text that came from the program, the model or a cassette, made safe to print: escape
+/// sequences removed (a cassette from an untrusted branch must not drive the terminal, and
+/// a stderr tail's colours are noise in a file), other control characters except newline
+/// and tab dropped. Every renderer, the reports' included, uses this one.
 pub(crate) fn clean(s: &str) -> String {
     anstream::adapter::strip_str(s)
         .to_string()

@@ -176,7 +176,7 @@ pub fn read(cassette: &Cassette) -> Shown {
                 status: s.it.response.status,
                 latency_ms: s.it.latency_ms,
                 error: body
-                    .and_then(|b| b["error"]["message"].as_str())
+                    .and_then(crate::dialect::error_message)
                     .map(str::to_owned),
             });
             continue;

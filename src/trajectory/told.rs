@@ -44,15 +44,14 @@ impl ToldLog {
     }
 }
 
-/// The raw definition of each tool a request offers, by name (description included).
+/// The definition of each tool a request offers, by name, as the request wrote it
+/// (description included).
 fn tool_defs<'v>(step: &'v Step<'_>) -> BTreeMap<&'v str, &'v Value> {
     let Some(call) = &step.call else {
         return BTreeMap::new();
     };
-    call.tools
-        .iter()
-        .zip(&step.tools)
-        .map(|(t, r)| (t.name.as_str(), r))
+    (call.tools.iter())
+        .map(|t| (t.name.as_str(), &t.definition))
         .collect()
 }
 

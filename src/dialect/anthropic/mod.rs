@@ -10,10 +10,11 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde_json::{json, Value};
 
+use super::contract::{Dialect, ErrorFault, Spoil, INJECTED};
 use super::shared::{
     array, broken_json, cut_object, nth_call, params, parts, result_message, rewrite_results, text,
+    AssembleError,
 };
-use super::{AssembleError, Dialect, ErrorFault, Spoil, INJECTED};
 use crate::neutral::{Message, ModelCall, ToolCall, ToolDef, ToolResult, Usage};
 use crate::sse::SseEvent;
 
@@ -228,6 +229,7 @@ pub fn extract(request: &Value, response: &Value) -> ModelCall {
         .map(|t| ToolDef {
             name: t["name"].as_str().unwrap_or_default().to_owned(),
             parameters: t["input_schema"].clone(),
+            definition: t.clone(),
         })
         .collect();
     let messages = array(request, "messages");

@@ -19,8 +19,10 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde_json::{json, Value};
 
-use super::shared::{array, broken_json, cut_object, nth_call, params, rewrite_results, text};
-use super::{AssembleError, Dialect, ErrorFault, Spoil, INJECTED};
+use super::contract::{Dialect, ErrorFault, Spoil, INJECTED};
+use super::shared::{
+    array, broken_json, cut_object, nth_call, params, rewrite_results, text, AssembleError,
+};
 use crate::neutral::{Message, ModelCall, ToolCall, ToolDef, ToolResult, Usage};
 use crate::sse::SseEvent;
 
@@ -340,6 +342,7 @@ pub fn extract(request: &Value, response: &Value) -> ModelCall {
                 Some(openapi) => schema::json_schema(openapi),
                 None => (either(d, "parametersJsonSchema", "parameters_json_schema")).clone(),
             },
+            definition: d.clone(),
         })
         .collect();
     let contents = array(request, "contents");

@@ -10,11 +10,11 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde_json::{json, Value};
 
+use super::contract::{Dialect, ErrorFault, Spoil, INJECTED};
 use super::shared::{
     arguments, array, broken_json, content_text, is_system, params, parts, result_message,
-    rewrite_results,
+    rewrite_results, AssembleError,
 };
-use super::{AssembleError, Dialect, ErrorFault, Spoil, INJECTED};
 use crate::neutral::{parse_arguments, Message, ModelCall, ToolCall, ToolDef, ToolResult, Usage};
 use crate::sse::SseEvent;
 
@@ -226,6 +226,7 @@ pub fn extract(request: &Value, response: &Value) -> ModelCall {
                 .unwrap_or_default()
                 .to_owned(),
             parameters: t["function"]["parameters"].clone(),
+            definition: t.clone(),
         })
         .collect();
     let after_last_assistant = messages

@@ -10,12 +10,12 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde_json::{json, Value};
 
+use super::contract::{Dialect, ErrorFault, Spoil, INJECTED};
 use super::openai_chat::spoil_function;
 use super::shared::{
     arguments, array, content_text, is_system, nth_call, params, parts, result_message,
-    rewrite_results,
+    rewrite_results, AssembleError,
 };
-use super::{AssembleError, Dialect, ErrorFault, Spoil, INJECTED};
 use crate::neutral::{parse_arguments, Message, ModelCall, ToolCall, ToolDef, ToolResult, Usage};
 use crate::sse::SseEvent;
 
@@ -267,6 +267,7 @@ pub fn extract(request: &Value, response: &Value) -> ModelCall {
         .map(|t| ToolDef {
             name: tool_name(t).to_owned(),
             parameters: t["parameters"].clone(),
+            definition: t.clone(),
         })
         .collect();
     let calls_by_id = calls_in(&items);

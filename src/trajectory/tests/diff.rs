@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 
 use super::{case, tool, weather_tools, Rec, TRAVEL_SYSTEM};
 use crate::cassette::format::Hole;
-use crate::cassette::{Body, Cassette};
+use crate::cassette::{Body, Cassette, Interaction};
 use crate::spec::asserted;
 use crate::trajectory::{
     diff_cassettes, render_json, render_markdown, render_text, Asserted, Verdict,
@@ -404,9 +404,34 @@ fn arrays_align_so_an_insertion_is_one_change() {
     assert_eq!(d.asserted, 1, "{text}");
 }
 
+/// One answered model request of `route` at `path`, its volatile values from `salt`.
+fn exchange(route: &str, path: &str, request: Value, response: Value, salt: u64) -> Interaction {
+    use crate::cassette::{RecordedRequest, RecordedResponse};
+    Interaction {
+        route: route.into(),
+        key: format!("{salt}"),
+        turn: None,
+        request: RecordedRequest {
+            method: "POST".into(),
+            path: path.into(),
+            body: Some(Body::Json(request.into())),
+            body_xxh3: None,
+        },
+        response: RecordedResponse {
+            status: 200,
+            headers: Default::default(),
+            body: Some(Body::Json(response.into())),
+            events: None,
+            aborted: None,
+            encoded: Default::default(),
+            encoded_events: Default::default(),
+        },
+        latency_ms: 100 * salt,
+    }
+}
+
 #[test]
 fn other_dialects_diff_the_same_way() {
-    use crate::cassette::{Interaction, RecordedRequest, RecordedResponse};
     let anthropic = |city: &str, salt: u64| {
         let mut c = booking(salt, Booking::default());
         let request = json!({"model": "claude-sonnet-4-5", "max_tokens": 1024, "system": "You are a weather assistant.",
@@ -415,27 +440,13 @@ fn other_dialects_diff_the_same_way() {
         let response = json!({"id": format!("msg_{salt}"), "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
             "content": [{"type": "tool_use", "id": format!("toolu_{salt}"), "name": "get_weather", "input": {"city": city}}],
             "stop_reason": "tool_use", "usage": {"input_tokens": 100 + salt, "output_tokens": 20}});
-        c.interactions = vec![Interaction {
-            route: "anthropic.messages".into(),
-            key: format!("{salt}"),
-            turn: None,
-            request: RecordedRequest {
-                method: "POST".into(),
-                path: "/v1/messages".into(),
-                body: Some(Body::Json(request.into())),
-                body_xxh3: None,
-            },
-            response: RecordedResponse {
-                status: 200,
-                headers: Default::default(),
-                body: Some(Body::Json(response.into())),
-                events: None,
-                aborted: None,
-                encoded: Default::default(),
-                encoded_events: Default::default(),
-            },
-            latency_ms: 100 * salt,
-        }];
+        c.interactions = vec![exchange(
+            "anthropic.messages",
+            "/v1/messages",
+            request,
+            response,
+            salt,
+        )];
         c
     };
     let all = Asserted::everything();
@@ -449,6 +460,47 @@ fn other_dialects_diff_the_same_way() {
         "{}",
         render_text(&d)
     );
+}
+
+/// Gemini declares its functions inside `tools[*].functionDeclarations`: a change to the
+/// second declaration is that tool's, and the first is unchanged.
+#[test]
+fn a_changed_gemini_function_declaration_is_its_own_tool() {
+    let gemini = |salt: u64, forecast: &str| {
+        let mut c = booking(salt, Booking::default());
+        let request = json!({
+            "systemInstruction": {"parts": [{"text": "You are a weather assistant."}]},
+            "tools": [{"functionDeclarations": [
+                {"name": "get_weather", "description": "Current weather for a city.",
+                 "parameters": {"type": "OBJECT", "properties": {"city": {"type": "STRING"}}, "required": ["city"]}},
+                {"name": "get_forecast", "description": forecast,
+                 "parameters": {"type": "OBJECT", "properties": {"city": {"type": "STRING"}, "days": {"type": "INTEGER"}}}}
+            ]}],
+            "contents": [{"role": "user", "parts": [{"text": "Weather in Paris?"}]}]
+        });
+        let response = json!({"candidates": [{"content": {"role": "model",
+                "parts": [{"functionCall": {"name": "get_weather", "args": {"city": "Paris"}}}]}, "finishReason": "STOP"}],
+            "usageMetadata": {"promptTokenCount": 100 + salt, "candidatesTokenCount": 20},
+            "modelVersion": "gemini-2.5-flash", "responseId": format!("resp-{salt}")});
+        let path = "/v1beta/models/gemini-2.5-flash:generateContent";
+        c.interactions = vec![exchange("gemini.generate", path, request, response, salt)];
+        c
+    };
+    let all = Asserted::everything();
+    let same = diff_cassettes(&gemini(1, "Forecast."), &gemini(2, "Forecast."), &all);
+    assert_eq!(same.verdict, Verdict::Identical);
+    let d = diff_cassettes(
+        &gemini(1, "Forecast."),
+        &gemini(2, "Forecast for the next days."),
+        &all,
+    );
+    let text = render_text(&d);
+    assert!(
+        text.contains("tool get_forecast definition changed"),
+        "{text}"
+    );
+    assert!(text.contains("Forecast for the next days."), "{text}");
+    assert!(!text.contains("get_weather definition"), "{text}");
 }
 
 #[test]
