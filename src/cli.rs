@@ -428,12 +428,7 @@ pub struct TestArgs {
     pub fault: Vec<crate::fault::Fault>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ReportFormat {
-    Json,
-    Markdown,
-    Junit,
-}
+pub use crate::report::Format as ReportFormat;
 
 /// Options of every proxy session.
 #[derive(Debug, Args)]

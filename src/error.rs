@@ -9,7 +9,6 @@ use crate::matching::normalize::RuleError;
 use crate::proxy::upstream::InvalidUpstream;
 use crate::proxy::BindError;
 use crate::runner::child::ChildError;
-use crate::runner::mocks::MockError;
 use crate::runner::plan::PlanError;
 
 /// Exit code: success.
@@ -130,9 +129,6 @@ pub enum Error {
     #[error(transparent)]
     Upstream(#[from] InvalidUpstream),
 
-    #[error(transparent)]
-    Mocks(#[from] MockError),
-
     #[error("the program made no request through the proxy, so no cassette was written\n  the proxy injected: {injected}\n  hint: make the program read one of these variables for its API base URL (run `agentproxy doctor -- COMMAND` to check)")]
     NothingRecorded { injected: String },
 
@@ -168,7 +164,6 @@ impl From<PlanError> for Error {
             PlanError::Cassette(e) => Error::Cassette(e),
             PlanError::Rules(e) => Error::Rules(e),
             PlanError::Upstream(e) => Error::Upstream(e),
-            PlanError::Mocks(e) => Error::Mocks(e),
         }
     }
 }
@@ -215,7 +210,6 @@ impl Error {
             | Error::Bind(_)
             | Error::Signal(_)
             | Error::Upstream(_)
-            | Error::Mocks(_)
             | Error::Child(ChildError::NoCommand)
             | Error::Spec(_) => EXIT_USAGE,
             Error::Cassette(e) => match e {

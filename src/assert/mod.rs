@@ -11,7 +11,9 @@ mod paths;
 
 pub use calls::{check_calls, CallExpectation, CallsSpec, Count, ObservedCall, Order};
 pub(crate) use json::join_path;
-pub use matchers::{MatchContext, Matcher, MatcherError};
+#[cfg(test)]
+pub use matchers::MatcherError;
+pub use matchers::{MatchContext, Matcher};
 
 #[cfg(test)]
 mod tests;

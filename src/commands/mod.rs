@@ -3,6 +3,7 @@
 pub mod diff;
 pub mod doctor;
 pub mod mcp;
+mod output;
 pub mod record;
 pub mod replay;
 pub mod report;

@@ -28,6 +28,6 @@ fn run_merge(args: MergeArgs) -> Result<Exit> {
     } else {
         args.reports
     };
-    super::test::write_reports(&formats, &args.outputs, &run)?;
+    super::output::write_reports(&formats, &args.outputs, &run)?;
     Ok(Exit::Ok)
 }

@@ -3,17 +3,14 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use serde_json::Value;
-
-use crate::assert::Matcher;
-use crate::cli::{ReportFormat, TestArgs};
+use crate::cli::TestArgs;
 use crate::determinism;
 use crate::error::{Error, Exit, Result};
 use crate::report::console::{Console, ConsoleOptions};
-use crate::report::{self, CaseReport, RunReport, Summary};
+use crate::report::{CaseReport, RunReport, Summary};
 use crate::runner::case::{self, Settings};
 use crate::runner::env;
-use crate::spec::{self, MatcherKind, MatcherProblem, Verbosity};
+use crate::spec::{self, Verbosity};
 
 /// Two cases of one run on one cassette path would overwrite each other's recording (or
 /// replay the other's): refuse the run before anything starts.
@@ -45,7 +42,7 @@ pub async fn run(args: TestArgs) -> Result<Exit> {
     if args.outputs.len() > args.reports.len() {
         return Err(Error::OutputWithoutReport);
     }
-    let loaded = spec::load_all(&args.specs, &validate_matcher)?;
+    let loaded = spec::load_all(&args.specs)?;
     if !args.quiet {
         for dir in &loaded.without_specs {
             eprintln!(
@@ -207,7 +204,7 @@ pub async fn run(args: TestArgs) -> Result<Exit> {
         shard,
     };
     console.finish(&run);
-    write_reports(&args.reports, &args.outputs, &run)?;
+    super::output::write_reports(&args.reports, &args.outputs, &run)?;
     Ok(if run.summary.errors > 0 {
         Exit::Execution
     } else if run.summary.failed > 0 {
@@ -232,53 +229,4 @@ async fn check_determinism_of(
         console.note(&determinism::suggestion_note(&sp.file, &c.name, &yaml));
     }
     checked.report
-}
-
-/// Load-time validation of matcher expressions, so a bad regex is a spec error with its
-/// file:line:column, not a failure halfway through a run.
-pub(crate) fn validate_matcher(
-    expr: &Value,
-    kind: MatcherKind,
-) -> std::result::Result<(), MatcherProblem> {
-    let compiled = match kind {
-        MatcherKind::Args => Matcher::compile(expr),
-        MatcherKind::Text => Matcher::compile_text(expr),
-    };
-    compiled.map(|_| ()).map_err(|e| MatcherProblem {
-        path: e.path,
-        message: e.message,
-        hint: e.hint,
-    })
-}
-
-/// Render `run` in each of `formats`, each to the output at its position (stdout without
-/// one, or for `-`).
-pub(crate) fn write_reports(
-    formats: &[ReportFormat],
-    outputs: &[std::path::PathBuf],
-    run: &RunReport,
-) -> Result<()> {
-    for (i, format) in formats.iter().enumerate() {
-        let text = match format {
-            ReportFormat::Json => report::json::render(run),
-            ReportFormat::Markdown => report::markdown::render(run),
-            ReportFormat::Junit => report::junit::render(run),
-        };
-        match outputs.get(i).filter(|p| p.as_os_str() != "-") {
-            Some(path) => {
-                if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                    std::fs::create_dir_all(dir).map_err(|source| Error::ReportDir {
-                        dir: dir.to_owned(),
-                        source,
-                    })?;
-                }
-                std::fs::write(path, text).map_err(|source| Error::WriteReport {
-                    path: path.clone(),
-                    source,
-                })?
-            }
-            None => print!("{text}"),
-        }
-    }
-    Ok(())
 }

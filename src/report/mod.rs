@@ -2,6 +2,7 @@
 //! held. Renderers (console, JSON, Markdown, JUnit) read only this.
 
 pub mod console;
+mod formats;
 pub mod json;
 pub mod junit;
 pub mod markdown;
@@ -15,6 +16,8 @@ use serde_json::Value;
 
 use crate::neutral::Usage;
 use crate::spec::Shard;
+
+pub use formats::{render, Format};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunReport {

@@ -7,8 +7,6 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use regex::Regex;
-
 use super::driver::{CommandApp, Driven};
 use super::env;
 use super::error::{CaseError, ProgramError};
@@ -441,11 +439,7 @@ fn command_app(
         argv: argv.to_owned(),
         env: vars,
         cwd: Some(spec.app.cwd.clone()),
-        reply_until: spec
-            .app
-            .reply_until
-            .as_deref()
-            .and_then(|r| Regex::new(r).ok()),
+        reply_until: spec.app.reply_until.as_ref().map(|p| p.regex.clone()),
     }
 }
 

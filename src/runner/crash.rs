@@ -139,12 +139,7 @@ mod tests {
         let src = format!(
             "app: {{command: a}}\ncases:\n  - name: a\n    input: go\n    crash: {{after: {{executed: send_email}}}}\n{expect}"
         );
-        let spec = crate::spec::parse(
-            &src,
-            std::path::Path::new("s.yaml"),
-            &crate::spec::AcceptAnyMatcher,
-        )
-        .unwrap();
+        let spec = crate::spec::parse(&src, std::path::Path::new("s.yaml")).unwrap();
         spec.cases[0].clone()
     }
 

@@ -5,13 +5,11 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 
 use serde_json::Value;
 
-use crate::assert::{
-    self, CallExpectation, CallsSpec, MatchContext, Matcher, MatcherError, ObservedCall,
-};
+use crate::assert::{self, CallExpectation, CallsSpec, MatchContext, ObservedCall};
 use crate::cassette::{Body, Interaction};
 use crate::neutral::{Execution, ModelCall, ToolCall, Usage};
 use crate::report::{AssertionResult, CallExecution, CallReport, ExecutionReport, TurnReport};
-use crate::spec::{CallExpr, Case, Count, Expect, Order};
+use crate::spec::{CallExpr, Case, Count, Expect, Expr, Order};
 use crate::trajectory::executions::{Executions, Fate};
 
 /// What one turn did at the model boundary.
@@ -292,13 +290,9 @@ fn observed(name: &str, arguments: &Value, schemas: &HashMap<String, Value>) -> 
 
 /// The verdicts of a calls assertion over `observed`: one passed, or one per failure.
 fn judge_calls(
-    spec: Result<(CallsSpec, String), MatcherError>,
+    (spec, what): (CallsSpec, String),
     observed: &[ObservedCall],
 ) -> Vec<AssertionResult> {
-    let (spec, what) = match spec {
-        Ok(s) => s,
-        Err(e) => return vec![failed("calls", e.to_string())],
-    };
     let failures = assert::check_calls(&spec, observed);
     if failures.is_empty() {
         return vec![passed(what)];
@@ -317,28 +311,25 @@ fn judge_calls(
         .collect()
 }
 
-fn compile(c: &CallExpr) -> Result<CallExpectation, MatcherError> {
-    Ok(CallExpectation {
-        name: c.tool.clone(),
-        args: c.args.as_ref().map(Matcher::compile).transpose()?,
-    })
-}
-
-fn compile_all<'a>(
-    list: impl IntoIterator<Item = &'a CallExpr>,
-) -> Result<Vec<CallExpectation>, MatcherError> {
-    list.into_iter().map(compile).collect()
+/// The expectations of `list`, their matchers compiled when the spec was loaded.
+fn expectations<'a>(list: impl IntoIterator<Item = &'a CallExpr>) -> Vec<CallExpectation> {
+    (list.into_iter())
+        .map(|c| CallExpectation {
+            name: c.tool.clone(),
+            args: c.args.as_ref().map(|a| a.matcher.clone()),
+        })
+        .collect()
 }
 
 /// The executions assertion of `e`: `executed` in order, nothing else when it is `[]`,
 /// none of `not_executed` and `never`.
-fn executions_spec(e: &Expect) -> Result<(CallsSpec, String), MatcherError> {
+fn executions_spec(e: &Expect) -> (CallsSpec, String) {
     let spec = CallsSpec {
-        calls: compile_all(e.executed.iter().flatten())?,
+        calls: expectations(e.executed.iter().flatten()),
         order: assert::Order::Subsequence,
         strict: e.executed.as_ref().is_some_and(Vec::is_empty),
         allow: Vec::new(),
-        never: compile_all(e.not_executed.iter().chain(&e.never))?,
+        never: expectations(e.not_executed.iter().chain(&e.never)),
         count: None,
         executions: true,
     };
@@ -353,14 +344,14 @@ fn executions_spec(e: &Expect) -> Result<(CallsSpec, String), MatcherError> {
     if !spec.never.is_empty() {
         parts.push(format!("not executed [{}]", list(&spec.never)));
     }
-    Ok((spec, parts.join("; ")))
+    (spec, parts.join("; "))
 }
 
-fn calls_spec(e: &Expect) -> Result<(CallsSpec, String), MatcherError> {
+fn calls_spec(e: &Expect) -> (CallsSpec, String) {
     let calls = e.calls.as_deref().unwrap_or_default();
     let to_usize = |n: Option<u64>| n.map(|v| usize::try_from(v).unwrap_or(usize::MAX));
     let spec = CallsSpec {
-        calls: compile_all(calls)?,
+        calls: expectations(calls),
         order: match e.order {
             Order::Subsequence => assert::Order::Subsequence,
             Order::Exact => assert::Order::Exact,
@@ -369,7 +360,7 @@ fn calls_spec(e: &Expect) -> Result<(CallsSpec, String), MatcherError> {
         // `calls: []` means no tool at all.
         strict: e.strict || e.calls.as_ref().is_some_and(Vec::is_empty),
         allow: e.allow.clone(),
-        never: compile_all(&e.never)?,
+        never: expectations(&e.never),
         count: e.count.map(|c| match (c.min, c.max) {
             (Some(a), Some(b)) if a == b => assert::Count::Exactly(to_usize(Some(a)).unwrap_or(0)),
             (min, max) => assert::Count::Range {
@@ -380,7 +371,7 @@ fn calls_spec(e: &Expect) -> Result<(CallsSpec, String), MatcherError> {
         executions: false,
     };
     let what = describe_calls(&spec);
-    Ok((spec, what))
+    (spec, what)
 }
 
 fn describe_calls(spec: &CallsSpec) -> String {
@@ -422,11 +413,8 @@ fn check_count(key: &str, noun: &str, want: Count, made: usize) -> AssertionResu
     }
 }
 
-fn check_text(what: &str, expr: &Value, actual: Option<&str>) -> AssertionResult {
-    let matcher = match Matcher::compile_text(expr) {
-        Ok(m) => m,
-        Err(e) => return failed(what, e.to_string()),
-    };
+fn check_text(what: &str, expr: &Expr, actual: Option<&str>) -> AssertionResult {
+    let matcher = &expr.matcher;
     let label = format!("{what} {matcher}");
     let value = actual.map(|s| Value::String(s.to_owned()));
     match matcher.check(value.as_ref(), &MatchContext::default()) {

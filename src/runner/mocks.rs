@@ -5,10 +5,10 @@ use std::sync::Mutex;
 
 use serde_json::Value;
 
-use crate::assert::{MatchContext, Matcher, MatcherError};
+use crate::assert::{MatchContext, Matcher};
 use crate::neutral::ToolCall;
 use crate::proxy::Mocked;
-use crate::spec::{MockKind, MockRule, Pos, ToolMock};
+use crate::spec::{Expr, MockKind, MockRule, Pos, ToolMock};
 
 /// Tool mocks given as JSON (by `agentproxy serve`'s control endpoint): each tool maps to
 /// `{"result": v}`, `{"results": [v, …]}` (not empty) or `{"rules": [{"when": m, "result":
@@ -38,9 +38,18 @@ pub fn tools_from_json(value: &Value) -> Result<BTreeMap<String, ToolMock>, Stri
                         let result = r
                             .get("result")
                             .ok_or_else(|| bad("each rule needs a `result`"))?;
+                        let when = r.get("when").filter(|w| !w.is_null());
+                        let when = when.map(|source| {
+                            let matcher = Matcher::compile(source)
+                                .map_err(|e| format!("tools.{name}: {e}"))?;
+                            Ok::<_, String>(Expr {
+                                source: source.clone(),
+                                matcher,
+                            })
+                        });
                         Ok(MockRule {
                             at: Pos::default(),
-                            when: r.get("when").filter(|w| !w.is_null()).cloned(),
+                            when: when.transpose()?,
                             result: result.clone(),
                         })
                     })
@@ -63,14 +72,6 @@ pub fn tools_from_json(value: &Value) -> Result<BTreeMap<String, ToolMock>, Stri
     Ok(out)
 }
 
-/// A `tools:` mock whose `when:` matcher does not compile.
-#[derive(Debug, thiserror::Error)]
-#[error("tools.{tool}: {source}")]
-pub struct MockError {
-    tool: String,
-    source: MatcherError,
-}
-
 enum Compiled {
     Fixed(Value),
     Sequence(Vec<Value>),
@@ -84,33 +85,25 @@ pub struct MockSet {
 }
 
 impl MockSet {
-    /// Compile the mocks; matchers were validated when the spec was loaded.
-    pub(crate) fn compile(tools: &BTreeMap<String, ToolMock>) -> Result<MockSet, MockError> {
+    /// The mocks of `tools`, their matchers compiled when they were read.
+    pub(crate) fn new(tools: &BTreeMap<String, ToolMock>) -> MockSet {
         let mut out = BTreeMap::new();
         for (name, mock) in tools {
             let compiled = match &mock.kind {
                 MockKind::Fixed(v) => Compiled::Fixed(v.clone()),
                 MockKind::Sequence(vs) => Compiled::Sequence(vs.clone()),
                 MockKind::Rules(rules) => Compiled::Rules(
-                    rules
-                        .iter()
-                        .map(|r| {
-                            let when = r.when.as_ref().map(Matcher::compile).transpose();
-                            when.map(|w| (w, r.result.clone()))
-                                .map_err(|source| MockError {
-                                    tool: name.clone(),
-                                    source,
-                                })
-                        })
-                        .collect::<Result<_, _>>()?,
+                    (rules.iter())
+                        .map(|r| (r.when.as_ref().map(|w| w.matcher.clone()), r.result.clone()))
+                        .collect(),
                 ),
             };
             out.insert(name.clone(), compiled);
         }
-        Ok(MockSet {
+        MockSet {
             tools: out,
             problems: Mutex::default(),
-        })
+        }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -188,7 +181,7 @@ mod tests {
             "roll": {"results": [1, 2]}
         }))
         .unwrap();
-        let set = MockSet::compile(&tools).unwrap();
+        let set = MockSet::new(&tools);
         let weather = |city: &str| set.result_for(&call("get_weather", json!({"city": city})), 0);
         assert_eq!(weather("Oslo"), Mocked::Result(json!({"temp_c": -5})));
         assert_eq!(weather("Lima"), Mocked::Result(json!({"temp_c": 20})));

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::mocks::{MockError, MockSet};
+use super::mocks::MockSet;
 use crate::cassette::format::{format_version, Upstreams};
 use crate::cassette::{Cassette, CassetteError, MatchRules, Writer};
 use crate::fault::CrashPoint;
@@ -128,9 +128,6 @@ pub(crate) enum PlanError {
 
     #[error(transparent)]
     Upstream(#[from] InvalidUpstream),
-
-    #[error(transparent)]
-    Mocks(#[from] MockError),
 }
 
 /// A run ready to start.
@@ -182,7 +179,7 @@ pub(crate) fn plan(setup: Setup, fwd: &Forwarding) -> Result<Plan, PlanError> {
             Some(Writer::open(&setup.path)?),
         ),
     };
-    let mocks = Arc::new(MockSet::compile(&setup.tools)?);
+    let mocks = Arc::new(MockSet::new(&setup.tools));
     let options = Options {
         rules,
         secrets: Secrets::from_vars(std::env::vars()),

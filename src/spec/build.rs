@@ -297,7 +297,8 @@ impl Builder<'_> {
                 format!("invalid hole name `{name}`: use letters, digits, `_` or `-`"),
             ));
         }
-        let regex = self.regex(regex_node, &f.path("regex"))?;
+        // Kept as written: a cassette stores its match rules as text.
+        let regex = self.regex(regex_node, &f.path("regex"))?.source;
         let within = f
             .get("in")
             .map(|n| self.pointer(n, &f.path("in")))

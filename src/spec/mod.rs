@@ -25,32 +25,31 @@ use std::path::{Path, PathBuf};
 
 pub use asserted::asserted;
 pub use error::SpecError;
-pub use model::{
-    CallExpr, Case, Count, Crash, Expect, Fuzz, MockKind, MockRule, Mode, Order, Pos, Spec, Target,
-    ToolMock, Verbosity,
-};
 #[cfg(test)]
-pub use read::AcceptAnyMatcher;
-pub use read::{MatcherKind, MatcherProblem, ValidateMatcher};
+pub use model::Pattern;
+pub use model::{
+    CallExpr, Case, Count, Crash, Expect, Expr, Fuzz, MockKind, MockRule, Mode, Order, Pos, Spec,
+    Target, ToolMock, Verbosity,
+};
 pub use resolve::{resolve, CliOverrides};
 pub use shard::{owner as shard_owner, Shard};
 
 /// Parse and validate the text of a spec. `file` is where it came from: it names the file
 /// in errors and anchors the spec's relative paths (`cassettes`, `app.cwd`).
-pub fn parse(src: &str, file: &Path, validate: &dyn ValidateMatcher) -> Result<Spec, SpecError> {
+pub fn parse(src: &str, file: &Path) -> Result<Spec, SpecError> {
     let root = yaml::parse(src).map_err(|e| SpecError::Invalid {
         file: file.to_path_buf(),
         at: e.at,
         message: format!("invalid YAML: {}", e.message),
         hint: None,
     })?;
-    read::Builder::new(file, validate).spec(&root)
+    read::Builder::new(file).spec(&root)
 }
 
 /// Read, parse and validate one spec file.
-pub fn load(path: &Path, validate: &dyn ValidateMatcher) -> Result<Spec, SpecError> {
+pub fn load(path: &Path) -> Result<Spec, SpecError> {
     let src = std::fs::read_to_string(path).map_err(|e| read_error(path, e))?;
-    parse(&src, path, validate)
+    parse(&src, path)
 }
 
 /// The spec files named by `paths`, and the directories among them that held none.
@@ -116,11 +115,11 @@ pub struct Loaded {
 
 /// Load every spec named by `paths` (see [`spec_files`]); every spec is read, and the
 /// errors of all of them are reported together.
-pub fn load_all(paths: &[PathBuf], validate: &dyn ValidateMatcher) -> Result<Loaded, SpecError> {
+pub fn load_all(paths: &[PathBuf]) -> Result<Loaded, SpecError> {
     let mut errors = error::Errors::default();
     let found = spec_files(paths)?;
     let specs = (found.files.iter())
-        .filter_map(|p| errors.take(load(p, validate)))
+        .filter_map(|p| errors.take(load(p)))
         .collect();
     errors.into_result(Loaded {
         specs,

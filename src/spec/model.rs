@@ -2,7 +2,8 @@
 //!
 //! Every value here has been checked at load time (types, regexes, durations, matcher
 //! syntax), so the runner never meets a spec error halfway through a run. Matcher
-//! expressions stay `serde_json::Value`; `crate::assert` compiles them.
+//! expressions and regexes are kept compiled ([`Expr`], [`Pattern`]): nothing compiles
+//! them again.
 //!
 //! The doc comments on these types are the reference for `docs/spec-reference.md`: each
 //! field says its YAML key, its type, its default and its meaning.
@@ -11,8 +12,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use regex::Regex;
 use serde_json::Value;
 
+use crate::assert::Matcher;
 use crate::cassette::format::MatchRules;
 use crate::fault::Fault;
 use crate::matching::index::Repeat;
@@ -92,8 +95,7 @@ pub struct App {
     pub timeout: Option<Duration>,
     /// `reply_until:` (regex, `command:` apps only): a turn ends at the first stdout line
     /// that matches it. `None`: a turn ends at the program's next stdout line.
-    /// The regex is valid (checked at load).
-    pub reply_until: Option<String>,
+    pub reply_until: Option<Pattern>,
     /// `cwd:` (string): the directory the program runs in. Relative to the spec file's
     /// directory; default: the spec file's directory (already resolved here). `command:`
     /// apps only.
@@ -158,7 +160,7 @@ pub struct MockRule {
     pub at: Pos,
     /// `when:` (argument matcher, optional): which calls this rule answers. The same matcher
     /// language as call arguments; validated at load.
-    pub when: Option<Value>,
+    pub when: Option<Expr>,
     /// `result:` (required, any value).
     pub result: Value,
 }
@@ -405,10 +407,10 @@ pub struct Expect {
     pub exit_at: Option<Pos>,
     /// `reply:` (text matcher): the last assistant message the model produced, read at the
     /// model boundary. A bare string means "contains"; validated at load.
-    pub reply: Option<Value>,
+    pub reply: Option<Expr>,
     /// `output:` (text matcher): what the program printed on stdout for the turn (command
     /// apps) or answered (url apps).
-    pub output: Option<Value>,
+    pub output: Option<Expr>,
 }
 
 /// How `calls:` are compared with the calls made.
@@ -452,8 +454,8 @@ pub struct CallExpr {
     pub at: Pos,
     /// The tool (function) name, compared exactly.
     pub tool: String,
-    /// The argument matcher, validated at load; `None` accepts any arguments.
-    pub args: Option<Value>,
+    /// The argument matcher, compiled at load; `None` accepts any arguments.
+    pub args: Option<Expr>,
 }
 
 /// `count: n` (exactly n, written `min == max`) or `count: {min?, max?}` (at least one).
@@ -461,4 +463,42 @@ pub struct CallExpr {
 pub struct Count {
     pub min: Option<u64>,
     pub max: Option<u64>,
+}
+
+/// A matcher expression as the spec wrote it (what reports show), compiled at load.
+#[derive(Debug, Clone)]
+pub struct Expr {
+    pub source: Value,
+    pub matcher: Matcher,
+}
+
+/// Two expressions are the same when they are written the same.
+impl PartialEq for Expr {
+    fn eq(&self, other: &Expr) -> bool {
+        self.source == other.source
+    }
+}
+
+/// A regex as the spec wrote it, compiled at load.
+#[derive(Debug, Clone)]
+pub struct Pattern {
+    pub source: String,
+    pub regex: Regex,
+}
+
+impl PartialEq for Pattern {
+    fn eq(&self, other: &Pattern) -> bool {
+        self.source == other.source
+    }
+}
+
+impl Pattern {
+    /// `source` compiled; for specs written in code (tests).
+    #[cfg(test)]
+    pub fn new(source: &str) -> Pattern {
+        Pattern {
+            source: source.to_owned(),
+            regex: Regex::new(source).expect("a valid regex"),
+        }
+    }
 }

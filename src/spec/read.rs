@@ -4,8 +4,7 @@
 //!
 //! The tree is read by hand rather than through `#[derive(Deserialize)]` because serde's
 //! errors cannot point into values validated after deserializing (a regex inside a matcher)
-//! nor suggest where a key belongs. Matchers are checked through [`ValidateMatcher`], so
-//! this module does not depend on the matcher implementation.
+//! nor suggest where a key belongs. Matchers and regexes are compiled here, once.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -14,7 +13,9 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::error::{did_you_mean, one_of, SpecError};
+use super::model::{Expr, Pattern};
 use super::yaml::{Kind, Node};
+use crate::assert::Matcher;
 
 /// Which matcher language an expression is written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,46 +24,6 @@ pub enum MatcherKind {
     Args,
     /// Text (`reply`, `output`): a bare string means contains.
     Text,
-}
-
-/// Why a matcher expression is invalid, as the matcher compiler reports it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MatcherProblem {
-    /// Where inside the expression: mapping keys and list indices, outermost first
-    /// (empty for the expression itself). Used to point at the exact line and column.
-    pub path: Vec<String>,
-    /// What is wrong.
-    pub message: String,
-    /// How to fix it.
-    pub hint: Option<String>,
-}
-
-/// Checks a matcher expression at load time. Implemented for any
-/// `Fn(&Value, MatcherKind) -> Result<(), MatcherProblem>`; the test command passes one
-/// that calls `assert::matchers::Matcher::compile` / `compile_text`.
-pub trait ValidateMatcher {
-    fn validate(&self, expr: &Value, kind: MatcherKind) -> Result<(), MatcherProblem>;
-}
-
-impl<F> ValidateMatcher for F
-where
-    F: Fn(&Value, MatcherKind) -> Result<(), MatcherProblem>,
-{
-    fn validate(&self, expr: &Value, kind: MatcherKind) -> Result<(), MatcherProblem> {
-        self(expr, kind)
-    }
-}
-
-/// Accepts every matcher expression (for tests that only read a spec's structure).
-#[cfg(test)]
-#[derive(Debug, Clone, Copy, Default)]
-pub struct AcceptAnyMatcher;
-
-#[cfg(test)]
-impl ValidateMatcher for AcceptAnyMatcher {
-    fn validate(&self, _: &Value, _: MatcherKind) -> Result<(), MatcherProblem> {
-        Ok(())
-    }
 }
 
 pub(super) type R<T> = Result<T, SpecError>;
@@ -175,12 +136,11 @@ impl<'n> Fields<'n> {
 
 pub(crate) struct Builder<'a> {
     pub(super) file: &'a Path,
-    validate: &'a dyn ValidateMatcher,
 }
 
 impl<'a> Builder<'a> {
-    pub(crate) fn new(file: &'a Path, validate: &'a dyn ValidateMatcher) -> Self {
-        Builder { file, validate }
+    pub(crate) fn new(file: &'a Path) -> Self {
+        Builder { file }
     }
 
     pub(super) fn err(&self, at: super::yaml::Pos, message: impl Into<String>) -> SpecError {
@@ -346,15 +306,18 @@ impl<'a> Builder<'a> {
         }
     }
 
-    pub(super) fn regex(&self, node: &Node, path: &str) -> R<String> {
-        let s = self.string(node, path)?;
-        regex::Regex::new(&s).map_err(|e| {
+    pub(super) fn regex(&self, node: &Node, path: &str) -> R<Pattern> {
+        let source = self.string(node, path)?;
+        let regex = regex::Regex::new(&source).map_err(|e| {
             self.err(
                 node.at,
-                format!("invalid regex `{s}` in `{path}`: {}", regex_message(&e)),
+                format!(
+                    "invalid regex `{source}` in `{path}`: {}",
+                    regex_message(&e)
+                ),
             )
         })?;
-        Ok(s)
+        Ok(Pattern { source, regex })
     }
 
     /// A JSON pointer as `match` uses them: `/a/b`, with `*` for any key or index.
@@ -370,31 +333,43 @@ impl<'a> Builder<'a> {
         Ok(s)
     }
 
-    pub(super) fn matcher(&self, node: &Node, path: &str, kind: MatcherKind) -> R<Value> {
+    /// A matcher expression, compiled: an invalid one is an error at the line and column
+    /// of the part that is wrong.
+    pub(super) fn matcher(&self, node: &Node, path: &str, kind: MatcherKind) -> R<Expr> {
         let value = node.to_json().map_err(|at| {
             self.err(
                 at,
                 format!("a key in `{path}` must be a string, number or boolean"),
             )
         })?;
-        if let Err(problem) = self.validate.validate(&value, kind) {
-            let at = node.locate_entry(&problem.path);
-            let mut full = path.to_owned();
-            let mut cur = Some(node);
-            for seg in &problem.path {
-                full = match cur.map(|n| &n.kind) {
-                    Some(Kind::Seq(_)) => format!("{full}[{seg}]"),
-                    _ => join(&full, seg),
-                };
-                cur = cur.and_then(|n| n.child(seg));
+        let compiled = match kind {
+            MatcherKind::Args => Matcher::compile(&value),
+            MatcherKind::Text => Matcher::compile_text(&value),
+        };
+        let problem = match compiled {
+            Ok(matcher) => {
+                return Ok(Expr {
+                    source: value,
+                    matcher,
+                })
             }
-            let message = format!("invalid matcher in `{full}`: {}", problem.message);
-            return Err(match problem.hint {
-                Some(h) => self.err_hint(at, message, h),
-                None => self.err(at, message),
-            });
+            Err(problem) => problem,
+        };
+        let at = node.locate_entry(&problem.path);
+        let mut full = path.to_owned();
+        let mut cur = Some(node);
+        for seg in &problem.path {
+            full = match cur.map(|n| &n.kind) {
+                Some(Kind::Seq(_)) => format!("{full}[{seg}]"),
+                _ => join(&full, seg),
+            };
+            cur = cur.and_then(|n| n.child(seg));
         }
-        Ok(value)
+        let message = format!("invalid matcher in `{full}`: {}", problem.message);
+        Err(match problem.hint {
+            Some(h) => self.err_hint(at, message, h),
+            None => self.err(at, message),
+        })
     }
 
     /// Any value (mock results), as JSON.

@@ -254,13 +254,12 @@ mod tests {
 
     use super::*;
     use crate::spec::model::Execution;
-    use crate::spec::{parse, AcceptAnyMatcher};
+    use crate::spec::parse;
 
     fn spec(execution: Execution, cassettes: Option<&str>) -> Spec {
         let mut s = parse(
             "app: {command: a}\ncases: [{name: a, input: b}]\n",
             Path::new("specs/weather.yaml"),
-            &AcceptAnyMatcher,
         )
         .unwrap();
         s.execution = execution;

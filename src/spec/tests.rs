@@ -13,55 +13,20 @@ use crate::cassette::format::{Hole, MatchRules};
 use crate::fault::CrashPoint;
 use crate::matching::index::Repeat;
 
-/// A stand-in for the matcher compiler: `regex` operands must compile, and an object key
-/// `bogus` is an unknown operator, reported with its path like the real compiler does.
-fn check(expr: &Value, _kind: MatcherKind) -> Result<(), MatcherProblem> {
-    fn walk(v: &Value, path: &mut Vec<String>) -> Result<(), MatcherProblem> {
-        match v {
-            Value::Object(map) => {
-                for (k, item) in map {
-                    path.push(k.clone());
-                    if k == "bogus" {
-                        return Err(MatcherProblem {
-                            path: path.clone(),
-                            message: "unknown operator `bogus`".into(),
-                            hint: Some("see the matcher reference".into()),
-                        });
-                    }
-                    if k == "regex" {
-                        let src = item.as_str().unwrap_or_default();
-                        if let Err(e) = regex::Regex::new(src) {
-                            return Err(MatcherProblem {
-                                path: path.clone(),
-                                message: format!(
-                                    "invalid regex `{src}`: {}",
-                                    e.to_string().lines().last().unwrap_or("")
-                                ),
-                                hint: None,
-                            });
-                        }
-                    }
-                    walk(item, path)?;
-                    path.pop();
-                }
-                Ok(())
-            }
-            Value::Array(items) => {
-                for (i, item) in items.iter().enumerate() {
-                    path.push(i.to_string());
-                    walk(item, path)?;
-                    path.pop();
-                }
-                Ok(())
-            }
-            _ => Ok(()),
-        }
-    }
-    walk(expr, &mut Vec::new())
+/// An argument matcher written in code.
+fn arg_expr(source: Value) -> Expr {
+    let matcher = crate::assert::Matcher::compile(&source).unwrap();
+    Expr { source, matcher }
+}
+
+/// A text matcher written in code.
+fn text_expr(source: Value) -> Expr {
+    let matcher = crate::assert::Matcher::compile_text(&source).unwrap();
+    Expr { source, matcher }
 }
 
 fn load_str(src: &str) -> Result<Spec, SpecError> {
-    parse(src, Path::new("specs/weather.yaml"), &check)
+    parse(src, Path::new("specs/weather.yaml"))
 }
 
 /// The error text for `src`, or a panic if it loads.
@@ -141,7 +106,7 @@ fn a_full_spec_parses_to_the_model() {
                 ("PORT".into(), "8080".into()),
             ]),
             timeout: Some(Duration::from_secs(30)),
-            reply_until: Some("^DONE".into()),
+            reply_until: Some(Pattern::new("^DONE")),
             cwd: "specs".into(),
         },
         cassettes: Some("specs/cassettes/weather".into()),
@@ -169,7 +134,7 @@ fn a_full_spec_parses_to_the_model() {
                     kind: MockKind::Rules(vec![
                         MockRule {
                             at: Pos::new(16, 7),
-                            when: Some(json!({"city": "Paris"})),
+                            when: Some(arg_expr(json!({"city": "Paris"}))),
                             result: json!({"temp_c": 18, "sky": "sunny"}),
                         },
                         MockRule {
@@ -216,7 +181,7 @@ fn a_full_spec_parses_to_the_model() {
                         calls: Some(vec![CallExpr {
                             at: Pos::new(33, 11),
                             tool: "get_weather".into(),
-                            args: Some(json!({"city": {"contains": "Paris"}})),
+                            args: Some(arg_expr(json!({"city": {"contains": "Paris"}}))),
                         }]),
                         order: Order::Subsequence,
                         strict: true,
@@ -230,7 +195,7 @@ fn a_full_spec_parses_to_the_model() {
                             CallExpr {
                                 at: Pos::new(36, 31),
                                 tool: "transfer".into(),
-                                args: Some(json!({"amount": {"gt": 100}})),
+                                args: Some(arg_expr(json!({"amount": {"gt": 100}}))),
                             },
                         ],
                         executed: None,
@@ -242,7 +207,7 @@ fn a_full_spec_parses_to_the_model() {
                         requests: None,
                         exit: None,
                         exit_at: None,
-                        reply: Some(json!({"contains": "18"})),
+                        reply: Some(text_expr(json!({"contains": "18"}))),
                         output: None,
                     }),
                     faults: vec![],
@@ -280,8 +245,8 @@ fn a_full_spec_parses_to_the_model() {
                         expect: Some(Expect {
                             at: Pos::new(46, 17),
                             calls: Some(vec![]),
-                            reply: Some(json!({"regex": "6[0-9]"})),
-                            output: Some(json!("done")),
+                            reply: Some(text_expr(json!({"regex": "6[0-9]"}))),
+                            output: Some(text_expr(json!("done"))),
                             ..Expect::default()
                         }),
                         faults: vec![],
@@ -316,7 +281,6 @@ fn a_minimal_spec_gets_defaults() {
     let spec = parse(
         "app: {url: 'http://127.0.0.1:8088/chat'}\ncases: [{name: a, input: hi}]\n",
         Path::new("s.yaml"),
-        &check,
     )
     .unwrap();
     assert_eq!(spec.name, "s");
@@ -536,11 +500,11 @@ fn errors_point_at_file_line_and_column() {
         // Expectations.
         (
             &format!("{app}cases:\n  - name: a\n    input: x\n    expect:\n      calls:\n        - get_weather: {{city: {{regex: '(x'}}}}\n"),
-            "specs/weather.yaml:7:32: invalid matcher in `cases[0].expect.calls[0].get_weather.city.regex`: invalid regex `(x`: error: unclosed group".into(),
+            "specs/weather.yaml:7:32: invalid matcher in `cases[0].expect.calls[0].get_weather.city.regex`: regex `(x` does not compile: unclosed group\n  hint: regexes use Rust `regex` syntax (no look-around or backreferences); escape special characters such as `(`, `[`, `.`, `?` with `\\`".into(),
         ),
         (
-            &format!("{app}cases:\n  - name: a\n    input: x\n    expect:\n      reply:\n        any_of:\n          - {{contains: a}}\n          - {{bogus: 1}}\n"),
-            "specs/weather.yaml:9:14: invalid matcher in `cases[0].expect.reply.any_of[1].bogus`: unknown operator `bogus`\n  hint: see the matcher reference".into(),
+            &format!("{app}cases:\n  - name: a\n    input: x\n    expect:\n      reply:\n        any_of:\n          - {{contains: a}}\n          - {{contain: a}}\n"),
+            "specs/weather.yaml:9:14: invalid matcher in `cases[0].expect.reply.any_of[1].contain`: unknown operator `contain`; did you mean `contains`?\n  hint: to match a field named `contain`, wrap the fields: {fields: {contain: ...}}".into(),
         ),
         (
             &format!("{app}cases:\n  - name: a\n    input: x\n    expect: {{calls: [{{a: 1, b: 2}}]}}\n"),
@@ -610,8 +574,8 @@ fn errors_point_at_file_line_and_column() {
         ),
         (&format!("{app}tools:\n  t:\n    - when: {{a: 1}}\n"), "specs/weather.yaml:4:7: `tools.t[0]` is missing `result`".into()),
         (
-            &format!("{app}tools:\n  t:\n    - when: {{a: {{bogus: 1}}}}\n      result: 1\n"),
-            "specs/weather.yaml:4:18: invalid matcher in `tools.t[0].when.a.bogus`: unknown operator `bogus`\n  hint: see the matcher reference".into(),
+            &format!("{app}tools:\n  t:\n    - when: {{a: {{startsWith: x}}}}\n      result: 1\n"),
+            "specs/weather.yaml:4:18: invalid matcher in `tools.t[0].when.a.startsWith`: unknown operator `startsWith`; did you mean `starts_with`?\n  hint: to match a field named `startsWith`, wrap the fields: {fields: {startsWith: ...}}".into(),
         ),
         (
             &format!("{app}tools:\n  t: [{{when: , result: 1}}]\n"),
@@ -672,9 +636,7 @@ fn files_and_directories_load_in_order() {
             without_specs: vec![empty.path().to_path_buf()],
         }
     );
-    let specs = load_all(std::slice::from_ref(&b), &AcceptAnyMatcher)
-        .unwrap()
-        .specs;
+    let specs = load_all(std::slice::from_ref(&b)).unwrap().specs;
     assert_eq!(specs[0].name, "b");
     assert_eq!(specs[0].app.cwd, dir.path());
 
@@ -687,7 +649,7 @@ fn files_and_directories_load_in_order() {
         )
     );
     let missing = dir.path().join("nope.yaml");
-    let e = load(&missing, &AcceptAnyMatcher).unwrap_err();
+    let e = load(&missing).unwrap_err();
     assert!(
         e.to_string()
             .starts_with(&format!("failed to read spec {}: ", missing.display())),
@@ -702,7 +664,7 @@ fn files_and_directories_load_in_order() {
         "app: {command: a}\ncases: [{name: a, input: x, expct: 1}]\n",
     )
     .unwrap();
-    let e = load_all(&[dir.path().to_path_buf()], &AcceptAnyMatcher).unwrap_err();
+    let e = load_all(&[dir.path().to_path_buf()]).unwrap_err();
     assert!(
         e.to_string().starts_with(&format!(
             "{}:2:29: unknown key `expct`",
@@ -722,9 +684,7 @@ fn spec_errors_exit_with_code_2() {
 fn a_command_case_without_input_is_one_turn_with_stdin_closed() {
     let spec = parse(
         "app: {command: python3 app.py}\ncases:\n  - name: built in\n    expect: {reply: {contains: Paris}}\n",
-        Path::new("specs/weather.yaml"),
-        &AcceptAnyMatcher,
-    )
+        Path::new("specs/weather.yaml"))
     .unwrap();
     let case = &spec.cases[0];
     assert_eq!(case.turns.len(), 1);
@@ -740,7 +700,6 @@ fn a_case_without_input_cannot_use_input_in_the_command() {
     let err = parse(
         "app: {command: [python3, app.py, '{input}']}\ncases:\n  - name: a\n",
         Path::new("specs/weather.yaml"),
-        &AcceptAnyMatcher,
     )
     .unwrap_err()
     .to_string();
@@ -808,9 +767,7 @@ fn execution_max_age_is_a_duration() {
     let spec = |max_age: &str| {
         parse(
             &format!("app: {{command: a}}\nexecution: {{max_age: {max_age}}}\ncases: [{{name: a, input: x}}]\n"),
-            Path::new("s.yaml"),
-            &AcceptAnyMatcher,
-        )
+            Path::new("s.yaml"))
     };
     assert_eq!(
         spec("30d").unwrap().execution.max_age,
@@ -827,7 +784,10 @@ fn executed_and_not_executed_take_the_grammar_of_calls() {
     let executed = e.executed.as_ref().unwrap();
     assert_eq!(executed.len(), 2);
     assert_eq!(executed[1].tool, "send_email");
-    assert_eq!(executed[1].args, Some(json!({"to": "ops@example.com"})));
+    assert_eq!(
+        executed[1].args,
+        Some(arg_expr(json!({"to": "ops@example.com"})))
+    );
     assert_eq!(e.not_executed[0].tool, "delete_account");
     let spec = load_str("app:\n  command: python3 a.py\ncases:\n  - name: a\n    input: hi\n    expect: {executed: []}\n").expect("loads");
     assert_eq!(

@@ -12,7 +12,7 @@ use serde_json::{json, Map, Value};
 
 use crate::cassette::format::{self, Upstreams};
 use crate::cassette::{Body, Cassette, Interaction, RecordedRequest, RecordedResponse};
-use crate::spec::{self, AcceptAnyMatcher, Case};
+use crate::spec::{self, Case};
 
 /// A chat-completions recording under construction, one model call at a time.
 pub(crate) struct Rec {
@@ -316,7 +316,6 @@ impl Rec {
 /// The first case of a spec given as the YAML of its `cases:` list.
 pub(super) fn case(cases_yaml: &str) -> Case {
     let src = format!("app: {{command: python agent.py}}\ncases:\n{cases_yaml}");
-    let sp = spec::parse(&src, std::path::Path::new("spec.yaml"), &AcceptAnyMatcher)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let sp = spec::parse(&src, std::path::Path::new("spec.yaml")).unwrap_or_else(|e| panic!("{e}"));
     sp.cases.into_iter().next().expect("a case")
 }

@@ -1,0 +1,20 @@
+//! The report formats `--report` takes, and the one table from a format to its renderer.
+
+use super::{json, junit, markdown, RunReport};
+
+/// A report file's format (`--report`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Json,
+    Markdown,
+    Junit,
+}
+
+/// `run` rendered in `format`: the one place a format names its renderer.
+pub fn render(format: Format, run: &RunReport) -> String {
+    match format {
+        Format::Json => json::render(run),
+        Format::Markdown => markdown::render(run),
+        Format::Junit => junit::render(run),
+    }
+}
