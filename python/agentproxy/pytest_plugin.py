@@ -65,6 +65,10 @@ def _session_mode(config):
     return mode
 
 
+# The version of `agentproxy serve`'s control protocol this plugin speaks (docs/pytest.md).
+PROTOCOL = 1
+
+
 class _Proxy:
     """The session's `agentproxy serve` process and its control endpoint."""
 
@@ -88,6 +92,15 @@ class _Proxy:
             code = self.process.wait()
             raise pytest.UsageError(f"agentproxy serve exited with {code} before listening")
         hello = json.loads(line)
+        spoken = hello.get("protocol")
+        if spoken != PROTOCOL:
+            self.process.stdin.close()
+            self.process.wait(timeout=60)
+            spoken = f"version {spoken}" if spoken else "no version (a release older than this plugin)"
+            raise pytest.UsageError(
+                f"{binary} speaks control protocol {spoken}; this plugin speaks version "
+                f"{PROTOCOL}: install the agentproxy wheel of one release (it carries its "
+                f"binary), or point AGENTPROXY_BIN at a binary of this plugin's release")
         self.url = hello["url"]
         self.env = hello["env"]
         self.unused = []
@@ -253,7 +266,8 @@ def agentproxy(request):
         mode = "replay"  # in CI only the command line chooses a mode that records
     cassette = _cassette_path(request.node, marker)
     started = proxy.control("POST", "test", {
-        "name": request.node.nodeid, "cassette": str(cassette), "mode": mode})
+        "protocol": PROTOCOL, "name": request.node.nodeid, "cassette": str(cassette),
+        "mode": mode})
     fixture = AgentProxy(proxy, cassette, started["mode"])
     request.node._agentproxy_active = True
     yield fixture

@@ -1,5 +1,6 @@
 //! One module per command: glue between the CLI, the proxy and the files.
 
+mod control;
 pub mod diff;
 pub mod doctor;
 pub mod mcp;

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use http::{Method, StatusCode};
 use serde_json::{json, Value};
 
-use crate::cassette::{store, Interaction, Writer};
+use crate::cassette::{store, Writer};
 use crate::cli::ServeArgs;
 use crate::error::{Error, Exit, Result};
 use crate::proxy::switch::{Control, Switch, Switched};
@@ -17,6 +17,8 @@ use crate::runner::env;
 use crate::runner::mocks::{tools_from_json, MockSet};
 use crate::runner::plan::{self, Forwarding, Plan, PlanError, Setup, Use};
 use crate::spec::{Mode, ToolMock};
+
+use super::control::{self, Ended, Listening, Refused, SoFar, Started};
 
 /// What a test asked for when it started.
 #[derive(Clone)]
@@ -49,7 +51,15 @@ fn idle(fwd: &Forwarding) -> std::result::Result<Options, PlanError> {
 }
 
 fn error(status: StatusCode, message: impl std::fmt::Display) -> (StatusCode, Value) {
-    (status, json!({ "error": message.to_string() }))
+    let refused = Refused {
+        error: message.to_string(),
+    };
+    (status, answer(&refused))
+}
+
+/// A typed answer as the JSON it is sent as.
+fn answer(value: &impl serde::Serialize) -> Value {
+    serde_json::to_value(value).unwrap_or_default()
 }
 
 impl Harness {
@@ -64,9 +74,12 @@ impl Harness {
             (Method::PUT, "test/mocks") => self.set_mocks(&body).await,
             (Method::GET, "test") => {
                 let (exchanges, requests) = self.switch.so_far();
-                (StatusCode::OK, trajectory(&exchanges, requests))
+                (StatusCode::OK, answer(&SoFar::of(&exchanges, requests)))
             }
-            (Method::DELETE, "test") => self.end().await,
+            (Method::DELETE, "test") => match self.end().await {
+                Ok(ended) => (StatusCode::OK, answer(&ended)),
+                Err(e) => e,
+            },
             (method, path) => error(
                 StatusCode::NOT_FOUND,
                 format!("no control endpoint {method} /_agentproxy/{path}; see docs/pytest.md"),
@@ -91,9 +104,12 @@ impl Harness {
         }
         match self.begin(spec).await {
             Ok(a) => {
-                let answer = json!({ "mode": a.usage.name(), "cassette": a.spec.cassette });
+                let started = Started {
+                    mode: a.usage.name(),
+                    cassette: a.spec.cassette.clone(),
+                };
                 *active = Some(a);
-                (StatusCode::OK, answer)
+                (StatusCode::OK, answer(&started))
             }
             Err(e) => error(StatusCode::BAD_REQUEST, e),
         }
@@ -176,40 +192,39 @@ impl Harness {
     }
 
     /// End the active test: drain, write its cassette when recording, say what happened.
-    async fn end(&self) -> (StatusCode, Value) {
+    async fn end(&self) -> std::result::Result<Ended, (StatusCode, Value)> {
         let Some(a) = self.active.lock().await.take() else {
-            return error(StatusCode::CONFLICT, "no test is active");
+            return Err(error(StatusCode::CONFLICT, "no test is active"));
         };
-        let outcome = match self.idle().await {
-            Ok(o) => o,
-            Err(e) => return e,
-        };
-        let mut answer = trajectory(&outcome.exchanges, outcome.requests);
+        let outcome = self.idle().await?;
         let written = match &a.writer {
-            Some(w) => {
-                match plan::save(w, &self.fwd.upstreams, &a.match_rules, a.usage, &outcome) {
-                    Ok(saved) => saved.is_some(),
-                    Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, e),
-                }
-            }
+            Some(w) => plan::save(w, &self.fwd.upstreams, &a.match_rules, a.usage, &outcome)
+                .map_err(|e| error(StatusCode::INTERNAL_SERVER_ERROR, e))?
+                .is_some(),
             None => false,
         };
-        answer["mode"] = json!(a.usage.name());
-        answer["cassette"] = json!(a.spec.cassette);
-        answer["written"] = json!(written);
-        answer["misses"] = json!(outcome.misses);
-        answer["unused"] = json!(outcome.unused);
-        answer["upstream_errors"] = json!(outcome.upstream_errors);
-        answer["rejected"] = json!(outcome.rejected);
         let mut mock_problems = a.mocks.problems();
         mock_problems.extend(outcome.mock_problems);
-        answer["mock_problems"] = json!(mock_problems);
-        (StatusCode::OK, answer)
+        Ok(Ended {
+            so_far: SoFar::of(&outcome.exchanges, outcome.requests),
+            mode: a.usage.name(),
+            cassette: a.spec.cassette,
+            written,
+            misses: outcome.misses,
+            unused: outcome.unused,
+            upstream_errors: outcome.upstream_errors,
+            rejected: outcome.rejected,
+            mock_problems,
+        })
     }
 }
 
-/// A test's start request: `{"name", "cassette", "mode", "mocks"?}`.
+/// A test's start request: `{"protocol", "name", "cassette", "mode", "mocks"?}`, in the
+/// protocol version this binary speaks.
 fn test_spec(body: &Value) -> std::result::Result<TestSpec, String> {
+    if let Some(why) = control::refuse_version(&body["protocol"]) {
+        return Err(why);
+    }
     let text = |key: &str| {
         body[key]
             .as_str()
@@ -230,24 +245,6 @@ fn test_spec(body: &Value) -> std::result::Result<TestSpec, String> {
             Some(m) => tools_from_json(m)?,
         },
     })
-}
-
-/// What a test's model traffic says: requests served, the tool calls the model asked for
-/// (name and parsed arguments, in order), and the last reply text.
-fn trajectory(exchanges: &[Interaction], requests: usize) -> Value {
-    let calls: Vec<_> = exchanges
-        .iter()
-        .filter_map(Interaction::model_call)
-        .collect();
-    let tool_calls: Vec<Value> = (calls.iter())
-        .flat_map(|c| &c.tool_calls)
-        .map(|t| json!({ "name": t.name, "arguments": t.arguments }))
-        .collect();
-    let reply = calls
-        .iter()
-        .rev()
-        .find_map(|c| c.reply.clone().filter(|r| !r.is_empty()));
-    json!({ "requests": requests, "calls": tool_calls, "reply": reply })
 }
 
 pub async fn run(args: ServeArgs) -> Result<Exit> {
@@ -276,13 +273,15 @@ pub async fn run(args: ServeArgs) -> Result<Exit> {
     };
     let server = Switched::start(args.listen, switch, control).await?;
     let base = format!("http://{}", server.addr());
-    let vars: serde_json::Map<String, Value> = env::injected(&base, args.replay_env, &|name| {
+    let env = env::injected(&base, args.replay_env, &|name| {
         std::env::var_os(name).is_some()
-    })
-    .into_iter()
-    .map(|v| (v.name, Value::String(v.value)))
-    .collect();
-    println!("{}", json!({ "url": base, "env": vars }));
+    });
+    let listening = Listening {
+        url: base,
+        env: env.into_iter().map(|v| (v.name, v.value)).collect(),
+        protocol: control::PROTOCOL,
+    };
+    println!("{}", answer(&listening));
     use std::io::Write;
     let _ = std::io::stdout().flush();
 
@@ -299,11 +298,10 @@ pub async fn run(args: ServeArgs) -> Result<Exit> {
         _ = tokio::signal::ctrl_c() => {}
     }
     // A test still active keeps what it recorded.
-    let (status, answer) = harness.end().await;
-    if status == StatusCode::OK && answer["written"] == true {
+    if let Some(ended) = harness.end().await.ok().filter(|e| e.written) {
         eprintln!(
             "agentproxy serve: wrote {} for the test that was still active",
-            answer["cassette"]
+            ended.cassette.display()
         );
     }
     server.stop().await;
@@ -316,17 +314,21 @@ mod tests {
 
     #[test]
     fn a_start_request_names_its_test_cassette_and_mode() {
-        let s = test_spec(&json!({"name": "t", "cassette": "c.json", "mode": "auto",
-            "mocks": {"get_time": {"result": {"time": "09:00"}}}}))
+        let s = test_spec(
+            &json!({"protocol": control::PROTOCOL, "name": "t", "cassette": "c.json",
+            "mode": "auto", "mocks": {"get_time": {"result": {"time": "09:00"}}}}),
+        )
         .unwrap();
         assert_eq!((s.name.as_str(), s.mode), ("t", Mode::Auto));
         assert!(s.tools.contains_key("get_time"));
-        let e = test_spec(&json!({"name": "t", "cassette": "c.json", "mode": "replya"}));
+        let e = test_spec(
+            &json!({"protocol": control::PROTOCOL, "name": "t", "cassette": "c.json", "mode": "replya"}),
+        );
         assert_eq!(
             e.err().unwrap(),
             "unknown mode `replya`; expected replay, record, auto or update"
         );
-        let e = test_spec(&json!({"name": "t", "mode": "auto"}));
+        let e = test_spec(&json!({"protocol": control::PROTOCOL, "name": "t", "mode": "auto"}));
         assert_eq!(e.err().unwrap(), "`cassette` must be a non-empty string");
     }
 }

@@ -7,6 +7,9 @@ the plugin's package (PYTHONPATH)."""
 
 import json
 import os
+import subprocess
+import urllib.error
+import urllib.request
 
 import pytest
 
@@ -196,3 +199,41 @@ def test_mocks_answer_in_record_and_replay(pytester, env):
     fixed = (pytester.path / "cassettes/test_mocks/test_fixed.json").read_text()
     assert "snowy" in fixed and "sunny" not in fixed, "the model was told the mock"
     replay(pytester, env).assert_outcomes(passed=3)
+
+
+def test_a_binary_of_another_protocol_stops_the_session_saying_what_to_install(pytester, env):
+    """The plugin against a binary of an older release (its listening line has no
+    protocol version)."""
+    old = pytester.path / "old-agentproxy"
+    old.write_text("#!/bin/sh\necho '{\"url\": \"http://127.0.0.1:9\", \"env\": {}}'\ncat >/dev/null\n")
+    old.chmod(0o755)
+    env.setenv("AGENTPROXY_BIN", str(old))
+    pytester.makepyfile(test_agent=TESTS)
+    result = pytester.runpytest_subprocess("-p", "agentproxy.pytest_plugin")
+    assert result.ret != 0
+    err = result.stderr.str()
+    assert f"{old} speaks control protocol no version (a release older than this plugin); " \
+        "this plugin speaks version 1" in err, err
+
+
+def test_a_plugin_of_another_protocol_is_refused_at_its_first_test():
+    """What an older plugin sends (a start request with no protocol version) to this
+    binary."""
+    serve = subprocess.Popen([os.environ["AGENTPROXY_BIN"], "serve"], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE)
+    try:
+        hello = json.loads(serve.stdout.readline())
+        assert hello["protocol"] == 1
+        body = json.dumps({"name": "t", "cassette": "c.json", "mode": "replay"}).encode()
+        request = urllib.request.Request(f"{hello['url']}/_agentproxy/test", data=body,
+                                         method="POST")
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request)
+        assert refused.value.code == 400
+        error = json.load(refused.value)["error"]
+        assert error.startswith("the client speaks control protocol no version (a plugin "
+                                "older than this binary); agentproxy "), error
+        assert "speaks version 1: install the agentproxy wheel of the same release" in error
+    finally:
+        serve.stdin.close()
+        serve.wait(timeout=60)

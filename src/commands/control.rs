@@ -1,0 +1,195 @@
+//! The control protocol of `agentproxy serve`, typed: the line it prints when it listens,
+//! the request that starts a test, and the answers. docs/pytest.md documents it field by
+//! field; the pytest plugin (`python/agentproxy/pytest_plugin.py`) speaks it.
+//!
+//! [`PROTOCOL`] is its version. The listening line carries it, a client names the version
+//! it speaks when it starts a test, and either side refuses the other's with a message
+//! that says what to install: a plugin from another release than the binary fails at its
+//! first test, not somewhere in a key it does not know.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::cassette::Interaction;
+
+/// The version of the control protocol. It grows when a request or an answer changes.
+pub const PROTOCOL: u64 = 1;
+
+/// The line `serve` prints on stdout once it listens.
+#[derive(Debug, Serialize)]
+pub struct Listening {
+    /// `http://127.0.0.1:PORT`.
+    pub url: String,
+    /// The variables a program needs to reach the proxy (with `--replay-env`, the
+    /// placeholder keys too).
+    pub env: BTreeMap<String, String>,
+    pub protocol: u64,
+}
+
+/// The answer to `POST test`.
+#[derive(Debug, Serialize)]
+pub struct Started {
+    /// `replay`, `record` or `update`: what the test does with its cassette.
+    pub mode: &'static str,
+    pub cassette: PathBuf,
+}
+
+/// The answer to `GET test`: what the test's model traffic says so far.
+#[derive(Debug, Serialize)]
+pub struct SoFar {
+    /// Requests that reached the proxy, served or not.
+    pub requests: usize,
+    /// The tool calls the model asked for, in order.
+    pub calls: Vec<Call>,
+    /// The last reply text, if the model gave one.
+    pub reply: Option<String>,
+}
+
+/// One tool call the model asked for.
+#[derive(Debug, Serialize)]
+pub struct Call {
+    pub name: String,
+    /// Parsed arguments.
+    pub arguments: Value,
+}
+
+/// The answer to `DELETE test`: what the test did, once its proxy has drained.
+#[derive(Debug, Serialize)]
+pub struct Ended {
+    #[serde(flatten)]
+    pub so_far: SoFar,
+    pub mode: &'static str,
+    pub cassette: PathBuf,
+    /// A cassette was written.
+    pub written: bool,
+    /// Near-miss reports, one per request that missed.
+    pub misses: Vec<String>,
+    /// Recordings the test did not use.
+    pub unused: Vec<String>,
+    pub upstream_errors: Vec<String>,
+    /// Requests the proxy refused (not an API path, too large, not JSON).
+    pub rejected: Vec<String>,
+    /// Mocks that could not answer (results used up, a result the tool's
+    /// `outputSchema` rejects): each fails the test.
+    pub mock_problems: Vec<String>,
+}
+
+/// An error answer: `{"error": "…"}` with a 4xx or 5xx status.
+#[derive(Debug, Serialize)]
+pub struct Refused {
+    pub error: String,
+}
+
+impl SoFar {
+    /// What `exchanges` (a test's, in arrival order) say, `requests` having reached the
+    /// proxy.
+    pub fn of(exchanges: &[Interaction], requests: usize) -> SoFar {
+        let calls: Vec<_> = (exchanges.iter())
+            .filter_map(Interaction::model_call)
+            .collect();
+        let reply = (calls.iter().rev()).find_map(|c| c.reply.clone().filter(|r| !r.is_empty()));
+        SoFar {
+            requests,
+            calls: (calls.into_iter())
+                .flat_map(|c| c.tool_calls)
+                .map(|t| Call {
+                    name: t.name,
+                    arguments: t.arguments,
+                })
+                .collect(),
+            reply,
+        }
+    }
+}
+
+/// Why a start request's `protocol` is refused, if it is: absent (a client older than
+/// the protocol's version) or another version.
+pub fn refuse_version(asked: &Value) -> Option<String> {
+    let spoken = match asked {
+        Value::Null => "no version (a plugin older than this binary)".to_owned(),
+        v if v.as_u64() == Some(PROTOCOL) => return None,
+        v => format!("version {v}"),
+    };
+    Some(format!(
+        "the client speaks control protocol {spoken}; agentproxy {} speaks version {PROTOCOL}: install the agentproxy wheel of the same release as the binary, or point AGENTPROXY_BIN at a matching binary",
+        env!("CARGO_PKG_VERSION")
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_start_request_of_another_version_is_refused_saying_what_to_install() {
+        assert_eq!(refuse_version(&json!(PROTOCOL)), None);
+        let old = refuse_version(&Value::Null).unwrap();
+        assert!(
+            old.starts_with("the client speaks control protocol no version (a plugin older than this binary); agentproxy "),
+            "{old}"
+        );
+        assert!(old.contains("install the agentproxy wheel"), "{old}");
+        let other = refuse_version(&json!(PROTOCOL + 1)).unwrap();
+        assert!(
+            other.contains(&format!("version {}", PROTOCOL + 1)),
+            "{other}"
+        );
+    }
+
+    #[test]
+    fn the_answers_have_the_documented_keys() {
+        let ended = Ended {
+            so_far: SoFar {
+                requests: 2,
+                calls: vec![Call {
+                    name: "get_weather".into(),
+                    arguments: json!({"city": "Paris"}),
+                }],
+                reply: Some("18°C".into()),
+            },
+            mode: "replay",
+            cassette: "c.json".into(),
+            written: false,
+            misses: vec![],
+            unused: vec![],
+            upstream_errors: vec![],
+            rejected: vec![],
+            mock_problems: vec![],
+        };
+        let v = serde_json::to_value(&ended).unwrap();
+        let mut keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        keys.sort_unstable();
+        assert_eq!(
+            keys,
+            [
+                "calls",
+                "cassette",
+                "misses",
+                "mock_problems",
+                "mode",
+                "rejected",
+                "reply",
+                "requests",
+                "unused",
+                "upstream_errors",
+                "written"
+            ]
+        );
+        assert_eq!(
+            v["calls"][0],
+            json!({"name": "get_weather", "arguments": {"city": "Paris"}})
+        );
+        let listening = Listening {
+            url: "http://127.0.0.1:1".into(),
+            env: BTreeMap::new(),
+            protocol: PROTOCOL,
+        };
+        let v = serde_json::to_value(&listening).unwrap();
+        assert_eq!(v["protocol"], json!(PROTOCOL));
+    }
+}
