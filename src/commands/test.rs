@@ -14,7 +14,7 @@ use crate::spec::{self, Verbosity};
 
 /// Two cases of one run on one cassette path would overwrite each other's recording (or
 /// replay the other's): refuse the run before anything starts.
-fn check_cassette_collisions(jobs: &[(Arc<spec::Spec>, usize, Settings)]) -> Result<()> {
+fn check_cassette_collisions(jobs: &[Job]) -> Result<()> {
     let mut seen: std::collections::HashMap<std::path::PathBuf, String> = Default::default();
     for (sp, i, settings) in jobs {
         let case = &sp.cases[*i];
@@ -37,6 +37,9 @@ fn check_cassette_collisions(jobs: &[(Arc<spec::Spec>, usize, Settings)]) -> Res
     Ok(())
 }
 
+/// A case to run: its spec, its index there, and the settings it runs with.
+type Job = (Arc<spec::Spec>, usize, Settings);
+
 pub async fn run(args: TestArgs) -> Result<Exit> {
     let started = Instant::now();
     if args.outputs.len() > args.reports.len() {
@@ -51,100 +54,14 @@ pub async fn run(args: TestArgs) -> Result<Exit> {
             );
         }
     }
-    let filter = args
-        .filter
-        .as_deref()
-        .map(|g| globset::Glob::new(g).map(|g| g.compile_matcher()))
-        .transpose()
-        .map_err(Error::Filter)?;
     let env = |name: &str| std::env::var(name).ok();
-    let cli = spec::CliOverrides {
-        mode: args.mode,
-        parallel: args.parallel.map(usize::from),
-        timeout: args.timeout,
-        verbosity: match (args.quiet, args.verbose) {
-            (true, _) => Some(Verbosity::Quiet),
-            (false, 0) => None,
-            (false, 1) => Some(Verbosity::Verbose),
-            _ => Some(Verbosity::Debug),
-        },
-        cassette_dir: args.cassettes.clone(),
-        max_age: args.max_age,
-    };
-
-    // Every (spec, case, settings) to run, in file order.
-    let mut jobs = vec![];
-    let mut parallel = 1;
-    // One console for the run: as verbose as the most verbose spec asks.
-    let mut verbosity = Verbosity::Quiet;
-    for sp in loaded.specs {
-        let resolved = spec::resolve(&cli, &sp, &env)?;
-        parallel = parallel.max(resolved.parallel);
-        verbosity = verbosity.max(resolved.verbosity);
-        let settings = Settings {
-            mode: resolved.mode,
-            cassette_dir: resolved.cassette_dir.clone(),
-            timeout: resolved.timeout,
-            upstream: args.upstreams.upstream.clone(),
-            anthropic_upstream: args.upstreams.anthropic_upstream.clone(),
-            gemini_upstream: args.upstreams.gemini_upstream.clone(),
-            upstream_timeout: args.upstream_timeout,
-            listen: args.listen,
-            max_body: args.max_body_size,
-            max_age: resolved.max_age,
-            mcp: args.mcp.iter().cloned().collect(),
-            faults: args.fault.clone(),
-        };
-        super::session::check_mcp_names(settings.mcp_servers(&sp).keys())?;
-        let sp = Arc::new(sp);
-        for (i, c) in sp.cases.iter().enumerate() {
-            let by_name = args.cases.is_empty() || args.cases.contains(&c.name);
-            let by_glob = filter.as_ref().is_none_or(|g| g.is_match(&c.name));
-            if by_name && by_glob {
-                jobs.push((sp.clone(), i, settings.clone()));
-            }
-        }
-    }
-    if jobs.is_empty() {
-        return Err(Error::NoCaseMatches);
-    }
-    check_cassette_collisions(&jobs)?;
+    let selected = select(&args, loaded.specs, &env)?;
+    check_cassette_collisions(&selected.jobs)?;
     let shard = match args.shard {
         Some(s) => Some(s),
         None => spec::Shard::from_env(&env).map_err(Error::ShardEnv)?,
     };
-    // The selected cases outside this shard: reported skipped, in their place.
-    let outside: Vec<Option<CaseReport>> = (jobs.iter().enumerate())
-        .map(|(p, (sp, i, settings))| {
-            let c = &sp.cases[*i];
-            let spec_name = sp.file.display().to_string();
-            let shard = shard.filter(|s| !s.contains(p, &spec_name, &c.name))?;
-            let mut r = CaseReport::new(
-                &sp.file,
-                &c.name,
-                "",
-                &c.cassette_path(&settings.cassette_dir),
-            );
-            r.skip(&format!("not in shard {shard}"));
-            Some(r)
-        })
-        .collect();
-    let selected = jobs.len();
-    let jobs: Vec<_> = (jobs.into_iter().zip(&outside))
-        .filter(|(_, o)| o.is_none())
-        .map(|(j, _)| j)
-        .collect();
-    if let Some(shard) = shard.filter(|_| !args.quiet) {
-        eprintln!(
-            "agentproxy: shard {shard}: {} of the {selected} selected case(s) run here{}",
-            jobs.len(),
-            if jobs.is_empty() {
-                "; nothing to run"
-            } else {
-                "; the others are reported skipped"
-            }
-        );
-    }
+    let (jobs, outside) = in_shard(selected.jobs, shard, args.quiet);
     let may_record = jobs.iter().any(|(_, _, s)| s.mode != spec::Mode::Replay);
     if may_record && !args.quiet {
         let upstreams = args.upstreams.upstreams();
@@ -153,15 +70,15 @@ pub async fn run(args: TestArgs) -> Result<Exit> {
         }
     }
     // A fixed listen port can serve one case at a time.
-    if args.listen.port() != 0 {
-        parallel = 1;
-    }
-
-    let quiet = verbosity == Verbosity::Quiet;
+    let parallel = match args.listen.port() {
+        0 => selected.parallel,
+        _ => 1,
+    };
+    let quiet = selected.verbosity == Verbosity::Quiet;
     let console = Arc::new(Console::new(
         ConsoleOptions {
             quiet,
-            verbose: match verbosity {
+            verbose: match selected.verbosity {
                 Verbosity::Quiet | Verbosity::Normal => 0,
                 Verbosity::Verbose => 1,
                 Verbosity::Debug => 2,
@@ -169,29 +86,7 @@ pub async fn run(args: TestArgs) -> Result<Exit> {
         },
         jobs.len(),
     ));
-    let permits = Arc::new(tokio::sync::Semaphore::new(parallel));
-    let mut handles = Vec::with_capacity(jobs.len());
-    let check_determinism = args.check_determinism;
-    for (sp, i, settings) in jobs {
-        // Taking the permit before spawning keeps cases starting in file order.
-        let permit = permits.clone().acquire_owned().await;
-        let console = console.clone();
-        handles.push(tokio::spawn(async move {
-            let _permit = permit;
-            let c = &sp.cases[i];
-            console.case_started(&sp.file.display().to_string(), &c.name);
-            if check_determinism {
-                return check_determinism_of(&sp, c, &settings, &console, quiet).await;
-            }
-            let report = case::run(&sp, c, &settings).await;
-            console.case_finished(&report);
-            report
-        }));
-    }
-    let mut ran = Vec::with_capacity(handles.len());
-    for h in handles {
-        ran.push(h.await.map_err(Error::CasePanicked)?);
-    }
+    let ran = run_jobs(jobs, parallel, &console, args.check_determinism, quiet).await?;
     let mut ran = ran.into_iter();
     let cases: Vec<CaseReport> = (outside.into_iter())
         .map(|o| o.or_else(|| ran.next()))
@@ -212,6 +107,151 @@ pub async fn run(args: TestArgs) -> Result<Exit> {
     } else {
         Exit::Ok
     })
+}
+
+/// The cases the command line selects, in file order, and how the run goes: as parallel
+/// and as verbose as the most demanding spec asks.
+struct Selected {
+    jobs: Vec<Job>,
+    parallel: usize,
+    verbosity: Verbosity,
+}
+
+fn select(
+    args: &TestArgs,
+    specs: Vec<spec::Spec>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Selected> {
+    let filter = args
+        .filter
+        .as_deref()
+        .map(|g| globset::Glob::new(g).map(|g| g.compile_matcher()))
+        .transpose()
+        .map_err(Error::Filter)?;
+    let cli = spec::CliOverrides {
+        mode: args.mode,
+        parallel: args.parallel.map(usize::from),
+        timeout: args.timeout,
+        verbosity: match (args.quiet, args.verbose) {
+            (true, _) => Some(Verbosity::Quiet),
+            (false, 0) => None,
+            (false, 1) => Some(Verbosity::Verbose),
+            _ => Some(Verbosity::Debug),
+        },
+        cassette_dir: args.cassettes.clone(),
+        max_age: args.max_age,
+    };
+    let mut out = Selected {
+        jobs: vec![],
+        parallel: 1,
+        verbosity: Verbosity::Quiet,
+    };
+    for sp in specs {
+        let resolved = spec::resolve(&cli, &sp, env)?;
+        out.parallel = out.parallel.max(resolved.parallel);
+        out.verbosity = out.verbosity.max(resolved.verbosity);
+        let settings = Settings {
+            mode: resolved.mode,
+            cassette_dir: resolved.cassette_dir.clone(),
+            timeout: resolved.timeout,
+            upstream: args.upstreams.upstream.clone(),
+            anthropic_upstream: args.upstreams.anthropic_upstream.clone(),
+            gemini_upstream: args.upstreams.gemini_upstream.clone(),
+            upstream_timeout: args.upstream_timeout,
+            listen: args.listen,
+            max_body: args.max_body_size,
+            max_age: resolved.max_age,
+            mcp: args.mcp.iter().cloned().collect(),
+            faults: args.fault.clone(),
+        };
+        super::session::check_mcp_names(settings.mcp_servers(&sp).keys())?;
+        let sp = Arc::new(sp);
+        for (i, c) in sp.cases.iter().enumerate() {
+            let by_name = args.cases.is_empty() || args.cases.contains(&c.name);
+            let by_glob = filter.as_ref().is_none_or(|g| g.is_match(&c.name));
+            if by_name && by_glob {
+                out.jobs.push((sp.clone(), i, settings.clone()));
+            }
+        }
+    }
+    if out.jobs.is_empty() {
+        return Err(Error::NoCaseMatches);
+    }
+    Ok(out)
+}
+
+/// The jobs of this shard, and for every selected case in order the report of one outside
+/// it (skipped, in its place) or `None` for one that runs here.
+fn in_shard(
+    jobs: Vec<Job>,
+    shard: Option<spec::Shard>,
+    quiet: bool,
+) -> (Vec<Job>, Vec<Option<CaseReport>>) {
+    let outside: Vec<Option<CaseReport>> = (jobs.iter().enumerate())
+        .map(|(p, (sp, i, settings))| {
+            let c = &sp.cases[*i];
+            let spec_name = sp.file.display().to_string();
+            let shard = shard.filter(|s| !s.contains(p, &spec_name, &c.name))?;
+            let mut r = CaseReport::new(
+                &sp.file,
+                &c.name,
+                "",
+                &c.cassette_path(&settings.cassette_dir),
+            );
+            r.skip(&format!("not in shard {shard}"));
+            Some(r)
+        })
+        .collect();
+    let selected = jobs.len();
+    let jobs: Vec<_> = (jobs.into_iter().zip(&outside))
+        .filter(|(_, o)| o.is_none())
+        .map(|(j, _)| j)
+        .collect();
+    if let Some(shard) = shard.filter(|_| !quiet) {
+        eprintln!(
+            "agentproxy: shard {shard}: {} of the {selected} selected case(s) run here{}",
+            jobs.len(),
+            if jobs.is_empty() {
+                "; nothing to run"
+            } else {
+                "; the others are reported skipped"
+            }
+        );
+    }
+    (jobs, outside)
+}
+
+/// Run the jobs, `parallel` at a time, starting in file order; their reports in that order.
+async fn run_jobs(
+    jobs: Vec<Job>,
+    parallel: usize,
+    console: &Arc<Console>,
+    check_determinism: bool,
+    quiet: bool,
+) -> Result<Vec<CaseReport>> {
+    let permits = Arc::new(tokio::sync::Semaphore::new(parallel));
+    let mut handles = Vec::with_capacity(jobs.len());
+    for (sp, i, settings) in jobs {
+        // Taking the permit before spawning keeps cases starting in file order.
+        let permit = permits.clone().acquire_owned().await;
+        let console = console.clone();
+        handles.push(tokio::spawn(async move {
+            let _permit = permit;
+            let c = &sp.cases[i];
+            console.case_started(&sp.file.display().to_string(), &c.name);
+            if check_determinism {
+                return check_determinism_of(&sp, c, &settings, &console, quiet).await;
+            }
+            let report = case::run(&sp, c, &settings).await;
+            console.case_finished(&report);
+            report
+        }));
+    }
+    let mut ran = Vec::with_capacity(handles.len());
+    for h in handles {
+        ran.push(h.await.map_err(Error::CasePanicked)?);
+    }
+    Ok(ran)
 }
 
 /// `--check-determinism`: run the case twice against its recording and print, after its
