@@ -28,10 +28,14 @@ fn first_request() -> Value {
 /// POST `body` to the chat route and read whatever comes back until the connection
 /// closes: the raw bytes, and how long it took.
 fn raw_post(base: &str, body: &Value) -> (String, Duration) {
+    raw_post_bytes(base, &serde_json::to_vec(body).unwrap())
+}
+
+/// [`raw_post`] of any bytes.
+fn raw_post_bytes(base: &str, body: &[u8]) -> (String, Duration) {
     let addr = base.trim_start_matches("http://");
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-    let body = serde_json::to_vec(body).unwrap();
     let head = format!(
         "POST /v1/chat/completions HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\n\
          content-length: {}\r\nconnection: close\r\n\r\n",
@@ -39,7 +43,7 @@ fn raw_post(base: &str, body: &Value) -> (String, Duration) {
     );
     let started = Instant::now();
     s.write_all(head.as_bytes()).unwrap();
-    s.write_all(&body).unwrap();
+    s.write_all(body).unwrap();
     let mut raw = Vec::new();
     // A cut body ends in a reset or an early close; either way, what came is what counts.
     let _ = s.read_to_end(&mut raw);
@@ -126,6 +130,31 @@ fn each_fault_kind_on_the_wire_and_the_recording_left_for_the_retry() {
     assert!(
         stderr.contains("served 1 request(s)"),
         "faults are not counted as served: {stderr}"
+    );
+}
+
+/// A model request refused for a body that is not JSON was never answered: a fault's
+/// report names the next request that was.
+#[test]
+fn a_request_refused_as_not_json_is_not_what_came_after_a_fault() {
+    let args = [
+        "replay",
+        "--cassette",
+        "cassettes/examples/weather-agent.json",
+        "--fault",
+        "request=1,kind=rate_limit",
+    ];
+    let daemon = Daemon::start(&args, repo());
+    let (limited, _) = raw_post(&daemon.url, &first_request());
+    assert!(limited.starts_with("HTTP/1.1 429"), "{limited}");
+    let (refused, _) = raw_post_bytes(&daemon.url, b"{not json");
+    assert!(refused.starts_with("HTTP/1.1 400"), "{refused}");
+    let (served, _) = raw_post(&daemon.url, &first_request());
+    assert!(served.starts_with("HTTP/1.1 200"), "{served}");
+    let (_, stderr) = daemon.interrupt();
+    assert!(
+        stderr.contains("agentproxy: 1 fault(s) injected: request 1: rate_limit (429)\n"),
+        "{stderr}"
     );
 }
 

@@ -146,8 +146,13 @@ impl Route {
 
     /// The model a request names in its body, if it names one (Gemini's is in the path).
     pub fn model(self, request: &Value) -> Option<String> {
-        let call = self.extract(request, &Value::Null)?;
-        Some(call.model).filter(|m| !m.is_empty())
+        let model = match self.dialect() {
+            Some(d) => d.extract(request, &Value::Null).model,
+            // Plain HTTP under the API prefixes (embeddings, moderations) names it as
+            // OpenAI's API does.
+            None => request["model"].as_str().unwrap_or_default().to_owned(),
+        };
+        Some(model).filter(|m| !m.is_empty())
     }
 
     /// The envelope of a request for the near-miss report; `None` for plain HTTP.

@@ -104,25 +104,30 @@ pub(super) async fn handle(
     let route = Route::of(&head.method, &head.path);
     let counted = route.requires_json().then(|| proxy.count_model_request());
     let due = counted.and_then(|c| proxy.faults.due(c.nth, c.turn, c.nth_in_turn));
-    let resp = answer_request(proxy, head, headers, (seq, route, raw), due).await;
-    if let Some(c) = counted {
-        proxy.answered(c.nth, &resp);
+    match answer_request(proxy, head, headers, (seq, route, raw), due).await {
+        Ok(resp) => {
+            if let Some(c) = counted {
+                proxy.answered(c.nth, &resp);
+            }
+            resp
+        }
+        Err(refused) => refused,
     }
-    resp
 }
 
 /// Answer the request numbered `seq`: byte-identical to a recording, as it was recorded
-/// (unless a fault is due); else prepared, through the fault layer.
+/// (unless a fault is due); else prepared, through the fault layer. `Err`: refused before
+/// it could be answered (its body is not JSON), so no answer is noted for it.
 async fn answer_request(
     proxy: &Arc<Proxy>,
     head: Head,
     headers: HeaderMap,
     (seq, route, raw): (u64, Route, Bytes),
     due: Option<Due>,
-) -> Response<ProxyBody> {
+) -> Result<Response<ProxyBody>, Response<ProxyBody>> {
     if due.is_none() {
         if let Some(resp) = serve_identical(proxy, &head, seq, route, &raw).await {
-            return resp;
+            return Ok(resp);
         }
     }
     let (raw, stored, digest) = match prepare_body(proxy, route, raw) {
@@ -131,13 +136,8 @@ async fn answer_request(
             let why = format!(
                 "the request body is not valid JSON ({e}); nothing was forwarded or recorded"
             );
-            return refuse(
-                proxy,
-                &head,
-                StatusCode::BAD_REQUEST,
-                "invalid_request_error",
-                why,
-            );
+            let kind = "invalid_request_error";
+            return Err(refuse(proxy, &head, StatusCode::BAD_REQUEST, kind, why));
         }
     };
     let key = matching::request_key(
@@ -162,9 +162,9 @@ async fn answer_request(
         key,
     };
     let recorded = |ex: &Exchange| would_get(proxy, ex);
-    (proxy.faults)
+    Ok((proxy.faults)
         .layer(ex, due, recorded, |ex| answer(proxy, ex))
-        .await
+        .await)
 }
 
 /// The fast path of replay (see [`Replay::take_identical`]): not with tool mocks (they
