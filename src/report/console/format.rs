@@ -331,21 +331,15 @@ fn case_body(out: &mut String, case: &CaseReport, style: &Style) {
         }
         not_reached(out, case, style);
     }
-    for p in &case.problems {
-        let _ = writeln!(
-            out,
-            "{INDENT}{} {}",
-            style.paint(bold(AnsiColor::Red), "problem:"),
-            clean(p)
-        );
-    }
-    for w in &case.warnings {
-        let _ = writeln!(
-            out,
-            "{INDENT}{} {}",
-            style.paint(bold(AnsiColor::Yellow), "warning:"),
-            clean(w)
-        );
+    let notes = [
+        ("problem:", AnsiColor::Red, &case.problems),
+        ("warning:", AnsiColor::Yellow, &case.warnings),
+    ];
+    for (label, color, lines) in notes {
+        for line in lines {
+            let label = style.paint(bold(color), label);
+            let _ = writeln!(out, "{INDENT}{label} {}", clean(line));
+        }
     }
     if let Some(e) = &case.error {
         let e = if case.misses.is_empty() || style.verbose > 0 {
