@@ -9,7 +9,7 @@ use crate::assert::{self, CallExpectation, CallsSpec, MatchContext, ObservedCall
 use crate::cassette::{Body, Interaction};
 use crate::neutral::{Execution, ModelCall, ToolCall, Usage};
 use crate::report::{AssertionResult, CallExecution, CallReport, ExecutionReport, TurnReport};
-use crate::spec::{CallExpr, Case, Count, Expect, Expr, Order};
+use crate::spec::{CallExpr, Case, Count, Expect, Expr, Order, Turn};
 use crate::trajectory::executions::{Executions, Fate};
 
 /// What one turn did at the model boundary.
@@ -63,26 +63,70 @@ pub fn evaluate(
 ) -> (Vec<TurnReport>, Vec<AssertionResult>) {
     let calls = model_calls(exchanges);
     let executions = Executions::pair(exchanges);
-    let schemas: HashMap<String, Value> = calls
-        .iter()
-        .flat_map(|(_, c, _)| {
-            c.tools
-                .iter()
-                .map(|t| (t.name.clone(), t.parameters.clone()))
+    let schemas: HashMap<String, Value> = (calls.iter())
+        .flat_map(|(_, c, _)| c.tools.iter())
+        .map(|t| (t.name.clone(), t.parameters.clone()))
+        .collect();
+    let traces = traces(case.turns.len(), calls, &executions);
+    let seen = Seen {
+        executions: &executions,
+        schemas: &schemas,
+        mocked,
+        progress,
+    };
+    let turns: Vec<TurnReport> = (case.turns.iter().zip(&traces).enumerate())
+        .map(|(index, (turn, trace))| {
+            let output = outputs.get(index).cloned().unwrap_or_default();
+            turn_report(index, turn, trace, output, &seen)
         })
         .collect();
-    // The result the model was told for each call, wherever in the case it was sent back.
-    let results: HashMap<String, Value> = calls
-        .iter()
-        .flat_map(|(_, c, _)| {
-            c.tool_results
+    let case_assertions = match &case.expect {
+        None => vec![],
+        Some(e) => {
+            let all_calls: Vec<(ToolCall, Option<Value>)> = traces
                 .iter()
-                .map(|r| (r.call_id.clone(), r.content.clone()))
-        })
+                .flat_map(|t| t.calls.iter().cloned())
+                .collect();
+            let all_executed: Vec<Execution> = (traces.iter())
+                .flat_map(|t| t.executed.iter().cloned())
+                .collect();
+            let output = outputs.concat();
+            let did = Did {
+                calls: &all_calls,
+                executed: &all_executed,
+                reply: traces.iter().rev().find_map(|t| t.reply.as_deref()),
+                output: &output,
+                requests: progress.requests.values().sum(),
+                exit: progress.exit,
+            };
+            check(e, &did, &schemas)
+        }
+    };
+    (turns, case_assertions)
+}
+
+/// What every turn's report reads beside its own trace.
+struct Seen<'a> {
+    executions: &'a Executions,
+    /// Each tool's parameters schema, as the requests declared it.
+    schemas: &'a HashMap<String, Value>,
+    mocked: &'a BTreeSet<String>,
+    progress: &'a Progress<'a>,
+}
+
+/// What each of `turns` turns did at the model boundary, from the case's answered model
+/// calls: each tool call with the result the model was told for it (wherever in the case
+/// it was sent back), and the executions at the MCP boundary.
+fn traces(
+    turns: usize,
+    calls: Vec<(usize, ModelCall, u64)>,
+    executions: &Executions,
+) -> Vec<TurnTrace> {
+    let results: HashMap<String, Value> = (calls.iter())
+        .flat_map(|(_, c, _)| c.tool_results.iter())
+        .map(|r| (r.call_id.clone(), r.content.clone()))
         .collect();
-    let mut traces: Vec<TurnTrace> = (0..case.turns.len())
-        .map(|_| TurnTrace::default())
-        .collect();
+    let mut traces: Vec<TurnTrace> = (0..turns).map(|_| TurnTrace::default()).collect();
     for (turn, call, latency) in calls {
         let Some(t) = traces.get_mut(turn) else {
             continue;
@@ -101,89 +145,63 @@ pub fn evaluate(
     for (index, t) in traces.iter_mut().enumerate() {
         t.executed = executions.in_turn(index).cloned().collect();
     }
-    let turns: Vec<TurnReport> = case
-        .turns
-        .iter()
-        .zip(traces.iter())
-        .enumerate()
-        .map(|(index, (turn, trace))| {
-            let output = outputs.get(index).cloned().unwrap_or_default();
-            let requests = turn_requests(progress, index);
-            let did = Did {
-                calls: &trace.calls,
-                executed: &trace.executed,
-                reply: trace.reply.as_deref(),
-                output: &output,
-                requests,
-                // Only a single-turn case's turn judges the exit (parsing sees to it).
-                exit: progress.exit,
-            };
-            let assertions = turn
-                .expect
-                .as_ref()
-                .map(|e| check(e, &did, &schemas))
-                .unwrap_or_default();
-            TurnReport {
-                index: index + 1,
-                input: turn.input.clone(),
-                reply: trace.reply.clone(),
-                output,
-                tool_calls: trace
-                    .calls
-                    .iter()
-                    .map(|(c, r)| CallReport {
-                        name: c.name.clone(),
-                        arguments: c.arguments.clone(),
-                        result: r.clone(),
-                        execution: execution_of(&executions, c, mocked),
-                    })
-                    .collect(),
-                executions: trace.executed.iter().map(execution_report).collect(),
-                assertions,
-                model_calls: trace.model_calls,
-                requests,
-                faults: progress
-                    .faults
-                    .iter()
-                    .filter(|f| f.turn.unwrap_or(0) == index)
-                    .cloned()
-                    .collect(),
-                usage: trace.usage,
-                latency_ms: trace.latency_ms,
-                missed: progress.missed_turns.contains(&index),
-                not_reached: match &progress.stopped {
-                    Some((during, why)) if index > *during => {
-                        Some(format!("{why} during turn {}", during + 1))
-                    }
-                    _ => None,
-                },
-            }
+    traces
+}
+
+/// The report of turn `index` (from 0), its assertions judged.
+fn turn_report(
+    index: usize,
+    turn: &Turn,
+    trace: &TurnTrace,
+    output: String,
+    seen: &Seen,
+) -> TurnReport {
+    let progress = seen.progress;
+    let requests = turn_requests(progress, index);
+    let did = Did {
+        calls: &trace.calls,
+        executed: &trace.executed,
+        reply: trace.reply.as_deref(),
+        output: &output,
+        requests,
+        // Only a single-turn case's turn judges the exit (parsing sees to it).
+        exit: progress.exit,
+    };
+    let assertions = (turn.expect.as_ref())
+        .map(|e| check(e, &did, seen.schemas))
+        .unwrap_or_default();
+    let tool_calls = (trace.calls.iter())
+        .map(|(c, r)| CallReport {
+            name: c.name.clone(),
+            arguments: c.arguments.clone(),
+            result: r.clone(),
+            execution: execution_of(seen.executions, c, seen.mocked),
         })
         .collect();
-    let case_assertions = match &case.expect {
-        None => vec![],
-        Some(e) => {
-            let all_calls: Vec<(ToolCall, Option<Value>)> = traces
-                .iter()
-                .flat_map(|t| t.calls.iter().cloned())
-                .collect();
-            let all_executed: Vec<Execution> = traces
-                .iter()
-                .flat_map(|t| t.executed.iter().cloned())
-                .collect();
-            let output = outputs.concat();
-            let did = Did {
-                calls: &all_calls,
-                executed: &all_executed,
-                reply: traces.iter().rev().find_map(|t| t.reply.as_deref()),
-                output: &output,
-                requests: progress.requests.values().sum(),
-                exit: progress.exit,
-            };
-            check(e, &did, &schemas)
-        }
-    };
-    (turns, case_assertions)
+    TurnReport {
+        index: index + 1,
+        input: turn.input.clone(),
+        reply: trace.reply.clone(),
+        output,
+        tool_calls,
+        executions: trace.executed.iter().map(execution_report).collect(),
+        assertions,
+        model_calls: trace.model_calls,
+        requests,
+        faults: (progress.faults.iter())
+            .filter(|f| f.turn.unwrap_or(0) == index)
+            .cloned()
+            .collect(),
+        usage: trace.usage,
+        latency_ms: trace.latency_ms,
+        missed: progress.missed_turns.contains(&index),
+        not_reached: match &progress.stopped {
+            Some((during, why)) if index > *during => {
+                Some(format!("{why} during turn {}", during + 1))
+            }
+            _ => None,
+        },
+    }
 }
 
 /// What the MCP boundary saw of a tool call, for its report.

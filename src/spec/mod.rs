@@ -29,7 +29,7 @@ pub use error::SpecError;
 pub use model::Pattern;
 pub use model::{
     CallExpr, Case, Count, Crash, Expect, Expr, Fuzz, MockKind, MockRule, Mode, Order, Pos, Spec,
-    Target, ToolMock, Verbosity,
+    Target, ToolMock, Turn, Verbosity,
 };
 pub use resolve::{resolve, CliOverrides};
 pub use shard::{owner as shard_owner, Shard};
