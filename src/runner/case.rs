@@ -336,81 +336,93 @@ pub(crate) async fn drive(
         }
         Target::Command(argv) => {
             let app = command_app(spec, case, s, argv, base, usage);
-            let first = case.turns.first().and_then(|t| t.input.as_deref());
-            let mut running = match app.start(first, deadline) {
-                Ok(r) => r,
-                Err(e) => return Err((driven, e.into())),
-            };
-            // Until the crash, every wait is also a wait for it.
-            let mut crash = case.crash.as_ref().map(|_| session);
-            let single = case.turns.len() == 1;
-            let turns = if single { &[][..] } else { &case.turns[..] };
-            if single {
-                session.set_turn(0);
-                if let Some(first) = first {
-                    running
-                        .send(first)
-                        .await
-                        .map_err(|e| (Driven::default(), e.into()))?;
-                }
-                driven.outputs.push(String::new());
-            }
-            let mut i = 0;
-            while let Some(turn) = turns.get(i) {
-                session.set_turn(i);
-                let input = turn.input.as_deref().unwrap_or_default();
-                match or_crash(crash, running.turn(i, input, spec.app.timeout)).await {
-                    Some(Ok(out)) => driven.outputs.push(out),
-                    Some(Err(e)) => return Err((driven, e.into())),
-                    None => {
-                        // Killed in turn `i`: started again, it gets that turn's input.
-                        crash = None;
-                        if let Err(e) =
-                            restart(&app, first, deadline, session, &mut running, &mut driven).await
-                        {
-                            return Err((driven, e));
-                        }
-                        continue;
-                    }
-                }
-                i += 1;
-            }
-            let finished = loop {
-                match or_crash(crash, running.finish()).await {
-                    Some(f) => break f,
-                    None => {
-                        crash = None;
-                        if let Err(e) =
-                            restart(&app, first, deadline, session, &mut running, &mut driven).await
-                        {
-                            return Err((driven, e));
-                        }
-                        if let (true, Some(first)) = (single, first) {
-                            if let Err(e) = running.send(first).await {
-                                return Err((driven, e.into()));
-                            }
-                        }
-                    }
-                }
-            };
-            let finished = match finished {
-                Ok(f) => f,
-                Err(e) => return Err((driven, e.into())),
-            };
-            if let Some(last) = driven.outputs.last_mut() {
-                last.push_str(&finished.trailing_output);
-            }
-            if finished.code != 0 && !case.judges_exit() {
-                let e = ProgramError::Exited {
-                    code: finished.code,
-                    stderr: finished.stderr,
-                };
-                return Err((driven, e));
-            }
-            driven.exit = Some((finished.code, finished.stderr));
-            Ok(driven)
+            drive_command(spec, case, &app, session, deadline, driven).await
         }
     }
+}
+
+/// Drive a `command:` program (see [`drive`]) through the turns, by `deadline`.
+async fn drive_command(
+    spec: &Spec,
+    case: &Case,
+    app: &CommandApp,
+    session: &Session,
+    deadline: tokio::time::Instant,
+    mut driven: Driven,
+) -> Result<Driven, (Driven, ProgramError)> {
+    let first = case.turns.first().and_then(|t| t.input.as_deref());
+    let mut running = match app.start(first, deadline) {
+        Ok(r) => r,
+        Err(e) => return Err((driven, e.into())),
+    };
+    // Until the crash, every wait is also a wait for it.
+    let mut crash = case.crash.as_ref().map(|_| session);
+    let single = case.turns.len() == 1;
+    let turns = if single { &[][..] } else { &case.turns[..] };
+    if single {
+        session.set_turn(0);
+        if let Some(first) = first {
+            running
+                .send(first)
+                .await
+                .map_err(|e| (Driven::default(), e.into()))?;
+        }
+        driven.outputs.push(String::new());
+    }
+    let mut i = 0;
+    while let Some(turn) = turns.get(i) {
+        session.set_turn(i);
+        let input = turn.input.as_deref().unwrap_or_default();
+        match or_crash(crash, running.turn(i, input, spec.app.timeout)).await {
+            Some(Ok(out)) => driven.outputs.push(out),
+            Some(Err(e)) => return Err((driven, e.into())),
+            None => {
+                // Killed in turn `i`: started again, it gets that turn's input.
+                crash = None;
+                if let Err(e) =
+                    restart(app, first, deadline, session, &mut running, &mut driven).await
+                {
+                    return Err((driven, e));
+                }
+                continue;
+            }
+        }
+        i += 1;
+    }
+    let finished = loop {
+        match or_crash(crash, running.finish()).await {
+            Some(f) => break f,
+            None => {
+                crash = None;
+                if let Err(e) =
+                    restart(app, first, deadline, session, &mut running, &mut driven).await
+                {
+                    return Err((driven, e));
+                }
+                if let (true, Some(first)) = (single, first) {
+                    if let Err(e) = running.send(first).await {
+                        return Err((driven, e.into()));
+                    }
+                }
+            }
+        }
+    };
+    let finished = match finished {
+        Ok(f) => f,
+        Err(e) => return Err((driven, e.into())),
+    };
+    if let Some(last) = driven.outputs.last_mut() {
+        last.push_str(&finished.trailing_output);
+    }
+    if finished.code != 0 && !case.judges_exit() {
+        let e = ProgramError::Exited {
+            code: finished.code,
+            stderr: finished.stderr,
+        };
+        return Err((driven, e));
+    }
+    driven.exit = Some((finished.code, finished.stderr));
+    Ok(driven)
 }
 
 /// How to start a case's `command:` program against the session at `base`.
