@@ -77,46 +77,7 @@ impl Builder<'_> {
             Some(e) => self.expect(e, &f.path("expect"))?,
             None => None,
         };
-        let (turns, expect) = match (f.entry("input"), f.entry("turns")) {
-            (Some((ik, _)), Some((tk, _))) => {
-                return Err(self.err_hint(
-                    ik.at.max(tk.at),
-                    format!("case `{name}` has both `input` and `turns`"),
-                    "use `input` for a single turn, or `turns: [{input: ...}, ...]` for several",
-                ))
-            }
-            (None, None) if matches!(app.target, Target::Url(_)) => return Err(self.err_hint(
-                f.owner,
-                format!("case `{name}` has no `input` or `turns`"),
-                "a `url:` app is driven by its input: add `input: ...` for a single turn, or `turns: [{input: ...}, ...]` for several",
-            )),
-            (input, None) => {
-                let input = match input {
-                    Some((_, node)) => Some(self.input(node, &f.path("input"))?),
-                    // A program with its task built in: it runs once, stdin closed.
-                    None => {
-                        if let Target::Command(argv) = &app.target {
-                            if argv.iter().any(|a| a.contains("{input}")) {
-                                return Err(self.err_hint(
-                                    f.owner,
-                                    format!("case `{name}` has no `input`, but `app.command` uses `{{input}}`"),
-                                    "add `input: ...` to the case, or take `{input}` out of the command",
-                                ));
-                            }
-                        }
-                        None
-                    }
-                };
-                let turn = Turn {
-                    at: node.at,
-                    input,
-                    expect,
-                    faults: vec![],
-                };
-                (vec![turn], None)
-            }
-            (None, Some((_, t))) => (self.turns(t, &f.path("turns"))?, expect),
-        };
+        let (turns, expect) = self.case_turns(&f, node, &name, app, expect)?;
         let env = match f.entry("env") {
             Some((k, _)) if matches!(app.target, Target::Url(_)) => {
                 return Err(self.err_hint(
@@ -129,19 +90,8 @@ impl Builder<'_> {
             None => BTreeMap::new(),
         };
         let skip = match f.get("skip") {
+            Some(s) => self.skip(s, &f.path("skip"))?,
             None => None,
-            Some(s) => match &s.kind {
-                Kind::Bool(true) => Some(String::new()),
-                Kind::Bool(false) => None,
-                Kind::Str(reason) => Some(reason.clone()),
-                _ => {
-                    return Err(self.wrong_type(
-                        s,
-                        "`true`, `false` or a reason (a string)",
-                        &f.path("skip"),
-                    ))
-                }
-            },
         };
         let faults = match f.get("faults") {
             Some(n) => self.faults(n, &f.path("faults"))?,
@@ -151,23 +101,7 @@ impl Builder<'_> {
             Some(n) => Some(self.fuzz(n, &f.path("fuzz"))?),
             None => None,
         };
-        let crash =
-            match f.entry("crash") {
-                Some((k, _)) if matches!(app.target, Target::Url(_)) => return Err(self.err_hint(
-                    k.at,
-                    format!("`{}` only applies to `command:` apps", f.path("crash")),
-                    "a `url:` app is a running service that agentproxy cannot kill and start again",
-                )),
-                Some((k, _)) if fuzz.is_some() => {
-                    return Err(self.err_hint(
-                        k.at,
-                        format!("case `{name}` has both `fuzz` and `crash`"),
-                        "test them in two cases (each with its own cassette)",
-                    ))
-                }
-                Some((_, n)) => Some(self.crash(n, &f.path("crash"))?),
-                None => None,
-            };
+        let crash = self.case_crash(&f, &name, app, fuzz.is_some())?;
         let exits = turns
             .iter()
             .filter_map(|t| t.expect.as_ref())
@@ -197,6 +131,84 @@ impl Builder<'_> {
             },
             name_node.at,
         ))
+    }
+
+    /// A case's turns: one from `input` (with the case's `expect`), or its `turns`; the
+    /// case-level `expect` that is left.
+    fn case_turns(
+        &self,
+        f: &Fields,
+        node: &Node,
+        name: &str,
+        app: &App,
+        expect: Option<Expect>,
+    ) -> R<(Vec<Turn>, Option<Expect>)> {
+        match (f.entry("input"), f.entry("turns")) {
+            (Some((ik, _)), Some((tk, _))) => Err(self.err_hint(
+                ik.at.max(tk.at),
+                format!("case `{name}` has both `input` and `turns`"),
+                "use `input` for a single turn, or `turns: [{input: ...}, ...]` for several",
+            )),
+            (None, None) if matches!(app.target, Target::Url(_)) => Err(self.err_hint(
+                f.owner,
+                format!("case `{name}` has no `input` or `turns`"),
+                "a `url:` app is driven by its input: add `input: ...` for a single turn, or `turns: [{input: ...}, ...]` for several",
+            )),
+            (input, None) => {
+                let input = match input {
+                    Some((_, node)) => Some(self.input(node, &f.path("input"))?),
+                    // A program with its task built in: it runs once, stdin closed.
+                    None => {
+                        if let Target::Command(argv) = &app.target {
+                            if argv.iter().any(|a| a.contains("{input}")) {
+                                return Err(self.err_hint(
+                                    f.owner,
+                                    format!("case `{name}` has no `input`, but `app.command` uses `{{input}}`"),
+                                    "add `input: ...` to the case, or take `{input}` out of the command",
+                                ));
+                            }
+                        }
+                        None
+                    }
+                };
+                let turn = Turn {
+                    at: node.at,
+                    input,
+                    expect,
+                    faults: vec![],
+                };
+                Ok((vec![turn], None))
+            }
+            (None, Some((_, t))) => Ok((self.turns(t, &f.path("turns"))?, expect)),
+        }
+    }
+
+    /// `skip:`: `true`, `false` or a reason.
+    fn skip(&self, s: &Node, path: &str) -> R<Option<String>> {
+        match &s.kind {
+            Kind::Bool(true) => Ok(Some(String::new())),
+            Kind::Bool(false) => Ok(None),
+            Kind::Str(reason) => Ok(Some(reason.clone())),
+            _ => Err(self.wrong_type(s, "`true`, `false` or a reason (a string)", path)),
+        }
+    }
+
+    /// `crash:`, for a `command:` app and not beside `fuzz:`.
+    fn case_crash(&self, f: &Fields, name: &str, app: &App, fuzz: bool) -> R<Option<Crash>> {
+        match f.entry("crash") {
+            Some((k, _)) if matches!(app.target, Target::Url(_)) => Err(self.err_hint(
+                k.at,
+                format!("`{}` only applies to `command:` apps", f.path("crash")),
+                "a `url:` app is a running service that agentproxy cannot kill and start again",
+            )),
+            Some((k, _)) if fuzz => Err(self.err_hint(
+                k.at,
+                format!("case `{name}` has both `fuzz` and `crash`"),
+                "test them in two cases (each with its own cassette)",
+            )),
+            Some((_, n)) => Ok(Some(self.crash(n, &f.path("crash"))?)),
+            None => Ok(None),
+        }
     }
 
     pub(super) fn input(&self, node: &Node, path: &str) -> R<String> {
