@@ -211,6 +211,39 @@ impl Builder<'_> {
         }
     }
 
+    /// A tool both listed (under `keys.0`) and forbidden outright (under `keys.1`, without
+    /// arguments): an expectation that can never hold.
+    fn never_both(
+        &self,
+        f: &Fields,
+        listed: Option<&[CallExpr]>,
+        forbidden: &[CallExpr],
+        keys: (&str, &str),
+        what: &str,
+    ) -> R<()> {
+        let Some(listed) = listed else {
+            return Ok(());
+        };
+        let both = (forbidden.iter())
+            .find(|n| n.args.is_none() && listed.iter().any(|c| c.tool == n.tool));
+        match both {
+            None => Ok(()),
+            Some(both) => Err(self.err_hint(
+                both.at,
+                format!(
+                    "`{}` is both in `{}` and in `{}`: the expectation can never hold",
+                    both.tool,
+                    f.path(keys.0),
+                    f.path(keys.1)
+                ),
+                format!(
+                    "keep it in one of them; to forbid only some {what}, give `{}` arguments (`- tool: {{arg: value}}`)",
+                    keys.1
+                ),
+            )),
+        }
+    }
+
     pub(super) fn input(&self, node: &Node, path: &str) -> R<String> {
         self.string(node, path)
     }
@@ -303,23 +336,7 @@ impl Builder<'_> {
             .map(|n| self.calls(n, &f.path("never")))
             .transpose()?
             .unwrap_or_default();
-        if let Some(listed) = &calls {
-            if let Some(both) = never
-                .iter()
-                .find(|n| n.args.is_none() && listed.iter().any(|c| c.tool == n.tool))
-            {
-                return Err(self.err_hint(
-                    both.at,
-                    format!(
-                        "`{}` is both in `{}` and in `{}`: the expectation can never hold",
-                        both.tool,
-                        f.path("calls"),
-                        f.path("never")
-                    ),
-                    "keep it in one of them; to forbid only some calls, give `never` arguments (`- tool: {arg: value}`)",
-                ));
-            }
-        }
+        self.never_both(&f, calls.as_deref(), &never, ("calls", "never"), "calls")?;
         let executed = f
             .get("executed")
             .map(|n| self.calls(n, &f.path("executed")))
@@ -329,23 +346,8 @@ impl Builder<'_> {
             .map(|n| self.calls(n, &f.path("not_executed")))
             .transpose()?
             .unwrap_or_default();
-        if let Some(listed) = &executed {
-            if let Some(both) = not_executed
-                .iter()
-                .find(|n| n.args.is_none() && listed.iter().any(|c| c.tool == n.tool))
-            {
-                return Err(self.err_hint(
-                    both.at,
-                    format!(
-                        "`{}` is both in `{}` and in `{}`: the expectation can never hold",
-                        both.tool,
-                        f.path("executed"),
-                        f.path("not_executed")
-                    ),
-                    "keep it in one of them; to forbid only some executions, give `not_executed` arguments (`- tool: {arg: value}`)",
-                ));
-            }
-        }
+        let keys = ("executed", "not_executed");
+        self.never_both(&f, executed.as_deref(), &not_executed, keys, "executions")?;
         let count = f
             .get("count")
             .map(|n| self.count(n, &f.path("count")))

@@ -358,6 +358,15 @@ fn errors_point_at_file_line_and_column() {
         ("app: {command: a}\napp: {command: b}\ncases: []\n", "specs/weather.yaml:2:1: invalid YAML: duplicate mapping key `app` is not allowed here".into()),
         ("", "specs/weather.yaml:1:1: the spec is empty\n  hint: a spec is a mapping with at least `app:` and `cases:`".into()),
         ("- a\n", "specs/weather.yaml:1:1: expected a mapping at the top of the spec, found a list".into()),
+        // A tool both expected and forbidden outright.
+        (
+            &format!("{app}cases:\n  - name: a\n    input: x\n    expect:\n      calls: [get_weather]\n      never: [get_weather]\n"),
+            "specs/weather.yaml:7:15: `get_weather` is both in `cases[0].expect.calls` and in `cases[0].expect.never`: the expectation can never hold\n  hint: keep it in one of them; to forbid only some calls, give `never` arguments (`- tool: {arg: value}`)".into(),
+        ),
+        (
+            &format!("{app}cases:\n  - name: a\n    input: x\n    expect:\n      executed: [send]\n      not_executed: [send]\n"),
+            "specs/weather.yaml:7:22: `send` is both in `cases[0].expect.executed` and in `cases[0].expect.not_executed`: the expectation can never hold\n  hint: keep it in one of them; to forbid only some executions, give `not_executed` arguments (`- tool: {arg: value}`)".into(),
+        ),
         // Unknown keys, with suggestions and places.
         (
             &format!("{app}cases:\n  - name: a\n    input: hi\n    expct: {{}}\n"),
