@@ -95,6 +95,16 @@ fn diff_steps(old: Read<'_, '_>, new: Read<'_, '_>, asserted: &Asserted) -> Traj
     let ((old, old_executions), (new, new_executions)) = (old, new);
     let (old_turns, new_turns) = (turn_views(old), turn_views(new));
     let (old_results, new_results) = (results(old), results(new));
+    let (was, now) = (
+        Side {
+            executions: old_executions,
+            results: &old_results,
+        },
+        Side {
+            executions: new_executions,
+            results: &new_results,
+        },
+    );
     let mut log = told::ToldLog::default();
     let mut turns = Vec::new();
     let numbers: BTreeSet<usize> = old_turns.keys().chain(new_turns.keys()).copied().collect();
@@ -109,71 +119,7 @@ fn diff_steps(old: Read<'_, '_>, new: Read<'_, '_>, asserted: &Asserted) -> Traj
             (false, true) => Presence::Added,
             _ => Presence::Both,
         };
-        let mut executions = Vec::new();
-        let mut changes = align::calls(n, &o.tools, &w.tools, asserted, &mut |i, j| {
-            let (a, b) = (o.tools[i], w.tools[j]);
-            let (was, now) = (old_executions.describe(a), new_executions.describe(b));
-            // A tool that moved to (or away from) an MCP server changed too.
-            if (was.is_some() || now.is_some()) && was != now {
-                let function = || "not an MCP tool".to_owned();
-                executions.push(Did::ExecutionChanged {
-                    name: b.name.clone(),
-                    arguments: b.arguments.clone(),
-                    at: Position::of(&w.tools, j),
-                    old: was.unwrap_or_else(function),
-                    new: now.unwrap_or_else(function),
-                    asserted: asserted.presence(n, &b.name),
-                });
-            }
-            if let (Some(x), Some(y)) = (
-                old_results.get(a.id.as_str()),
-                new_results.get(b.id.as_str()),
-            ) {
-                if x != y {
-                    let key = format!("result\0{}\0{}\0{x}\0{y}", b.name, b.arguments);
-                    let at = CallAt {
-                        turn: n,
-                        call: None,
-                    };
-                    log.add(key, at, false, || Told::ToolResult {
-                        tool: b.name.clone(),
-                        arguments: b.arguments.clone(),
-                        old: x.clone(),
-                        new: y.clone(),
-                        diff: textdiff::value(Some(x), Some(y)),
-                    });
-                }
-            }
-        });
-        changes.extend(executions);
-        if o.reply != w.reply {
-            changes.push(Did::ReplyChanged {
-                old: o.reply.map(str::to_owned),
-                new: w.reply.map(str::to_owned),
-                diff: textdiff::opt_text(o.reply, w.reply),
-                asserted: asserted.reply(n),
-            });
-        }
-        if o.steps.len() != w.steps.len() {
-            changes.push(Did::ModelCalls {
-                old: o.steps.len(),
-                new: w.steps.len(),
-                asserted: false,
-            });
-        }
-        for (i, j) in align::pair_model_calls(&o.steps, &w.steps) {
-            log.pairs += 1;
-            told::compare_told(
-                o.steps[i],
-                w.steps[j],
-                CallAt {
-                    turn: n,
-                    call: Some(j),
-                },
-                asserted,
-                &mut log,
-            );
-        }
+        let changes = diff_turn(n, (o, &was), (w, &now), asserted, &mut log);
         if !changes.is_empty() {
             turns.push(TurnDiff {
                 turn: n,
@@ -182,6 +128,91 @@ fn diff_steps(old: Read<'_, '_>, new: Read<'_, '_>, asserted: &Asserted) -> Traj
             });
         }
     }
+    conclude(turns, log, asserted)
+}
+
+/// What one recording knows beside its turns: its executions and the tool results.
+struct Side<'a, 's> {
+    executions: &'a Executions,
+    results: &'a HashMap<&'s str, Value>,
+}
+
+/// What the agent did differently in turn `n` (`o` then, `w` now); what it was told
+/// differently goes into `log`.
+fn diff_turn(
+    n: usize,
+    (o, was): (&TurnView<'_>, &Side<'_, '_>),
+    (w, now): (&TurnView<'_>, &Side<'_, '_>),
+    asserted: &Asserted,
+    log: &mut told::ToldLog,
+) -> Vec<Did> {
+    let mut executions = Vec::new();
+    let mut changes = align::calls(n, &o.tools, &w.tools, asserted, &mut |i, j| {
+        let (a, b) = (o.tools[i], w.tools[j]);
+        let (then, later) = (was.executions.describe(a), now.executions.describe(b));
+        // A tool that moved to (or away from) an MCP server changed too.
+        if (then.is_some() || later.is_some()) && then != later {
+            let function = || "not an MCP tool".to_owned();
+            executions.push(Did::ExecutionChanged {
+                name: b.name.clone(),
+                arguments: b.arguments.clone(),
+                at: Position::of(&w.tools, j),
+                old: then.unwrap_or_else(function),
+                new: later.unwrap_or_else(function),
+                asserted: asserted.presence(n, &b.name),
+            });
+        }
+        let results = (
+            was.results.get(a.id.as_str()),
+            now.results.get(b.id.as_str()),
+        );
+        if let (Some(x), Some(y)) = results {
+            if x != y {
+                let key = format!("result\0{}\0{}\0{x}\0{y}", b.name, b.arguments);
+                let at = CallAt {
+                    turn: n,
+                    call: None,
+                };
+                log.add(key, at, false, || Told::ToolResult {
+                    tool: b.name.clone(),
+                    arguments: b.arguments.clone(),
+                    old: x.clone(),
+                    new: y.clone(),
+                    diff: textdiff::value(Some(x), Some(y)),
+                });
+            }
+        }
+    });
+    changes.extend(executions);
+    if o.reply != w.reply {
+        changes.push(Did::ReplyChanged {
+            old: o.reply.map(str::to_owned),
+            new: w.reply.map(str::to_owned),
+            diff: textdiff::opt_text(o.reply, w.reply),
+            asserted: asserted.reply(n),
+        });
+    }
+    if o.steps.len() != w.steps.len() {
+        changes.push(Did::ModelCalls {
+            old: o.steps.len(),
+            new: w.steps.len(),
+            asserted: false,
+        });
+    }
+    for (i, j) in align::pair_model_calls(&o.steps, &w.steps) {
+        log.pairs += 1;
+        let at = CallAt {
+            turn: n,
+            call: Some(j),
+        };
+        told::compare_told(o.steps[i], w.steps[j], at, asserted, log);
+    }
+    changes
+}
+
+/// The diff of `turns` and what `log` holds of what the agent was told: each change
+/// counted asserted or incidental, and the verdict.
+fn conclude(turns: Vec<TurnDiff>, log: told::ToldLog, asserted: &Asserted) -> TrajectoryDiff {
     let pairs = log.pairs;
     let mut told = log.changes;
     for c in &mut told {
