@@ -23,27 +23,7 @@ impl Builder<'_> {
         }
         let top = self.fields(root, root.at, "", "the spec", TOP_KEYS)?;
         if let Some(v) = top.get("version") {
-            match &v.kind {
-                Kind::Number(n) if n.as_u64() == Some(u64::from(SPEC_VERSION)) => {}
-                Kind::Number(n) if n.as_u64().is_some_and(|n| n > u64::from(SPEC_VERSION)) => {
-                    return Err(self.err_hint(
-                        v.at,
-                        format!(
-                            "spec version {n} is newer than this agentproxy reads ({SPEC_VERSION})"
-                        ),
-                        "upgrade agentproxy",
-                    ))
-                }
-                _ => {
-                    return Err(self.err(
-                        v.at,
-                        format!(
-                            "unknown spec version {}; this agentproxy reads version {SPEC_VERSION}",
-                            display_scalar(v)
-                        ),
-                    ))
-                }
-            }
+            self.version(v)?;
         }
         let name = match top.get("name") {
             Some(n) => self.non_empty_string(n, "name")?,
@@ -126,6 +106,30 @@ impl Builder<'_> {
             _ => errors
                 .into_result(())
                 .and(Err(self.err(root.at, "the spec could not be read"))),
+        }
+    }
+
+    /// `version:`, which must be the one this agentproxy reads.
+    fn version(&self, v: &Node) -> R<()> {
+        let number = match &v.kind {
+            Kind::Number(n) => n.as_u64(),
+            _ => None,
+        };
+        match number {
+            Some(n) if n == u64::from(SPEC_VERSION) => Ok(()),
+            Some(n) if n > u64::from(SPEC_VERSION) => {
+                let why = format!(
+                    "spec version {n} is newer than this agentproxy reads ({SPEC_VERSION})"
+                );
+                Err(self.err_hint(v.at, why, "upgrade agentproxy"))
+            }
+            _ => Err(self.err(
+                v.at,
+                format!(
+                    "unknown spec version {}; this agentproxy reads version {SPEC_VERSION}",
+                    display_scalar(v)
+                ),
+            )),
         }
     }
 
