@@ -1,4 +1,5 @@
-//! What `record` and `replay` share: listen, run the program (or wait as a daemon), drain.
+//! What `record` and `replay` share: the session their flags ask for, then listen, run the
+//! program (or wait as a daemon), drain.
 
 use crate::cassette::{Cassette, MatchRules};
 use crate::cli::SessionArgs;
@@ -17,7 +18,7 @@ pub struct Ended {
 }
 
 /// The match rules given as flags.
-pub fn flag_rules(args: &SessionArgs) -> MatchRules {
+fn flag_rules(args: &SessionArgs) -> MatchRules {
     MatchRules {
         ignore: args.match_ignore.clone(),
         holes: args.match_hole.clone(),

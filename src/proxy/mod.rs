@@ -16,7 +16,7 @@ mod options;
 mod outcome;
 mod record;
 mod replay;
-pub mod route;
+mod route;
 pub mod server;
 mod service;
 mod session;
