@@ -6,13 +6,13 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use super::changes::{Did, Told, ToldChange, TrajectoryDiff, Verdict};
-use super::render::{clean, compact, location, pieces_text, place, presence};
+use super::changes::{TrajectoryDiff, Verdict};
+use super::lines::{self, presence, Block, Icon, Line, Markup};
+use super::render::{clean, compact, pieces_text};
 use super::textdiff::TextDiff;
 
 /// Longest value shown inline, in characters (a PR comment has a size limit).
 const MD_VALUE: usize = 200;
-// Markdown
 
 /// The diff as GitHub-flavoured Markdown, ready to paste as a pull-request comment.
 pub fn render_markdown(d: &TrajectoryDiff) -> String {
@@ -51,8 +51,8 @@ pub fn render_markdown(d: &TrajectoryDiff) -> String {
         out.push_str("#### What the agent did\n\n");
         for t in &d.turns {
             let _ = writeln!(out, "**Turn {}**{}\n", t.turn + 1, presence(t.presence));
-            for c in &t.changes {
-                did_md(&mut out, c);
+            for l in t.changes.iter().flat_map(|c| lines::did(c, &Markdown)) {
+                line_md(&mut out, &l);
             }
             blank_line(&mut out);
         }
@@ -60,7 +60,7 @@ pub fn render_markdown(d: &TrajectoryDiff) -> String {
     if !d.told.is_empty() {
         out.push_str("#### What the agent was told\n\n");
         for c in &d.told {
-            told_md(&mut out, c);
+            line_md(&mut out, &lines::told(c, &Markdown));
         }
         blank_line(&mut out);
     }
@@ -86,269 +86,51 @@ fn md_tag(asserted: bool) -> &'static str {
     }
 }
 
-fn did_md(out: &mut String, c: &Did) {
-    match c {
-        Did::CallAdded {
-            name,
-            arguments,
-            at,
-            asserted,
-        } => {
-            let _ = writeln!(
-                out,
-                "- ➕ now also calls {} {} {} — {}",
-                code(name),
-                code(&compact(arguments, MD_VALUE)),
-                place(at, code),
-                md_tag(*asserted)
-            );
-        }
-        Did::CallRemoved {
-            name,
-            arguments,
-            at,
-            asserted,
-        } => {
-            let _ = writeln!(
-                out,
-                "- ➖ no longer calls {} {} (was {}) — {}",
-                code(name),
-                code(&compact(arguments, MD_VALUE)),
-                place(at, code),
-                md_tag(*asserted)
-            );
-        }
-        Did::CallMoved {
-            name,
-            arguments,
-            was,
-            now,
-            asserted,
-        } => {
-            let _ = writeln!(
-                out,
-                "- 🔀 {} {} moved: now {}, was {} — {}",
-                code(name),
-                code(&compact(arguments, MD_VALUE)),
-                place(now, code),
-                place(was, code),
-                md_tag(*asserted)
-            );
-        }
-        Did::ArgumentsChanged {
-            name, at, changes, ..
-        } => {
-            let _ = writeln!(
-                out,
-                "- ✏️ {} (tool call {}) arguments changed:",
-                code(name),
-                at.index + 1
-            );
-            for p in changes {
-                let path = if p.path.is_empty() {
-                    "(all arguments)"
-                } else {
-                    &p.path
-                };
-                if p.diff == TextDiff::Inline {
-                    let _ = writeln!(
-                        out,
-                        "  - {}: {} → {} — {}",
-                        code(path),
-                        md_value(p.old.as_ref()),
-                        md_value(p.new.as_ref()),
-                        md_tag(p.asserted)
-                    );
-                } else {
-                    let _ = writeln!(out, "  - {} — {}", code(path), md_tag(p.asserted));
-                    fenced_diff(out, "    ", &p.diff, p.old.as_ref(), p.new.as_ref());
-                }
-            }
-        }
-        Did::ReplyChanged {
-            old,
-            new,
-            diff,
-            asserted,
-        } => {
-            if *diff == TextDiff::Inline {
-                let _ = writeln!(
-                    out,
-                    "- 💬 reply: {} → {} — {}",
-                    md_reply(old.as_deref()),
-                    md_reply(new.as_deref()),
-                    md_tag(*asserted)
-                );
-            } else {
-                let _ = writeln!(out, "- 💬 reply changed — {}", md_tag(*asserted));
-                let (o, n) = (
-                    old.clone().map(Value::String),
-                    new.clone().map(Value::String),
-                );
-                fenced_diff(out, "  ", diff, o.as_ref(), n.as_ref());
-            }
-        }
-        Did::ExecutionChanged {
-            name,
-            arguments,
-            old,
-            new,
-            asserted,
-            ..
-        } => {
-            let _ = writeln!(
-                out,
-                "- ⇢ {}: {} → {} — {}",
-                code(&format!("{name} {}", compact(arguments, MD_VALUE))),
-                code(old),
-                code(new),
-                md_tag(*asserted)
-            );
-        }
-        Did::ModelCalls { old, new, asserted } => {
-            let _ = writeln!(
-                out,
-                "- 🔁 model calls: {old} → {new} — {}",
-                md_tag(*asserted)
-            );
+struct Markdown;
+
+impl Markup for Markdown {
+    fn name(&self, s: &str) -> String {
+        code(s)
+    }
+    fn value(&self, v: Option<&Value>) -> String {
+        v.map_or_else(|| "*absent*".to_owned(), |v| code(&compact(v, MD_VALUE)))
+    }
+    fn text(&self, s: Option<&str>) -> String {
+        s.map_or_else(
+            || "*none*".to_owned(),
+            |s| code(&compact(&Value::String(s.to_owned()), MD_VALUE)),
+        )
+    }
+    fn icon(&self, icon: Icon) -> &'static str {
+        match icon {
+            Icon::Added => "➕",
+            Icon::Removed => "➖",
+            Icon::Moved => "🔀",
+            Icon::Edited => "✏️",
+            Icon::Reply => "💬",
+            Icon::Execution => "⇢",
+            Icon::ModelCalls => "🔁",
         }
     }
 }
 
-fn md_value(v: Option<&Value>) -> String {
-    v.map_or_else(|| "*absent*".to_owned(), |v| code(&compact(v, MD_VALUE)))
-}
-
-fn md_reply(v: Option<&str>) -> String {
-    v.map_or_else(
-        || "*none*".to_owned(),
-        |s| code(&compact(&Value::String(s.to_owned()), MD_VALUE)),
-    )
-}
-
-fn told_md(out: &mut String, c: &ToldChange) {
-    let at = location(c);
-    let tag = md_tag(c.asserted);
-    let (head, diff, old, new): (String, Option<&TextDiff>, Option<Value>, Option<Value>) =
-        match &c.change {
-            Told::System { old, new, diff } => (
-                "system prompt changed".into(),
-                Some(diff),
-                old.clone().map(Value::String),
-                new.clone().map(Value::String),
-            ),
-            Told::UserMessage { old, new, diff } => match diff {
-                TextDiff::Inline => (
-                    format!(
-                        "user message: {} → {}",
-                        md_reply(old.as_deref()),
-                        md_reply(new.as_deref())
-                    ),
-                    None,
-                    None,
-                    None,
-                ),
-                d => (
-                    "user message changed".into(),
-                    Some(d),
-                    old.clone().map(Value::String),
-                    new.clone().map(Value::String),
-                ),
-            },
-            Told::ToolAdded { name, diff, .. } => (
-                format!("➕ tool {} offered", code(name)),
-                Some(diff),
-                None,
-                None,
-            ),
-            Told::ToolRemoved { name, .. } => (
-                format!("➖ tool {} no longer offered", code(name)),
-                None,
-                None,
-                None,
-            ),
-            Told::ToolChanged { name, diff } => (
-                format!("tool {} definition changed", code(name)),
-                Some(diff),
-                None,
-                None,
-            ),
-            Told::Model { old, new } => (
-                format!("model: {} → {}", code(old), code(new)),
-                None,
-                None,
-                None,
-            ),
-            Told::Param {
-                name,
-                old,
-                new,
-                diff,
-            } => match diff {
-                TextDiff::Inline => (
-                    format!(
-                        "{}: {} → {}",
-                        code(name),
-                        md_value(old.as_ref()),
-                        md_value(new.as_ref())
-                    ),
-                    None,
-                    None,
-                    None,
-                ),
-                d => (
-                    format!("{} changed", code(name)),
-                    Some(d),
-                    old.clone(),
-                    new.clone(),
-                ),
-            },
-            Told::ToolResult {
-                tool,
-                arguments,
-                old,
-                new,
-                diff,
-            } => match diff {
-                TextDiff::Inline => (
-                    format!(
-                        "result of {} {}: {} → {}",
-                        code(tool),
-                        code(&compact(arguments, MD_VALUE)),
-                        code(&compact(old, MD_VALUE)),
-                        code(&compact(new, MD_VALUE))
-                    ),
-                    None,
-                    None,
-                    None,
-                ),
-                d => (
-                    format!(
-                        "result of {} {} changed",
-                        code(tool),
-                        code(&compact(arguments, MD_VALUE))
-                    ),
-                    Some(d),
-                    Some(old.clone()),
-                    Some(new.clone()),
-                ),
-            },
-        };
-    let _ = writeln!(out, "- {head}, {at} — {tag}");
-    if let Some(d) = diff {
-        fenced_diff(out, "  ", d, old.as_ref(), new.as_ref());
+/// A list item (nested by the line's depth), its tag after a dash, its diff fenced below.
+fn line_md(out: &mut String, l: &Line) {
+    let indent = "  ".repeat(l.depth);
+    let _ = write!(out, "{indent}- {}", l.words);
+    if let Some(a) = l.asserted {
+        let _ = write!(out, " — {}", md_tag(a));
+    }
+    out.push('\n');
+    if let Some(b) = &l.diff {
+        fenced_diff(out, &format!("{indent}  "), b);
     }
 }
 
 /// A ```diff fence (GitHub colours its `-`/`+` lines), inside a list item at `indent`.
 /// A word diff is shown as the old and the new line whole.
-fn fenced_diff(
-    out: &mut String,
-    indent: &str,
-    diff: &TextDiff,
-    old: Option<&Value>,
-    new: Option<&Value>,
-) {
+fn fenced_diff(out: &mut String, indent: &str, b: &Block) {
+    let (diff, old, new) = (&b.diff, b.old.as_ref(), b.new.as_ref());
     let mut body = String::new();
     match diff {
         TextDiff::Inline => return,

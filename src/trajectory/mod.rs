@@ -8,6 +8,7 @@ pub mod diff;
 pub mod executions;
 mod extract;
 mod history;
+mod lines;
 pub mod markdown;
 pub mod render;
 pub mod show;

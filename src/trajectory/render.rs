@@ -9,9 +9,8 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use super::changes::{
-    CallAt, Did, PathChange, Position, Presence, Told, ToldChange, TrajectoryDiff, Verdict,
-};
+use super::changes::{TrajectoryDiff, Verdict};
+use super::lines::{self, presence, Icon, Line, Markup};
 use super::textdiff::{Tag, TextDiff};
 
 /// Longest value shown inline in text, in characters.
@@ -32,8 +31,12 @@ pub fn render_text(d: &TrajectoryDiff) -> String {
         out.push_str("what the agent did\n");
         for t in &d.turns {
             let _ = writeln!(out, "  turn {}{}", t.turn + 1, presence(t.presence));
-            for c in &t.changes {
-                did_text(&mut out, c);
+            for l in t.changes.iter().flat_map(|c| lines::did(c, &Text)) {
+                // A path's diff sits two columns in, a change's four.
+                match l.depth {
+                    0 => line_text(&mut out, "    ", "        ", &l),
+                    _ => line_text(&mut out, "        ", "          ", &l),
+                }
             }
         }
     }
@@ -43,7 +46,7 @@ pub fn render_text(d: &TrajectoryDiff) -> String {
         }
         out.push_str("what the agent was told\n");
         for c in &d.told {
-            told_text(&mut out, c);
+            line_text(&mut out, "  ", "      ", &lines::told(c, &Text));
         }
     }
     if d.verdict != Verdict::Identical {
@@ -53,11 +56,42 @@ pub fn render_text(d: &TrajectoryDiff) -> String {
     out
 }
 
-pub(super) fn presence(p: Presence) -> &'static str {
-    match p {
-        Presence::Both => "",
-        Presence::Added => " (new turn)",
-        Presence::Removed => " (turn no longer made)",
+struct Text;
+
+impl Markup for Text {
+    fn name(&self, s: &str) -> String {
+        clean(s)
+    }
+    fn value(&self, v: Option<&Value>) -> String {
+        v.map_or_else(|| "<absent>".to_owned(), |v| compact(v, TEXT_VALUE))
+    }
+    fn text(&self, s: Option<&str>) -> String {
+        s.map_or_else(
+            || "(none)".to_owned(),
+            |s| compact(&Value::String(s.to_owned()), TEXT_VALUE),
+        )
+    }
+    fn icon(&self, icon: Icon) -> &'static str {
+        match icon {
+            Icon::Added => "+",
+            Icon::Removed => "-",
+            Icon::Moved => "↕",
+            Icon::Edited => "~",
+            Icon::Execution => "⇢",
+            Icon::Reply | Icon::ModelCalls => "",
+        }
+    }
+}
+
+/// A line at `indent`, its tag after two spaces, its diff below at `under`.
+fn line_text(out: &mut String, indent: &str, under: &str, l: &Line) {
+    let _ = write!(out, "{indent}{}", l.words);
+    if let Some(a) = l.asserted {
+        let _ = write!(out, "  {}", tag(a));
+    }
+    out.push('\n');
+    if let Some(b) = &l.diff {
+        pieces_text(out, under, &b.diff);
     }
 }
 
@@ -103,154 +137,6 @@ pub(super) fn compact(v: &Value, max: usize) -> String {
     cut(&clean(&v.to_string()), max)
 }
 
-fn opt_value(v: Option<&Value>, max: usize) -> String {
-    v.map_or_else(|| "<absent>".to_owned(), |v| compact(v, max))
-}
-
-fn opt_reply(v: Option<&str>, max: usize) -> String {
-    v.map_or_else(
-        || "(none)".to_owned(),
-        |s| compact(&Value::String(s.to_owned()), max),
-    )
-}
-
-/// "before `b`" / "after `a`" / "as the only call", preferring the call that follows.
-pub(super) fn place(p: &Position, quote: fn(&str) -> String) -> String {
-    match (&p.before, &p.after) {
-        (Some(b), _) => format!("before {}", quote(b)),
-        (None, Some(a)) => format!("after {}", quote(a)),
-        (None, None) => "as the only call".to_owned(),
-    }
-}
-
-fn did_text(out: &mut String, c: &Did) {
-    const I: &str = "    ";
-    match c {
-        Did::CallAdded {
-            name,
-            arguments,
-            at,
-            asserted,
-        } => {
-            let _ = writeln!(
-                out,
-                "{I}+ now also calls {} {} {}  {}",
-                clean(name),
-                compact(arguments, TEXT_VALUE),
-                place(at, clean),
-                tag(*asserted)
-            );
-        }
-        Did::CallRemoved {
-            name,
-            arguments,
-            at,
-            asserted,
-        } => {
-            let _ = writeln!(
-                out,
-                "{I}- no longer calls {} {} (was {})  {}",
-                clean(name),
-                compact(arguments, TEXT_VALUE),
-                place(at, clean),
-                tag(*asserted)
-            );
-        }
-        Did::CallMoved {
-            name,
-            arguments,
-            was,
-            now,
-            asserted,
-        } => {
-            let _ = writeln!(
-                out,
-                "{I}↕ {} {} moved: now {}, was {}  {}",
-                clean(name),
-                compact(arguments, TEXT_VALUE),
-                place(now, clean),
-                place(was, clean),
-                tag(*asserted)
-            );
-        }
-        Did::ArgumentsChanged {
-            name, at, changes, ..
-        } => {
-            let _ = writeln!(
-                out,
-                "{I}~ {} (tool call {}): arguments changed",
-                clean(name),
-                at.index + 1
-            );
-            for p in changes {
-                path_text(out, p);
-            }
-        }
-        Did::ReplyChanged {
-            old,
-            new,
-            diff,
-            asserted,
-        } => {
-            if *diff == TextDiff::Inline {
-                let _ = writeln!(
-                    out,
-                    "{I}reply: {} → {}  {}",
-                    opt_reply(old.as_deref(), TEXT_VALUE),
-                    opt_reply(new.as_deref(), TEXT_VALUE),
-                    tag(*asserted)
-                );
-            } else {
-                let _ = writeln!(out, "{I}reply changed  {}", tag(*asserted));
-                pieces_text(out, "        ", diff);
-            }
-        }
-        Did::ExecutionChanged {
-            name,
-            arguments,
-            at,
-            old,
-            new,
-            asserted,
-        } => {
-            let _ = writeln!(
-                out,
-                "{I}⇢ {} {} (tool call {}): {} → {}  {}",
-                clean(name),
-                compact(arguments, TEXT_VALUE),
-                at.index + 1,
-                clean(old),
-                clean(new),
-                tag(*asserted)
-            );
-        }
-        Did::ModelCalls { old, new, asserted } => {
-            let _ = writeln!(out, "{I}model calls: {old} → {new}  {}", tag(*asserted));
-        }
-    }
-}
-
-fn path_text(out: &mut String, p: &PathChange) {
-    let path = if p.path.is_empty() {
-        "(all arguments)"
-    } else {
-        &p.path
-    };
-    if p.diff == TextDiff::Inline {
-        let _ = writeln!(
-            out,
-            "        {}: {} → {}  {}",
-            clean(path),
-            opt_value(p.old.as_ref(), TEXT_VALUE),
-            opt_value(p.new.as_ref(), TEXT_VALUE),
-            tag(p.asserted)
-        );
-    } else {
-        let _ = writeln!(out, "        {}:  {}", clean(path), tag(p.asserted));
-        pieces_text(out, "          ", &p.diff);
-    }
-}
-
 /// The pieces of a line or word diff, each line indented by `indent`.
 pub(super) fn pieces_text(out: &mut String, indent: &str, diff: &TextDiff) {
     match diff {
@@ -289,119 +175,6 @@ fn unchanged(count: &str) -> String {
         "1 unchanged line".to_owned()
     } else {
         format!("{count} unchanged lines")
-    }
-}
-
-/// Where a told change was seen: `in every model call`, `in turn 2`, or
-/// `in turn 1 (model calls 1, 2), turn 3 (model call 1)`.
-pub(super) fn location(c: &ToldChange) -> String {
-    if c.everywhere {
-        return "in every model call".to_owned();
-    }
-    let mut groups: Vec<(usize, Vec<usize>)> = Vec::new();
-    for &CallAt { turn, call } in &c.at {
-        let call = call.map(|n| n + 1);
-        match groups.last_mut() {
-            Some((t, calls)) if *t == turn => calls.extend(call),
-            _ => groups.push((turn, call.into_iter().collect())),
-        }
-    }
-    const MAX: usize = 4;
-    let mut parts: Vec<String> = groups
-        .iter()
-        .take(MAX)
-        .map(|(t, calls)| {
-            if calls.is_empty() {
-                return format!("turn {}", t + 1);
-            }
-            let list: Vec<String> = calls.iter().map(usize::to_string).collect();
-            let noun = if calls.len() == 1 {
-                "model call"
-            } else {
-                "model calls"
-            };
-            format!("turn {} ({noun} {})", t + 1, list.join(", "))
-        })
-        .collect();
-    if groups.len() > MAX {
-        parts.push(format!("{} more turns", groups.len() - MAX));
-    }
-    format!("in {}", parts.join(", "))
-}
-
-fn told_text(out: &mut String, c: &ToldChange) {
-    const I: &str = "  ";
-    let (head, diff): (String, Option<&TextDiff>) = match &c.change {
-        Told::System { diff, .. } => ("system prompt changed".into(), Some(diff)),
-        Told::UserMessage { old, new, diff } => match diff {
-            TextDiff::Inline => (
-                format!(
-                    "user message: {} → {}",
-                    opt_reply(old.as_deref(), TEXT_VALUE),
-                    opt_reply(new.as_deref(), TEXT_VALUE)
-                ),
-                None,
-            ),
-            d => ("user message changed".into(), Some(d)),
-        },
-        Told::ToolAdded { name, diff, .. } => {
-            (format!("+ tool {} offered", clean(name)), Some(diff))
-        }
-        Told::ToolRemoved { name, .. } => {
-            (format!("- tool {} no longer offered", clean(name)), None)
-        }
-        Told::ToolChanged { name, diff } => (
-            format!("tool {} definition changed", clean(name)),
-            Some(diff),
-        ),
-        Told::Model { old, new } => (format!("model: {} → {}", clean(old), clean(new)), None),
-        Told::Param {
-            name,
-            old,
-            new,
-            diff,
-        } => match diff {
-            TextDiff::Inline => (
-                format!(
-                    "{}: {} → {}",
-                    clean(name),
-                    opt_value(old.as_ref(), TEXT_VALUE),
-                    opt_value(new.as_ref(), TEXT_VALUE)
-                ),
-                None,
-            ),
-            d => (format!("{} changed", clean(name)), Some(d)),
-        },
-        Told::ToolResult {
-            tool,
-            arguments,
-            old,
-            new,
-            diff,
-        } => match diff {
-            TextDiff::Inline => (
-                format!(
-                    "result of {} {}: {} → {}",
-                    clean(tool),
-                    compact(arguments, TEXT_VALUE),
-                    compact(old, TEXT_VALUE),
-                    compact(new, TEXT_VALUE)
-                ),
-                None,
-            ),
-            d => (
-                format!(
-                    "result of {} {} changed",
-                    clean(tool),
-                    compact(arguments, TEXT_VALUE)
-                ),
-                Some(d),
-            ),
-        },
-    };
-    let _ = writeln!(out, "{I}{head}, {}  {}", location(c), tag(c.asserted));
-    if let Some(d) = diff {
-        pieces_text(out, "      ", d);
     }
 }
 
