@@ -250,6 +250,37 @@ fn tail(text: &str, n: usize) -> Vec<String> {
         .collect()
 }
 
+/// One kind of request that arrived, `n` times: where it went and what it carried.
+fn arrival_line(a: &Arrival, n: usize) -> String {
+    let mut line = format!("{} {}  → {} ({}", a.method, a.api_path, a.route, a.status);
+    if a.stream {
+        line.push_str(", stream");
+    }
+    line.push(')');
+    if n > 1 {
+        let _ = write!(line, " ×{n}");
+    }
+    let _ = write!(line, "  via {}", a.via);
+    if let Some(model) = &a.model {
+        let _ = write!(line, "  model: {model}");
+    }
+    let _ = write!(
+        line,
+        "  client: {}",
+        a.client.as_deref().unwrap_or("(no user-agent)")
+    );
+    let _ = write!(
+        line,
+        "  auth: {}",
+        if a.auth.is_empty() {
+            "none".to_owned()
+        } else {
+            a.auth.join(", ")
+        }
+    );
+    line
+}
+
 /// The report as text.
 pub fn render(r: &DoctorReport) -> String {
     let mut out = String::new();
@@ -265,36 +296,7 @@ pub fn render(r: &DoctorReport) -> String {
         others
     );
     for (a, n) in grouped(&r.arrivals) {
-        let mut line = format!(
-            "    {} {}  → {} ({}",
-            a.method, a.api_path, a.route, a.status
-        );
-        if a.stream {
-            line.push_str(", stream");
-        }
-        line.push(')');
-        if n > 1 {
-            let _ = write!(line, " ×{n}");
-        }
-        let _ = write!(line, "  via {}", a.via);
-        if let Some(model) = &a.model {
-            let _ = write!(line, "  model: {model}");
-        }
-        let _ = write!(
-            line,
-            "  client: {}",
-            a.client.as_deref().unwrap_or("(no user-agent)")
-        );
-        let _ = write!(
-            line,
-            "  auth: {}",
-            if a.auth.is_empty() {
-                "none".to_owned()
-            } else {
-                a.auth.join(", ")
-            }
-        );
-        let _ = writeln!(out, "{line}");
+        let _ = writeln!(out, "    {}", arrival_line(a, n));
     }
     if !r.mcp_servers.is_empty() {
         let _ = writeln!(

@@ -81,11 +81,25 @@ pub(crate) fn failed_by_a_problem() -> CaseReport {
     c
 }
 
-pub(crate) fn run() -> RunReport {
-    let weather = "specs/weather.yaml";
-    let booking = "specs/booking.yaml";
+const WEATHER: &str = "specs/weather.yaml";
+const BOOKING: &str = "specs/booking.yaml";
 
-    let mut paris = case(weather, "paris", Status::Passed, 842);
+pub(crate) fn run() -> RunReport {
+    let mut skipped = case(WEATHER, "tokyo <later>", Status::Skipped, 0);
+    skipped.mode = "skip".into();
+    skipped.warnings.push("skipped: flaky upstream".into());
+    let cases = vec![paris(), follow_up(), skipped, book(), cancel()];
+    RunReport {
+        summary: Summary::of(&cases),
+        cases,
+        duration_ms: 5231,
+        shard: None,
+    }
+}
+
+/// Passed, with a tool call and a crash point whose repeat the spec allows.
+fn paris() -> CaseReport {
+    let mut paris = case(WEATHER, "paris", Status::Passed, 842);
     paris.turns.push(TurnReport {
         index: 1,
         input: Some("What's the weather in Paris?".into()),
@@ -123,8 +137,12 @@ pub(crate) fn run() -> RunReport {
         stderr: String::new(),
         repeated: vec!["get_weather {\"city\":\"Paris\"}".into()],
     });
+    paris
+}
 
-    let mut follow = case(weather, "follow-up | °F", Status::Failed, 1570);
+/// Failed: the second turn missed the cassette; unknown usage in the first.
+fn follow_up() -> CaseReport {
+    let mut follow = case(WEATHER, "follow-up | °F", Status::Failed, 1570);
     follow.turns.push(TurnReport {
         index: 1,
         input: Some("Weather in Paris?".into()),
@@ -192,12 +210,12 @@ pub(crate) fn run() -> RunReport {
         "the program exited with status 1\n--- stderr (tail) ---\nTraceback (most recent call last):\n  File \"agent.py\", line 66, in main\nopenai.BadRequestError: Error code: 400 - agentproxy: cassette miss (reported above)".into(),
     );
     sum_usage(&mut follow);
+    follow
+}
 
-    let mut skipped = case(weather, "tokyo <later>", Status::Skipped, 0);
-    skipped.mode = "skip".into();
-    skipped.warnings.push("skipped: flaky upstream".into());
-
-    let mut book = case(booking, "book flight", Status::Failed, 2204);
+/// Failed while recording: MCP execution, a mock, a trajectory diff and a fuzz run.
+fn book() -> CaseReport {
+    let mut book = case(BOOKING, "book flight", Status::Failed, 2204);
     book.mode = "record".into();
     book.turns.push(TurnReport {
         index: 1,
@@ -291,8 +309,12 @@ pub(crate) fn run() -> RunReport {
             },
         ],
     });
+    book
+}
 
-    let mut crash = case(booking, "cancel", Status::Error, 312);
+/// An error: the program died in turn 1, so turns 2 and 3 were not reached.
+fn cancel() -> CaseReport {
+    let mut crash = case(BOOKING, "cancel", Status::Error, 312);
     crash.turns.push(TurnReport {
         index: 1,
         input: Some("Cancel booking LX345".into()),
@@ -339,12 +361,5 @@ pub(crate) fn run() -> RunReport {
         "the program exited with status 1 before replying\nstderr (last 3 lines):\n  File \"app.py\", line 42, in cancel\n    booking = BOOKINGS[ref]\n\u{1b}[31mKeyError\u{1b}[0m: 'LX345'"
             .into(),
     );
-
-    let cases = vec![paris, follow, skipped, book, crash];
-    RunReport {
-        summary: Summary::of(&cases),
-        cases,
-        duration_ms: 5231,
-        shard: None,
-    }
+    crash
 }

@@ -97,46 +97,14 @@ pub fn resolve(
     spec: &Spec,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Resolved, SpecError> {
-    let var = |name: &str| {
-        env(name)
-            .map(|v| v.trim().to_owned())
-            .filter(|v| !v.is_empty())
-    };
-
-    let env_mode = var(ENV_MODE)
-        .map(|v| parse_word(ENV_MODE, &v, &Mode::ALL.map(|m| (m.as_str(), m))))
-        .transpose()?;
-    let env_parallel = var(ENV_PARALLEL)
-        .map(|v| match v.parse::<usize>() {
-            Ok(n) if n >= 1 => Ok(n),
-            _ => Err(env_error(
-                ENV_PARALLEL,
-                &v,
-                "expected a whole number of at least 1",
-            )),
-        })
-        .transpose()?;
-    let env_timeout = var(ENV_TIMEOUT)
-        .map(|v| match humantime::parse_duration(&v) {
-            Ok(d) if !d.is_zero() => Ok(d),
-            Ok(_) => Err(env_error(
-                ENV_TIMEOUT,
-                &v,
-                "expected a duration longer than zero",
-            )),
-            Err(e) => Err(env_error(
-                ENV_TIMEOUT,
-                &v,
-                &format!("expected a duration like 30s or 2m ({e})"),
-            )),
-        })
-        .transpose()?;
-    let env_verbosity = var(ENV_VERBOSITY)
-        .map(|v| parse_word(ENV_VERBOSITY, &v, &Verbosity::ALL.map(|l| (l.as_str(), l))))
-        .transpose()?;
-    let env_cassette_dir = var(ENV_CASSETTE_DIR).map(PathBuf::from);
-    let ci = var("CI").is_some_and(|v| !(v == "0" || v.eq_ignore_ascii_case("false")));
-
+    let Env {
+        mode: env_mode,
+        parallel: env_parallel,
+        timeout: env_timeout,
+        verbosity: env_verbosity,
+        cassette_dir: env_cassette_dir,
+        ci,
+    } = Env::read(env)?;
     let ex = &spec.execution;
     let (mode, mode_origin) = pick(cli.mode, ex.mode, env_mode.map(|m| (m, ENV_MODE)), || {
         if ci {
@@ -198,6 +166,69 @@ pub fn resolve(
             cassette_dir: cassette_dir_origin,
         },
     })
+}
+
+/// The settings the environment gives, each checked.
+struct Env {
+    mode: Option<Mode>,
+    parallel: Option<usize>,
+    timeout: Option<Duration>,
+    verbosity: Option<Verbosity>,
+    cassette_dir: Option<PathBuf>,
+    /// `CI` is set (and not `0` or `false`).
+    ci: bool,
+}
+
+impl Env {
+    fn read(env: &dyn Fn(&str) -> Option<String>) -> Result<Env, SpecError> {
+        let var = |name: &str| {
+            env(name)
+                .map(|v| v.trim().to_owned())
+                .filter(|v| !v.is_empty())
+        };
+
+        let env_mode = var(ENV_MODE)
+            .map(|v| parse_word(ENV_MODE, &v, &Mode::ALL.map(|m| (m.as_str(), m))))
+            .transpose()?;
+        let env_parallel = var(ENV_PARALLEL)
+            .map(|v| match v.parse::<usize>() {
+                Ok(n) if n >= 1 => Ok(n),
+                _ => Err(env_error(
+                    ENV_PARALLEL,
+                    &v,
+                    "expected a whole number of at least 1",
+                )),
+            })
+            .transpose()?;
+        let env_timeout = var(ENV_TIMEOUT)
+            .map(|v| match humantime::parse_duration(&v) {
+                Ok(d) if !d.is_zero() => Ok(d),
+                Ok(_) => Err(env_error(
+                    ENV_TIMEOUT,
+                    &v,
+                    "expected a duration longer than zero",
+                )),
+                Err(e) => Err(env_error(
+                    ENV_TIMEOUT,
+                    &v,
+                    &format!("expected a duration like 30s or 2m ({e})"),
+                )),
+            })
+            .transpose()?;
+        let env_verbosity = var(ENV_VERBOSITY)
+            .map(|v| parse_word(ENV_VERBOSITY, &v, &Verbosity::ALL.map(|l| (l.as_str(), l))))
+            .transpose()?;
+        let env_cassette_dir = var(ENV_CASSETTE_DIR).map(PathBuf::from);
+        let ci = var("CI").is_some_and(|v| !(v == "0" || v.eq_ignore_ascii_case("false")));
+        Ok(Env {
+            mode: env_mode,
+            parallel: env_parallel,
+            timeout: env_timeout,
+            verbosity: env_verbosity,
+            cassette_dir: env_cassette_dir,
+            ci,
+        })
+    }
 }
 
 /// `<spec dir>/cassettes/<spec file stem>`.

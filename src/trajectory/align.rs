@@ -71,23 +71,7 @@ pub(super) fn calls(
             ));
         }
         if a.arguments != b.arguments {
-            let mut changes = Vec::new();
-            value_changes(
-                Some(&a.arguments),
-                Some(&b.arguments),
-                &mut Vec::new(),
-                &mut changes,
-            );
-            let changes = changes
-                .into_iter()
-                .map(|(path, old, new)| PathChange {
-                    path: join_path(&path),
-                    diff: textdiff::value(old.as_ref(), new.as_ref()),
-                    asserted: asserted.argument(turn, &b.name, &path),
-                    old,
-                    new,
-                })
-                .collect();
+            let changes = argument_changes(turn, a, b, asserted);
             out.push((
                 2 * j + 1,
                 Did::ArgumentsChanged {
@@ -129,6 +113,32 @@ pub(super) fn calls(
     }
     out.sort_by_key(|(k, _)| *k);
     out.into_iter().map(|(_, d)| d).collect()
+}
+
+/// The paths at which two calls of one tool differ in their arguments.
+fn argument_changes(
+    turn: usize,
+    a: &ToolCall,
+    b: &ToolCall,
+    asserted: &Asserted,
+) -> Vec<PathChange> {
+    let mut changes = Vec::new();
+    value_changes(
+        Some(&a.arguments),
+        Some(&b.arguments),
+        &mut Vec::new(),
+        &mut changes,
+    );
+    changes
+        .into_iter()
+        .map(|(path, old, new)| PathChange {
+            path: join_path(&path),
+            diff: textdiff::value(old.as_ref(), new.as_ref()),
+            asserted: asserted.argument(turn, &b.name, &path),
+            old,
+            new,
+        })
+        .collect()
 }
 
 /// Pair each unmatched old call with the first unmatched new call `same` accepts.

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use super::changes::{CallAt, Did, Position, Presence, Told, ToldChange};
+use super::changes::{CallAt, Did, PathChange, Position, Presence, Told, ToldChange};
 use super::textdiff::TextDiff;
 
 /// How one markup spells the pieces of a line.
@@ -99,101 +99,53 @@ fn place(p: &Position, m: &dyn Markup) -> String {
 pub(super) fn did(c: &Did, m: &dyn Markup) -> Vec<Line> {
     let call =
         |name: &str, arguments: &Value| format!("{} {}", m.name(name), m.value(Some(arguments)));
-    match c {
+    let (icon, words, asserted, diff) = match c {
+        Did::ArgumentsChanged {
+            name, at, changes, ..
+        } => return arguments(m, name, at.index, changes),
         Did::CallAdded {
             name,
             arguments,
             at,
             asserted,
-        } => vec![line(
-            mark(
-                m,
-                Icon::Added,
-                format!("now also calls {} {}", call(name, arguments), place(at, m)),
-            ),
-            *asserted,
+        } => (
+            Icon::Added,
+            format!("now also calls {} {}", call(name, arguments), place(at, m)),
+            asserted,
             None,
-        )],
+        ),
         Did::CallRemoved {
             name,
             arguments,
             at,
             asserted,
-        } => vec![line(
-            mark(
-                m,
-                Icon::Removed,
-                format!(
-                    "no longer calls {} (was {})",
-                    call(name, arguments),
-                    place(at, m)
-                ),
+        } => (
+            Icon::Removed,
+            format!(
+                "no longer calls {} (was {})",
+                call(name, arguments),
+                place(at, m)
             ),
-            *asserted,
+            asserted,
             None,
-        )],
+        ),
         Did::CallMoved {
             name,
             arguments,
             was,
             now,
             asserted,
-        } => vec![line(
-            mark(
-                m,
-                Icon::Moved,
-                format!(
-                    "{} moved: now {}, was {}",
-                    call(name, arguments),
-                    place(now, m),
-                    place(was, m)
-                ),
+        } => (
+            Icon::Moved,
+            format!(
+                "{} moved: now {}, was {}",
+                call(name, arguments),
+                place(now, m),
+                place(was, m)
             ),
-            *asserted,
+            asserted,
             None,
-        )],
-        Did::ArgumentsChanged {
-            name, at, changes, ..
-        } => {
-            let head = Line {
-                depth: 0,
-                words: mark(
-                    m,
-                    Icon::Edited,
-                    format!(
-                        "{} (tool call {}): arguments changed",
-                        m.name(name),
-                        at.index + 1
-                    ),
-                ),
-                asserted: None,
-                diff: None,
-            };
-            let paths = changes.iter().map(|p| {
-                let path = m.name(if p.path.is_empty() {
-                    "(all arguments)"
-                } else {
-                    &p.path
-                });
-                let words = match p.diff {
-                    TextDiff::Inline => format!(
-                        "{path}: {} → {}",
-                        m.value(p.old.as_ref()),
-                        m.value(p.new.as_ref())
-                    ),
-                    _ => path,
-                };
-                Line {
-                    depth: 1,
-                    ..line(
-                        words,
-                        p.asserted,
-                        Block::new(&p.diff, p.old.clone(), p.new.clone()),
-                    )
-                }
-            });
-            std::iter::once(head).chain(paths).collect()
-        }
+        ),
         Did::ReplyChanged {
             old,
             new,
@@ -208,11 +160,8 @@ pub(super) fn did(c: &Did, m: &dyn Markup) -> Vec<Line> {
                 ),
                 _ => "reply changed".to_owned(),
             };
-            vec![line(
-                mark(m, Icon::Reply, words),
-                *asserted,
-                Block::new(diff, string(old), string(new)),
-            )]
+            let block = Block::new(diff, string(old), string(new));
+            (Icon::Reply, words, asserted, block)
         }
         Did::ExecutionChanged {
             name,
@@ -221,27 +170,68 @@ pub(super) fn did(c: &Did, m: &dyn Markup) -> Vec<Line> {
             old,
             new,
             asserted,
-        } => vec![line(
-            mark(
-                m,
-                Icon::Execution,
-                format!(
-                    "{} (tool call {}): {} → {}",
-                    call(name, arguments),
-                    at.index + 1,
-                    m.name(old),
-                    m.name(new)
-                ),
+        } => (
+            Icon::Execution,
+            format!(
+                "{} (tool call {}): {} → {}",
+                call(name, arguments),
+                at.index + 1,
+                m.name(old),
+                m.name(new)
             ),
-            *asserted,
+            asserted,
             None,
-        )],
-        Did::ModelCalls { old, new, asserted } => vec![line(
-            mark(m, Icon::ModelCalls, format!("model calls: {old} → {new}")),
-            *asserted,
+        ),
+        Did::ModelCalls { old, new, asserted } => (
+            Icon::ModelCalls,
+            format!("model calls: {old} → {new}"),
+            asserted,
             None,
-        )],
-    }
+        ),
+    };
+    vec![line(mark(m, icon, words), *asserted, diff)]
+}
+
+/// "arguments changed", then a line per changed path.
+fn arguments(m: &dyn Markup, name: &str, index: usize, changes: &[PathChange]) -> Vec<Line> {
+    let head = Line {
+        depth: 0,
+        words: mark(
+            m,
+            Icon::Edited,
+            format!(
+                "{} (tool call {}): arguments changed",
+                m.name(name),
+                index + 1
+            ),
+        ),
+        asserted: None,
+        diff: None,
+    };
+    let paths = changes.iter().map(|p| {
+        let path = m.name(if p.path.is_empty() {
+            "(all arguments)"
+        } else {
+            &p.path
+        });
+        let words = match p.diff {
+            TextDiff::Inline => format!(
+                "{path}: {} → {}",
+                m.value(p.old.as_ref()),
+                m.value(p.new.as_ref())
+            ),
+            _ => path,
+        };
+        Line {
+            depth: 1,
+            ..line(
+                words,
+                p.asserted,
+                Block::new(&p.diff, p.old.clone(), p.new.clone()),
+            )
+        }
+    });
+    std::iter::once(head).chain(paths).collect()
 }
 
 /// The line of a change in what the agent was told, ending with where it was seen.

@@ -15,9 +15,9 @@ use serde_json::Value;
 use super::executions::Executions;
 use super::extract::{self, Step};
 use super::render::clean;
-use crate::cassette::Cassette;
-use crate::neutral::Message;
+use crate::cassette::{Body, Cassette, Interaction};
 use crate::neutral::{result_text, ToolCall, Usage};
+use crate::neutral::{Message, ModelCall};
 
 /// A recording, read for showing.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -135,23 +135,7 @@ pub fn read(cassette: &Cassette) -> Shown {
         };
         totals.latency_ms += s.it.latency_ms;
         if s.it.route == crate::dialect::mcp::ROUTE {
-            let done = s.it.execution();
-            let body =
-                s.it.response
-                    .body
-                    .as_ref()
-                    .and_then(crate::cassette::Body::as_json);
-            turn.steps.push(ShownStep::Mcp {
-                server: s.it.request.path.clone(),
-                method: s.it.request.method.clone(),
-                tool: done.as_ref().map(|e| e.tool.clone()),
-                error: done.as_ref().map_or_else(
-                    || body.is_some_and(|b| b.get("error").is_some()),
-                    |e| e.is_error,
-                ),
-                arguments: done.map(|e| e.arguments),
-                latency_ms: s.it.latency_ms,
-            });
+            turn.steps.push(mcp_step(s.it));
             continue;
         }
         let Some(call) = &s.call else {
@@ -165,27 +149,12 @@ pub fn read(cassette: &Cassette) -> Shown {
         };
         if s.model_call().is_none() {
             totals.failed_calls += 1;
-            let body =
-                s.it.response
-                    .body
-                    .as_ref()
-                    .and_then(crate::cassette::Body::as_json);
-            turn.steps.push(ShownStep::Failed {
-                route: call.route.clone(),
-                model: call.model.clone(),
-                status: s.it.response.status,
-                latency_ms: s.it.latency_ms,
-                error: body
-                    .and_then(crate::dialect::error_message)
-                    .map(str::to_owned),
-            });
+            turn.steps.push(failed_step(s.it, call));
             continue;
         }
         let prev = previous.and_then(|p| p.call.as_ref());
-        let names = |c: &crate::neutral::ModelCall| {
-            c.tools.iter().map(|t| t.name.clone()).collect::<Vec<_>>()
-        };
-        let changed = |f: &dyn Fn(&crate::neutral::ModelCall) -> bool| prev.is_none_or(f);
+        let names = |c: &ModelCall| c.tools.iter().map(|t| t.name.clone()).collect::<Vec<_>>();
+        let changed = |f: &dyn Fn(&ModelCall) -> bool| prev.is_none_or(f);
         let number = 1 + turn
             .steps
             .iter()
@@ -226,6 +195,37 @@ pub fn read(cassette: &Cassette) -> Shown {
         recorded_at: cassette.recorded_at.clone(),
         turns,
         totals,
+    }
+}
+
+/// An MCP message the stand-in relayed, with the tool execution it was, if one.
+fn mcp_step(it: &Interaction) -> ShownStep {
+    let done = it.execution();
+    let body = it.response.body.as_ref().and_then(Body::as_json);
+    ShownStep::Mcp {
+        server: it.request.path.clone(),
+        method: it.request.method.clone(),
+        tool: done.as_ref().map(|e| e.tool.clone()),
+        error: done.as_ref().map_or_else(
+            || body.is_some_and(|b| b.get("error").is_some()),
+            |e| e.is_error,
+        ),
+        arguments: done.map(|e| e.arguments),
+        latency_ms: it.latency_ms,
+    }
+}
+
+/// A model call the API refused, with the message it gave.
+fn failed_step(it: &Interaction, call: &ModelCall) -> ShownStep {
+    let body = it.response.body.as_ref().and_then(Body::as_json);
+    ShownStep::Failed {
+        route: call.route.clone(),
+        model: call.model.clone(),
+        status: it.response.status,
+        latency_ms: it.latency_ms,
+        error: body
+            .and_then(crate::dialect::error_message)
+            .map(str::to_owned),
     }
 }
 

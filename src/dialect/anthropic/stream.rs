@@ -122,6 +122,19 @@ pub fn assemble(events: &[SseEvent]) -> Result<Value, AssembleError> {
     let mut message = message.ok_or(AssembleError::MissingEvent {
         event: "message_start",
     })?;
+    message.insert("content".to_owned(), Value::Array(content(blocks)?));
+    message.extend(delta);
+    if !usage.is_empty() {
+        let entry = message.entry("usage").or_insert_with(|| json!({}));
+        if let Some(existing) = entry.as_object_mut() {
+            existing.extend(usage);
+        }
+    }
+    Ok(Value::Object(message))
+}
+
+/// The content blocks in index order, a tool call's streamed input parsed.
+fn content(blocks: BTreeMap<u64, BlockParts>) -> Result<Vec<Value>, AssembleError> {
     let mut content = Vec::with_capacity(blocks.len());
     for (block_index, BlockParts { mut block, json }) in blocks {
         if let Some(json) = json {
@@ -137,15 +150,7 @@ pub fn assemble(events: &[SseEvent]) -> Result<Value, AssembleError> {
         }
         content.push(Value::Object(block));
     }
-    message.insert("content".to_owned(), Value::Array(content));
-    message.extend(delta);
-    if !usage.is_empty() {
-        let entry = message.entry("usage").or_insert_with(|| json!({}));
-        if let Some(existing) = entry.as_object_mut() {
-            existing.extend(usage);
-        }
-    }
-    Ok(Value::Object(message))
+    Ok(content)
 }
 
 fn block_index(data: &Value) -> Option<u64> {
