@@ -6,8 +6,11 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::cassette::format::Hole;
+use crate::cassette::format::{Hole, Upstreams};
+use crate::dialect::{Fallback, Provider, PROVIDERS};
 use crate::matching::index::Repeat;
+use crate::proxy::upstream::InvalidUpstream;
+use crate::runner::upstreams;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -171,44 +174,68 @@ Exit codes: 0 stopped; 2 a bad flag or listen address.",
 /// The providers' base URLs a recording forwards to.
 #[derive(Debug, Args)]
 pub struct UpstreamArgs {
-    /// OpenAI-compatible upstream base URL used when recording (requests keep their
-    /// /v1/… path).
-    #[arg(
-        long,
-        value_name = "URL",
-        default_value = "https://api.openai.com",
-        env = "AGENTPROXY_UPSTREAM"
-    )]
-    pub upstream: String,
+    /// Upstream base URL a provider records from: `URL` for the OpenAI-compatible API,
+    /// `PROVIDER=URL` for any (repeat for several).
+    #[arg(long, value_name = "[PROVIDER=]URL", long_help = upstream_help())]
+    pub upstream: Vec<String>,
 
-    /// Anthropic upstream used when recording, for /v1/messages and requests with
-    /// anthropic-version.
-    #[arg(
-        long,
-        value_name = "URL",
-        default_value = "https://api.anthropic.com",
-        env = "AGENTPROXY_ANTHROPIC_UPSTREAM"
-    )]
-    pub anthropic_upstream: String,
+    /// The same as `--upstream anthropic=URL`.
+    #[arg(long, value_name = "URL")]
+    pub anthropic_upstream: Option<String>,
 
-    /// Gemini upstream used when recording (the Gemini API; a Vertex AI endpoint works too).
-    #[arg(
-        long,
-        value_name = "URL",
-        default_value = "https://generativelanguage.googleapis.com",
-        env = "AGENTPROXY_GEMINI_UPSTREAM"
-    )]
-    pub gemini_upstream: String,
+    /// The same as `--upstream gemini=URL`.
+    #[arg(long, value_name = "URL")]
+    pub gemini_upstream: Option<String>,
 }
 
 impl UpstreamArgs {
-    pub fn upstreams(&self) -> crate::cassette::format::Upstreams {
-        crate::cassette::format::Upstreams {
-            openai: self.upstream.clone(),
-            anthropic: self.anthropic_upstream.clone(),
-            gemini: self.gemini_upstream.clone(),
+    /// Every provider's upstream, from these flags and agentproxy's environment.
+    pub fn upstreams(&self) -> Result<Upstreams, InvalidUpstream> {
+        let mut given = Vec::new();
+        for value in &self.upstream {
+            given.push(upstreams::parse(value)?);
         }
+        given.extend(
+            self.anthropic_upstream
+                .clone()
+                .map(|u| (Provider::Anthropic, u)),
+        );
+        given.extend(self.gemini_upstream.clone().map(|u| (Provider::Gemini, u)));
+        Ok(upstreams::resolve(&given, &|name| std::env::var(name).ok()))
     }
+}
+
+/// `--upstream`'s long help: a line per provider, from the provider table.
+fn upstream_help() -> String {
+    let mut out = String::from(
+        "Upstream base URL a provider records from: `URL` for the OpenAI-compatible API, \
+         `PROVIDER=URL` for any (repeat for several). Requests keep their path, so a base with \
+         a prefix keeps it. Without a flag, each provider's upstream is its variable's value, \
+         else:\n",
+    );
+    for row in &PROVIDERS {
+        let fallback = match &row.fallback {
+            Fallback::Url(url) => url.to_string(),
+            Fallback::Env {
+                var, or: Some(or), ..
+            } => format!("${var}, else {or}"),
+            Fallback::Env { var, or: None, .. } => {
+                format!(
+                    "${var} (none without it: recording {} needs the flag)",
+                    row.title
+                )
+            }
+        };
+        let alias = row
+            .flag
+            .map(|f| format!(" (or {f} URL)"))
+            .unwrap_or_default();
+        out.push_str(&format!(
+            "\n  {:9} {}: {}\n            ${}; default {fallback}{alias}",
+            row.name, row.title, row.paths, row.env
+        ));
+    }
+    out
 }
 
 #[derive(Debug, Args)]

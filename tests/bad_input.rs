@@ -38,11 +38,10 @@ fn write_cassette(path: &std::path::Path, request: serde_json::Value, reply: ser
         format: format::format_version(),
         recorder: "test".into(),
         recorded_at: "2026-01-01T00:00:00Z".into(),
-        upstreams: format::Upstreams {
-            openai: "http://127.0.0.1:9".into(),
-            anthropic: "http://127.0.0.1:9".into(),
-            gemini: String::new(),
-        },
+        upstreams: format::Upstreams(std::collections::BTreeMap::from([
+            ("openai".into(), "http://127.0.0.1:9".into()),
+            ("anthropic".into(), "http://127.0.0.1:9".into()),
+        ])),
         match_rules: Default::default(),
         interactions: vec![Interaction {
             route: "openai.chat".into(),

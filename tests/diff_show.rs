@@ -76,11 +76,10 @@ fn weather(path: &Path, salt: u64, system: &str, args: Value, reply: &str) {
         format: format::format_version(),
         recorder: "agentproxy 0.1.0".into(),
         recorded_at: format!("2026-11-{:02}T10:00:00Z", salt),
-        upstreams: format::Upstreams {
-            openai: "https://api.openai.com".into(),
-            anthropic: "https://api.anthropic.com".into(),
-            gemini: String::new(),
-        },
+        upstreams: format::Upstreams(std::collections::BTreeMap::from([
+            ("openai".into(), "https://api.openai.com".into()),
+            ("anthropic".into(), "https://api.anthropic.com".into()),
+        ])),
         match_rules: Default::default(),
         interactions,
     };

@@ -64,19 +64,20 @@ impl fmt::Display for Run {
 }
 
 /// Runs the agentproxy binary in an environment cleaned of anything that could steer it or
-/// the SDK from the developer's shell. `api_key` is the child's `OPENAI_API_KEY`, if any.
-async fn agentproxy(args: Vec<OsString>, api_key: Option<&str>) -> Run {
+/// the SDK from the developer's shell, with `env` (the keys) set.
+async fn agentproxy(args: Vec<OsString>, env: &[(&str, &str)]) -> Run {
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentproxy"));
     command.args(args).current_dir(repo()).kill_on_drop(true);
     for (name, _) in std::env::vars_os() {
         let name_text = name.to_string_lossy();
-        if name_text.starts_with("OPENAI_") || name_text.starts_with("AGENTPROXY_") {
+        if ["OPENAI_", "AGENTPROXY_", "AZURE_"]
+            .iter()
+            .any(|p| name_text.starts_with(p))
+        {
             command.env_remove(&name);
         }
     }
-    if let Some(key) = api_key {
-        command.env("OPENAI_API_KEY", key);
-    }
+    command.envs(env.iter().copied());
     // Unbuffered, so a child killed by the timeout still shows how far it got; UTF-8,
     // because the replies contain "°"; no bytecode files written into tests/e2e.
     command
@@ -117,7 +118,7 @@ async fn record(python: &Path, name: &str) -> Recording {
         python.into(),
         script(name),
     ];
-    let run = agentproxy(args, Some(API_KEY)).await;
+    let run = agentproxy(args, &[("OPENAI_API_KEY", API_KEY)]).await;
     assert!(run.status.success(), "record of {name} failed: {run}");
     let requests = fake.requests();
     assert!(
@@ -156,7 +157,7 @@ async fn replay(python: &Path, recording: &Recording, name: &str, question: Opti
     args.extend(question.map(OsString::from));
     let served = recording.fake.request_count();
     // No key at all: replay must start the SDK with its placeholder.
-    let run = agentproxy(args, None).await;
+    let run = agentproxy(args, &[]).await;
     assert_eq!(
         recording.fake.request_count(),
         served,
@@ -249,4 +250,97 @@ async fn replay_of_an_edited_prompt_misses_and_names_the_nearest_recording() {
         "no miss report: {replayed}"
     );
     recording.fake.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn azure_openai_records_and_replays_deployments_streams_and_the_v1_form() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().expect("failed to create a temp dir");
+    let cassette = dir.path().join("c.json");
+    let fake = FakeOpenAi::start().await;
+    let args = vec![
+        "record".into(),
+        "--cassette".into(),
+        cassette.clone().into_os_string(),
+        "--upstream".into(),
+        format!("azure={}", fake.url()).into(),
+        "--".into(),
+        python.clone().into(),
+        script("azure_tools.py"),
+    ];
+    let recorded = agentproxy(args, &[("AZURE_OPENAI_API_KEY", API_KEY)]).await;
+    assert!(recorded.status.success(), "record failed: {recorded}");
+    for line in [
+        "deployment finish: tool_calls\n",
+        "deployment reply: It is 18°C and sunny in Paris.\n",
+        "deployment stream reply: It is 18°C and sunny in Paris.\n",
+        "v1 reply: It is 18°C and sunny in Paris.\n",
+    ] {
+        assert!(recorded.stdout.contains(line), "no {line:?}: {recorded}");
+    }
+    // What reached the upstream is what Azure gets: the deployment and api-version in the
+    // URL, the key in `api-key` (the v1 form: a bearer token).
+    let requests = fake.requests();
+    let deployment = (requests.iter())
+        .filter(|r| r.path == "/openai/deployments/weather-prod/chat/completions")
+        .collect::<Vec<_>>();
+    let v1 = (requests.iter())
+        .filter(|r| r.path == "/openai/v1/chat/completions")
+        .collect::<Vec<_>>();
+    assert_eq!(deployment.len() + v1.len(), requests.len(), "{requests:?}");
+    assert!(deployment.len() >= 4 && v1.len() >= 2, "{requests:?}");
+    assert!(deployment
+        .iter()
+        .all(|r| r.query.as_deref() == Some("api-version=2024-10-21")
+            && r.header("api-key") == Some(API_KEY)));
+    let bearer = format!("Bearer {API_KEY}");
+    assert!(v1
+        .iter()
+        .all(|r| r.header("authorization") == Some(bearer.as_str())));
+    let written = std::fs::read_to_string(&cassette).expect("record wrote no cassette");
+    assert!(!written.contains(API_KEY), "the key leaked:\n{written}");
+    assert!(
+        written.contains(&format!("\"azure\": \"{}\"", fake.url())),
+        "{written}"
+    );
+    assert!(
+        written
+            .contains("/openai/deployments/weather-prod/chat/completions?api-version=2024-10-21"),
+        "the path is stored with its api-version"
+    );
+    // Replayed with no key and the fake stopped: the same output.
+    fake.stop().await;
+    let args = vec![
+        "replay".into(),
+        "--cassette".into(),
+        cassette.into_os_string(),
+        "--".into(),
+        python.into(),
+        script("azure_tools.py"),
+    ];
+    let replayed = agentproxy(args, &[]).await;
+    assert!(replayed.status.success(), "replay failed: {replayed}");
+    assert_eq!(replayed.stdout, recorded.stdout);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn recording_azure_without_an_endpoint_names_the_flag() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().expect("failed to create a temp dir");
+    let args = vec![
+        "record".into(),
+        "--cassette".into(),
+        dir.path().join("c.json").into_os_string(),
+        "--".into(),
+        python.into(),
+        script("azure_tools.py"),
+    ];
+    let run = agentproxy(args, &[("AZURE_OPENAI_API_KEY", API_KEY)]).await;
+    assert_eq!(run.status.code(), Some(3), "{run}");
+    assert!(
+        run.stderr.contains(
+            "no Azure OpenAI upstream to record from: pass --upstream azure=URL or set AZURE_OPENAI_ENDPOINT"
+        ),
+        "{run}"
+    );
 }

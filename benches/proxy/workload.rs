@@ -560,11 +560,10 @@ pub fn cassette(exchanges: &[Exchange], digests: bool) -> Cassette {
         format: format::format_version(),
         recorder: "agentproxy bench".into(),
         recorded_at: "2026-01-01T00:00:00Z".into(),
-        upstreams: format::Upstreams {
-            openai: "https://api.openai.com".into(),
-            anthropic: "https://api.anthropic.com".into(),
-            gemini: String::new(),
-        },
+        upstreams: format::Upstreams(std::collections::BTreeMap::from([
+            ("openai".into(), "https://api.openai.com".into()),
+            ("anthropic".into(), "https://api.anthropic.com".into()),
+        ])),
         match_rules: Default::default(),
         interactions,
     }

@@ -29,12 +29,17 @@ def pytest_addoption(parser):
     group.addoption("--agentproxy-mode", choices=MODES, default=None,
                     help="replay, record, auto (record what has no cassette) or update; "
                          "default auto, or replay when CI is set")
-    group.addoption("--agentproxy-upstream", default=None,
-                    help="OpenAI-compatible upstream for recording")
+    group.addoption("--agentproxy-upstream", action="append", default=None,
+                    metavar="[PROVIDER=]URL",
+                    help="upstream a provider records from: URL for the OpenAI-compatible "
+                         "API, PROVIDER=URL for openai, anthropic, gemini, azure or ollama; "
+                         "repeat for several (default: each provider's AGENTPROXY_*_UPSTREAM "
+                         "variable, see agentproxy record --help)")
     group.addoption("--agentproxy-anthropic-upstream", default=None,
-                    help="Anthropic upstream for recording")
+                    help="the same as --agentproxy-upstream anthropic=URL")
     parser.addini("agentproxy_mode", "default --agentproxy-mode", default=None)
-    parser.addini("agentproxy_upstream", "default --agentproxy-upstream", default=None)
+    parser.addini("agentproxy_upstream", "default --agentproxy-upstream, one per line",
+                  type="linelist", default=[])
     parser.addini("agentproxy_anthropic_upstream", "default --agentproxy-anthropic-upstream",
                   default=None)
     parser.addini("agentproxy_cassette_dir",
@@ -78,14 +83,14 @@ class _Proxy:
         args = [binary, "serve"]
         if self.mode == "replay":
             args.append("--replay-env")
-        for flag, option, ini, env in (
-            ("--upstream", "agentproxy_upstream", "agentproxy_upstream", "AGENTPROXY_UPSTREAM"),
-            ("--anthropic-upstream", "agentproxy_anthropic_upstream",
-             "agentproxy_anthropic_upstream", "AGENTPROXY_ANTHROPIC_UPSTREAM"),
-        ):
-            value = _setting(config, option, ini, env)
-            if value:
-                args += [flag, value]
+        # The binary reads each provider's AGENTPROXY_*_UPSTREAM itself.
+        upstreams = config.getoption("agentproxy_upstream") or config.getini("agentproxy_upstream")
+        anthropic = _setting(config, "agentproxy_anthropic_upstream",
+                             "agentproxy_anthropic_upstream")
+        if anthropic:
+            upstreams = [*upstreams, f"anthropic={anthropic}"]
+        for value in upstreams:
+            args += ["--upstream", value]
         self.process = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         line = self.process.stdout.readline()
         if not line:

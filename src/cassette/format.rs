@@ -43,23 +43,22 @@ pub struct Cassette {
     pub interactions: Vec<Interaction>,
 }
 
+/// The upstream base URL of each provider, by its name in the provider table
+/// (`openai`, `anthropic`, `gemini`, `azure`, `ollama`). A provider with no upstream (Azure
+/// when no endpoint is known) is absent. Names this build does not know are kept.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
-pub struct Upstreams {
-    pub openai: String,
-    pub anthropic: String,
-    /// Absent in cassettes recorded before Gemini was a dialect.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub gemini: String,
-}
+#[serde(transparent)]
+pub struct Upstreams(pub BTreeMap<String, String>);
 
 impl Upstreams {
-    /// The base URL for `provider`'s requests.
+    /// The base URL for `provider`'s requests; empty when it has none.
     pub fn of(&self, provider: Provider) -> &str {
-        match provider {
-            Provider::OpenAi => &self.openai,
-            Provider::Anthropic => &self.anthropic,
-            Provider::Gemini => &self.gemini,
-        }
+        self.0.get(provider.name()).map_or("", String::as_str)
+    }
+
+    /// Set `provider`'s base URL.
+    pub fn set(&mut self, provider: Provider, url: impl Into<String>) {
+        self.0.insert(provider.name().to_owned(), url.into());
     }
 }
 

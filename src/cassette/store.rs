@@ -95,11 +95,10 @@ pub(super) mod tests {
             format: format_version(),
             recorder: "agentproxy test".into(),
             recorded_at: "2026-01-01T00:00:00Z".into(),
-            upstreams: Upstreams {
-                openai: "http://127.0.0.1:1".into(),
-                anthropic: "http://127.0.0.1:2".into(),
-                gemini: String::new(),
-            },
+            upstreams: Upstreams(std::collections::BTreeMap::from([
+                ("openai".into(), "http://127.0.0.1:1".into()),
+                ("anthropic".into(), "http://127.0.0.1:2".into()),
+            ])),
             match_rules: MatchRules::default(),
             interactions: vec![],
         }

@@ -3,7 +3,7 @@
 use crate::cassette::format::Upstreams;
 use crate::cassette::Interaction;
 use crate::cli::RecordArgs;
-use crate::dialect::{provider_of, Route};
+use crate::dialect::provider_of;
 use crate::error::{Error, Exit, Result, EXIT_OK};
 use crate::runner::env;
 use crate::runner::plan::{self, Forwarding, Plan, Use};
@@ -12,7 +12,7 @@ use super::session;
 
 pub async fn run(args: RecordArgs) -> Result<Exit> {
     let s = &args.session;
-    let upstreams = args.upstreams.upstreams();
+    let upstreams = args.upstreams.upstreams()?;
     let fwd = Forwarding {
         upstreams: upstreams.clone(),
         upstream_timeout: args.upstream_timeout,
@@ -26,11 +26,9 @@ pub async fn run(args: RecordArgs) -> Result<Exit> {
         ..
     } = plan::plan(session::setup(s, None, Use::Record), &fwd)?;
     let banner = format!(
-        "recording to {} from openai {}, anthropic {}, gemini {}",
+        "recording to {} from {}",
         s.cassette.display(),
-        upstreams.openai,
-        upstreams.anthropic,
-        upstreams.gemini
+        env::upstream_list(&upstreams)
     );
     for warning in env::overridden(&|name| std::env::var(name).ok(), &upstreams) {
         eprintln!("agentproxy: warning: {warning}");
@@ -125,9 +123,7 @@ fn used_upstreams(upstreams: &Upstreams, recorded: &[Interaction]) -> Vec<String
             }
             continue;
         }
-        let provider = Route::from_name(&i.route)
-            .provider()
-            .unwrap_or_else(|| provider_of(&i.request.path, &http::HeaderMap::new()));
+        let provider = provider_of(&i.request.path, &http::HeaderMap::new());
         let base = upstreams.of(provider);
         if !used.iter().any(|u| u == base) {
             used.push(base.to_owned());

@@ -255,7 +255,7 @@ pub async fn run(args: ServeArgs) -> Result<Exit> {
         });
     }
     let fwd = Forwarding {
-        upstreams: args.upstreams.upstreams(),
+        upstreams: args.upstreams.upstreams()?,
         upstream_timeout: args.upstream_timeout,
         max_body: args.max_body_size,
     };

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use crate::cassette::format::Upstreams;
 use crate::cli::TestArgs;
 use crate::determinism;
 use crate::error::{Error, Exit, Result};
@@ -55,7 +56,8 @@ pub async fn run(args: TestArgs) -> Result<Exit> {
         }
     }
     let env = |name: &str| std::env::var(name).ok();
-    let selected = select(&args, loaded.specs, &env)?;
+    let upstreams = args.upstreams.upstreams()?;
+    let selected = select(&args, loaded.specs, &upstreams, &env)?;
     check_cassette_collisions(&selected.jobs)?;
     let shard = match args.shard {
         Some(s) => Some(s),
@@ -64,7 +66,6 @@ pub async fn run(args: TestArgs) -> Result<Exit> {
     let (jobs, outside) = in_shard(selected.jobs, shard, args.quiet);
     let may_record = jobs.iter().any(|(_, _, s)| s.mode != spec::Mode::Replay);
     if may_record && !args.quiet {
-        let upstreams = args.upstreams.upstreams();
         for warning in env::overridden(&|name| std::env::var(name).ok(), &upstreams) {
             eprintln!("agentproxy: warning: {warning}");
         }
@@ -120,6 +121,7 @@ struct Selected {
 fn select(
     args: &TestArgs,
     specs: Vec<spec::Spec>,
+    upstreams: &Upstreams,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Selected> {
     let filter = args
@@ -154,9 +156,7 @@ fn select(
             mode: resolved.mode,
             cassette_dir: resolved.cassette_dir.clone(),
             timeout: resolved.timeout,
-            upstream: args.upstreams.upstream.clone(),
-            anthropic_upstream: args.upstreams.anthropic_upstream.clone(),
-            gemini_upstream: args.upstreams.gemini_upstream.clone(),
+            upstreams: upstreams.clone(),
             upstream_timeout: args.upstream_timeout,
             listen: args.listen,
             max_body: args.max_body_size,

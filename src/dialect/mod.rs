@@ -10,8 +10,10 @@ pub mod anthropic;
 mod contract;
 pub mod gemini;
 pub mod mcp;
+pub mod ollama;
 pub mod openai_chat;
 pub mod openai_responses;
+mod provider;
 mod shared;
 
 use std::borrow::Cow;
@@ -24,6 +26,9 @@ use crate::sse::SseEvent;
 
 pub(crate) use contract::Dialect;
 pub use contract::{ErrorFault, Spoil, INJECTED};
+pub use provider::{
+    is_api_path, prefixes, provider_of, BaseVar, Fallback, Provider, ReplayVar, Row, PROVIDERS,
+};
 pub(crate) use shared::delta_pieces;
 pub use shared::AssembleError;
 
@@ -49,14 +54,6 @@ pub const MODEL_ROUTES: [Route; 4] = [
     Route::AnthropicMessages,
     Route::GeminiGenerate,
 ];
-
-/// Which provider family a request speaks, for error shapes and upstream choice.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Provider {
-    OpenAi,
-    Anthropic,
-    Gemini,
-}
 
 impl Route {
     pub fn of(method: &http::Method, path: &str) -> Route {
@@ -84,16 +81,6 @@ impl Route {
             Route::OpenAiResponses => Some(&openai_responses::OpenAiResponses),
             Route::AnthropicMessages => Some(&anthropic::Anthropic),
             Route::GeminiGenerate => Some(&gemini::Gemini),
-            Route::Http => None,
-        }
-    }
-
-    /// The provider a model route belongs to; `None` for plain HTTP.
-    pub fn provider(self) -> Option<Provider> {
-        match self {
-            Route::OpenAiChat | Route::OpenAiResponses => Some(Provider::OpenAi),
-            Route::AnthropicMessages => Some(Provider::Anthropic),
-            Route::GeminiGenerate => Some(Provider::Gemini),
             Route::Http => None,
         }
     }
@@ -218,39 +205,6 @@ impl Route {
     }
 }
 
-/// Anthropic's API lives under `/v1/messages` (including `count_tokens` and `batches`) and
-/// is also recognised by its version header; Google's by its generate paths, its
-/// `v1beta`/`v1alpha` versions or its key header.
-pub fn provider_of(path: &str, headers: &http::HeaderMap) -> Provider {
-    let under_messages = path
-        .strip_prefix("/v1/messages")
-        .is_some_and(|rest| rest.is_empty() || rest.starts_with(['/', '?']));
-    if under_messages || headers.contains_key("anthropic-version") {
-        Provider::Anthropic
-    } else if gemini::is_generate_path(path)
-        || GOOGLE_VERSIONS.iter().any(|v| {
-            path.strip_prefix(v)
-                .is_some_and(|rest| rest.starts_with('/'))
-        })
-        || headers.contains_key("x-goog-api-key")
-    {
-        Provider::Gemini
-    } else {
-        Provider::OpenAi
-    }
-}
-
-/// API versions only Google uses (`/v1` is everyone's).
-const GOOGLE_VERSIONS: [&str; 3] = ["/v1beta", "/v1alpha", "/v1beta1"];
-
-/// The path prefixes of the provider APIs the proxy serves.
-pub fn is_api_path(path: &str) -> bool {
-    ["/v1"].iter().chain(&GOOGLE_VERSIONS).any(|v| {
-        path.strip_prefix(v)
-            .is_some_and(|rest| rest.starts_with('/'))
-    })
-}
-
 /// Does the path (before any query) have a `.` or `..` segment, spelled plainly or
 /// percent-encoded (`%2e`)? A server that normalises paths would resolve it, so a request
 /// could leave the upstream base's prefix: such paths are refused, never forwarded.
@@ -323,6 +277,8 @@ pub fn error_body(provider: Provider, status: u16, kind: &str, message: &str) ->
         Provider::OpenAi => openai_chat::error_body(kind, message),
         Provider::Anthropic => anthropic::error_body(kind, message),
         Provider::Gemini => gemini::error_body(status, kind, message),
+        Provider::Azure => openai_chat::error_body(kind, message),
+        Provider::Ollama => ollama::error_body(message),
     }
 }
 

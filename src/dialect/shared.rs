@@ -45,6 +45,15 @@ pub enum AssembleError {
     },
 }
 
+/// Azure OpenAI's deployment, from `/openai/deployments/{deployment}/…`: the model a
+/// request is for, which the body need not name.
+pub(crate) fn azure_deployment(path: &str) -> Option<String> {
+    let path = path.split('?').next().unwrap_or(path);
+    let rest = path.strip_prefix("/openai/deployments/")?;
+    let (deployment, _) = rest.split_once('/')?;
+    (!deployment.is_empty()).then(|| format!("deployment {deployment}"))
+}
+
 /// The elements of an array field, or none.
 pub(crate) fn array<'a>(value: &'a Value, field: &str) -> &'a [Value] {
     value[field]

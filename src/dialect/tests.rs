@@ -76,6 +76,39 @@ fn routes() {
 }
 
 #[test]
+fn azure_paths_are_the_openai_dialects_with_the_deployment_in_the_key() {
+    let post = |p| Route::of(&http::Method::POST, p);
+    let chat = "/openai/deployments/gpt-4o-prod/chat/completions?api-version=2024-10-21";
+    assert_eq!(post(chat), Route::OpenAiChat);
+    assert_eq!(post("/openai/v1/chat/completions"), Route::OpenAiChat);
+    assert_eq!(
+        post("/openai/responses?api-version=2025-04-01-preview"),
+        Route::OpenAiResponses
+    );
+    assert_eq!(post("/openai/v1/responses"), Route::OpenAiResponses);
+    assert_eq!(
+        post("/openai/deployments/e/embeddings?api-version=1"),
+        Route::Http
+    );
+    // The deployment is part of the match; the api-version is not.
+    let scope = Route::OpenAiChat.key_scope(chat);
+    assert_eq!(scope.as_deref(), Some("deployment gpt-4o-prod"));
+    assert_eq!(
+        Route::OpenAiChat
+            .key_scope("/openai/deployments/gpt-4o-prod/chat/completions?api-version=2025-01-01"),
+        scope
+    );
+    assert_eq!(
+        Route::OpenAiChat.key_scope("/openai/v1/chat/completions"),
+        None
+    );
+    assert_eq!(
+        Route::OpenAiResponses.key_scope("/openai/deployments//responses"),
+        None
+    );
+}
+
+#[test]
 fn route_names_round_trip() {
     for route in MODEL_ROUTES.into_iter().chain([Route::Http]) {
         assert_eq!(Route::from_name(route.name()), route);

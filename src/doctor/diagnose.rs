@@ -13,7 +13,7 @@ use super::server::Arrival;
 use crate::runner::env::Injected;
 
 /// Which client reads which variable (SDK_NOTES.md, observed with real clients).
-pub const SDK_VARIABLES: [(&str, &str); 6] = [
+pub const SDK_VARIABLES: [(&str, &str); 10] = [
     ("openai (Python)", "OPENAI_BASE_URL"),
     ("openai (npm)", "OPENAI_BASE_URL only"),
     (
@@ -23,6 +23,16 @@ pub const SDK_VARIABLES: [(&str, &str); 6] = [
     ("litellm", "OPENAI_BASE_URL first, then OPENAI_API_BASE"),
     ("anthropic", "ANTHROPIC_BASE_URL, without /v1"),
     ("google-genai", "GOOGLE_GEMINI_BASE_URL, without /v1"),
+    (
+        "claude-agent-sdk",
+        "ANTHROPIC_BASE_URL, without /v1 (the Claude Code CLI too)",
+    ),
+    ("AzureOpenAI", "AZURE_OPENAI_ENDPOINT, without /openai"),
+    (
+        "semantic-kernel",
+        "AZURE_OPENAI_BASE_URL with /openai (its endpoint must be https), OLLAMA_HOST",
+    ),
+    ("ollama", "OLLAMA_HOST"),
 ];
 
 /// Lines of the program's output shown in the report.

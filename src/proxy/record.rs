@@ -47,23 +47,21 @@ pub(super) async fn forward(
     ex: Exchange,
 ) -> Response<ProxyBody> {
     let started = Instant::now();
+    // Messages name the URL as stored (`path`): no credential, no secret value.
+    let (forward_url, url) = match (
+        up.url_for(ex.provider, &ex.forward_path),
+        up.url_for(ex.provider, &ex.path),
+    ) {
+        (Ok(forward), Ok(url)) => (forward, url),
+        (Err(e), _) | (_, Err(e)) => return upstream_failed(proxy, &ex, e),
+    };
     let resp = match up
-        .send(
-            ex.method.clone(),
-            &up.url_for(ex.provider, &ex.forward_path),
-            &ex.headers,
-            ex.raw.clone(),
-        )
+        .send(ex.method.clone(), &forward_url, &ex.headers, ex.raw.clone())
         .await
     {
         Ok(r) => r,
-        Err(e) => {
-            let e = e.naming(up.url_for(ex.provider, &ex.path));
-            return upstream_failed(proxy, &ex, e);
-        }
+        Err(e) => return upstream_failed(proxy, &ex, e.naming(url)),
     };
-    // Messages name the URL as stored: no credential, no secret value.
-    let url = up.url_for(ex.provider, &ex.path);
     let (parts, body) = resp.into_parts();
     let is_stream = parts
         .headers
@@ -330,7 +328,9 @@ fn redact_body(secrets: &crate::redact::Secrets, body: Body) -> Body {
 fn upstream_failed(proxy: &Proxy, ex: &Exchange, e: UpstreamError) -> Response<ProxyBody> {
     let status = match e {
         UpstreamError::Timeout { .. } => StatusCode::GATEWAY_TIMEOUT,
-        UpstreamError::Unreachable { .. } => StatusCode::BAD_GATEWAY,
+        UpstreamError::Unreachable { .. } | UpstreamError::Missing { .. } => {
+            StatusCode::BAD_GATEWAY
+        }
     };
     let message = e.to_string();
     let named = format!("{} {}: {message}", ex.method, ex.path);

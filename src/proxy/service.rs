@@ -10,6 +10,7 @@ use super::body::ProxyBody;
 use super::route::Target;
 use super::state::Proxy;
 use super::{mcp, mcp_http};
+use crate::dialect;
 
 pub async fn handle(proxy: Arc<Proxy>, req: Request<hyper::body::Incoming>) -> Response<ProxyBody> {
     let (parts, body) = req.into_parts();
@@ -34,9 +35,16 @@ pub async fn handle(proxy: Arc<Proxy>, req: Request<hyper::body::Incoming>) -> R
         Target::Api => api::handle(&proxy, head, parts.headers, body).await,
         // The control endpoint is `serve`'s (see `switch`): a session has none.
         Target::Control(_) | Target::Unknown => {
+            let vars: Vec<String> = (dialect::PROVIDERS.iter())
+                .flat_map(|r| r.vars)
+                .map(|v| format!("${}", v.name))
+                .collect();
             let why = format!(
-                "{} {} is not a provider API path; agentproxy serves /v1/…, /v1beta/… and /v1alpha/… (point the SDK at $OPENAI_BASE_URL, $ANTHROPIC_BASE_URL or $GOOGLE_GEMINI_BASE_URL)",
-                head.method, head.stored_path
+                "{} {} is not a provider API path; agentproxy serves {} (point the SDK at {})",
+                head.method,
+                head.stored_path,
+                dialect::prefixes(),
+                vars.join(", ")
             );
             let kind = "agentproxy_unknown_route";
             api::refuse(&proxy, &head, StatusCode::NOT_FOUND, kind, why)

@@ -41,6 +41,19 @@ pub enum UpstreamError {
     Timeout { url: String, secs: u64 },
     #[error("failed to reach upstream {url}: {message}")]
     Unreachable { url: String, message: String },
+    /// The provider has no upstream (Azure OpenAI when no endpoint is known).
+    #[error("no {title} upstream to record from: {how}")]
+    Missing { title: &'static str, how: String },
+}
+
+/// How to give `provider` an upstream: its flag, and the variable it falls back to.
+fn missing_how(provider: Provider) -> String {
+    let row = provider.row();
+    let flag = format!("pass --upstream {}=URL", row.name);
+    match &row.fallback {
+        crate::dialect::Fallback::Env { var, .. } => format!("{flag} or set {var}"),
+        crate::dialect::Fallback::Url(_) => flag,
+    }
 }
 
 /// An upstream base URL that cannot be used.
@@ -53,6 +66,7 @@ impl UpstreamError {
             UpstreamError::Unreachable { message, .. } => {
                 UpstreamError::Unreachable { url, message }
             }
+            missing @ UpstreamError::Missing { .. } => missing,
         }
     }
 }
@@ -67,7 +81,7 @@ pub struct InvalidUpstream {
 impl Upstream {
     /// A client for the provider bases in `bases`, each checked to be an http(s) URL.
     pub fn new(bases: &Upstreams, timeout: Duration) -> Result<Upstream, InvalidUpstream> {
-        for base in [&bases.openai, &bases.anthropic, &bases.gemini] {
+        for base in bases.0.values().filter(|b| !b.is_empty()) {
             let invalid = |reason: String| InvalidUpstream {
                 url: base.to_owned(),
                 reason,
@@ -103,11 +117,11 @@ impl Upstream {
             .build(connector);
         Ok(Upstream {
             client,
-            bases: Upstreams {
-                openai: bases.openai.trim_end_matches('/').to_owned(),
-                anthropic: bases.anthropic.trim_end_matches('/').to_owned(),
-                gemini: bases.gemini.trim_end_matches('/').to_owned(),
-            },
+            bases: Upstreams(
+                (bases.0.iter())
+                    .map(|(name, base)| (name.clone(), base.trim_end_matches('/').to_owned()))
+                    .collect(),
+            ),
             timeout,
         })
     }
@@ -119,8 +133,18 @@ impl Upstream {
 
     /// The full upstream URL for a request path: the provider's base joined with the path,
     /// so a base with a prefix (`https://host/api`) keeps it.
-    pub fn url_for(&self, provider: Provider, path_and_query: &str) -> String {
-        format!("{}{path_and_query}", self.bases.of(provider))
+    pub fn url_for(
+        &self,
+        provider: Provider,
+        path_and_query: &str,
+    ) -> Result<String, UpstreamError> {
+        match self.bases.of(provider) {
+            "" => Err(UpstreamError::Missing {
+                title: provider.row().title,
+                how: missing_how(provider),
+            }),
+            base => Ok(format!("{base}{path_and_query}")),
+        }
     }
 
     /// Send one request; the timeout covers connecting and the response head (the caller

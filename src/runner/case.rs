@@ -27,9 +27,8 @@ pub struct Settings {
     pub cassette_dir: PathBuf,
     /// The longest a case may take, all turns included.
     pub timeout: Duration,
-    pub upstream: String,
-    pub anthropic_upstream: String,
-    pub gemini_upstream: String,
+    /// Where each provider records from.
+    pub upstreams: Upstreams,
     pub upstream_timeout: Duration,
     /// Where the proxy listens; a fixed port is needed for `url:` apps.
     pub listen: SocketAddr,
@@ -53,18 +52,9 @@ impl Settings {
     /// Where a recording forwards to, and the proxy's limits.
     pub(crate) fn forwarding(&self) -> Forwarding {
         Forwarding {
-            upstreams: self.upstreams(),
+            upstreams: self.upstreams.clone(),
             upstream_timeout: self.upstream_timeout,
             max_body: self.max_body,
-        }
-    }
-
-    /// The provider bases a recording forwards to (and names in its cassette).
-    fn upstreams(&self) -> Upstreams {
-        Upstreams {
-            openai: self.upstream.clone(),
-            anthropic: self.anthropic_upstream.clone(),
-            gemini: self.gemini_upstream.clone(),
         }
     }
 }
@@ -292,7 +282,7 @@ fn save_cassette(
     }
     Ok(plan::save(
         writer,
-        &s.upstreams(),
+        &s.upstreams,
         match_rules,
         usage,
         outcome,

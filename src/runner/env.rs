@@ -2,32 +2,7 @@
 //! start offline, and the switches that stop SDK side traffic from going around the proxy.
 
 use crate::cassette::format::Upstreams;
-use crate::dialect::Provider;
-
-/// Variables that stop known SDK side traffic which would bypass the proxy, set for a
-/// replayed program unless it sets them itself.
-pub const SIDE_TRAFFIC_SWITCHES: [(&str, &str, &str); 2] = [
-    (
-        "OPENAI_AGENTS_DISABLE_TRACING",
-        "1",
-        "OpenAI Agents SDK: trace upload to api.openai.com",
-    ),
-    (
-        "LITELLM_LOCAL_MODEL_COST_MAP",
-        "True",
-        "litellm: model price map download on import",
-    ),
-];
-
-/// Placeholder credentials for a replay, so an SDK that refuses to start without a key
-/// starts; the proxy never forwards them anywhere.
-/// `GOOGLE_API_KEY` is left alone: google-genai prefers it to `GEMINI_API_KEY` and warns
-/// when both are set, and clients that read only `GOOGLE_API_KEY` fall back to this one.
-const PLACEHOLDER_KEYS: [(&str, &str); 3] = [
-    ("OPENAI_API_KEY", "agentproxy-replay-placeholder"),
-    ("ANTHROPIC_API_KEY", "agentproxy-replay-placeholder"),
-    ("GEMINI_API_KEY", "agentproxy-replay-placeholder"),
-];
+use crate::dialect::{Provider, PROVIDERS};
 
 /// One injected variable and why it was set.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,47 +12,25 @@ pub struct Injected {
     pub why: &'static str,
 }
 
-/// The variables to set for a program talking to the proxy at `base` (`http://host:port`).
-/// `is_set` tells whether the program's environment already has a variable; replay-only
-/// additions never override the user's own values.
+/// The variables to set for a program talking to the proxy at `base` (`http://host:port`):
+/// each provider's URL variables, then `AGENTPROXY_URL`; in a replay also each provider's
+/// placeholder credentials and side-traffic switches, unless the program's environment
+/// has them (`is_set`): replay-only additions never override the user's own values.
 pub fn injected(base: &str, replay: bool, is_set: &dyn Fn(&str) -> bool) -> Vec<Injected> {
-    let v1 = format!("{base}/v1");
-    let mut out = vec![
-        var("OPENAI_BASE_URL", &v1, "proxy URL for the openai SDKs"),
-        var(
-            "OPENAI_API_BASE",
-            &v1,
-            "proxy URL for langchain and older clients",
-        ),
-        var(
-            "ANTHROPIC_BASE_URL",
-            base,
-            "proxy URL for the anthropic SDK (it adds /v1)",
-        ),
-        var(
-            "GOOGLE_GEMINI_BASE_URL",
-            base,
-            "proxy URL for the google-genai SDK (it adds /v1 or /v1beta)",
-        ),
-        var(
-            "AGENTPROXY_URL",
-            base,
-            "proxy base for clients configured by hand",
-        ),
-    ];
+    let mut out: Vec<Injected> = PROVIDERS
+        .iter()
+        .flat_map(|r| r.vars)
+        .map(|v| var(v.name, &format!("{base}{}", v.suffix), v.why))
+        .collect();
+    out.push(var(
+        "AGENTPROXY_URL",
+        base,
+        "proxy base for clients configured by hand",
+    ));
     if replay {
-        for (name, value) in PLACEHOLDER_KEYS {
-            if !is_set(name) {
-                out.push(var(
-                    name,
-                    value,
-                    "placeholder key so the SDK starts offline",
-                ));
-            }
-        }
-        for (name, value, why) in SIDE_TRAFFIC_SWITCHES {
-            if !is_set(name) {
-                out.push(var(name, value, why));
+        for v in PROVIDERS.iter().flat_map(|r| r.replay) {
+            if !is_set(v.name) {
+                out.push(var(v.name, v.value, v.why));
             }
         }
     }
@@ -106,45 +59,55 @@ fn var(name: &str, value: &str, why: &'static str) -> Injected {
     }
 }
 
-/// The injected URL variables that replace a provider's base, with the recording flag
-/// that sets that provider's upstream and the path the variable's value adds to the base.
-const BASE_VARS: [(&str, Provider, &str, &str); 4] = [
-    ("OPENAI_BASE_URL", Provider::OpenAi, "--upstream", "/v1"),
-    ("OPENAI_API_BASE", Provider::OpenAi, "--upstream", "/v1"),
-    (
-        "ANTHROPIC_BASE_URL",
-        Provider::Anthropic,
-        "--anthropic-upstream",
-        "",
-    ),
-    (
-        "GOOGLE_GEMINI_BASE_URL",
-        Provider::Gemini,
-        "--gemini-upstream",
-        "",
-    ),
-];
-
 /// Warnings for a recording session about base URLs the user had set (`lookup` reads the
 /// environment) that the injected ones replace: the traffic would have gone there, and now
 /// goes to the configured upstream instead. Each names the old value and the flag that
 /// records through it; a value that already is the configured upstream is no surprise.
 pub fn overridden(lookup: &dyn Fn(&str) -> Option<String>, upstreams: &Upstreams) -> Vec<String> {
     let trim = |s: &str| s.trim_end_matches('/').to_owned();
-    BASE_VARS
+    PROVIDERS
         .iter()
-        .filter_map(|&(name, provider, flag, suffix)| {
-            let old = lookup(name).filter(|v| !v.trim().is_empty())?;
+        .flat_map(|r| r.vars.iter().map(move |v| (r.provider, v)))
+        .filter_map(|(provider, v)| {
+            let old = lookup(v.name).filter(|v| !v.trim().is_empty())?;
             let base = trim(&old);
-            let base = base.strip_suffix(suffix).unwrap_or(&base).to_owned();
+            let base = base.strip_suffix(v.suffix).unwrap_or(&base).to_owned();
             let configured = upstreams.of(provider);
             (base != trim(configured)).then(|| {
+                let name = v.name;
+                let flag = match provider {
+                    Provider::OpenAi => format!("--upstream {base}"),
+                    p => format!("--upstream {}={base}", p.name()),
+                };
+                let from = match configured {
+                    "" => "has no upstream for it".to_owned(),
+                    c => format!("records from {c}"),
+                };
                 format!(
-                    "{name} was set to {old}; the program now talks to agentproxy, which records from {configured} (to record through {base}, pass {flag} {base})"
+                    "{name} was set to {old}; the program now talks to agentproxy, which {from} (to record through {base}, pass {flag})"
                 )
             })
         })
         .collect()
+}
+
+/// Every provider's URL variable, for messages: `OPENAI_BASE_URL, …, OLLAMA_HOST`.
+pub fn url_var_names() -> String {
+    (PROVIDERS.iter())
+        .flat_map(|r| r.vars)
+        .map(|v| v.name)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `openai https://api.openai.com, anthropic …`: each provider with an upstream.
+pub fn upstream_list(upstreams: &Upstreams) -> String {
+    PROVIDERS
+        .iter()
+        .filter(|r| !upstreams.of(r.provider).is_empty())
+        .map(|r| format!("{} {}", r.name, upstreams.of(r.provider)))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// `NAME=value` lines for the daemon's `export` hints, quoted for POSIX shells.
@@ -172,12 +135,16 @@ mod tests {
                 "OPENAI_API_BASE",
                 "ANTHROPIC_BASE_URL",
                 "GOOGLE_GEMINI_BASE_URL",
+                "AZURE_OPENAI_ENDPOINT",
+                "AZURE_OPENAI_BASE_URL",
+                "OLLAMA_HOST",
                 "AGENTPROXY_URL"
             ]
         );
         assert_eq!(v[0].value, "http://127.0.0.1:9/v1");
         assert_eq!(v[2].value, "http://127.0.0.1:9");
         assert_eq!(v[3].value, "http://127.0.0.1:9");
+        assert_eq!(v[5].value, "http://127.0.0.1:9/openai");
     }
 
     #[test]
@@ -189,14 +156,27 @@ mod tests {
         assert!(!n.contains(&"GOOGLE_API_KEY"));
         assert!(n.contains(&"OPENAI_AGENTS_DISABLE_TRACING"));
         assert!(n.contains(&"LITELLM_LOCAL_MODEL_COST_MAP"));
+        assert!(n.contains(&"ANTHROPIC_AUTH_TOKEN") && n.contains(&"AZURE_OPENAI_API_KEY"));
+        assert!(n.contains(&"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"));
+    }
+
+    #[test]
+    fn record_lists_the_providers_with_an_upstream() {
+        assert_eq!(
+            upstream_list(&upstreams()),
+            "openai https://api.openai.com, anthropic https://api.anthropic.com/, gemini https://generativelanguage.googleapis.com"
+        );
     }
 
     fn upstreams() -> Upstreams {
-        Upstreams {
-            openai: "https://api.openai.com".into(),
-            anthropic: "https://api.anthropic.com/".into(),
-            gemini: "https://generativelanguage.googleapis.com".into(),
-        }
+        let mut u = Upstreams::default();
+        u.set(Provider::OpenAi, "https://api.openai.com");
+        u.set(Provider::Anthropic, "https://api.anthropic.com/");
+        u.set(
+            Provider::Gemini,
+            "https://generativelanguage.googleapis.com",
+        );
+        u
     }
 
     #[test]
@@ -211,7 +191,7 @@ mod tests {
             w,
             [
                 "OPENAI_BASE_URL was set to http://localhost:4000/v1/; the program now talks to agentproxy, which records from https://api.openai.com (to record through http://localhost:4000, pass --upstream http://localhost:4000)",
-                "ANTHROPIC_BASE_URL was set to http://gw:8080/anthropic; the program now talks to agentproxy, which records from https://api.anthropic.com/ (to record through http://gw:8080/anthropic, pass --anthropic-upstream http://gw:8080/anthropic)",
+                "ANTHROPIC_BASE_URL was set to http://gw:8080/anthropic; the program now talks to agentproxy, which records from https://api.anthropic.com/ (to record through http://gw:8080/anthropic, pass --upstream anthropic=http://gw:8080/anthropic)",
             ]
         );
     }

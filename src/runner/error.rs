@@ -31,7 +31,7 @@ pub(crate) enum CaseError {
     #[error(transparent)]
     Program(#[from] ProgramError),
 
-    #[error("the program made no request through the proxy, so no cassette was written; {} must read OPENAI_BASE_URL, OPENAI_API_BASE or ANTHROPIC_BASE_URL", spec.display())]
+    #[error("the program made no request through the proxy, so no cassette was written; {} must read one of {} (run `agentproxy doctor -- COMMAND` to check)", spec.display(), super::env::url_var_names())]
     NoRequest { spec: PathBuf },
 
     #[error("the upstream failed while recording: {}", errors.join("; "))]

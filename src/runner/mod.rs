@@ -11,5 +11,6 @@ pub mod evaluate;
 mod fuzz;
 pub mod mocks;
 pub(crate) mod plan;
+pub mod upstreams;
 pub mod url;
 mod verdict;

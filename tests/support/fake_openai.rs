@@ -245,9 +245,15 @@ async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
         json: json.clone(),
     });
 
+    // Azure OpenAI serves the same API under `/openai/…`.
+    let path = match azure_path(parts.uri.path(), parts.uri.query()) {
+        Ok(path) => path,
+        Err(answer) => return render(answer, Duration::ZERO, false).await,
+    };
+    let path = path.as_deref().unwrap_or(parts.uri.path());
     let model_call = parts.method == Method::POST
         && matches!(
-            parts.uri.path(),
+            path,
             "/v1/chat/completions" | "/v1/responses" | "/v1/embeddings"
         );
     let (latency, gzip, failure) = {
@@ -259,7 +265,7 @@ async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
         (control.latency, control.gzip, failure)
     };
 
-    let answer = match (failure, &parts.method, parts.uri.path()) {
+    let answer = match (failure, &parts.method, path) {
         (Some(status), _, _) => injected_failure(status),
         (None, _, _) if model_call && json.is_none() => Answer::invalid(
             "We could not parse the JSON body of your request. (HINT: This likely means you \
@@ -285,6 +291,33 @@ async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
         ),
     };
     render(answer, latency, gzip).await
+}
+
+/// The OpenAI path an Azure OpenAI path stands for: `/openai/deployments/{d}/X` and
+/// `/openai/X` (which need an `api-version`, as Azure's do) and `/openai/v1/X` are
+/// `/v1/X`. `Ok(None)` for a path that is not Azure's.
+fn azure_path(path: &str, query: Option<&str>) -> Result<Option<String>, Answer> {
+    let Some(rest) = path.strip_prefix("/openai/") else {
+        return Ok(None);
+    };
+    if let Some(v1) = rest.strip_prefix("v1/") {
+        return Ok(Some(format!("/v1/{v1}")));
+    }
+    let has_version = query.is_some_and(|q| q.split('&').any(|p| p.starts_with("api-version=")));
+    if !has_version {
+        return Err(Answer::error(
+            StatusCode::NOT_FOUND,
+            "Resource not found",
+            "404",
+            None,
+            None,
+        ));
+    }
+    let rest = match rest.strip_prefix("deployments/") {
+        Some(d) => d.split_once('/').map_or("", |(_, rest)| rest),
+        None => rest,
+    };
+    Ok(Some(format!("/v1/{rest}")))
 }
 
 async fn render(answer: Answer, latency: Duration, gzip: bool) -> Response<Body> {

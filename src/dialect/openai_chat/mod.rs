@@ -12,8 +12,8 @@ use serde_json::{json, Value};
 
 use super::contract::{Dialect, ErrorFault, Spoil, INJECTED};
 use super::shared::{
-    arguments, array, broken_json, content_text, is_system, params, parts, result_message,
-    rewrite_results, AssembleError,
+    arguments, array, azure_deployment, broken_json, content_text, is_system, params, parts,
+    result_message, rewrite_results, AssembleError,
 };
 use crate::neutral::{parse_arguments, Message, ModelCall, ToolCall, ToolDef, ToolResult, Usage};
 use crate::sse::SseEvent;
@@ -29,6 +29,11 @@ pub(crate) struct OpenAiChat;
 impl Dialect for OpenAiChat {
     fn name(&self) -> &'static str {
         ROUTE
+    }
+
+    /// Azure OpenAI names the deployment in the path, not the body.
+    fn key_scope(&self, path: &str) -> Option<String> {
+        azure_deployment(path)
     }
 
     fn assemble(&self, events: &[SseEvent]) -> Result<Value, AssembleError> {

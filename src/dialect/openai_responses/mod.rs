@@ -13,8 +13,8 @@ use serde_json::{json, Value};
 use super::contract::{Dialect, ErrorFault, Spoil, INJECTED};
 use super::openai_chat::spoil_function;
 use super::shared::{
-    arguments, array, content_text, is_system, nth_call, params, parts, result_message,
-    rewrite_results, AssembleError,
+    arguments, array, azure_deployment, content_text, is_system, nth_call, params, parts,
+    result_message, rewrite_results, AssembleError,
 };
 use crate::neutral::{parse_arguments, Message, ModelCall, ToolCall, ToolDef, ToolResult, Usage};
 use crate::sse::SseEvent;
@@ -30,6 +30,11 @@ pub(crate) struct OpenAiResponses;
 impl Dialect for OpenAiResponses {
     fn name(&self) -> &'static str {
         ROUTE
+    }
+
+    /// Azure OpenAI names the deployment in the path, not the body.
+    fn key_scope(&self, path: &str) -> Option<String> {
+        azure_deployment(path)
     }
 
     fn assemble(&self, events: &[SseEvent]) -> Result<Value, AssembleError> {

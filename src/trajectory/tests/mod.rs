@@ -302,11 +302,10 @@ impl Rec {
             format: format::format_version(),
             recorder: "agentproxy 0.1.0".into(),
             recorded_at: format!("2026-11-{:02}T19:42:07Z", 1 + self.salt % 28),
-            upstreams: Upstreams {
-                openai: "https://api.openai.com".into(),
-                anthropic: "https://api.anthropic.com".into(),
-                gemini: String::new(),
-            },
+            upstreams: Upstreams(std::collections::BTreeMap::from([
+                ("openai".into(), "https://api.openai.com".into()),
+                ("anthropic".into(), "https://api.anthropic.com".into()),
+            ])),
             match_rules: Default::default(),
             interactions: self.interactions.clone(),
         }

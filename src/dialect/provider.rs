@@ -1,0 +1,394 @@
+//! The provider table: one row per model API the proxy stands in for. What the rest of
+//! agentproxy knows about a provider (its name, the paths that are its, where its upstream
+//! comes from, the variables that point a program at the proxy, the placeholder
+//! credentials and side-traffic switches of a replay) is read from [`PROVIDERS`]: the CLI,
+//! the injected environment, help texts, `doctor` and error messages.
+
+use http::HeaderMap;
+
+/// A provider API: its upstream, its error shape, its variables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Provider {
+    OpenAi,
+    Anthropic,
+    Gemini,
+    Azure,
+    Ollama,
+}
+
+/// One provider's facts.
+pub struct Row {
+    pub provider: Provider,
+    /// Its name in `--upstream NAME=URL`, in a cassette's `upstreams` and in messages.
+    pub name: &'static str,
+    /// What its users call it.
+    pub title: &'static str,
+    /// The paths it serves, for help and errors.
+    pub paths: &'static str,
+    /// The path prefixes under which its requests arrive.
+    pub prefixes: &'static [&'static str],
+    /// Does a request belong to it? `None` for OpenAI, which takes what no other claims.
+    pub claims: Option<fn(&str, &HeaderMap) -> bool>,
+    /// The flag, older than `--upstream NAME=URL`, that sets its upstream, if one.
+    pub flag: Option<&'static str>,
+    /// The variable of agentproxy's environment that sets its upstream.
+    pub env: &'static str,
+    /// Where its upstream comes from when neither the flag nor `env` gives it.
+    pub fallback: Fallback,
+    /// The variables that point the program at the proxy.
+    pub vars: &'static [BaseVar],
+    /// Set in a replay where the program's environment has not set them: placeholder
+    /// credentials (so an SDK that refuses to start without a key starts offline; the proxy
+    /// never forwards them) and switches that stop known side traffic around the proxy.
+    pub replay: &'static [ReplayVar],
+}
+
+/// Where an upstream comes from when no flag names it.
+pub enum Fallback {
+    /// A fixed URL.
+    Url(&'static str),
+    /// The endpoint the program would have used: `var` of agentproxy's own environment,
+    /// read by `read`, else `or` (no default: recording this provider needs the flag).
+    Env {
+        var: &'static str,
+        read: fn(&str) -> String,
+        or: Option<&'static str>,
+    },
+}
+
+/// A variable set for the program: the proxy's base URL with `suffix` appended.
+pub struct BaseVar {
+    pub name: &'static str,
+    pub suffix: &'static str,
+    pub why: &'static str,
+}
+
+/// A variable set in a replay only.
+pub struct ReplayVar {
+    pub name: &'static str,
+    pub value: &'static str,
+    pub why: &'static str,
+}
+
+const PLACEHOLDER: &str = "agentproxy-replay-placeholder";
+const PLACEHOLDER_WHY: &str = "placeholder key so the SDK starts offline";
+
+/// API versions only Google uses (`/v1` is everyone's).
+const GOOGLE_VERSIONS: [&str; 3] = ["/v1beta", "/v1alpha", "/v1beta1"];
+
+/// Every provider, in the order help and banners list them.
+pub const PROVIDERS: [Row; 5] = [
+    Row {
+        provider: Provider::OpenAi,
+        name: "openai",
+        title: "OpenAI-compatible",
+        paths: "/v1/… (chat completions, Responses, and any path no other provider claims)",
+        prefixes: &["/v1"],
+        claims: None,
+        flag: None,
+        env: "AGENTPROXY_UPSTREAM",
+        fallback: Fallback::Url("https://api.openai.com"),
+        vars: &[
+            BaseVar {
+                name: "OPENAI_BASE_URL",
+                suffix: "/v1",
+                why: "proxy URL for the openai SDKs",
+            },
+            BaseVar {
+                name: "OPENAI_API_BASE",
+                suffix: "/v1",
+                why: "proxy URL for langchain and older clients",
+            },
+        ],
+        replay: &[
+            ReplayVar {
+                name: "OPENAI_API_KEY",
+                value: PLACEHOLDER,
+                why: PLACEHOLDER_WHY,
+            },
+            ReplayVar {
+                name: "OPENAI_AGENTS_DISABLE_TRACING",
+                value: "1",
+                why: "OpenAI Agents SDK: trace upload to api.openai.com",
+            },
+            ReplayVar {
+                name: "LITELLM_LOCAL_MODEL_COST_MAP",
+                value: "True",
+                why: "litellm: model price map download on import",
+            },
+        ],
+    },
+    Row {
+        provider: Provider::Anthropic,
+        name: "anthropic",
+        title: "Anthropic",
+        paths: "/v1/messages… and requests with an anthropic-version header",
+        prefixes: &["/v1"],
+        claims: Some(is_anthropic),
+        flag: Some("--anthropic-upstream"),
+        env: "AGENTPROXY_ANTHROPIC_UPSTREAM",
+        fallback: Fallback::Url("https://api.anthropic.com"),
+        vars: &[BaseVar {
+            name: "ANTHROPIC_BASE_URL",
+            suffix: "",
+            why: "proxy URL for the anthropic SDK and Claude Code (they add /v1)",
+        }],
+        replay: &[
+            ReplayVar {
+                name: "ANTHROPIC_API_KEY",
+                value: PLACEHOLDER,
+                why: PLACEHOLDER_WHY,
+            },
+            ReplayVar {
+                name: "ANTHROPIC_AUTH_TOKEN",
+                value: PLACEHOLDER,
+                why: "placeholder token for clients set up for a gateway (Claude Code with a custom endpoint)",
+            },
+            ReplayVar {
+                name: "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC",
+                value: "1",
+                why: "Claude Code: telemetry, error reports and update checks to Anthropic's hosts",
+            },
+        ],
+    },
+    Row {
+        provider: Provider::Gemini,
+        name: "gemini",
+        title: "Gemini",
+        paths: "/v1beta/…, /v1alpha/… and generateContent paths (Vertex AI forms too)",
+        prefixes: &["/v1", "/v1beta", "/v1alpha", "/v1beta1"],
+        claims: Some(is_gemini),
+        flag: Some("--gemini-upstream"),
+        env: "AGENTPROXY_GEMINI_UPSTREAM",
+        fallback: Fallback::Url("https://generativelanguage.googleapis.com"),
+        vars: &[BaseVar {
+            name: "GOOGLE_GEMINI_BASE_URL",
+            suffix: "",
+            why: "proxy URL for the google-genai SDK (it adds /v1 or /v1beta)",
+        }],
+        // GOOGLE_API_KEY is left alone: google-genai prefers it to GEMINI_API_KEY and warns
+        // when both are set, and clients that read only GOOGLE_API_KEY fall back to this one.
+        replay: &[ReplayVar {
+            name: "GEMINI_API_KEY",
+            value: PLACEHOLDER,
+            why: PLACEHOLDER_WHY,
+        }],
+    },
+    Row {
+        provider: Provider::Azure,
+        name: "azure",
+        title: "Azure OpenAI",
+        paths: "/openai/deployments/{deployment}/… and /openai/v1/…",
+        prefixes: &["/openai"],
+        claims: Some(is_azure),
+        flag: None,
+        env: "AGENTPROXY_AZURE_UPSTREAM",
+        fallback: Fallback::Env {
+            var: "AZURE_OPENAI_ENDPOINT",
+            read: trimmed,
+            or: None,
+        },
+        vars: &[
+            BaseVar {
+                name: "AZURE_OPENAI_ENDPOINT",
+                suffix: "",
+                why: "proxy URL for the openai SDK's AzureOpenAI client (it adds /openai)",
+            },
+            BaseVar {
+                name: "AZURE_OPENAI_BASE_URL",
+                suffix: "/openai",
+                why: "proxy URL for Semantic Kernel's Azure connectors",
+            },
+        ],
+        replay: &[ReplayVar {
+            name: "AZURE_OPENAI_API_KEY",
+            value: PLACEHOLDER,
+            why: PLACEHOLDER_WHY,
+        }],
+    },
+    Row {
+        provider: Provider::Ollama,
+        name: "ollama",
+        title: "Ollama",
+        paths: "/api/… (chat, generate, embed, tags, show, …)",
+        prefixes: &["/api"],
+        claims: Some(is_ollama),
+        flag: None,
+        env: "AGENTPROXY_OLLAMA_UPSTREAM",
+        fallback: Fallback::Env {
+            var: "OLLAMA_HOST",
+            read: ollama_host,
+            or: Some("http://127.0.0.1:11434"),
+        },
+        vars: &[BaseVar {
+            name: "OLLAMA_HOST",
+            suffix: "",
+            why: "proxy URL for the ollama client and the clients built on it",
+        }],
+        replay: &[],
+    },
+];
+
+impl Provider {
+    /// This provider's row.
+    pub fn row(self) -> &'static Row {
+        // Every provider has a row: `PROVIDERS` lists them in declaration order.
+        &PROVIDERS[self as usize]
+    }
+
+    pub fn name(self) -> &'static str {
+        self.row().name
+    }
+
+    /// The provider named `name` in `--upstream NAME=URL` or a cassette.
+    pub fn named(name: &str) -> Option<Provider> {
+        PROVIDERS
+            .iter()
+            .find(|r| r.name.eq_ignore_ascii_case(name))
+            .map(|r| r.provider)
+    }
+}
+
+/// The provider a request (its path, before or with the query, and headers) belongs to.
+pub fn provider_of(path: &str, headers: &HeaderMap) -> Provider {
+    let path = path.split('?').next().unwrap_or(path);
+    PROVIDERS
+        .iter()
+        .find(|r| r.claims.is_some_and(|claims| claims(path, headers)))
+        .map_or(Provider::OpenAi, |r| r.provider)
+}
+
+/// Is `path` under one of the providers' prefixes?
+pub fn is_api_path(path: &str) -> bool {
+    PROVIDERS
+        .iter()
+        .flat_map(|r| r.prefixes)
+        .any(|p| under(path, p))
+}
+
+/// Every provider prefix once, for messages: `/v1/…, /v1beta/…, …`.
+pub fn prefixes() -> String {
+    let mut seen: Vec<&str> = Vec::new();
+    for p in PROVIDERS.iter().flat_map(|r| r.prefixes) {
+        if !seen.contains(p) {
+            seen.push(p);
+        }
+    }
+    seen.iter()
+        .map(|p| format!("{p}/…"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn under(path: &str, prefix: &str) -> bool {
+    path.strip_prefix(prefix)
+        .is_some_and(|rest| rest.starts_with('/'))
+}
+
+/// Anthropic's API lives under `/v1/messages` (including `count_tokens` and `batches`) and
+/// is also recognised by its version header.
+fn is_anthropic(path: &str, headers: &HeaderMap) -> bool {
+    path.strip_prefix("/v1/messages")
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+        || headers.contains_key("anthropic-version")
+}
+
+/// Google's API by its generate paths, its own versions or its key header.
+fn is_gemini(path: &str, headers: &HeaderMap) -> bool {
+    super::gemini::is_generate_path(path)
+        || GOOGLE_VERSIONS.iter().any(|v| under(path, v))
+        || headers.contains_key("x-goog-api-key")
+}
+
+fn is_azure(path: &str, _: &HeaderMap) -> bool {
+    under(path, "/openai")
+}
+
+fn is_ollama(path: &str, _: &HeaderMap) -> bool {
+    under(path, "/api")
+}
+
+fn trimmed(value: &str) -> String {
+    value.trim().trim_end_matches('/').to_owned()
+}
+
+/// `OLLAMA_HOST` as the ollama client reads it: a URL as it is; `host`, `host:port` or
+/// `:port` as http, on port 11434 when none is given; `0.0.0.0` (a server's
+/// listen-on-all) or no host means this machine.
+fn ollama_host(value: &str) -> String {
+    let value = trimmed(value);
+    if value.contains("://") {
+        return value.replacen("://0.0.0.0", "://127.0.0.1", 1);
+    }
+    let (authority, path) = value
+        .find('/')
+        .map_or((value.as_str(), ""), |i| value.split_at(i));
+    let (host, port) = match authority.rsplit_once(':') {
+        Some((host, port)) if port.parse::<u16>().is_ok() => (host, port),
+        _ => (authority, "11434"),
+    };
+    let host = match host {
+        "" | "0.0.0.0" => "127.0.0.1",
+        host => host,
+    };
+    format!("http://{host}:{port}{path}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_provider_has_its_own_row_in_declaration_order() {
+        for (i, row) in PROVIDERS.iter().enumerate() {
+            assert_eq!(row.provider as usize, i, "{}", row.name);
+            assert_eq!(Provider::named(row.name), Some(row.provider));
+        }
+        assert_eq!(Provider::named("Azure"), Some(Provider::Azure));
+        assert_eq!(Provider::named("bedrock"), None);
+    }
+
+    #[test]
+    fn requests_go_to_the_provider_whose_paths_they_are() {
+        let h = HeaderMap::new();
+        let of = |p| provider_of(p, &h);
+        assert_eq!(of("/v1/chat/completions"), Provider::OpenAi);
+        assert_eq!(of("/v1/messages?beta=true"), Provider::Anthropic);
+        assert_eq!(of("/v1beta/models/g:generateContent"), Provider::Gemini);
+        assert_eq!(
+            of("/openai/deployments/gpt4o/chat/completions?api-version=2024-10-21"),
+            Provider::Azure
+        );
+        assert_eq!(of("/openai/v1/responses"), Provider::Azure);
+        assert_eq!(of("/api/chat"), Provider::Ollama);
+        assert_eq!(
+            of("/api"),
+            Provider::OpenAi,
+            "a prefix alone is no path under it"
+        );
+        assert!(is_api_path("/api/tags") && is_api_path("/openai/v1/models"));
+        assert!(!is_api_path("/openaix/v1") && !is_api_path("/"));
+        assert_eq!(
+            prefixes(),
+            "/v1/…, /v1beta/…, /v1alpha/…, /v1beta1/…, /openai/…, /api/…"
+        );
+    }
+
+    #[test]
+    fn ollama_host_is_read_as_the_ollama_client_reads_it() {
+        assert_eq!(ollama_host("example.test"), "http://example.test:11434");
+        assert_eq!(ollama_host("example.test:8080"), "http://example.test:8080");
+        assert_eq!(ollama_host("0.0.0.0"), "http://127.0.0.1:11434");
+        assert_eq!(ollama_host(":9000"), "http://127.0.0.1:9000");
+        assert_eq!(ollama_host("[::1]"), "http://[::1]:11434");
+        assert_eq!(
+            ollama_host("example.test/prefix"),
+            "http://example.test:11434/prefix"
+        );
+        assert_eq!(
+            ollama_host("http://example.test:1234/prefix/"),
+            "http://example.test:1234/prefix"
+        );
+        assert_eq!(ollama_host("https://example.test"), "https://example.test");
+    }
+}
