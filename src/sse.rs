@@ -1,4 +1,5 @@
-//! Server-sent events framing: an incremental byte parser and an encoder, with no I/O.
+//! Stream framing: server-sent events (an incremental byte parser and an encoder) and
+//! newline-delimited JSON (Ollama's streams: each line is one event's data), with no I/O.
 //!
 //! Parsing follows the WHATWG "event stream interpretation" rules, with two deliberate
 //! differences that serve recording rather than a browser's `EventSource`:
@@ -215,6 +216,123 @@ fn put_single_line_field(buf: &mut BytesMut, name: &[u8], value: &str) {
         buf.put_slice(part);
     }
     buf.put_u8(b'\n');
+}
+
+/// How a stream is framed on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framing {
+    /// Server-sent events (`text/event-stream`).
+    Sse,
+    /// Newline-delimited JSON (`application/x-ndjson`): one JSON value per line, each kept
+    /// as an event's `data`.
+    Ndjson,
+}
+
+impl Framing {
+    /// The framing a response's content type announces; `None` for a body that is not a
+    /// stream.
+    pub fn of(content_type: &str) -> Option<Framing> {
+        let media = content_type.split(';').next().unwrap_or_default().trim();
+        if media.eq_ignore_ascii_case("text/event-stream") {
+            Some(Framing::Sse)
+        } else if media.eq_ignore_ascii_case("application/x-ndjson") {
+            Some(Framing::Ndjson)
+        } else {
+            None
+        }
+    }
+
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Framing::Sse => "text/event-stream; charset=utf-8",
+            Framing::Ndjson => "application/x-ndjson",
+        }
+    }
+
+    /// One event in wire form.
+    pub fn encode(self, ev: &SseEvent) -> Bytes {
+        match self {
+            Framing::Sse => encode(ev),
+            Framing::Ndjson => encode_line(&ev.data),
+        }
+    }
+
+    /// A parser for a stream of this framing.
+    pub fn parser(self) -> StreamParser {
+        match self {
+            Framing::Sse => StreamParser::Sse(SseParser::new()),
+            Framing::Ndjson => StreamParser::Ndjson(Vec::new()),
+        }
+    }
+}
+
+/// An incremental parser of either framing.
+#[derive(Debug)]
+pub enum StreamParser {
+    Sse(SseParser),
+    /// The bytes of the line whose `\n` has not arrived yet.
+    Ndjson(Vec<u8>),
+}
+
+impl StreamParser {
+    /// Parses `chunk` and returns the events it completed, in order. A blank NDJSON line
+    /// carries nothing and is skipped.
+    pub fn push(&mut self, chunk: &[u8]) -> Vec<SseEvent> {
+        match self {
+            StreamParser::Sse(p) => p.push(chunk),
+            StreamParser::Ndjson(partial) => {
+                let mut events = Vec::new();
+                let mut rest = chunk;
+                while let Some(end) = rest.iter().position(|&b| b == b'\n') {
+                    partial.extend_from_slice(&rest[..end]);
+                    events.extend(line_event(partial));
+                    partial.clear();
+                    rest = &rest[end + 1..];
+                }
+                partial.extend_from_slice(rest);
+                events
+            }
+        }
+    }
+
+    /// Ends the stream: the last event, if its terminator never came.
+    pub fn finish(&mut self) -> Option<SseEvent> {
+        match self {
+            StreamParser::Sse(p) => p.finish(),
+            StreamParser::Ndjson(partial) => {
+                let event = line_event(partial);
+                partial.clear();
+                event
+            }
+        }
+    }
+}
+
+/// An NDJSON line (its `\r` dropped) as an event; `None` when blank.
+fn line_event(line: &[u8]) -> Option<SseEvent> {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let text = String::from_utf8_lossy(line);
+    (!text.trim().is_empty()).then(|| SseEvent {
+        event: None,
+        id: None,
+        data: text.into_owned(),
+    })
+}
+
+/// One NDJSON line: `data` and a `\n`. The line separators U+2028 and U+2029 are escaped,
+/// as Go's encoder (Ollama's server) does: some clients split lines at them.
+fn encode_line(data: &str) -> Bytes {
+    let mut buf = BytesMut::with_capacity(data.len() + 1);
+    if data.contains(['\u{2028}', '\u{2029}']) {
+        let escaped = data
+            .replace('\u{2028}', "\\u2028")
+            .replace('\u{2029}', "\\u2029");
+        buf.put_slice(escaped.as_bytes());
+    } else {
+        buf.put_slice(data.as_bytes());
+    }
+    buf.put_u8(b'\n');
+    buf.freeze()
 }
 
 #[cfg(test)]
@@ -454,5 +572,34 @@ mod tests {
         assert_eq!(json, r#"{"data":"x"}"#);
         let back: SseEvent = serde_json::from_str(r#"{"event":"e","data":"x"}"#).expect("valid");
         assert_eq!(back, ev(Some("e"), None, "x"));
+    }
+
+    #[test]
+    fn framing_is_read_from_the_content_type() {
+        assert_eq!(
+            Framing::of("text/event-stream; charset=utf-8"),
+            Some(Framing::Sse)
+        );
+        assert_eq!(Framing::of("application/x-ndjson"), Some(Framing::Ndjson));
+        assert_eq!(Framing::of("application/json; charset=utf-8"), None);
+    }
+
+    #[test]
+    fn ndjson_lines_split_anywhere_become_events_and_encode_back() {
+        let wire = b"{\"a\":1}\r\n\n{\"b\":\"\xc3\xa9\"}\n{\"c\":3}";
+        for split in 0..wire.len() {
+            let mut p = Framing::Ndjson.parser();
+            let mut events = p.push(&wire[..split]);
+            events.extend(p.push(&wire[split..]));
+            events.extend(p.finish());
+            let data: Vec<&str> = events.iter().map(|e| e.data.as_str()).collect();
+            assert_eq!(
+                data,
+                [r#"{"a":1}"#, r#"{"b":"é"}"#, r#"{"c":3}"#],
+                "split at {split}"
+            );
+        }
+        let line = Framing::Ndjson.encode(&ev(None, None, "{\"t\":\"a\u{2028}b\"}"));
+        assert_eq!(&line[..], b"{\"t\":\"a\\u2028b\"}\n");
     }
 }

@@ -15,7 +15,7 @@ use serde_json::Value;
 pub use super::lazy::LazyJson;
 use crate::dialect::{Provider, Route};
 use crate::neutral::{Execution, ModelCall};
-use crate::sse::SseEvent;
+use crate::sse::{Framing, SseEvent};
 
 /// Major version of the format this build writes; a cassette with a newer major is refused.
 pub const FORMAT_MAJOR: u32 = 1;
@@ -259,11 +259,20 @@ impl RecordedResponse {
     /// The recorded events as frames to serve, encoded once; `None` when not a stream.
     pub fn event_frames(&self) -> Option<Vec<Bytes>> {
         let events = self.events.as_ref()?;
+        let framing = self.framing();
         Some(
             self.encoded_events
-                .get_or_init(|| events.iter().map(crate::sse::encode).collect())
+                .get_or_init(|| events.iter().map(|e| framing.encode(e)).collect())
                 .clone(),
         )
+    }
+
+    /// How the recorded stream was framed, from its content type (server-sent events when
+    /// it has none).
+    pub fn framing(&self) -> Framing {
+        (self.headers.get("content-type"))
+            .and_then(|ct| Framing::of(ct))
+            .unwrap_or(Framing::Sse)
     }
 }
 

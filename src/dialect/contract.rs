@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::shared::AssembleError;
 use crate::neutral::{Message, ModelCall, ToolCall};
-use crate::sse::SseEvent;
+use crate::sse::{Framing, SseEvent};
 
 /// What one wire format knows. Each dialect is a unit struct implementing this; [`Route`]
 /// picks it. Bodies are parsed JSON; a field of the wrong shape is read as absent, never a
@@ -22,6 +22,11 @@ pub(crate) trait Dialect: Sync {
     /// stream? Most dialects say so in the body.
     fn wants_stream(&self, _path: &str, request: &Value) -> bool {
         request.get("stream") == Some(&Value::Bool(true))
+    }
+
+    /// How this dialect's streams are framed: server-sent events by default.
+    fn framing(&self) -> Framing {
+        Framing::Sse
     }
 
     /// What of the request's path belongs in its key besides the route: the model, for a

@@ -22,7 +22,7 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use crate::neutral::{Message, ModelCall, ToolCall};
-use crate::sse::SseEvent;
+use crate::sse::{Framing, SseEvent};
 
 pub(crate) use contract::Dialect;
 pub use contract::{ErrorFault, Spoil, INJECTED};
@@ -108,6 +108,12 @@ impl Route {
     pub fn wants_stream(self, path: &str, request: &Value) -> bool {
         self.dialect()
             .is_some_and(|d| d.wants_stream(path, request))
+    }
+
+    /// How this route's streams are framed (plain HTTP streams: as recorded; synthesized
+    /// ones do not exist).
+    pub fn framing(self) -> Framing {
+        self.dialect().map_or(Framing::Sse, |d| d.framing())
     }
 
     /// What of `path` belongs in the request's key (see [`Dialect::key_scope`]).

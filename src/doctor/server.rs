@@ -19,7 +19,6 @@ use serde_json::Value;
 use crate::dialect::{self, Provider, Route};
 use crate::proxy::body::{chunks, json_response, ProxyBody};
 use crate::proxy::server::{accept_loop, BindError, Running};
-use crate::sse;
 
 /// What every canned reply says.
 pub const CANNED_TEXT: &str =
@@ -243,13 +242,17 @@ fn canned_response(route: Route, path: &str, request: &Value) -> Response<ProxyB
         .flatten();
     match events {
         Some(events) => {
+            let framing = route.framing();
             let mut resp = Response::new(chunks(
-                events.iter().map(sse::encode).collect::<Vec<Bytes>>(),
+                events
+                    .iter()
+                    .map(|e| framing.encode(e))
+                    .collect::<Vec<Bytes>>(),
                 None,
             ));
             resp.headers_mut().insert(
                 http::header::CONTENT_TYPE,
-                HeaderValue::from_static("text/event-stream; charset=utf-8"),
+                HeaderValue::from_static(framing.content_type()),
             );
             resp
         }

@@ -343,10 +343,11 @@ fn would_get(proxy: &Proxy, ex: &Exchange) -> Recorded {
     let recorded = recorded.filter(|r| (200..300).contains(&r.status));
     if let Some(rec) = recorded {
         if let Some(body) = rec.body.as_ref().and_then(Body::as_json) {
-            return Recorded::of(ex, body, rec.event_frames());
+            let events = rec.event_frames().map(|evs| (evs, rec.framing()));
+            return Recorded::of(ex, body, events);
         }
         if let Some(events) = rec.event_frames() {
-            return Recorded::Events(events);
+            return Recorded::Events(events, rec.framing());
         }
     }
     let request = ex.json().cloned().unwrap_or_default();

@@ -41,6 +41,11 @@ impl Exchange {
             .is_some_and(|b| self.route.wants_stream(&self.path, b))
     }
 
+    /// How this request's streams are framed.
+    pub fn framing(&self) -> crate::sse::Framing {
+        self.route.framing()
+    }
+
     /// A stream synthesized from a whole recorded response, as this request wants it.
     pub fn synthesize(&self, response: &Value) -> Option<Vec<crate::sse::SseEvent>> {
         self.route.synthesize(response, self.json()?)

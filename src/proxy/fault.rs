@@ -21,7 +21,7 @@ use crate::cassette::{Body, Interaction};
 use crate::dialect::{ErrorFault, Route, Spoil};
 use crate::fault::{Fault, Fired, Kind, Next, Plan};
 use crate::neutral::ModelCall;
-use crate::sse::{self, SseEvent, SseParser};
+use crate::sse::{Framing, SseEvent};
 
 /// The faults and the fuzz arguments of one session, and what became of them.
 pub(super) struct Faults {
@@ -272,9 +272,9 @@ async fn serve(ex: &Exchange, fault: &Fault, recorded: Recorded) -> Response<Pro
         }
         Kind::Disconnect => disconnect(),
         Kind::TruncateStream => match recorded {
-            Recorded::Events(evs) => {
+            Recorded::Events(evs, framing) => {
                 let kept = evs.into_iter().take(fault.after_events).collect();
-                stream(chunks(kept, Some(CUT)))
+                stream(chunks(kept, Some(CUT)), framing)
             }
             // A whole body breaks off halfway.
             Recorded::Whole(bytes) => {
@@ -292,11 +292,11 @@ async fn serve(ex: &Exchange, fault: &Fault, recorded: Recorded) -> Response<Pro
             error(ErrorFault::ServerError(500))
         }
         Kind::StreamError => match (recorded, ex.route.stream_error()) {
-            (Recorded::Events(evs), Some(err)) => {
+            (Recorded::Events(evs, framing), Some(err)) => {
                 // The first event, then the error: the stream had started.
                 let mut kept: Vec<Bytes> = evs.into_iter().take(1).collect();
-                kept.push(sse::encode(&err));
-                stream(chunks(kept, None))
+                kept.push(framing.encode(&err));
+                stream(chunks(kept, None), framing)
             }
             // A request that does not stream gets the server error instead.
             _ => error(ErrorFault::ServerError(500)),
@@ -309,8 +309,8 @@ const CUT: &str = "agentproxy: the stream was cut (truncate_stream fault)";
 
 /// What a request would have been answered with, for faults that spoil an answer.
 pub(super) enum Recorded {
-    /// A stream's encoded events.
-    Events(Vec<Bytes>),
+    /// A stream's encoded events, and how they are framed.
+    Events(Vec<Bytes>, Framing),
     /// A whole body.
     Whole(Bytes),
 }
@@ -318,14 +318,19 @@ pub(super) enum Recorded {
 impl Recorded {
     /// The answer for `ex`: `response` (recorded, or a stand-in) as a stream when the
     /// request wants one, else whole.
-    pub fn of(ex: &Exchange, response: &serde_json::Value, events: Option<Vec<Bytes>>) -> Recorded {
+    pub fn of(
+        ex: &Exchange,
+        response: &serde_json::Value,
+        events: Option<(Vec<Bytes>, Framing)>,
+    ) -> Recorded {
         if ex.wants_stream() {
             let events = events.or_else(|| {
                 let evs: Vec<SseEvent> = ex.synthesize(response)?;
-                Some(evs.iter().map(sse::encode).collect())
+                let framing = ex.framing();
+                Some((evs.iter().map(|e| framing.encode(e)).collect(), framing))
             });
-            if let Some(evs) = events {
-                return Recorded::Events(evs);
+            if let Some((evs, framing)) = events {
+                return Recorded::Events(evs, framing);
             }
         }
         Recorded::Whole(Bytes::from(
@@ -379,14 +384,17 @@ async fn spoiled(
             );
         }
     };
-    let is_stream = (parts.headers.get(http::header::CONTENT_TYPE))
+    let framing = (parts.headers.get(http::header::CONTENT_TYPE))
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|ct| ct.starts_with("text/event-stream"));
-    let whole = if is_stream {
-        let events = SseParser::new().push(&bytes);
-        asked.route.assemble(&events).and_then(Result::ok)
-    } else {
-        serde_json::from_slice::<Value>(&bytes).ok()
+        .and_then(Framing::of);
+    let whole = match framing {
+        Some(framing) => {
+            let mut parser = framing.parser();
+            let mut events = parser.push(&bytes);
+            events.extend(parser.finish());
+            asked.route.assemble(&events).and_then(Result::ok)
+        }
+        None => serde_json::from_slice::<Value>(&bytes).ok(),
     };
     let spoiled = whole.and_then(|mut whole| {
         let call = asked.route.extract(&asked.request, &whole)?;
@@ -407,7 +415,11 @@ async fn spoiled(
         .then(|| asked.route.synthesize(&whole, &asked.request))
         .flatten();
     let resp = match events {
-        Some(evs) => stream(chunks(evs.iter().map(sse::encode).collect(), None)),
+        Some(evs) => {
+            let framing = asked.route.framing();
+            let frames = evs.iter().map(|e| framing.encode(e)).collect();
+            stream(chunks(frames, None), framing)
+        }
         None => json_response(StatusCode::OK, &whole),
     };
     (resp, Ok(done))
@@ -471,11 +483,11 @@ pub(super) fn as_served(it: &mut Interaction, nth: usize, how: &Spoil) {
     it.response.events = None;
 }
 
-fn stream(body: ProxyBody) -> Response<ProxyBody> {
+fn stream(body: ProxyBody, framing: Framing) -> Response<ProxyBody> {
     let mut resp = Response::new(body);
     resp.headers_mut().insert(
         http::header::CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream; charset=utf-8"),
+        HeaderValue::from_static(framing.content_type()),
     );
     resp
 }

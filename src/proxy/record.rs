@@ -63,18 +63,16 @@ pub(super) async fn forward(
         Err(e) => return upstream_failed(proxy, &ex, e.naming(url)),
     };
     let (parts, body) = resp.into_parts();
-    let is_stream = parts
-        .headers
-        .get(http::header::CONTENT_TYPE)
+    let framing = (parts.headers.get(http::header::CONTENT_TYPE))
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|ct| ct.starts_with("text/event-stream"));
+        .and_then(sse::Framing::of);
     let encoding = match Encoding::of(&parts.headers) {
         Ok(e) => e,
         Err(message) => {
             return upstream_failed(proxy, &ex, UpstreamError::Unreachable { url, message })
         }
     };
-    if is_stream {
+    if let Some(framing) = framing {
         let (tx, rx) = mpsc::channel(STREAM_BUFFER);
         let proxy = proxy.clone();
         let status = parts.status;
@@ -83,7 +81,8 @@ pub(super) async fn forward(
         // The recording finishes in a tracked task even if the program hangs up early, and
         // the cassette is not written before it has.
         proxy.tasks.clone().spawn(async move {
-            let (events, aborted) = pump_stream(body, tx, encoding.decoder(), idle).await;
+            let parser = framing.parser();
+            let (events, aborted) = pump_stream(body, tx, encoding.decoder(), parser, idle).await;
             let latency = started.elapsed();
             if let Some(why) = &aborted {
                 let message = format!("{} {}: {why}; recorded as aborted", ex.method, ex.path);
@@ -149,9 +148,9 @@ async fn pump_stream(
     mut body: Incoming,
     tx: mpsc::Sender<std::io::Result<Bytes>>,
     mut decoder: Option<Decoder>,
+    mut parser: sse::StreamParser,
     idle: Duration,
 ) -> (Vec<sse::SseEvent>, Option<String>) {
-    let mut parser = sse::SseParser::new();
     let mut events = Vec::new();
     let mut program_gone = false;
     let aborted = loop {

@@ -15,7 +15,7 @@ use crate::cassette::Interaction;
 use crate::dialect::Route;
 use crate::matching::index::{ByPosition, Index, Lookup, Repeat};
 use crate::matching::key;
-use crate::sse;
+use crate::sse::Framing;
 
 /// What a session serves from a cassette.
 pub struct Replay {
@@ -143,24 +143,28 @@ pub(super) async fn serve(
 ) -> Response<ProxyBody> {
     let rec = &it.response;
     let status = StatusCode::from_u16(rec.status).unwrap_or(StatusCode::OK);
-    let events: Option<Vec<Bytes>> = match (&rec.events, ex) {
-        (_, None) => rec.event_frames(),
-        (Some(_), Some(ex)) if ex.wants_stream() => rec.event_frames(),
+    let recorded = || rec.event_frames().map(|evs| (evs, rec.framing()));
+    let events: Option<(Vec<Bytes>, Framing)> = match (&rec.events, ex) {
+        (_, None) => recorded(),
+        (Some(_), Some(ex)) if ex.wants_stream() => recorded(),
         // Plain-HTTP streams have no assembled form: serve their events whatever was asked.
-        (Some(_), Some(_)) if rec.body.is_none() => rec.event_frames(),
+        (Some(_), Some(_)) if rec.body.is_none() => recorded(),
         (None, Some(ex)) if status.is_success() && ex.wants_stream() => rec
             .body
             .as_ref()
             .and_then(|b| b.as_json())
             .and_then(|c| ex.synthesize(c))
-            .map(|evs| evs.iter().map(sse::encode).collect()),
+            .map(|evs| {
+                let framing = ex.framing();
+                (evs.iter().map(|e| framing.encode(e)).collect(), framing)
+            }),
         _ => None,
     };
     let latency = Duration::from_millis(if rp.realtime { it.latency_ms } else { 0 });
     // A recording of a stream that broke off replays as one that breaks off.
     let abort = rec.aborted.as_deref();
     let mut resp = match events {
-        Some(evs) => {
+        Some((evs, framing)) => {
             let mut r = if rp.realtime {
                 Response::new(paced_chunks(pace(evs, latency), abort))
             } else {
@@ -168,7 +172,7 @@ pub(super) async fn serve(
             };
             r.headers_mut().insert(
                 http::header::CONTENT_TYPE,
-                HeaderValue::from_static("text/event-stream; charset=utf-8"),
+                HeaderValue::from_static(framing.content_type()),
             );
             r
         }
