@@ -1,6 +1,7 @@
-//! End-to-end tests with the real `openai` Python SDK: each agent in `tests/e2e/` is
-//! recorded through the `agentproxy` binary against the fake upstream, then replayed from
-//! the cassette with no upstream and no API key, and must print exactly the same thing.
+//! End-to-end tests with the real `openai` Python SDK (also its Azure OpenAI clients) and
+//! the `ollama` client: each agent in `tests/e2e/` is recorded through the `agentproxy`
+//! binary against a fake upstream, then replayed from the cassette with no upstream and no
+//! API key, and must print exactly the same thing.
 //!
 //! The SDK lives in `.venv` at the repository root: run `scripts/setup-python.sh` first.
 //! A missing venv fails these tests (a silent skip would let CI go green without them);
@@ -14,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
 use std::time::Duration;
 
+use support::fake_ollama::FakeOllama;
 use support::fake_openai::FakeOpenAi;
 
 /// The key the record runs use. It has the `sk-` shape on purpose: the proxy must redact
@@ -70,7 +72,7 @@ async fn agentproxy(args: Vec<OsString>, env: &[(&str, &str)]) -> Run {
     command.args(args).current_dir(repo()).kill_on_drop(true);
     for (name, _) in std::env::vars_os() {
         let name_text = name.to_string_lossy();
-        if ["OPENAI_", "AGENTPROXY_", "AZURE_"]
+        if ["OPENAI_", "AGENTPROXY_", "AZURE_", "OLLAMA_"]
             .iter()
             .any(|p| name_text.starts_with(p))
         {
@@ -343,4 +345,78 @@ async fn recording_azure_without_an_endpoint_names_the_flag() {
         ),
         "{run}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ollama_records_and_replays_tools_streams_and_plain_http() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().expect("failed to create a temp dir");
+    let cassette = dir.path().join("c.json");
+    let fake = FakeOllama::start().await;
+    let program = |cassette: &Path| -> Vec<OsString> {
+        vec![
+            "--cassette".into(),
+            cassette.into(),
+            "--".into(),
+            python.clone().into(),
+            script("ollama_tools.py"),
+        ]
+    };
+    let mut args: Vec<OsString> = vec!["record".into(), "--upstream".into()];
+    args.push(format!("ollama={}", fake.url()).into());
+    args.extend(program(&cassette));
+    let recorded = agentproxy(args, &[]).await;
+    assert!(recorded.status.success(), "record failed: {recorded}");
+    for line in [
+        "whole done: stop, ",
+        r#"tool call: get_weather {"city": "Tokyo", "unit": "celsius"}"#,
+        "whole reply: It is 18°C and sunny in Paris. It is 22°C and cloudy in Tokyo.\n",
+        "stream delta: 'sunny '\n",
+        "stream reply: It is 18°C and sunny in Paris. It is 22°C and cloudy in Tokyo.\n",
+        "models: llama3.2:latest\n",
+        "embedding dims: 3\n",
+    ] {
+        assert!(recorded.stdout.contains(line), "no {line:?}: {recorded}");
+    }
+    let written: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&cassette).expect("no cassette")).unwrap();
+    let interactions = written["interactions"].as_array().unwrap();
+    let routes: Vec<(&str, bool)> = (interactions.iter())
+        .map(|i| {
+            (
+                i["route"].as_str().unwrap(),
+                i["response"]["events"].is_array(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        routes,
+        [
+            ("ollama.chat", false),
+            ("ollama.chat", false),
+            ("ollama.chat", true),
+            ("ollama.chat", true),
+            ("http", false),
+            ("http", false)
+        ]
+    );
+    // A stream is kept line by line, each line an event's data, with its content type.
+    let stream = &interactions[2]["response"];
+    assert_eq!(stream["headers"]["content-type"], "application/x-ndjson");
+    assert!(stream["events"][0]["data"]
+        .as_str()
+        .unwrap()
+        .starts_with('{'));
+    assert_eq!(
+        stream["body"]["json"]["message"]["tool_calls"][1]["function"]["arguments"]["city"],
+        "Tokyo",
+        "{stream}\n{recorded}"
+    );
+    // Replayed with the fake stopped: the same output.
+    fake.stop().await;
+    let mut args: Vec<OsString> = vec!["replay".into()];
+    args.extend(program(&cassette));
+    let replayed = agentproxy(args, &[]).await;
+    assert!(replayed.status.success(), "replay failed: {replayed}");
+    assert_eq!(replayed.stdout, recorded.stdout);
 }

@@ -1,5 +1,6 @@
 //! Wire dialects: everything agentproxy knows about a provider's wire format lives in one
-//! folder per dialect (`openai_chat/`, `openai_responses/`, `anthropic/`, `gemini/`), behind the
+//! folder per dialect (`openai_chat/`, `openai_responses/`, `anthropic/`, `gemini/`,
+//! `ollama/`), behind the
 //! `Dialect` trait (`contract.rs`): request flags, the near-miss envelope, stream assembly and
 //! synthesis, extraction into the neutral model, the conversation a request carries, tool
 //! results rewritten for mocks, and the provider's error shape. What the dialects share is
@@ -43,16 +44,19 @@ pub enum Route {
     AnthropicMessages,
     /// `POST /{version}/…models/{model}:generateContent` or `:streamGenerateContent`
     GeminiGenerate,
+    /// `POST /api/chat` (Ollama's native API)
+    OllamaChat,
     /// Any other path, recorded and replayed as plain HTTP.
     Http,
 }
 
 /// Every model route, for tables and tests.
-pub const MODEL_ROUTES: [Route; 4] = [
+pub const MODEL_ROUTES: [Route; 5] = [
     Route::OpenAiChat,
     Route::OpenAiResponses,
     Route::AnthropicMessages,
     Route::GeminiGenerate,
+    Route::OllamaChat,
 ];
 
 impl Route {
@@ -66,6 +70,8 @@ impl Route {
             Route::OpenAiResponses
         } else if gemini::is_generate_path(path) {
             Route::GeminiGenerate
+        } else if path == "/api/chat" {
+            Route::OllamaChat
         } else if path == "/v1/messages" {
             // Exact: OpenAI's `POST /v1/threads/{id}/messages` ends the same way.
             Route::AnthropicMessages
@@ -81,6 +87,7 @@ impl Route {
             Route::OpenAiResponses => Some(&openai_responses::OpenAiResponses),
             Route::AnthropicMessages => Some(&anthropic::Anthropic),
             Route::GeminiGenerate => Some(&gemini::Gemini),
+            Route::OllamaChat => Some(&ollama::Ollama),
             Route::Http => None,
         }
     }

@@ -521,6 +521,10 @@ fn two_calls(route: Route) -> Value {
             {"functionCall": {"name": "get_weather", "args": {"city": "Paris", "unit": "celsius"}}},
             {"functionCall": {"name": "get_time", "args": {"city": "Tokyo"}}}]}}]})
         }
+        Route::OllamaChat => json!({"done": true, "done_reason": "stop",
+            "message": {"role": "assistant", "content": "Checking.", "tool_calls": [
+                {"function": {"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}},
+                {"function": {"name": "get_time", "arguments": {"city": "Tokyo"}}}]}}),
         Route::Http => Value::Null,
     }
 }

@@ -5,6 +5,7 @@
 
 pub mod fake_anthropic;
 pub mod fake_gemini;
+pub mod fake_ollama;
 pub mod fake_openai;
 pub mod http;
 pub mod proxy;
