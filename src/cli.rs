@@ -482,6 +482,12 @@ pub struct SessionArgs {
     #[arg(long = "match-hole", value_name = "NAME[@POINTER]=REGEX", value_parser = parse_hole)]
     pub match_hole: Vec<Hole>,
 
+    /// Do not tolerate the volatile fields of known clients. Recording Claude Code (or the
+    /// Claude Agent SDK) otherwise writes its session id, billing header and date line into
+    /// the cassette's match block, so a replay on another run or day still matches.
+    #[arg(long)]
+    pub no_client_tolerances: bool,
+
     /// Largest request body accepted (bytes, or with a K/M/G suffix); larger gets HTTP 413.
     #[arg(long, value_name = "SIZE", default_value = "32M", value_parser = parse_size)]
     pub max_body_size: usize,

@@ -633,3 +633,136 @@ async fn record_names_its_upstreams_and_an_unreachable_one_is_exit_3_with_the_ov
     assert!(err.contains("failed to reach upstream"), "{err}");
     assert!(!dir.path().join("c.json").exists());
 }
+
+/// One request shaped as Claude Code sends it: its user agent, its billing header as the
+/// first system block, a session id in `metadata.user_id`, the date in its environment
+/// block. The session id and the date come from the environment, so each run can differ.
+const CLAUDE_CODE_REQUEST: &str = r##"
+import json, os, urllib.request
+session, day = os.environ["SESSION"], os.environ["DAY"]
+body = {
+    "model": "claude-opus-5-5", "max_tokens": 1024, "stream": False,
+    "system": [
+        {"type": "text", "text": "x-anthropic-billing-header: cc_version=2.1.332.20d; cc_entrypoint=sdk-py; cch=" + session[:5] + ";"},
+        {"type": "text", "text": "You are a Claude agent, built on Anthropic's Claude Agent SDK."},
+    ],
+    "messages": [
+        {"role": "user", "content": "What's the weather in Paris?"},
+        {"role": "system", "content": "# Environment\nPlatform: linux\nToday's date is " + day + "."},
+    ],
+    "metadata": {"user_id": json.dumps({"device_id": "d" * 64, "account_uuid": "", "session_id": session})},
+}
+req = urllib.request.Request(os.environ["ANTHROPIC_BASE_URL"] + "/v1/messages?beta=true",
+    data=json.dumps(body).encode(),
+    headers={"content-type": "application/json", "anthropic-version": "2023-06-01",
+             "x-api-key": os.environ.get("ANTHROPIC_API_KEY", ""),
+             "user-agent": "claude-cli/2.1.332 (external, sdk-py, agent-sdk/0.2.189)"})
+reply = json.load(urllib.request.urlopen(req))
+print(reply["content"][0]["text"])
+"##;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn claude_code_replays_on_another_run_and_day_with_its_tolerances_written_and_shown() {
+    let fake = support::fake_anthropic::FakeAnthropic::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: Vec<String>, session: &'static str, day: &'static str| {
+        let dir = dir.path().to_owned();
+        blocking(move || {
+            let out = std::process::Command::new(support::proxy::bin())
+                .args(&args)
+                .args(["--", "python3", "-c", CLAUDE_CODE_REQUEST])
+                .current_dir(dir)
+                .env("SESSION", session)
+                .env("DAY", day)
+                .env(
+                    "ANTHROPIC_API_KEY",
+                    "sk-ant-test-not-a-real-key-00000000000",
+                )
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&out.stderr).into_owned();
+            (
+                out.status.code(),
+                String::from_utf8_lossy(&out.stdout).into_owned(),
+                err,
+            )
+        })
+    };
+    let args = |words: &str| words.split(' ').map(str::to_owned).collect::<Vec<_>>();
+    let record = format!(
+        "record --cassette c.json --upstream anthropic={}",
+        fake.url()
+    );
+    let (code, recorded, err) = run(
+        args(&record),
+        "55c596cf-0b1c-4f4e-9d52-7a1f3c2e9d10",
+        "2026-12-05",
+    )
+    .await;
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains("agentproxy: recorded Claude Code: its volatile fields are tolerated"),
+        "{err}"
+    );
+    let cassette: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("c.json")).unwrap()).unwrap();
+    assert_eq!(cassette["match"]["ignore"], json!(["/metadata/user_id"]));
+    let holes: Vec<&str> = (cassette["match"]["holes"].as_array().unwrap().iter())
+        .map(|h| h["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(holes, ["claude_code_billing", "claude_code_date"]);
+
+    // Another session, another day: the same answer, with no upstream.
+    fake.stop().await;
+    let (code, replayed, err) = run(
+        args("replay --cassette c.json"),
+        "31fe1523-7a4e-4c1b-8e0f-2b9d6c1a4e77",
+        "2027-01-09",
+    )
+    .await;
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(replayed, recorded);
+
+    let shown = blocking({
+        let dir = dir.path().to_owned();
+        move || {
+            let out = std::process::Command::new(support::proxy::bin())
+                .args(["show", "c.json"])
+                .current_dir(dir)
+                .output()
+                .unwrap();
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        }
+    })
+    .await;
+    assert!(
+        shown.contains("tolerated: ignored /metadata/user_id; hole ${claude_code_billing} (/x-anthropic-billing-header: [^\\n]*/ under /system/0/text); hole ${claude_code_date} (/Today's date is \\d{4}-\\d{2}-\\d{2}/)"),
+        "{shown}"
+    );
+
+    // Without the tolerances, the new session misses, and the miss report says so.
+    let fake = support::fake_anthropic::FakeAnthropic::start().await;
+    let record = format!(
+        "record --cassette strict.json --no-client-tolerances --upstream anthropic={}",
+        fake.url()
+    );
+    let (code, _, err) = run(
+        args(&record),
+        "55c596cf-0b1c-4f4e-9d52-7a1f3c2e9d10",
+        "2026-12-05",
+    )
+    .await;
+    assert_eq!(code, Some(0), "{err}");
+    fake.stop().await;
+    let (code, _, err) = run(
+        args("replay --cassette strict.json"),
+        "31fe1523-7a4e-4c1b-8e0f-2b9d6c1a4e77",
+        "2026-12-05",
+    )
+    .await;
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("first difference at /metadata/user_id"),
+        "{err}"
+    );
+}

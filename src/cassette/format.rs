@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use super::lazy::LazyJson;
-use crate::dialect::{Provider, Route};
+use crate::dialect::{KnownClient, Provider, Route};
 use crate::neutral::{Execution, ModelCall};
 use crate::sse::{Framing, SseEvent};
 
@@ -74,6 +74,38 @@ pub struct MatchRules {
 impl MatchRules {
     pub fn is_empty(&self) -> bool {
         self.ignore.is_empty() && self.holes.is_empty()
+    }
+
+    /// The tolerances of a known client's volatile fields.
+    pub fn of_client(client: &KnownClient) -> MatchRules {
+        MatchRules {
+            ignore: client.ignore.iter().map(|p| (*p).to_owned()).collect(),
+            holes: (client.holes.iter())
+                .map(|(name, regex, within)| Hole {
+                    name: (*name).to_owned(),
+                    regex: (*regex).to_owned(),
+                    within: within.map(str::to_owned),
+                })
+                .collect(),
+        }
+    }
+
+    /// The rules in a line, for `show` and miss reports: `ignored /user; hole ${today}
+    /// (/\d{4}-\d{2}-\d{2}/ under /messages)`; `None` when there are none.
+    pub fn describe(&self) -> Option<String> {
+        let mut parts = Vec::new();
+        if !self.ignore.is_empty() {
+            parts.push(format!("ignored {}", self.ignore.join(", ")));
+        }
+        for h in &self.holes {
+            let under = h
+                .within
+                .as_ref()
+                .map(|w| format!(" under {w}"))
+                .unwrap_or_default();
+            parts.push(format!("hole ${{{}}} (/{}/{under})", h.name, h.regex));
+        }
+        (!parts.is_empty()).then(|| parts.join("; "))
     }
 
     /// These rules plus the ones in `other` that are not already present.

@@ -75,6 +75,11 @@ pub async fn run(args: RecordArgs) -> Result<Exit> {
     }
     let errors = ended.outcome.upstream_errors.len();
     if !s.quiet {
+        for client in &out.clients {
+            eprintln!(
+                "agentproxy: recorded {client}: its volatile fields are tolerated (see the cassette's match block; --no-client-tolerances turns this off)"
+            );
+        }
         for line in session::fault_lines(out) {
             eprintln!("{line}");
         }

@@ -36,6 +36,7 @@ pub fn setup(args: &SessionArgs, existing: Option<Cassette>, usage: Use) -> Setu
             turns: vec![],
         },
         print_misses: !args.quiet,
+        known_clients: !args.no_client_tolerances,
         ..Setup::new(args.cassette.clone(), existing, usage)
     }
 }

@@ -41,6 +41,25 @@ pub struct Row {
     /// credentials (so an SDK that refuses to start without a key starts offline; the proxy
     /// never forwards them) and switches that stop known side traffic around the proxy.
     pub replay: &'static [ReplayVar],
+    /// Clients of this API whose requests carry values that change on every run.
+    pub clients: &'static [KnownClient],
+}
+
+/// A client whose requests carry values that change on every run (a session id, the
+/// date): recognised while recording, its tolerances go into the cassette's match block.
+pub struct KnownClient {
+    pub name: &'static str,
+    /// Is this request (its headers and JSON body) the client's?
+    pub recognise: fn(&HeaderMap, &serde_json::Value) -> bool,
+    /// JSON pointers left out of the match.
+    pub ignore: &'static [&'static str],
+    /// Named holes: name, regex, and the pointer they apply under (anywhere when `None`).
+    pub holes: &'static [(&'static str, &'static str, Option<&'static str>)],
+}
+
+/// Every known client, of every provider.
+pub fn known_clients() -> impl Iterator<Item = &'static KnownClient> {
+    PROVIDERS.iter().flat_map(|r| r.clients)
 }
 
 /// Where an upstream comes from when no flag names it.
@@ -117,6 +136,7 @@ pub const PROVIDERS: [Row; 5] = [
                 why: "litellm: model price map download on import",
             },
         ],
+        clients: &[],
     },
     Row {
         provider: Provider::Anthropic,
@@ -150,6 +170,7 @@ pub const PROVIDERS: [Row; 5] = [
                 why: "Claude Code: telemetry, error reports and update checks to Anthropic's hosts",
             },
         ],
+        clients: &[super::anthropic::CLAUDE_CODE],
     },
     Row {
         provider: Provider::Gemini,
@@ -173,6 +194,7 @@ pub const PROVIDERS: [Row; 5] = [
             value: PLACEHOLDER,
             why: PLACEHOLDER_WHY,
         }],
+        clients: &[],
     },
     Row {
         provider: Provider::Azure,
@@ -205,6 +227,7 @@ pub const PROVIDERS: [Row; 5] = [
             value: PLACEHOLDER,
             why: PLACEHOLDER_WHY,
         }],
+        clients: &[],
     },
     Row {
         provider: Provider::Ollama,
@@ -226,6 +249,7 @@ pub const PROVIDERS: [Row; 5] = [
             why: "proxy URL for the ollama client and the clients built on it",
         }],
         replay: &[],
+        clients: &[],
     },
 ];
 

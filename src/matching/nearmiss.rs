@@ -127,7 +127,15 @@ pub enum MissKind<'a> {
 }
 
 /// The human-readable report, one finding per line, indented under a headline.
-pub fn report(method: &str, path: &str, route: &str, body: &Value, kind: &MissKind<'_>) -> String {
+/// `tolerated` is what the match rules in force leave out, said so the reader knows.
+pub fn report(
+    method: &str,
+    path: &str,
+    route: &str,
+    body: &Value,
+    kind: &MissKind<'_>,
+    tolerated: Option<&str>,
+) -> String {
     let mut out = format!("cassette miss: {method} {path} ({route}) has no recording\n");
     match kind {
         MissKind::Exhausted { recorded } => {
@@ -167,6 +175,9 @@ pub fn report(method: &str, path: &str, route: &str, body: &Value, kind: &MissKi
                     }
                     (None, None) => {}
                 }
+            }
+            if let Some(t) = tolerated {
+                let _ = writeln!(out, "  tolerated (the match rules in force): {t}");
             }
             let _ = writeln!(out, "  hint: if this change is intended, re-record; if the value is volatile, declare it (a spec's `match:` block or `tools:` mock, or --match-ignore / --match-hole)");
         }
@@ -335,8 +346,32 @@ mod tests {
             &MissKind::Unknown {
                 nearest: Some((3, &recorded)),
             },
+            None,
         );
         insta::assert_snapshot!(r);
+    }
+
+    #[test]
+    fn report_names_what_the_match_rules_tolerate() {
+        let recorded = chat("What's the weather in Paris?", &["get_weather"]);
+        let now = chat("What's the weather in Lyon?", &["get_weather"]);
+        let kind = MissKind::Unknown {
+            nearest: Some((0, &recorded)),
+        };
+        let r = report(
+            "POST",
+            "/v1/messages",
+            "anthropic.messages",
+            &now,
+            &kind,
+            Some("ignored /metadata/user_id"),
+        );
+        assert!(
+            r.contains(
+                "\n  tolerated (the match rules in force): ignored /metadata/user_id\n  hint: "
+            ),
+            "{r}"
+        );
     }
 
     #[test]
@@ -348,6 +383,7 @@ mod tests {
             "openai.chat",
             &body,
             &MissKind::Exhausted { recorded: 2 },
+            None,
         );
         assert!(r.contains("recorded 2 time(s)"), "{r}");
         assert!(r.contains("--repeat last"), "{r}");
@@ -386,7 +422,14 @@ mod tests {
         let kind = MissKind::Unknown {
             nearest: Some((0, &recorded)),
         };
-        let r = report("POST", "/v1/chat/completions", "openai.chat", &now, &kind);
+        let r = report(
+            "POST",
+            "/v1/chat/completions",
+            "openai.chat",
+            &now,
+            &kind,
+            None,
+        );
         assert!(
             r.contains(r#"  added at /tools/0/function/parameters/properties/unit: {"enum":["c","f"],"type":"string"}"#),
             "{r}"
@@ -401,6 +444,7 @@ mod tests {
             "openai.chat",
             &recorded,
             &kind,
+            None,
         );
         assert!(
             r.contains("  removed at /tools/0/function/parameters/properties/unit: {"),

@@ -15,6 +15,8 @@ const TRANSPORT_FIELDS: [&str; 2] = ["stream", "stream_options"];
 pub struct Rules {
     ignore: Vec<Vec<String>>,
     holes: Vec<CompiledHole>,
+    /// The rules as [`MatchRules::describe`] says them.
+    described: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -68,7 +70,16 @@ impl Rules {
                 })
             })
             .collect::<Result<_, _>>()?;
-        Ok(Rules { ignore, holes })
+        Ok(Rules {
+            ignore,
+            holes,
+            described: rules.describe(),
+        })
+    }
+
+    /// The rules in a line, for miss reports; `None` when there are none.
+    pub fn described(&self) -> Option<&str> {
+        self.described.as_deref()
     }
 }
 

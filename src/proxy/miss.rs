@@ -25,6 +25,7 @@ pub(super) fn note(
             route,
             normalized_now,
             &nearmiss::MissKind::Exhausted { recorded },
+            None,
         ),
         _ => {
             let recorded: Vec<(usize, &str, Value)> = rp
@@ -58,6 +59,7 @@ pub(super) fn note(
                 route,
                 normalized_now,
                 &nearmiss::MissKind::Unknown { nearest },
+                proxy.opts.rules.described(),
             )
         }
     };

@@ -62,6 +62,9 @@ pub struct Options {
     pub fuzz: Option<FuzzCall>,
     /// A crash test's point: the first request after it is held (see `proxy::crash`).
     pub crash: Option<CrashPoint>,
+    /// Note the known clients (Claude Code) whose requests are recorded, so their
+    /// volatile fields are tolerated in the cassette written.
+    pub known_clients: bool,
 }
 
 /// The arguments of one fuzz run, and the tool whose call carries them.

@@ -43,4 +43,6 @@ pub struct Outcome {
     pub fuzzed: bool,
     /// With a crash point: whether it passed, and the request it held.
     pub crash: Option<Crashed>,
+    /// The known clients (`Claude Code`) whose requests were recorded.
+    pub clients: BTreeSet<&'static str>,
 }

@@ -235,6 +235,14 @@ struct Recorded {
 }
 
 fn store(proxy: &Proxy, ex: Exchange, response: Recorded, latency: Duration) {
+    if proxy.opts.known_clients {
+        if let Some(client) = ex
+            .json()
+            .and_then(|body| dialect::known_clients().find(|c| (c.recognise)(&ex.headers, body)))
+        {
+            proxy.lock().clients.insert(client.name);
+        }
+    }
     let Recorded {
         status,
         headers,

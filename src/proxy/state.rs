@@ -56,6 +56,8 @@ pub(super) struct State {
     /// Tools a mock answered at the MCP boundary.
     pub(super) mcp_mocked: BTreeSet<String>,
     pub(super) mock_problems: Vec<String>,
+    /// The known clients whose requests were recorded, by name.
+    pub(super) clients: BTreeSet<&'static str>,
     /// Model requests so far, and per turn (faulted ones included).
     model_requests: usize,
     turn_requests: BTreeMap<Option<usize>, usize>,
@@ -217,6 +219,7 @@ impl Proxy {
             faults: faults.fired,
             fault_problems: faults.problems,
             fuzzed: faults.fuzzed,
+            clients: std::mem::take(&mut st.clients),
         }
     }
 

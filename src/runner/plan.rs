@@ -12,6 +12,7 @@ use std::time::Duration;
 use super::mocks::MockSet;
 use crate::cassette::format::{format_version, Upstreams};
 use crate::cassette::{Cassette, CassetteError, MatchRules, Writer};
+use crate::dialect;
 use crate::fault::CrashPoint;
 use crate::matching;
 use crate::matching::index::Repeat;
@@ -92,6 +93,9 @@ pub(crate) struct Setup {
     pub print_misses: bool,
     /// Keep every exchange served or recorded (trajectories, serve's answers).
     pub log_exchanges: bool,
+    /// Tolerate the volatile fields of the known clients recorded (Claude Code's session
+    /// id and date): on unless `--no-client-tolerances`.
+    pub known_clients: bool,
 }
 
 impl Setup {
@@ -113,6 +117,7 @@ impl Setup {
             fuzz: None,
             print_misses: false,
             log_exchanges: false,
+            known_clients: true,
         }
     }
 }
@@ -196,6 +201,7 @@ pub(crate) fn plan(setup: Setup, fwd: &Forwarding) -> Result<Plan, PlanError> {
         faults: setup.faults,
         fuzz: setup.fuzz,
         crash: setup.crash,
+        known_clients: setup.known_clients,
     };
     Ok(Plan {
         options,
@@ -222,16 +228,25 @@ pub(crate) fn save(
     if outcome.recorded.is_empty() && !(answered_itself && outcome.upstream_errors.is_empty()) {
         return Ok(None);
     }
-    let interactions = match usage {
+    let mut interactions = match usage {
         Use::Update => outcome.exchanges.clone(),
         _ => outcome.recorded.clone(),
     };
+    // The known clients recorded bring their tolerances; the keys are made under them.
+    let mut match_rules = match_rules.clone();
+    for client in dialect::known_clients().filter(|c| outcome.clients.contains(c.name)) {
+        match_rules = match_rules.merged(&MatchRules::of_client(client));
+    }
+    // The session's rules compiled; a known client's are tested to (see `dialect`).
+    if let (false, Ok(rules)) = (outcome.clients.is_empty(), Rules::compile(&match_rules)) {
+        matching::rekey(&mut interactions, &rules);
+    }
     let cassette = Cassette {
         format: format_version(),
         recorder: format!("agentproxy {}", env!("CARGO_PKG_VERSION")),
         recorded_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
         upstreams: upstreams.clone(),
-        match_rules: match_rules.clone(),
+        match_rules,
         interactions,
     };
     writer.save(&cassette)?;

@@ -24,6 +24,9 @@ use crate::neutral::{Message, ModelCall};
 pub struct Shown {
     pub recorder: String,
     pub recorded_at: String,
+    /// What the cassette's match rules leave out of the match, in a line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tolerated: Option<String>,
     pub turns: Vec<ShownTurn>,
     pub totals: Totals,
 }
@@ -193,6 +196,7 @@ pub fn read(cassette: &Cassette) -> Shown {
     Shown {
         recorder: cassette.recorder.clone(),
         recorded_at: cassette.recorded_at.clone(),
+        tolerated: cassette.match_rules.describe(),
         turns,
         totals,
     }
@@ -247,6 +251,9 @@ pub fn show(cassette: &Cassette) -> String {
         clean(&shown.recorded_at),
         clean(&shown.recorder)
     );
+    if let Some(t) = &shown.tolerated {
+        let _ = writeln!(out, "tolerated: {}", clean(t));
+    }
     for t in &shown.turns {
         let _ = writeln!(out, "\nturn {}", t.turn + 1);
         for s in &t.steps {

@@ -3,7 +3,10 @@
 //! (`messages`), tool results rewritten for mocks, and Anthropic's error shape. Streams
 //! (`message_start` … `message_stop`) are assembled and synthesized in [`stream`].
 
+mod claude_code;
 mod stream;
+
+pub(crate) use claude_code::CLAUDE_CODE;
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
