@@ -1,8 +1,10 @@
 //! The example agents of the newer dialects pass their specs offline from their committed
 //! cassettes: `examples/anthropic-agent` (the `anthropic` SDK, Messages API),
 //! `examples/responses-agent` (the `openai` SDK's Responses API with
-//! `previous_response_id`) and `examples/gemini-agent` (the `google-genai` SDK), each run
-//! by `agentproxy test --mode replay` exactly as a user would run it.
+//! `previous_response_id`), `examples/gemini-agent` (the `google-genai` SDK),
+//! `examples/azure-agent` (the `openai` SDK's `AzureOpenAI`) and `examples/ollama-agent`
+//! (the `ollama` client, Ollama's native API), each run by `agentproxy test --mode replay`
+//! exactly as a user would run it.
 //!
 //! The cassettes were recorded against the test suite's fake upstreams, not a real model.
 //! To re-record them after changing an example:
@@ -18,14 +20,17 @@ use std::process::{Command, Output};
 
 use support::fake_anthropic::FakeAnthropic;
 use support::fake_gemini::FakeGemini;
+use support::fake_ollama::FakeOllama;
 use support::fake_openai::FakeOpenAi;
 use support::proxy::bin;
 
 /// (spec, number of cases) of each example, relative to the repository root.
-const SPECS: [(&str, usize); 3] = [
+const SPECS: [(&str, usize); 5] = [
     ("examples/anthropic-agent/anthropic.yaml", 2),
     ("examples/responses-agent/responses.yaml", 3),
     ("examples/gemini-agent/gemini.yaml", 2),
+    ("examples/azure-agent/azure.yaml", 2),
+    ("examples/ollama-agent/ollama.yaml", 2),
 ];
 
 fn repo() -> &'static Path {
@@ -52,9 +57,17 @@ fn agentproxy(args: &[&str], keys: bool) -> Command {
     command.args(args).current_dir(repo());
     for (name, _) in std::env::vars_os() {
         let text = name.to_string_lossy();
-        if ["OPENAI_", "ANTHROPIC_", "AGENTPROXY_", "GEMINI_", "GOOGLE_"]
-            .iter()
-            .any(|prefix| text.starts_with(prefix))
+        if [
+            "OPENAI_",
+            "ANTHROPIC_",
+            "AGENTPROXY_",
+            "GEMINI_",
+            "GOOGLE_",
+            "AZURE_",
+            "OLLAMA_",
+        ]
+        .iter()
+        .any(|prefix| text.starts_with(prefix))
         {
             command.env_remove(&name);
         }
@@ -73,6 +86,10 @@ fn agentproxy(args: &[&str], keys: bool) -> Command {
             .env(
                 "GEMINI_API_KEY",
                 "AIzaSyExample-not-a-real-key-000000000000",
+            )
+            .env(
+                "AZURE_OPENAI_API_KEY",
+                "azure-example-not-a-real-key-0000000000000",
             );
     }
     command
@@ -115,6 +132,9 @@ async fn rerecord_dialect_examples() {
     let openai = FakeOpenAi::start().await;
     let anthropic = FakeAnthropic::start().await;
     let gemini = FakeGemini::start().await;
+    let ollama = FakeOllama::start().await;
+    let azure = format!("azure={}", openai.url());
+    let ollama_upstream = format!("ollama={}", ollama.url());
     for (spec, cases) in SPECS {
         let mut command = agentproxy(
             &[
@@ -128,6 +148,10 @@ async fn rerecord_dialect_examples() {
                 &anthropic.url(),
                 "--gemini-upstream",
                 &gemini.url(),
+                "--upstream",
+                &azure,
+                "--upstream",
+                &ollama_upstream,
             ],
             true,
         );
@@ -146,4 +170,5 @@ async fn rerecord_dialect_examples() {
     openai.stop().await;
     anthropic.stop().await;
     gemini.stop().await;
+    ollama.stop().await;
 }
