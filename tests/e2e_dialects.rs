@@ -1,7 +1,8 @@
 //! End-to-end tests of the Responses and Anthropic dialects with real SDKs: the `anthropic`
 //! SDK (tools loop, plain and through its streaming helper), the `openai` SDK's
-//! `responses.create` (tools and `previous_response_id`, plain and streamed), and the
-//! OpenAI Agents SDK running an agent with a function tool. Each script in `tests/e2e/` is
+//! `responses.create` (tools and `previous_response_id`, plain and streamed), the
+//! OpenAI Agents SDK running an agent with a function tool, and the Claude Agent SDK (the
+//! Claude Code CLI it bundles). Each script in `tests/e2e/` is
 //! recorded through the `agentproxy` binary against the fake upstreams (OpenAI and
 //! Anthropic), then replayed with no API key and must print exactly the same thing while
 //! neither fake receives a request.
@@ -477,4 +478,38 @@ async fn responses_stream_recording_serves_a_plain_client_and_back() {
         &["--stream", TWO_CITIES],
     )
     .await;
+}
+
+/// The Claude Code CLI (run by the Claude Agent SDK) puts a new session id in every run's
+/// `metadata.user_id`, a device id per home directory and the date in its system prompt:
+/// recorded, it replays in a new session with another home, from the tolerances the
+/// recording wrote.
+#[tokio::test(flavor = "multi_thread")]
+async fn claude_agent_sdk_replays_in_a_new_session() {
+    let Some(python) = python() else { return };
+    let fakes = Fakes::start().await;
+    let dir = tempfile::tempdir().expect("failed to create a temp dir");
+    let cassette = dir.path().join("c.json");
+    let program = || command(&python, "claude_agent.py", &[]);
+    let (recording, written) = record(&fakes, &cassette, program()).await;
+    assert!(recording.stdout.contains("result: ok: "), "{recording}");
+    assert!(
+        recording
+            .stderr
+            .contains("recorded Claude Code: its volatile fields are tolerated"),
+        "{recording}"
+    );
+    assert_eq!(written["match"]["ignore"][0], "/metadata/user_id");
+    assert_eq!(
+        interactions(&written),
+        [("anthropic.messages".to_owned(), true)]
+    );
+    let sent = &fakes.anthropic.requests()[0];
+    assert!(sent
+        .header("user-agent")
+        .is_some_and(|a| a.starts_with("claude-cli/")));
+    let replayed = replay(&fakes, &cassette, program()).await;
+    assert!(replayed.status.success(), "replay failed: {replayed}");
+    assert_eq!(replayed.stdout, recording.stdout);
+    fakes.stop().await;
 }
