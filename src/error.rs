@@ -214,6 +214,8 @@ impl Error {
             | Error::Spec(_) => EXIT_USAGE,
             Error::Cassette(e) => match e {
                 CassetteError::Read { .. }
+                | CassetteError::NotAFile { .. }
+                | CassetteError::TooLarge { .. }
                 | CassetteError::Corrupt { .. }
                 | CassetteError::Invalid { .. }
                 | CassetteError::Version { .. }

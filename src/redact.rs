@@ -66,6 +66,39 @@ impl Secrets {
         self.pairs.is_empty()
     }
 
+    /// The secrets of a command line (`args[0]` the program), under names that start with
+    /// `prefix`: a URL with a password (`postgres://app:s3cret@db/app`) as `${PREFIX_ARG2}`,
+    /// numbered as in `argv` (its password as `${PREFIX_ARG2_PASSWORD}`), and the value of a flag whose name looks secret
+    /// (`--api-key VALUE`, `--token=VALUE`) as `${PREFIX_API_KEY}`.
+    pub fn from_args(prefix: &str, args: &[String]) -> Secrets {
+        let mut vars = Vec::new();
+        for (i, arg) in args.iter().enumerate() {
+            if let Some(flag) = arg.strip_prefix("--").or_else(|| arg.strip_prefix('-')) {
+                let (name, value) = match flag.split_once('=') {
+                    Some((name, value)) => (name, Some(value)),
+                    None => (flag, args.get(i + 1).map(String::as_str)),
+                };
+                let name = name.to_ascii_uppercase().replace('-', "_");
+                if let (true, Some(value)) = (is_secret_name(&name), value) {
+                    vars.push((format!("{prefix}_{name}"), value.to_owned()));
+                }
+            }
+            vars.push((format!("{prefix}_ARG{i}"), arg.clone()));
+        }
+        // Only the URLs of the positional entries count: `from_vars` keeps an `ARG` value
+        // only for its password, since its name does not look secret.
+        Secrets::from_vars(vars)
+    }
+
+    /// These secrets and `other`'s.
+    pub fn and(mut self, other: Secrets) -> Secrets {
+        self.pairs.extend(other.pairs);
+        self.pairs
+            .sort_by(|a, b| b.0.len().cmp(&a.0.len()).then_with(|| a.1.cmp(&b.1)));
+        self.pairs.dedup_by(|a, b| a.0 == b.0);
+        self
+    }
+
     /// Replace every secret value in `s` by its placeholder; `None` when nothing changed.
     pub fn redact_str(&self, s: &str) -> Option<String> {
         let mut out: Option<String> = None;
@@ -435,5 +468,34 @@ mod tests {
             "call": "call_abcdefghijklmnopqrstuvwxyz"
         });
         assert_eq!(scan(&v), None);
+    }
+
+    #[test]
+    fn a_command_line_gives_up_its_urls_with_passwords_and_its_secret_flags() {
+        let args: Vec<String> = [
+            "--db",
+            "postgres://app:s3cret-pass@db.test/app",
+            "--api-key",
+            "key-0123456789",
+            "--token=tok-abcdefghij",
+            "--verbose",
+            "plain-argument-value",
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        let s = Secrets::from_args("MCP_DB", &args);
+        let text = "url postgres://app:s3cret-pass@db.test/app key key-0123456789 \
+                    tok tok-abcdefghij pw s3cret-pass plain-argument-value";
+        assert_eq!(
+            s.redact_str(text).unwrap(),
+            "url ${MCP_DB_ARG1} key ${MCP_DB_API_KEY} tok ${MCP_DB_TOKEN} \
+             pw ${MCP_DB_ARG1_PASSWORD} plain-argument-value"
+        );
+        let both = secrets().and(s);
+        assert_eq!(
+            both.redact_str("sk-live-0123456789abcdef key-0123456789")
+                .unwrap(),
+            "${OPENAI_API_KEY} ${MCP_DB_API_KEY}"
+        );
     }
 }

@@ -80,6 +80,45 @@ fn a_cassette_path_that_is_not_a_regular_file_is_refused_before_the_program_star
         .is_char_device());
 }
 
+/// Replay, show and diff read a cassette only when it is a regular file (after links),
+/// with a ceiling on its size: a device is never read (it could be endless), a FIFO never
+/// waited on (it could block forever), and the hint never says to record there.
+#[test]
+fn a_cassette_that_is_not_a_regular_file_is_never_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    mkfifo(&d.join("fifo.json"));
+    std::os::unix::fs::symlink("/dev/zero", d.join("zero.json")).unwrap();
+    std::fs::create_dir(d.join("dir.json")).unwrap();
+    // Sparse: no disk used, and never read, since its size alone refuses it.
+    let huge = std::fs::File::create(d.join("huge.json")).unwrap();
+    huge.set_len((2 << 30) + 1).unwrap();
+    for (cassette, what) in [
+        ("fifo.json", "it is a FIFO"),
+        ("zero.json", "it is a device"),
+        ("dir.json", "it is a directory"),
+        (
+            "huge.json",
+            "2147483649 bytes, over the 2147483648-byte ceiling",
+        ),
+    ] {
+        for args in [
+            vec!["replay", "--cassette", cassette, "--", "true"],
+            vec!["show", cassette],
+            vec!["diff", cassette, cassette],
+        ] {
+            let r = run(&args, d);
+            assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
+            assert!(r.stderr.contains(what), "{args:?}: {}", r.stderr);
+            assert!(
+                !r.stderr.contains("agentproxy record --cassette"),
+                "{}",
+                r.stderr
+            );
+        }
+    }
+}
+
 #[test]
 fn an_unwritable_cassette_directory_is_found_before_the_program_starts() {
     let dir = tempfile::tempdir().unwrap();

@@ -233,3 +233,63 @@ fn a_call_past_the_mocked_results_does_not_reach_the_server() {
     .unwrap();
     assert_eq!(cassette["interactions"], serde_json::json!([]));
 }
+
+/// What only the MCP server holds, its own environment (as an MCP host's configuration
+/// gives it) and secrets on its command line, is redacted before it reaches the cassette,
+/// though the session's environment has none of it.
+#[test]
+fn secrets_only_the_mcp_server_holds_never_reach_the_cassette() {
+    let dir = tempfile::tempdir().unwrap();
+    let token = "tok-server-only-0123456789";
+    let url = "postgres://app:s3cret-pass@db.test/app";
+    let standin = [
+        "env",
+        &format!("SERVER_TOKEN={token}"),
+        support::proxy::bin(),
+        "mcp",
+        "--name",
+        "db",
+        "--",
+        "python3",
+        &raw(),
+        "server",
+        "--dsn",
+        url,
+        "--api-key",
+        "key-0123456789abcdef",
+    ];
+    let out = Command::new(support::proxy::bin())
+        .args([
+            "record",
+            "--cassette",
+            "c.json",
+            "--upstream",
+            "http://127.0.0.1:9",
+        ])
+        .args(["--", "python3", &raw(), "client", "secrets"])
+        .current_dir(dir.path())
+        .env("MCP_STANDIN", serde_json::to_string(&standin).unwrap())
+        .env_remove("AGENTPROXY_URL")
+        .env_remove("SERVER_TOKEN")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains(token),
+        "the program still gets the real value: {stdout}"
+    );
+    let written = std::fs::read_to_string(dir.path().join("c.json")).unwrap();
+    for secret in [token, "s3cret-pass", "key-0123456789abcdef"] {
+        assert!(
+            !written.contains(secret),
+            "{secret} reached the cassette:\n{written}"
+        );
+    }
+    for placeholder in ["${SERVER_TOKEN}", "${MCP_DB_ARG4}", "${MCP_DB_API_KEY}"] {
+        assert!(
+            written.contains(placeholder),
+            "no {placeholder}:\n{written}"
+        );
+    }
+}

@@ -10,6 +10,12 @@ pub enum CassetteError {
         source: std::io::Error,
     },
 
+    #[error("cassette {path} is not a regular file: it is {what}\n  hint: a cassette is a file written by `agentproxy record`; give the path of one", path = .path.display())]
+    NotAFile { path: PathBuf, what: &'static str },
+
+    #[error("cassette {path} is {size} bytes, over the {max}-byte ceiling of a cassette\n  hint: a cassette is JSON written by `agentproxy record`; check the path, or split the recording into several cassettes", path = .path.display())]
+    TooLarge { path: PathBuf, size: u64, max: u64 },
+
     #[error("cassette {path} is broken at line {line}, column {column}: {message}\n  hint: a cassette is JSON written by `agentproxy record`; restore it from version control or re-record it", path = .path.display())]
     Corrupt {
         path: PathBuf,

@@ -10,14 +10,69 @@ use super::format::{parse_major, Cassette, FORMAT_MAJOR};
 pub use super::writer::{to_bytes, Writer};
 use super::{lazy, validate};
 
+/// The largest cassette read, in bytes: far above any real recording (10,000 agent-like
+/// interactions take 174 MB), far below a machine's memory.
+pub const MAX_CASSETTE: u64 = 2 << 30;
+
 /// Load and version-check a cassette.
 pub fn load(path: &Path) -> Result<Cassette, CassetteError> {
-    let bytes = Bytes::from(std::fs::read(path).map_err(|source| CassetteError::Read {
-        path: path.to_owned(),
-        source,
-    })?);
+    let bytes = Bytes::from(read(path)?);
     // Bodies stay views into the file's bytes, parsed when first used.
     lazy::with_source(&bytes, || parse(path, &bytes))
+}
+
+/// The bytes of the regular file at `path` (links followed), at most [`MAX_CASSETTE`]. A
+/// FIFO, device, socket or directory is refused without being read: it is opened without
+/// waiting for a writer, and its type is checked on the open file, so a path swapped
+/// after the check is not read either.
+fn read(path: &Path) -> Result<Vec<u8>, CassetteError> {
+    use std::io::Read as _;
+    use std::os::unix::fs::{FileTypeExt as _, OpenOptionsExt as _};
+    let failed = |source| CassetteError::Read {
+        path: path.to_owned(),
+        source,
+    };
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(failed)?;
+    let meta = file.metadata().map_err(failed)?;
+    let kind = meta.file_type();
+    let what = if kind.is_file() {
+        None
+    } else if kind.is_dir() {
+        Some("a directory")
+    } else if kind.is_fifo() {
+        Some("a FIFO")
+    } else if kind.is_char_device() || kind.is_block_device() {
+        Some("a device")
+    } else {
+        Some("a socket")
+    };
+    if let Some(what) = what {
+        return Err(CassetteError::NotAFile {
+            path: path.to_owned(),
+            what,
+        });
+    }
+    let too_large = |size| CassetteError::TooLarge {
+        path: path.to_owned(),
+        size,
+        max: MAX_CASSETTE,
+    };
+    if meta.len() > MAX_CASSETTE {
+        return Err(too_large(meta.len()));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    // A file that grows while it is read stops at the ceiling too.
+    file.take(MAX_CASSETTE + 1)
+        .read_to_end(&mut bytes)
+        .map_err(failed)?;
+    if bytes.len() as u64 > MAX_CASSETTE {
+        return Err(too_large(bytes.len() as u64));
+    }
+    Ok(bytes)
 }
 
 /// Parse cassette bytes; `path` only names the file in errors.

@@ -17,6 +17,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use crate::cli::McpArgs;
 use crate::dialect::mcp::{self, Message};
 use crate::error::{Error, Exit, Result};
+use crate::redact::Secrets;
 use crate::runner::ancestry::{self, Found};
 
 /// The session's MCP endpoint for one server.
@@ -90,7 +91,15 @@ pub async fn run(args: McpArgs) -> Result<Exit> {
         })?;
     match mode["mode"].as_str() {
         Some("replay") => replay(&endpoint).await,
-        Some("record") => record(&endpoint, &args.command).await,
+        Some("record") => {
+            // What only the server holds (its own environment, from the MCP host's
+            // configuration, and secrets on its command line) is redacted here, before
+            // the session sees it: the session knows only its own environment.
+            let prefix = format!("MCP_{}", args.name.to_ascii_uppercase().replace('-', "_"));
+            let secrets = Secrets::from_vars(std::env::vars())
+                .and(Secrets::from_args(&prefix, &args.command));
+            record(&endpoint, &args.command, &secrets).await
+        }
         Some(crate::proxy::mcp::PASSTHROUGH) => exec(&args.command),
         other => Err(Error::McpSession {
             url,
@@ -131,11 +140,12 @@ async fn mock_answer(endpoint: &Endpoint, msg: &Value) -> Option<Value> {
     }
 }
 
-/// Report a relayed request/response pair to the session.
-async fn store(endpoint: &Endpoint, pair: Option<&Value>) {
-    let Some(pair) = pair else { return };
+/// Report a relayed request/response pair to the session, its secrets redacted.
+async fn store(endpoint: &Endpoint, pair: Option<Value>, secrets: &Secrets) {
+    let Some(mut pair) = pair else { return };
+    secrets.redact_value(&mut pair);
     if let Err(why) = endpoint
-        .send(http::Method::POST, "/record", Some(pair))
+        .send(http::Method::POST, "/record", Some(&pair))
         .await
     {
         eprintln!("agentproxy mcp: failed to record a response: {why}");
@@ -183,9 +193,9 @@ async fn replay(endpoint: &Endpoint) -> Result<Exit> {
 }
 
 /// Record: run the server, relay every line both ways unchanged, and report each request
-/// with its response to the session. A `tools/call` the session mocks is answered by the
-/// session and never reaches the server.
-async fn record(endpoint: &Endpoint, command: &[String]) -> Result<Exit> {
+/// with its response to the session, `secrets` redacted. A `tools/call` the session mocks
+/// is answered by the session and never reaches the server.
+async fn record(endpoint: &Endpoint, command: &[String], secrets: &Secrets) -> Result<Exit> {
     let mut child = tokio::process::Command::new(&command[0])
         .args(&command[1..])
         .stdin(std::process::Stdio::piped())
@@ -250,7 +260,7 @@ async fn record(endpoint: &Endpoint, command: &[String]) -> Result<Exit> {
             // Stored before the client sees it: the tools a server lists decide how mocks
             // answer, and a client that ends the session on an answer must not outrun
             // its recording.
-            store(endpoint, answered.as_ref()).await;
+            store(endpoint, answered, secrets).await;
             let relayed = {
                 let mut out = out.lock().await;
                 out.write_all(format!("{line}\n").as_bytes()).await.is_ok()

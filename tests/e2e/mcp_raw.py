@@ -6,7 +6,9 @@ are, and prints each answer on one line (sorted by id, so concurrency does not r
 output).
 
 Server methods: `slow` (answers after params.ms), `big` (a text result of params.mb
-megabytes), `die` (exits without answering), anything else echoes its params. A line that
+megabytes), `die` (exits without answering), `secrets` (its SERVER_TOKEN variable and its
+command line, as a server that echoes its configuration would), anything else echoes its
+params. A line that
 is not JSON gets a JSON-RPC parse error, as a real server would answer.
 """
 
@@ -35,6 +37,9 @@ def server(inline=False):
             os._exit(1)
         if method == "big":
             result = {"content": [{"type": "text", "text": "x" * (params["mb"] << 20)}]}
+        elif method == "secrets":
+            import os
+            result = {"token": os.environ.get("SERVER_TOKEN"), "argv": sys.argv[1:]}
         else:
             result = {"echo": params}
         if id_ is not None:
@@ -75,6 +80,7 @@ SCENARIOS = {
         '{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "t", "arguments": {"n": 1}}}',
         '{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "t", "arguments": {"n": 2}}}',
     ],
+    "secrets": ['{"jsonrpc": "2.0", "id": 1, "method": "secrets"}'],
     "die": [
         '{"jsonrpc": "2.0", "id": 1, "method": "ping"}',
         '{"jsonrpc": "2.0", "id": 2, "method": "die"}',
