@@ -266,6 +266,12 @@ pub struct ServeArgs {
     #[arg(long)]
     pub replay_env: bool,
 
+    /// The directory every cassette a control request names must be in (after its links
+    /// are followed); relative cassette paths are taken from here. Default: the current
+    /// directory.
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+
     #[command(flatten)]
     pub upstreams: UpstreamArgs,
 

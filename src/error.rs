@@ -156,6 +156,15 @@ pub enum Error {
 
     #[error("failed to render the report: {0}")]
     RenderReport(#[source] serde_json::Error),
+
+    #[error("failed to make the session's secret from the system's random source: {0}")]
+    Secret(#[source] std::io::Error),
+
+    #[error("serve's --root {root} cannot be used: {source}", root = .root.display())]
+    ServeRoot {
+        root: PathBuf,
+        source: std::io::Error,
+    },
 }
 
 impl From<PlanError> for Error {
@@ -164,6 +173,7 @@ impl From<PlanError> for Error {
             PlanError::Cassette(e) => Error::Cassette(e),
             PlanError::Rules(e) => Error::Rules(e),
             PlanError::Upstream(e) => Error::Upstream(e),
+            PlanError::Secret(e) => Error::Secret(e),
         }
     }
 }
@@ -207,6 +217,7 @@ impl Error {
             | Error::NoSuchCase { .. }
             | Error::WhichCase { .. }
             | Error::ReadPanicked { .. }
+            | Error::ServeRoot { .. }
             | Error::Bind(_)
             | Error::Signal(_)
             | Error::Upstream(_)
@@ -233,7 +244,8 @@ impl Error {
             | Error::CasePanicked(_)
             | Error::ReportDir { .. }
             | Error::WriteReport { .. }
-            | Error::RenderReport(_) => EXIT_EXECUTION,
+            | Error::RenderReport(_)
+            | Error::Secret(_) => EXIT_EXECUTION,
         }
     }
 }

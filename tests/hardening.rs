@@ -119,6 +119,49 @@ fn a_cassette_that_is_not_a_regular_file_is_never_read() {
     }
 }
 
+/// The MCP stand-ins' endpoint of a session answers only a request that presents the
+/// session's secret, which only the program agentproxy started is given: another local
+/// process cannot plant recordings in it.
+#[test]
+fn the_stand_ins_endpoint_asks_for_the_sessions_secret() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = Daemon::start(
+        &[
+            "record",
+            "--cassette",
+            "c.json",
+            "--upstream",
+            "http://127.0.0.1:9",
+        ],
+        dir.path(),
+    );
+    assert_eq!(d.secret.len(), 32, "a 128-bit secret in hex");
+    let pair = br#"{"request": {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "t"}}, "response": {"jsonrpc": "2.0", "id": 1, "result": {}}, "latency_ms": 1}"#;
+    let path = "/_agentproxy/mcp/mail/record";
+    for wrong in [None, Some("0".repeat(32))] {
+        let headers: Vec<(&str, &str)> = wrong
+            .as_deref()
+            .map(|w| ("x-agentproxy-secret", w))
+            .into_iter()
+            .collect();
+        let r = support::http::request(&d.url, "POST", path, &headers, pair);
+        assert_eq!(r.status, 403, "{}", r.text());
+        assert!(
+            r.text().contains("needs this session's secret"),
+            "{}",
+            r.text()
+        );
+    }
+    let r = support::http::request(
+        &d.url,
+        "POST",
+        path,
+        &[("x-agentproxy-secret", &d.secret)],
+        pair,
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+}
+
 #[test]
 fn an_unwritable_cassette_directory_is_found_before_the_program_starts() {
     let dir = tempfile::tempdir().unwrap();
@@ -681,4 +724,86 @@ fn many_unused_recordings_are_summarised_unless_asked_for() {
     assert!(r.stderr.contains("… and 5 more unused"), "{}", r.stderr);
     let r = run(&["replay", "-v", "--cassette", "c.json", "--", "true"], d);
     assert_eq!(r.stderr.matches("  unused #").count(), 15, "{}", r.stderr);
+}
+
+/// `serve`'s control endpoint answers only a request presenting the secret of its
+/// listening line; the cassettes it names stay inside `--root` (a `..` or a link out is
+/// refused); and an unreadable cassette's error does not quote the file.
+#[test]
+fn serves_control_asks_for_its_secret_and_keeps_cassettes_in_its_root() {
+    use std::io::{BufRead, BufReader};
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    std::fs::create_dir(&root).unwrap();
+    std::fs::write(dir.path().join("outside.json"), "{}").unwrap();
+    std::os::unix::fs::symlink(dir.path(), root.join("escape")).unwrap();
+    std::fs::write(
+        root.join("notes.json"),
+        r#"{"format": "TOPSECRET-VALUE", "interactions": "PRIVATE-NOTE"}"#,
+    )
+    .unwrap();
+    let mut serve = Command::new(bin())
+        .args(["serve", "--root"])
+        .arg(&root)
+        .env_remove("AGENTPROXY_SECRET")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(serve.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let hello: serde_json::Value = serde_json::from_str(&line).unwrap();
+    let url = hello["url"].as_str().unwrap();
+    let secret = hello["env"]["AGENTPROXY_SECRET"].as_str().unwrap();
+    let start = |cassette: &str, headers: &[(&str, &str)]| {
+        let body =
+            serde_json::json!({"protocol": 2, "name": "t", "cassette": cassette, "mode": "replay"});
+        let mut all = vec![("content-type", "application/json")];
+        all.extend_from_slice(headers);
+        support::http::request(
+            url,
+            "POST",
+            "/_agentproxy/test",
+            &all,
+            body.to_string().as_bytes(),
+        )
+    };
+    let r = start("c.json", &[]);
+    assert_eq!(r.status, 403, "{}", r.text());
+    assert!(r.text().contains("needs the secret"), "{}", r.text());
+    let with = [("x-agentproxy-secret", secret)];
+    for outside in ["../outside.json", "escape/outside.json", "/etc/hostname"] {
+        let r = start(outside, &with);
+        assert_eq!(r.status, 400, "{outside}: {}", r.text());
+        assert!(
+            r.text().contains("is outside serve's root"),
+            "{outside}: {}",
+            r.text()
+        );
+    }
+    let r = start("notes.json", &with);
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert!(
+        r.text()
+            .contains("notes.json has a format this agentproxy does not read"),
+        "{}",
+        r.text()
+    );
+    assert!(
+        !r.text().contains("TOPSECRET") && !r.text().contains("PRIVATE-NOTE"),
+        "{}",
+        r.text()
+    );
+    std::fs::write(
+        root.join("notes.json"),
+        r#"{"format": "1.3", "interactions": "PRIVATE-NOTE"}"#,
+    )
+    .unwrap();
+    let r = start("notes.json", &with);
+    assert!(r.text().contains("is not a cassette"), "{}", r.text());
+    assert!(!r.text().contains("PRIVATE-NOTE"), "{}", r.text());
+    drop(serve.stdin.take());
+    serve.wait().unwrap();
 }

@@ -71,7 +71,15 @@ def _session_mode(config):
 
 
 # The version of `agentproxy serve`'s control protocol this plugin speaks (docs/pytest.md).
-PROTOCOL = 1
+PROTOCOL = 2
+# What serve's control endpoint asks every request to present, and where the plugin finds it.
+SECRET_HEADER = "x-agentproxy-secret"
+SECRET_VAR = "AGENTPROXY_SECRET"
+# A control request waits this long at most: ending a test drains its exchanges, and a
+# stuck serve must fail the test, not hang the session.
+CONTROL_TIMEOUT = 120
+# Control requests go straight to serve on loopback, whatever HTTP_PROXY says.
+_LOOPBACK = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 class _Proxy:
@@ -80,7 +88,8 @@ class _Proxy:
     def __init__(self, config):
         self.mode = _session_mode(config)
         binary = os.environ.get("AGENTPROXY_BIN") or find_binary()
-        args = [binary, "serve"]
+        # Cassettes live under the rootdir: serve refuses any other path.
+        args = [binary, "serve", "--root", str(config.rootpath)]
         if self.mode == "replay":
             args.append("--replay-env")
         # The binary reads each provider's AGENTPROXY_*_UPSTREAM itself.
@@ -108,19 +117,25 @@ class _Proxy:
                 f"binary), or point AGENTPROXY_BIN at a binary of this plugin's release")
         self.url = hello["url"]
         self.env = hello["env"]
+        # Presented with every control request; the programs get it through the
+        # environment, for the MCP stand-ins they start.
+        self.secret = self.env[SECRET_VAR]
         self.unused = []
 
     def control(self, method, path, body=None):
         data = None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(
             f"{self.url}/_agentproxy/{path}", data=data, method=method,
-            headers={"content-type": "application/json"})
+            headers={"content-type": "application/json", SECRET_HEADER: self.secret})
         try:
-            with urllib.request.urlopen(request) as response:
+            with _LOOPBACK.open(request, timeout=CONTROL_TIMEOUT) as response:
                 return json.load(response)
         except urllib.error.HTTPError as e:
             message = json.load(e).get("error", str(e))
             raise AgentProxyError(message) from None
+        except (TimeoutError, urllib.error.URLError) as e:
+            raise AgentProxyError(
+                f"agentproxy serve did not answer {method} /_agentproxy/{path}: {e}") from None
 
     def stop(self):
         self.process.stdin.close()

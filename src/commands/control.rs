@@ -16,7 +16,7 @@ use serde_json::Value;
 use crate::cassette::Interaction;
 
 /// The version of the control protocol. It grows when a request or an answer changes.
-pub const PROTOCOL: u64 = 1;
+pub const PROTOCOL: u64 = 2;
 
 /// The line `serve` prints on stdout once it listens.
 #[derive(Debug, Serialize)]
@@ -24,7 +24,8 @@ pub struct Listening {
     /// `http://127.0.0.1:PORT`.
     pub url: String,
     /// The variables a program needs to reach the proxy (with `--replay-env`, the
-    /// placeholder keys too).
+    /// placeholder keys too), `AGENTPROXY_SECRET` among them: every control request
+    /// presents it in `x-agentproxy-secret` (protocol 2 on).
     pub env: BTreeMap<String, String>,
     pub protocol: u64,
 }

@@ -73,7 +73,7 @@ pub async fn run(args: DoctorArgs) -> Result<Exit> {
 /// What record and replay inject, with every URL variable but [`PLAIN_VAR`] moved under
 /// its own `/_via/NAME` prefix, so the path a request arrives on names the variable.
 fn doctor_variables(base: &str) -> Vec<Injected> {
-    env::injected(base, true, &|name| std::env::var_os(name).is_some())
+    env::injected(base, None, true, &|name| std::env::var_os(name).is_some())
         .into_iter()
         .map(|mut v| {
             if v.name != PLAIN_VAR {

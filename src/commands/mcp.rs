@@ -17,13 +17,16 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use crate::cli::McpArgs;
 use crate::dialect::mcp::{self, Message};
 use crate::error::{Error, Exit, Result};
+use crate::proxy::SECRET_HEADER;
 use crate::redact::Secrets;
-use crate::runner::ancestry::{self, Found};
+use crate::runner::ancestry::{self, Found, SessionAt};
 
 /// The session's MCP endpoint for one server.
 struct Endpoint {
     client: Client<HttpConnector, Full<Bytes>>,
     base: String,
+    /// The session's secret, presented with every request.
+    secret: Option<String>,
 }
 
 impl Endpoint {
@@ -37,10 +40,14 @@ impl Endpoint {
         let bytes = body
             .map(|b| serde_json::to_vec(b).unwrap_or_default())
             .unwrap_or_default();
-        let req = http::Request::builder()
+        let mut req = http::Request::builder()
             .method(method)
             .uri(&url)
-            .header("content-type", "application/json")
+            .header("content-type", "application/json");
+        if let Some(secret) = &self.secret {
+            req = req.header(SECRET_HEADER, secret);
+        }
+        let req = req
             .body(Full::new(Bytes::from(bytes)))
             .map_err(|e| e.to_string())?;
         let resp = self
@@ -67,9 +74,9 @@ impl Endpoint {
 }
 
 pub async fn run(args: McpArgs) -> Result<Exit> {
-    let own = std::env::var(ancestry::VAR).ok();
-    let url = match ancestry::find(own, std::path::Path::new("/proc")) {
-        Found::Session(url) => url,
+    let own = |name: &str| std::env::var(name).ok();
+    let SessionAt { url, secret } = match ancestry::find(&own, std::path::Path::new("/proc")) {
+        Found::Session(at) => at,
         Found::Nothing => return exec(&args.command),
         Found::Unsure(why) => return Err(Error::McpUnsure { why }),
     };
@@ -81,6 +88,7 @@ pub async fn run(args: McpArgs) -> Result<Exit> {
             crate::proxy::mcp::PREFIX,
             args.name
         ),
+        secret,
     };
     let mode = endpoint
         .send(http::Method::GET, "", None)

@@ -2,13 +2,13 @@
 //! cassette, mode and tool mocks each test switches through the control endpoint, so SDK
 //! clients made once, at import time, keep working. See docs/pytest.md for the protocol.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use http::{Method, StatusCode};
 use serde_json::{json, Value};
 
-use crate::cassette::{store, Writer};
+use crate::cassette::{store, CassetteError, Writer};
 use crate::cli::ServeArgs;
 use crate::error::{Error, Exit, Result};
 use crate::proxy::switch::{Control, Switch, Switched};
@@ -42,12 +42,70 @@ struct Harness {
     switch: Arc<Switch>,
     fwd: Forwarding,
     active: tokio::sync::Mutex<Option<Active>>,
+    /// What every control request and every stand-in presents, for all tests.
+    secret: Arc<str>,
+    /// The directory the cassettes must be in, its links resolved.
+    root: PathBuf,
 }
 
 /// Between tests every request misses: nothing is recorded or forwarded.
-fn idle(fwd: &Forwarding) -> std::result::Result<Options, PlanError> {
-    let nothing = Setup::new(PathBuf::new(), None, Use::Replay);
+fn idle(fwd: &Forwarding, secret: &str) -> std::result::Result<Options, PlanError> {
+    let nothing = Setup {
+        secret: Some(secret.to_owned()),
+        ..Setup::new(PathBuf::new(), None, Use::Replay)
+    };
     Ok(plan::plan(nothing, fwd)?.options)
+}
+
+/// `asked` resolved against `root`, if it stays inside it once the links of the part that
+/// exists are followed (a link out of the root is refused like a `..`).
+fn confined(root: &Path, asked: &Path) -> std::result::Result<PathBuf, String> {
+    let joined = path_clean::clean(root.join(asked));
+    let mut existing = joined.as_path();
+    let mut rest = Vec::new();
+    let real = loop {
+        match existing.canonicalize() {
+            Ok(real) => break real,
+            Err(_) => match (existing.parent(), existing.file_name()) {
+                (Some(parent), Some(name)) => {
+                    rest.push(name.to_owned());
+                    existing = parent;
+                }
+                _ => break existing.to_owned(),
+            },
+        }
+    };
+    let resolved = rest.iter().rev().fold(real, |p, name| p.join(name));
+    if resolved.starts_with(root) {
+        Ok(joined)
+    } else {
+        Err(format!(
+            "cassette {} is outside serve's root {}; give a path inside it, or start serve with another --root",
+            asked.display(),
+            root.display()
+        ))
+    }
+}
+
+/// Why a cassette could not be loaded, without quoting the file: a control request may
+/// name any file the server can read, and its answer must not show what is in it.
+fn load_error(e: CassetteError) -> String {
+    match e {
+        CassetteError::Corrupt {
+            path, line, column, ..
+        } => format!(
+            "cassette {} is not a cassette: not JSON, or not the cassette format, at line {line}, column {column}",
+            path.display()
+        ),
+        CassetteError::Invalid { path, pointer, .. } => {
+            format!("cassette {} is invalid at {pointer}", path.display())
+        }
+        CassetteError::Version { path, supported, .. } => format!(
+            "cassette {} has a format this agentproxy does not read (it reads {supported}.x)",
+            path.display()
+        ),
+        other => other.to_string(),
+    }
 }
 
 fn error(status: StatusCode, message: impl std::fmt::Display) -> (StatusCode, Value) {
@@ -116,9 +174,10 @@ impl Harness {
     }
 
     /// Plan the test and put its proxy in place.
-    async fn begin(&self, spec: TestSpec) -> std::result::Result<Active, String> {
+    async fn begin(&self, mut spec: TestSpec) -> std::result::Result<Active, String> {
+        spec.cassette = confined(&self.root, &spec.cassette)?;
         let existing = match spec.cassette.exists() {
-            true => Some(store::load(&spec.cassette).map_err(|e| e.to_string())?),
+            true => Some(store::load(&spec.cassette).map_err(load_error)?),
             false => None,
         };
         let usage = Use::of(spec.mode, existing.is_some()).ok_or_else(|| {
@@ -130,6 +189,7 @@ impl Harness {
         let setup = Setup {
             tools: spec.tools.clone(),
             log_exchanges: true,
+            secret: Some(self.secret.to_string()),
             ..Setup::new(spec.cassette.clone(), existing, usage)
         };
         let Plan {
@@ -187,7 +247,8 @@ impl Harness {
 
     /// Serve no test: drain the test's proxy and take its outcome.
     async fn idle(&self) -> std::result::Result<crate::proxy::Outcome, (StatusCode, Value)> {
-        let options = idle(&self.fwd).map_err(|e| error(StatusCode::INTERNAL_SERVER_ERROR, e))?;
+        let options = idle(&self.fwd, &self.secret)
+            .map_err(|e| error(StatusCode::INTERNAL_SERVER_ERROR, e))?;
         Ok(self.switch.replace(options).await)
     }
 
@@ -261,19 +322,33 @@ pub async fn run(args: ServeArgs) -> Result<Exit> {
     };
     // An invalid upstream is a usage error now, not a failure of the first recorded test.
     crate::proxy::upstream::Upstream::new(&fwd.upstreams, fwd.upstream_timeout)?;
-    let switch = Arc::new(Switch::new(idle(&fwd)?));
+    let secret: Arc<str> = match std::env::var(crate::proxy::SECRET_VAR) {
+        Ok(s) if !s.is_empty() => s.into(),
+        _ => crate::proxy::new_secret().map_err(Error::Secret)?.into(),
+    };
+    let root = match &args.root {
+        Some(r) => r.clone(),
+        None => PathBuf::from("."),
+    };
+    let root = root.canonicalize().map_err(|e| Error::ServeRoot {
+        root: root.clone(),
+        source: e,
+    })?;
+    let switch = Arc::new(Switch::new(idle(&fwd, &secret)?));
     let harness = Arc::new(Harness {
         switch: switch.clone(),
         fwd,
         active: Default::default(),
+        secret: secret.clone(),
+        root,
     });
     let control: Control = {
         let harness = harness.clone();
         Arc::new(move |method, path, body| Box::pin(harness.clone().control(method, path, body)))
     };
-    let server = Switched::start(args.listen, switch, control).await?;
+    let server = Switched::start(args.listen, switch, control, secret.clone()).await?;
     let base = format!("http://{}", server.addr());
-    let env = env::injected(&base, args.replay_env, &|name| {
+    let env = env::injected(&base, Some(&secret), args.replay_env, &|name| {
         std::env::var_os(name).is_some()
     });
     let listening = Listening {

@@ -74,7 +74,10 @@ pub async fn run(
     let session = Session::start(options, args.listen).await?;
     let addr = session.addr();
     let base = format!("http://{addr}");
-    let mut injected = env::injected(&base, replay, &|name| std::env::var_os(name).is_some());
+    let secret = Some(session.secret());
+    let mut injected = env::injected(&base, secret, replay, &|name| {
+        std::env::var_os(name).is_some()
+    });
     injected.extend(env::mcp_urls(&base, &mcp_servers));
     // Listen for SIGINT/SIGTERM before the banner: a daemon's user (or script) may signal
     // as soon as it reads the URL, and an unhandled SIGINT would lose the recording.

@@ -28,5 +28,6 @@ pub use crash::Crashed;
 pub use options::{FuzzCall, Mocked, Mocks, Options};
 pub use outcome::Outcome;
 pub use replay::Replay;
+pub use route::{new_secret, SECRET_HEADER, SECRET_VAR};
 pub use server::BindError;
 pub(crate) use session::Session;

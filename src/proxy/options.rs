@@ -41,6 +41,8 @@ impl Mocked {
 
 /// Everything the proxy needs, fixed at start.
 pub struct Options {
+    /// What a request under the control prefix must present (see `route::SECRET_HEADER`).
+    pub secret: String,
     pub rules: Rules,
     pub secrets: Secrets,
     pub max_body: usize,

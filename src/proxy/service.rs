@@ -7,7 +7,7 @@ use http::{Request, Response, StatusCode};
 
 use super::api::{self, Head};
 use super::body::ProxyBody;
-use super::route::Target;
+use super::route::{self, Target};
 use super::state::Proxy;
 use super::{mcp, mcp_http};
 use crate::dialect;
@@ -24,6 +24,19 @@ pub async fn handle(proxy: Arc<Proxy>, req: Request<hyper::body::Incoming>) -> R
         return held;
     }
     match Target::of(&head.path) {
+        Target::McpStdio(_) if !route::presents(&parts.headers, &proxy.opts.secret) => {
+            let why = format!(
+                "{} {} needs this session's secret",
+                head.method, head.stored_path
+            );
+            api::refuse(
+                &proxy,
+                &head,
+                StatusCode::FORBIDDEN,
+                "agentproxy_forbidden",
+                why,
+            )
+        }
         Target::McpStdio(rest) => {
             let rest = rest.to_owned();
             mcp::handle(&proxy, &parts.method, &rest, body).await

@@ -39,6 +39,11 @@ impl Session {
         self.running.addr()
     }
 
+    /// What a request to the control prefix must present; the program is given it.
+    pub(crate) fn secret(&self) -> &str {
+        &self.proxy.opts.secret
+    }
+
     /// Stamp the exchanges that arrive from now on with this turn (see [`Proxy::set_turn`]).
     pub(crate) fn set_turn(&self, turn: usize) {
         self.proxy.set_turn(turn);

@@ -16,7 +16,7 @@ use serde_json::Value;
 use super::body::{json_response, ProxyBody};
 use super::options::Options;
 use super::outcome::Outcome;
-use super::route::Target;
+use super::route::{self, Target, SECRET_HEADER};
 use super::server::{self, BindError, Running, DRAIN_TIMEOUT};
 use super::service;
 use super::state::Proxy;
@@ -83,19 +83,28 @@ pub struct Switched {
 }
 
 impl Switched {
-    /// Bind `listen` and serve `switch`, with `control` answering the control endpoint.
+    /// Bind `listen` and serve `switch`, with `control` answering the control endpoint
+    /// for a request that presents `secret`.
     pub async fn start(
         listen: SocketAddr,
         switch: Arc<Switch>,
         control: Control,
+        secret: Arc<str>,
     ) -> Result<Switched, BindError> {
         let running = Running::start(listen, move |listener, stop, hurry| {
             let handler = move |req: http::Request<hyper::body::Incoming>| {
                 let switch = switch.clone();
                 let control = control.clone();
+                let secret = secret.clone();
                 async move {
                     // MCP stand-ins talk to the test's proxy, not to the harness.
                     match Target::of(req.uri().path()) {
+                        Target::Control(_) if !route::presents(req.headers(), &secret) => {
+                            control_error(
+                                StatusCode::FORBIDDEN,
+                                &format!("the control endpoint needs the secret in {SECRET_HEADER}, which agentproxy serve gave in its listening line (a plugin older than control protocol 2 does not send it: install the agentproxy wheel of the same release as the binary)"),
+                            )
+                        }
                         Target::Control(rest) => {
                             let rest = rest.to_owned();
                             answer_control(control, rest, req).await

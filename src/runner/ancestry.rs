@@ -6,24 +6,37 @@
 
 use std::path::Path;
 
+use crate::proxy::SECRET_VAR;
+
 /// The variable that names the session.
 pub const VAR: &str = "AGENTPROXY_URL";
+
+/// A session: its base URL, and the secret its control prefix asks for (from the same
+/// environment).
+#[derive(Debug, PartialEq, Eq)]
+pub struct SessionAt {
+    pub url: String,
+    pub secret: Option<String>,
+}
 
 /// What the search found.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Found {
-    /// The session's base URL.
-    Session(String),
+    Session(SessionAt),
     /// No ancestor is in a session: run the server as it is.
     Nothing,
     /// A session cannot be ruled out, for this reason.
     Unsure(String),
 }
 
-/// Look in our own environment, then up the process tree under `proc` (`/proc`).
-pub fn find(own: Option<String>, proc: &Path) -> Found {
-    if let Some(url) = own.filter(|u| !u.trim().is_empty()) {
-        return Found::Session(url);
+/// Look in our own environment (`own` reads it), then up the process tree under `proc`
+/// (`/proc`).
+pub fn find(own: &dyn Fn(&str) -> Option<String>, proc: &Path) -> Found {
+    if let Some(url) = own(VAR).filter(|u| !u.trim().is_empty()) {
+        return Found::Session(SessionAt {
+            url,
+            secret: own(SECRET_VAR).filter(|s| !s.is_empty()),
+        });
     }
     if !proc.join("self/stat").exists() {
         return Found::Unsure(format!(
@@ -45,7 +58,10 @@ pub fn find(own: Option<String>, proc: &Path) -> Found {
         match std::fs::read(dir.join("environ")) {
             Ok(environ) => {
                 if let Some(url) = variable(&environ, VAR) {
-                    return Found::Session(url);
+                    return Found::Session(SessionAt {
+                        url,
+                        secret: variable(&environ, SECRET_VAR),
+                    });
                 }
             }
             // Someone else's process cannot be one agentproxy started for us.
@@ -105,18 +121,26 @@ mod tests {
     #[test]
     fn our_own_variable_comes_first_and_a_missing_proc_is_unsure() {
         let none = Path::new("/nonexistent-proc");
+        let own = |name: &str| match name {
+            VAR => Some("http://x".to_owned()),
+            SECRET_VAR => Some("s3cr3t".to_owned()),
+            _ => None,
+        };
         assert_eq!(
-            find(Some("http://x".into()), none),
-            Found::Session("http://x".into())
+            find(&own, none),
+            Found::Session(SessionAt {
+                url: "http://x".into(),
+                secret: Some("s3cr3t".into())
+            })
         );
-        assert!(matches!(find(None, none), Found::Unsure(_)));
+        assert!(matches!(find(&|_| None, none), Found::Unsure(_)));
     }
 
     /// This test process's ancestors (cargo, a shell) are not in a session, unless the
     /// suite itself runs under one.
     #[test]
     fn the_real_process_tree_is_searched() {
-        let found = find(None, Path::new("/proc"));
+        let found = find(&|_| None, Path::new("/proc"));
         match std::env::var(VAR) {
             Ok(_) => assert!(matches!(found, Found::Session(_) | Found::Unsure(_))),
             Err(_) => assert!(

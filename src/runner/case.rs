@@ -325,7 +325,7 @@ pub(crate) async fn drive(
             Ok(driven)
         }
         Target::Command(argv) => {
-            let app = command_app(spec, case, s, argv, base, usage);
+            let app = command_app(spec, case, s, argv, (base, session.secret()), usage);
             drive_command(spec, case, &app, session, deadline, driven).await
         }
     }
@@ -421,11 +421,12 @@ fn command_app(
     case: &Case,
     s: &Settings,
     argv: &[String],
-    base: &str,
+    (base, secret): (&str, &str),
     usage: Use,
 ) -> CommandApp {
     let v1 = format!("{base}/v1");
-    let mut vars: Vec<(String, String)> = env::injected(base, usage == Use::Replay, &|n| {
+    let replay = usage == Use::Replay;
+    let mut vars: Vec<(String, String)> = env::injected(base, Some(secret), replay, &|n| {
         std::env::var_os(n).is_some()
     })
     .into_iter()

@@ -3,6 +3,7 @@
 
 use crate::cassette::format::Upstreams;
 use crate::dialect::{Provider, PROVIDERS};
+use crate::proxy::SECRET_VAR;
 
 /// One injected variable and why it was set.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -13,10 +14,16 @@ pub struct Injected {
 }
 
 /// The variables to set for a program talking to the proxy at `base` (`http://host:port`):
-/// each provider's URL variables, then `AGENTPROXY_URL`; in a replay also each provider's
-/// placeholder credentials and side-traffic switches, unless the program's environment
-/// has them (`is_set`): replay-only additions never override the user's own values.
-pub fn injected(base: &str, replay: bool, is_set: &dyn Fn(&str) -> bool) -> Vec<Injected> {
+/// each provider's URL variables, then `AGENTPROXY_URL` and the session's `secret` (for the
+/// MCP stand-ins the program starts); in a replay also each provider's placeholder
+/// credentials and side-traffic switches, unless the program's environment has them
+/// (`is_set`): replay-only additions never override the user's own values.
+pub fn injected(
+    base: &str,
+    secret: Option<&str>,
+    replay: bool,
+    is_set: &dyn Fn(&str) -> bool,
+) -> Vec<Injected> {
     let mut out: Vec<Injected> = PROVIDERS
         .iter()
         .flat_map(|r| r.vars)
@@ -27,6 +34,13 @@ pub fn injected(base: &str, replay: bool, is_set: &dyn Fn(&str) -> bool) -> Vec<
         base,
         "proxy base for clients configured by hand",
     ));
+    if let Some(secret) = secret {
+        out.push(var(
+            SECRET_VAR,
+            secret,
+            "the session's secret, which the MCP stand-ins present",
+        ));
+    }
     if replay {
         for v in PROVIDERS.iter().flat_map(|r| r.replay) {
             if !is_set(v.name) {
@@ -127,7 +141,7 @@ mod tests {
 
     #[test]
     fn record_injects_urls_only() {
-        let v = injected("http://127.0.0.1:9", false, &|_| false);
+        let v = injected("http://127.0.0.1:9", Some("s3cr3t"), false, &|_| false);
         assert_eq!(
             names(&v),
             [
@@ -138,7 +152,8 @@ mod tests {
                 "AZURE_OPENAI_ENDPOINT",
                 "AZURE_OPENAI_BASE_URL",
                 "OLLAMA_HOST",
-                "AGENTPROXY_URL"
+                "AGENTPROXY_URL",
+                "AGENTPROXY_SECRET"
             ]
         );
         assert_eq!(v[0].value, "http://127.0.0.1:9/v1");
@@ -149,7 +164,7 @@ mod tests {
 
     #[test]
     fn replay_adds_placeholders_and_switches_unless_set() {
-        let v = injected("http://127.0.0.1:9", true, &|n| n == "OPENAI_API_KEY");
+        let v = injected("http://127.0.0.1:9", None, true, &|n| n == "OPENAI_API_KEY");
         let n = names(&v);
         assert!(!n.contains(&"OPENAI_API_KEY"));
         assert!(n.contains(&"ANTHROPIC_API_KEY") && n.contains(&"GEMINI_API_KEY"));

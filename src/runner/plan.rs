@@ -18,7 +18,7 @@ use crate::matching;
 use crate::matching::index::Repeat;
 use crate::matching::normalize::{RuleError, Rules};
 use crate::proxy::upstream::{InvalidUpstream, Upstream};
-use crate::proxy::{FuzzCall, Mocks, Options, Outcome, Replay};
+use crate::proxy::{new_secret, FuzzCall, Mocks, Options, Outcome, Replay, SECRET_VAR};
 use crate::redact::Secrets;
 use crate::spec::{Mode, ToolMock};
 
@@ -96,6 +96,9 @@ pub(crate) struct Setup {
     /// Tolerate the volatile fields of the known clients recorded (Claude Code's session
     /// id and date): on unless `--no-client-tolerances`.
     pub known_clients: bool,
+    /// The secret the control prefix asks for (`serve` keeps one for all its tests);
+    /// `None`: `AGENTPROXY_SECRET` of agentproxy's environment, else a fresh one.
+    pub secret: Option<String>,
 }
 
 impl Setup {
@@ -118,6 +121,7 @@ impl Setup {
             print_misses: false,
             log_exchanges: false,
             known_clients: true,
+            secret: None,
         }
     }
 }
@@ -133,6 +137,8 @@ pub(crate) enum PlanError {
 
     #[error(transparent)]
     Upstream(#[from] InvalidUpstream),
+    #[error("failed to make the session's secret: {0}")]
+    Secret(std::io::Error),
 }
 
 /// A run ready to start.
@@ -185,7 +191,15 @@ pub(crate) fn plan(setup: Setup, fwd: &Forwarding) -> Result<Plan, PlanError> {
         ),
     };
     let mocks = Arc::new(MockSet::new(&setup.tools));
+    let secret = match setup.secret {
+        Some(s) => s,
+        None => match std::env::var(SECRET_VAR) {
+            Ok(s) if !s.is_empty() => s,
+            _ => new_secret().map_err(PlanError::Secret)?,
+        },
+    };
     let options = Options {
+        secret,
         rules,
         secrets: Secrets::from_vars(std::env::vars()),
         max_body: fwd.max_body,

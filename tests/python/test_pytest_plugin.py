@@ -213,27 +213,34 @@ def test_a_binary_of_another_protocol_stops_the_session_saying_what_to_install(p
     assert result.ret != 0
     err = result.stderr.str()
     assert f"{old} speaks control protocol no version (a release older than this plugin); " \
-        "this plugin speaks version 1" in err, err
+        "this plugin speaks version 2" in err, err
 
 
 def test_a_plugin_of_another_protocol_is_refused_at_its_first_test():
-    """What an older plugin sends (a start request with no protocol version) to this
-    binary."""
+    """What an older plugin sends to this binary: a start request with no protocol version
+    (and, before protocol 2, no secret)."""
     serve = subprocess.Popen([os.environ["AGENTPROXY_BIN"], "serve"], stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE)
     try:
         hello = json.loads(serve.stdout.readline())
-        assert hello["protocol"] == 1
+        assert hello["protocol"] == 2
         body = json.dumps({"name": "t", "cassette": "c.json", "mode": "replay"}).encode()
-        request = urllib.request.Request(f"{hello['url']}/_agentproxy/test", data=body,
-                                         method="POST")
-        with pytest.raises(urllib.error.HTTPError) as refused:
-            urllib.request.urlopen(request)
-        assert refused.value.code == 400
-        error = json.load(refused.value)["error"]
+
+        def refused(headers):
+            request = urllib.request.Request(f"{hello['url']}/_agentproxy/test", data=body,
+                                             method="POST", headers=headers)
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                urllib.request.urlopen(request)
+            return refused.value.code, json.load(refused.value)["error"]
+
+        code, error = refused({})
+        assert code == 403
+        assert "install the agentproxy wheel of the same release" in error, error
+        code, error = refused({"x-agentproxy-secret": hello["env"]["AGENTPROXY_SECRET"]})
+        assert code == 400
         assert error.startswith("the client speaks control protocol no version (a plugin "
                                 "older than this binary); agentproxy "), error
-        assert "speaks version 1: install the agentproxy wheel of the same release" in error
+        assert "speaks version 2: install the agentproxy wheel of the same release" in error
     finally:
         serve.stdin.close()
         serve.wait(timeout=60)

@@ -54,6 +54,8 @@ pub fn case<'a>(report: &'a serde_json::Value, name: &str) -> &'a serde_json::Va
 pub struct Daemon {
     child: Child,
     pub url: String,
+    /// The session's secret, as the daemon exports it (`AGENTPROXY_SECRET`).
+    pub secret: String,
 }
 
 impl Daemon {
@@ -72,11 +74,15 @@ impl Daemon {
             .spawn()
             .expect("start agentproxy");
         let stdout = child.stdout.take().unwrap();
-        let mut url = None;
+        let (mut url, mut secret) = (None, String::new());
         for line in BufReader::new(stdout).lines().take(20) {
             let line = line.unwrap();
             if let Some(v) = line.strip_prefix("export AGENTPROXY_URL=") {
                 url = Some(v.trim_matches('\'').to_owned());
+            }
+            if let Some(v) = line.strip_prefix("export AGENTPROXY_SECRET=") {
+                // The line after AGENTPROXY_URL's.
+                secret = v.trim_matches('\'').to_owned();
                 break;
             }
         }
@@ -90,7 +96,7 @@ impl Daemon {
                 .unwrap();
             panic!("daemon printed no AGENTPROXY_URL; stderr:\n{err}")
         });
-        Daemon { child, url }
+        Daemon { child, url, secret }
     }
 
     /// SIGINT, then wait: returns (exit code, stderr).
