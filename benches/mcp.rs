@@ -43,14 +43,16 @@ struct Peer {
 }
 
 impl Peer {
-    fn start(argv: &[String], session: Option<&str>) -> Peer {
+    fn start(argv: &[String], session: Option<&Session>) -> Peer {
         let mut cmd = Command::new(&argv[0]);
         cmd.args(&argv[1..])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .env_remove("AGENTPROXY_URL");
-        if let Some(url) = session {
-            cmd.env("AGENTPROXY_URL", url);
+            .env_remove("AGENTPROXY_URL")
+            .env_remove("AGENTPROXY_SECRET");
+        if let Some(s) = session {
+            cmd.env("AGENTPROXY_URL", &s.url)
+                .env("AGENTPROXY_SECRET", &s.secret);
         }
         let mut child = cmd.spawn().expect("the peer starts");
         let stdin = child.stdin.take().unwrap();
@@ -90,11 +92,12 @@ impl Peer {
     }
 }
 
-/// `agentproxy MODE … -- sh -c 'echo $AGENTPROXY_URL > url; exec sleep 600'`: a session
-/// whose program only hands its URL over; stopped with SIGTERM.
+/// `agentproxy MODE … -- sh -c 'echo $AGENTPROXY_URL $AGENTPROXY_SECRET > url; exec sleep
+/// 600'`: a session whose program only hands its URL and secret over; stopped with SIGTERM.
 struct Session {
     child: Child,
     url: String,
+    secret: String,
 }
 
 impl Session {
@@ -107,23 +110,23 @@ impl Session {
                 "--",
                 "sh",
                 "-c",
-                "echo $AGENTPROXY_URL > url; exec sleep 600",
+                "echo $AGENTPROXY_URL $AGENTPROXY_SECRET > url; exec sleep 600",
             ])
             .current_dir(dir)
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
         let deadline = Instant::now() + Duration::from_secs(20);
-        let url = loop {
+        let (url, secret) = loop {
             if let Ok(u) = std::fs::read_to_string(&url_file) {
-                if u.ends_with('\n') {
-                    break u.trim().to_owned();
+                if let Some((url, secret)) = u.strip_suffix('\n').and_then(|u| u.split_once(' ')) {
+                    break (url.to_owned(), secret.to_owned());
                 }
             }
             assert!(Instant::now() < deadline, "the session did not start");
             std::thread::sleep(Duration::from_millis(20));
         };
-        Session { child, url }
+        Session { child, url, secret }
     }
 
     fn stop(mut self) {
@@ -172,14 +175,14 @@ fn round(dir: &Path, n: usize, k: usize) -> [Vec<Duration>; 3] {
             "http://127.0.0.1:9",
         ],
     );
-    let mut through = Peer::start(&standin(&server()), Some(&record.url));
+    let mut through = Peer::start(&standin(&server()), Some(&record));
     let record_times = through.calls(n);
     through.stop();
     record.stop();
 
     let replay = Session::start(dir, &["replay", "--cassette", &cassette]);
     let never = vec!["false".to_owned()];
-    let mut replayed = Peer::start(&standin(&never), Some(&replay.url));
+    let mut replayed = Peer::start(&standin(&never), Some(&replay));
     let replay_times = replayed.calls(n);
     replayed.stop();
     replay.stop();
