@@ -266,6 +266,12 @@ pub struct ServeArgs {
     #[arg(long)]
     pub replay_env: bool,
 
+    /// Under CI, let a control request pick a mode that records (record, auto, update).
+    /// Without it, under CI only replay is served: a harness passes this when its own
+    /// command line chose a recording mode (the pytest plugin: --agentproxy-mode).
+    #[arg(long)]
+    pub allow_ci_recording: bool,
+
     /// The directory every cassette a control request names must be in (after its links
     /// are followed); relative cassette paths are taken from here. Default: the current
     /// directory.

@@ -726,12 +726,89 @@ fn many_unused_recordings_are_summarised_unless_asked_for() {
     assert_eq!(r.stderr.matches("  unused #").count(), 15, "{}", r.stderr);
 }
 
+/// `agentproxy serve ARGS` with `env`: the process, its URL and its secret.
+fn serve(args: &[&str], env: &[(&str, &str)]) -> (std::process::Child, String, String) {
+    use std::io::{BufRead, BufReader};
+    let mut serve = Command::new(bin())
+        .arg("serve")
+        .args(args)
+        .env_remove("AGENTPROXY_SECRET")
+        .env_remove("CI")
+        .envs(env.iter().copied())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(serve.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let hello: serde_json::Value = serde_json::from_str(&line).unwrap();
+    let url = hello["url"].as_str().unwrap().to_owned();
+    let secret = hello["env"]["AGENTPROXY_SECRET"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    (serve, url, secret)
+}
+
+/// `POST /_agentproxy/test` of a test on `cassette` in `mode`.
+fn start_test(
+    url: &str,
+    cassette: &str,
+    mode: &str,
+    headers: &[(&str, &str)],
+) -> support::http::Reply {
+    let body = serde_json::json!({"protocol": 2, "name": "t", "cassette": cassette, "mode": mode});
+    let mut all = vec![("content-type", "application/json")];
+    all.extend_from_slice(headers);
+    support::http::request(
+        url,
+        "POST",
+        "/_agentproxy/test",
+        &all,
+        body.to_string().as_bytes(),
+    )
+}
+
+/// Under CI, serve lets a test record only when its own command line says so
+/// (`--allow-ci-recording`, which the plugin passes for `--agentproxy-mode`).
+#[test]
+fn serve_under_ci_records_only_when_its_command_line_allows_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = format!("--root={}", dir.path().display());
+    for (args, allowed) in [
+        (vec![root.as_str()], false),
+        (vec![root.as_str(), "--allow-ci-recording"], true),
+    ] {
+        let (mut serve, url, secret) = serve(&args, &[("CI", "true")]);
+        let r = start_test(
+            &url,
+            "c.json",
+            "record",
+            &[("x-agentproxy-secret", &secret)],
+        );
+        if allowed {
+            assert_eq!(r.status, 200, "{}", r.text());
+        } else {
+            assert_eq!(r.status, 400, "{}", r.text());
+            assert!(
+                r.text()
+                    .contains("CI is set, and test `t` asks for mode `record`"),
+                "{}",
+                r.text()
+            );
+        }
+        drop(serve.stdin.take());
+        serve.wait().unwrap();
+    }
+}
+
 /// `serve`'s control endpoint answers only a request presenting the secret of its
 /// listening line; the cassettes it names stay inside `--root` (a `..` or a link out is
 /// refused); and an unreadable cassette's error does not quote the file.
 #[test]
 fn serves_control_asks_for_its_secret_and_keeps_cassettes_in_its_root() {
-    use std::io::{BufRead, BufReader};
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("root");
     std::fs::create_dir(&root).unwrap();
@@ -742,38 +819,13 @@ fn serves_control_asks_for_its_secret_and_keeps_cassettes_in_its_root() {
         r#"{"format": "TOPSECRET-VALUE", "interactions": "PRIVATE-NOTE"}"#,
     )
     .unwrap();
-    let mut serve = Command::new(bin())
-        .args(["serve", "--root"])
-        .arg(&root)
-        .env_remove("AGENTPROXY_SECRET")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(serve.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let hello: serde_json::Value = serde_json::from_str(&line).unwrap();
-    let url = hello["url"].as_str().unwrap();
-    let secret = hello["env"]["AGENTPROXY_SECRET"].as_str().unwrap();
-    let start = |cassette: &str, headers: &[(&str, &str)]| {
-        let body =
-            serde_json::json!({"protocol": 2, "name": "t", "cassette": cassette, "mode": "replay"});
-        let mut all = vec![("content-type", "application/json")];
-        all.extend_from_slice(headers);
-        support::http::request(
-            url,
-            "POST",
-            "/_agentproxy/test",
-            &all,
-            body.to_string().as_bytes(),
-        )
-    };
+    let (mut serve, url, secret) = serve(&[&format!("--root={}", root.display())], &[]);
+    let start =
+        |cassette: &str, headers: &[(&str, &str)]| start_test(&url, cassette, "replay", headers);
     let r = start("c.json", &[]);
     assert_eq!(r.status, 403, "{}", r.text());
     assert!(r.text().contains("needs the secret"), "{}", r.text());
-    let with = [("x-agentproxy-secret", secret)];
+    let with = [("x-agentproxy-secret", secret.as_str())];
     for outside in ["../outside.json", "escape/outside.json", "/etc/hostname"] {
         let r = start(outside, &with);
         assert_eq!(r.status, 400, "{outside}: {}", r.text());

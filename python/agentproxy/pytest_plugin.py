@@ -67,6 +67,11 @@ def _session_mode(config):
         mode = "replay" if _ci() else "auto"
     if mode not in MODES:
         raise pytest.UsageError(f"agentproxy_mode = {mode!r}: expected one of {', '.join(MODES)}")
+    if _ci() and mode != "replay" and config.getoption("agentproxy_mode") is None:
+        raise pytest.UsageError(
+            f"CI is set, and agentproxy_mode = {mode} in the ini file asks for a mode that may "
+            "call the real model from CI; in CI only the command line may choose a mode that "
+            f"records: pass --agentproxy-mode {mode} if this job is meant to record")
     return mode
 
 
@@ -92,6 +97,9 @@ class _Proxy:
         args = [binary, "serve", "--root", str(config.rootpath)]
         if self.mode == "replay":
             args.append("--replay-env")
+        elif _ci():
+            # The command line chose to record (the ini file may not, above).
+            args.append("--allow-ci-recording")
         # The binary reads each provider's AGENTPROXY_*_UPSTREAM itself.
         upstreams = config.getoption("agentproxy_upstream") or config.getini("agentproxy_upstream")
         anthropic = _setting(config, "agentproxy_anthropic_upstream",

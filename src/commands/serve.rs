@@ -46,6 +46,8 @@ struct Harness {
     secret: Arc<str>,
     /// The directory the cassettes must be in, its links resolved.
     root: PathBuf,
+    /// Under CI without `--allow-ci-recording`: a test may only replay.
+    replay_only: bool,
 }
 
 /// Between tests every request misses: nothing is recorded or forwarded.
@@ -175,6 +177,14 @@ impl Harness {
 
     /// Plan the test and put its proxy in place.
     async fn begin(&self, mut spec: TestSpec) -> std::result::Result<Active, String> {
+        if self.replay_only && spec.mode != Mode::Replay {
+            return Err(format!(
+                "CI is set, and test `{}` asks for mode `{}`, which may call the real model from CI; in CI only a command line may choose a mode that records (pytest --agentproxy-mode {}, which starts serve with --allow-ci-recording)",
+                spec.name,
+                spec.mode.as_str(),
+                spec.mode.as_str()
+            ));
+        }
         spec.cassette = confined(&self.root, &spec.cassette)?;
         let existing = match spec.cassette.exists() {
             true => Some(store::load(&spec.cassette).map_err(load_error)?),
@@ -341,6 +351,8 @@ pub async fn run(args: ServeArgs) -> Result<Exit> {
         active: Default::default(),
         secret: secret.clone(),
         root,
+        replay_only: crate::spec::is_ci(&|name| std::env::var(name).ok())
+            && !args.allow_ci_recording,
     });
     let control: Control = {
         let harness = harness.clone();

@@ -31,7 +31,7 @@ pub use model::{
     CallExpr, Case, Count, Crash, Expect, Expr, Fuzz, MockKind, MockRule, Mode, Order, Pos, Spec,
     Target, ToolMock, Turn, Verbosity,
 };
-pub use resolve::{resolve, CliOverrides};
+pub use resolve::{is_ci, resolve, CliOverrides};
 pub use shard::{owner as shard_owner, Shard};
 
 /// Parse and validate the text of a spec. `file` is where it came from: it names the file

@@ -219,7 +219,7 @@ impl Env {
             .map(|v| parse_word(ENV_VERBOSITY, &v, &Verbosity::ALL.map(|l| (l.as_str(), l))))
             .transpose()?;
         let env_cassette_dir = var(ENV_CASSETTE_DIR).map(PathBuf::from);
-        let ci = var("CI").is_some_and(|v| !(v == "0" || v.eq_ignore_ascii_case("false")));
+        let ci = is_ci(&var);
         Ok(Env {
             mode: env_mode,
             parallel: env_parallel,
@@ -229,6 +229,14 @@ impl Env {
             ci,
         })
     }
+}
+
+/// Is this a CI run? `CI` is set, and not to `0` or `false`.
+pub fn is_ci(env: &dyn Fn(&str) -> Option<String>) -> bool {
+    env("CI").is_some_and(|v| {
+        let v = v.trim();
+        !(v.is_empty() || v == "0" || v.eq_ignore_ascii_case("false"))
+    })
 }
 
 /// `<spec dir>/cassettes/<spec file stem>`.

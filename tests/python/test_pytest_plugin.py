@@ -244,3 +244,31 @@ def test_a_plugin_of_another_protocol_is_refused_at_its_first_test():
     finally:
         serve.stdin.close()
         serve.wait(timeout=60)
+
+
+def test_under_ci_only_the_command_line_chooses_to_record(pytester, env):
+    """The rule `agentproxy test` follows: in CI, the ini file and a test's marker may not
+    pick a mode that calls the real model; the command line may."""
+    env.setenv("CI", "true")
+    pytester.makepyfile(test_ci='''
+import pytest
+
+@pytest.mark.agentproxy(mode="record")
+def test_marked(agentproxy):
+    pass
+''')
+    # The marker's mode is replay in CI: nothing to replay, nothing recorded.
+    result = pytester.runpytest_subprocess("-p", "agentproxy.pytest_plugin")
+    result.assert_outcomes(errors=1)
+    assert "test_marked.json to replay" in result.stdout.str(), result.stdout.str()
+    assert not (pytester.path / "cassettes").exists()
+
+    pytester.makeini("[pytest]\nagentproxy_mode = record\n")
+    result = pytester.runpytest_subprocess("-p", "agentproxy.pytest_plugin")
+    assert result.ret != 0
+    assert "CI is set, and agentproxy_mode = record in the ini file" in result.stderr.str()
+
+    result = pytester.runpytest_subprocess(
+        "-p", "agentproxy.pytest_plugin", "--agentproxy-mode=record",
+        "--agentproxy-upstream", STOPPED)
+    result.assert_outcomes(passed=1)
