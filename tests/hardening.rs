@@ -80,6 +80,33 @@ fn a_cassette_path_that_is_not_a_regular_file_is_refused_before_the_program_star
         .is_char_device());
 }
 
+/// `record --cassette` through a committed link to a file that is not a cassette (a
+/// `.bashrc`) refuses before the program starts and leaves the file as it was; an existing
+/// cassette, or an empty file, is recorded over.
+#[test]
+fn record_never_replaces_a_file_that_is_not_a_cassette() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("bashrc"), "export PATH=$HOME/bin:$PATH\n").unwrap();
+    std::os::unix::fs::symlink(d.join("bashrc"), d.join("c.json")).unwrap();
+    let r = record_touching("c.json", d);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("exists and is not a cassette this agentproxy reads"),
+        "{}",
+        r.stderr
+    );
+    assert!(!d.join("started").exists(), "the program must not run");
+    assert_eq!(
+        std::fs::read_to_string(d.join("bashrc")).unwrap(),
+        "export PATH=$HOME/bin:$PATH\n"
+    );
+    std::fs::write(d.join("empty.json"), "").unwrap();
+    let r = record_touching("empty.json", d);
+    assert!(d.join("started").exists(), "{}", r.stderr);
+}
+
 /// Replay, show and diff read a cassette only when it is a regular file (after links),
 /// with a ceiling on its size: a device is never read (it could be endless), a FIFO never
 /// waited on (it could block forever), and the hint never says to record there.

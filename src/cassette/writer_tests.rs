@@ -52,7 +52,7 @@ fn a_symlink_is_written_through_and_kept() {
     let dir = tempfile::tempdir().unwrap();
     let real = dir.path().join("shared/real.json");
     std::fs::create_dir_all(real.parent().unwrap()).unwrap();
-    std::fs::write(&real, "old").unwrap();
+    std::fs::write(&real, to_bytes(&empty())).unwrap();
     let link = dir.path().join("link.json");
     std::os::unix::fs::symlink(&real, &link).unwrap();
     store::save(&link, &empty()).unwrap();
