@@ -886,3 +886,48 @@ fn serves_control_asks_for_its_secret_and_keeps_cassettes_in_its_root() {
     drop(serve.stdin.take());
     serve.wait().unwrap();
 }
+
+/// An upstream that is the proxy itself: the request that comes back is refused at once
+/// (no loop until descriptors run out), and the recording fails naming why.
+#[test]
+fn an_upstream_pointing_at_the_proxy_itself_is_caught_on_the_first_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let listen = format!("127.0.0.1:{port}");
+    let upstream = format!("http://127.0.0.1:{port}");
+    let post = r#"
+import json, os, urllib.request, urllib.error
+body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]}).encode()
+req = urllib.request.Request(os.environ["OPENAI_BASE_URL"] + "/chat/completions", data=body,
+                             headers={"content-type": "application/json"})
+try:
+    urllib.request.urlopen(req, timeout=20)
+except urllib.error.HTTPError as e:
+    print("status", e.code)
+"#;
+    let started = std::time::Instant::now();
+    let r = run(
+        &[
+            "record",
+            "--cassette",
+            "c.json",
+            "--listen",
+            &listen,
+            "--upstream",
+            &upstream,
+            "--",
+            "python3",
+            "-c",
+            post,
+        ],
+        dir.path(),
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(r.stderr.contains("is this proxy itself"), "{}", r.stderr);
+    assert!(!dir.path().join("c.json").exists());
+}

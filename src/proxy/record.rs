@@ -338,6 +338,7 @@ fn upstream_failed(proxy: &Proxy, ex: &Exchange, e: UpstreamError) -> Response<P
         UpstreamError::Unreachable { .. } | UpstreamError::Missing { .. } => {
             StatusCode::BAD_GATEWAY
         }
+        UpstreamError::Loop { .. } => StatusCode::LOOP_DETECTED,
     };
     let message = e.to_string();
     let named = format!("{} {}: {message}", ex.method, ex.path);

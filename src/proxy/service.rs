@@ -9,6 +9,7 @@ use super::api::{self, Head};
 use super::body::ProxyBody;
 use super::route::{self, Target};
 use super::state::Proxy;
+use super::upstream::LOOP_HEADER;
 use super::{mcp, mcp_http};
 use crate::dialect;
 
@@ -22,6 +23,23 @@ pub async fn handle(proxy: Arc<Proxy>, req: Request<hyper::body::Incoming>) -> R
     let turn = proxy.current_turn();
     if let Some(held) = proxy.crash.hold(request, turn, proxy.arrivals()).await {
         return held;
+    }
+    if (proxy.opts.upstream.as_ref()).is_some_and(|up| up.came_back(&parts.headers)) {
+        let why = format!(
+            "{} {} came back to the proxy that forwarded it: an upstream (or --mcp server) points at this proxy itself",
+            head.method, head.stored_path
+        );
+        let mut refused = api::refuse(
+            &proxy,
+            &head,
+            StatusCode::LOOP_DETECTED,
+            "agentproxy_loop",
+            why,
+        );
+        refused
+            .headers_mut()
+            .insert(LOOP_HEADER, http::HeaderValue::from_static("1"));
+        return refused;
     }
     match Target::of(&head.path) {
         Target::McpStdio(_) if !route::presents(&parts.headers, &proxy.opts.secret) => {

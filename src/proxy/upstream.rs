@@ -33,7 +33,18 @@ pub struct Upstream {
     /// The bases, without a trailing `/`.
     bases: Upstreams,
     timeout: Duration,
+    /// This proxy's mark on what it forwards to a loopback upstream (see [`HOP_HEADER`]).
+    hop: String,
 }
+
+/// The header a proxy puts on a request it forwards to a loopback address, with a value
+/// of its own: a request that arrives carrying its own value has gone round in a circle
+/// (an upstream, or an `--mcp` server, pointing at the proxy itself).
+pub const HOP_HEADER: &str = "x-agentproxy-hop";
+
+/// The header on the answer to a request that came round: the proxy that forwarded it
+/// reports an upstream failure rather than recording the answer.
+pub const LOOP_HEADER: &str = "x-agentproxy-loop";
 
 #[derive(Debug, thiserror::Error)]
 pub enum UpstreamError {
@@ -44,6 +55,8 @@ pub enum UpstreamError {
     /// The provider has no upstream (Azure OpenAI when no endpoint is known).
     #[error("no {title} upstream to record from: {how}")]
     Missing { title: &'static str, how: String },
+    #[error("upstream {url} is this proxy itself: the request came back to it (point the upstream elsewhere)")]
+    Loop { url: String },
 }
 
 /// How to give `provider` an upstream: its flag, and the variable it falls back to.
@@ -67,6 +80,7 @@ impl UpstreamError {
                 UpstreamError::Unreachable { url, message }
             }
             missing @ UpstreamError::Missing { .. } => missing,
+            UpstreamError::Loop { .. } => UpstreamError::Loop { url },
         }
     }
 }
@@ -123,7 +137,16 @@ impl Upstream {
                     .collect(),
             ),
             timeout,
+            hop: crate::proxy::new_secret().unwrap_or_else(|_| std::process::id().to_string()),
         })
+    }
+
+    /// Did this request come from this proxy (`HOP_HEADER` with our mark)?
+    pub fn came_back(&self, headers: &HeaderMap) -> bool {
+        headers
+            .get_all(HOP_HEADER)
+            .iter()
+            .any(|v| v.as_bytes() == self.hop.as_bytes())
     }
 
     /// How long to wait for the response head, and for each chunk of a body after it.
@@ -171,6 +194,11 @@ impl Upstream {
                 out.append(name.clone(), value.clone());
             }
         }
+        if is_loopback(url) {
+            if let Ok(hop) = HeaderValue::from_str(&self.hop) {
+                out.append(HOP_HEADER, hop);
+            }
+        }
         // Ask for an uncompressed answer: it is what gets stored, and decoding is then only
         // a fallback for servers that compress anyway.
         out.insert(
@@ -183,9 +211,25 @@ impl Upstream {
                 secs: self.timeout.as_secs(),
             }),
             Ok(Err(e)) => Err(unreachable(error_chain(&e))),
+            Ok(Ok(resp)) if resp.headers().contains_key(LOOP_HEADER) => Err(UpstreamError::Loop {
+                url: url.to_owned(),
+            }),
             Ok(Ok(resp)) => Ok(resp),
         }
     }
+}
+
+/// Is `url`'s host this machine (a loopback address or `localhost`)? Only there can a
+/// request come back to the proxy; nothing is added to what goes elsewhere.
+fn is_loopback(url: &str) -> bool {
+    let Ok(uri) = url.parse::<Uri>() else {
+        return false;
+    };
+    let host = uri.host().unwrap_or_default().trim_matches(['[', ']']);
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback() || ip.is_unspecified())
 }
 
 /// `e: cause: cause…` — hyper's top-level messages alone ("client error (Connect)") say little.
