@@ -931,3 +931,42 @@ except urllib.error.HTTPError as e:
     assert!(r.stderr.contains("is this proxy itself"), "{}", r.stderr);
     assert!(!dir.path().join("c.json").exists());
 }
+
+/// A serve test that ends while one of its exchanges waits for the upstream: the end waits
+/// for it, and the cassette has it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_serve_test_ending_with_an_exchange_in_flight_records_it() {
+    let fake = support::fake_openai::FakeOpenAi::start().await;
+    fake.set_latency(std::time::Duration::from_millis(800));
+    let dir = tempfile::tempdir().unwrap();
+    let root = format!("--root={}", dir.path().display());
+    let upstream = fake.url();
+    let (mut serve, url, secret) = serve(&[&root, "--upstream", &upstream], &[]);
+    let header = [("x-agentproxy-secret", secret.as_str())];
+    let r = start_test(&url, "c.json", "record", &header);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let asking = {
+        let url = url.clone();
+        tokio::task::spawn_blocking(move || {
+            let body =
+                serde_json::json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]});
+            support::http::post_json(&url, "/v1/chat/completions", &body)
+        })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let ended = tokio::task::spawn_blocking(move || {
+        let header = [("x-agentproxy-secret", secret.as_str())];
+        support::http::request(&url, "DELETE", "/_agentproxy/test", &header, b"")
+    })
+    .await
+    .unwrap();
+    assert_eq!(asking.await.unwrap().status, 200);
+    assert_eq!(ended.status, 200, "{}", ended.text());
+    assert_eq!(ended.json()["written"], true, "{}", ended.text());
+    let cassette: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("c.json")).unwrap()).unwrap();
+    assert_eq!(cassette["interactions"].as_array().unwrap().len(), 1);
+    drop(serve.stdin.take());
+    serve.wait().unwrap();
+    fake.stop().await;
+}

@@ -24,6 +24,9 @@ pub async fn handle(proxy: Arc<Proxy>, req: Request<hyper::body::Incoming>) -> R
     if let Some(held) = proxy.crash.hold(request, turn, proxy.arrivals()).await {
         return held;
     }
+    // Counted until answered: the end of the session (or of a serve test) waits for it,
+    // so an exchange in flight is recorded, not dropped.
+    let _in_flight = proxy.tasks.token();
     if (proxy.opts.upstream.as_ref()).is_some_and(|up| up.came_back(&parts.headers)) {
         let why = format!(
             "{} {} came back to the proxy that forwarded it: an upstream (or --mcp server) points at this proxy itself",

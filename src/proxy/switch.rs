@@ -60,13 +60,16 @@ impl Switch {
             std::mem::replace(&mut *current, Arc::new(Proxy::new(next)))
         };
         old.tasks.close();
-        if tokio::time::timeout(DRAIN_TIMEOUT, old.tasks.wait())
-            .await
-            .is_err()
-        {
-            tracing::warn!("some upstream exchanges did not finish within {DRAIN_TIMEOUT:?}; they are not recorded");
+        let drained = tokio::time::timeout(DRAIN_TIMEOUT, old.tasks.wait()).await;
+        let mut outcome = old.outcome();
+        if drained.is_err() {
+            outcome.upstream_errors.push(format!(
+                "{} exchange(s) were still in flight {} after the test ended; they are not recorded",
+                old.tasks.len(),
+                humantime::format_duration(DRAIN_TIMEOUT)
+            ));
         }
-        old.outcome()
+        outcome
     }
 
     /// The exchanges the current proxy has logged so far, in arrival order, and how many
