@@ -970,3 +970,53 @@ async fn a_serve_test_ending_with_an_exchange_in_flight_records_it() {
     serve.wait().unwrap();
     fake.stop().await;
 }
+
+/// A streamable HTTP MCP server that asks for authorization: its `401` and its
+/// `WWW-Authenticate` challenge reach the client through the relay (MCP's OAuth flow
+/// starts from it).
+#[test]
+fn an_mcp_servers_authorization_challenge_reaches_the_client() {
+    use std::io::{Read, Write};
+    let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = server.local_addr().unwrap().port();
+    let answering = std::thread::spawn(move || {
+        let (mut conn, _) = server.accept().unwrap();
+        let mut buf = [0u8; 4096];
+        let _ = conn.read(&mut buf).unwrap();
+        conn.write_all(
+            b"HTTP/1.1 401 Unauthorized\r\nwww-authenticate: Bearer resource_metadata=\"http://auth.test/.well-known/oauth-protected-resource\"\r\ncontent-type: application/json\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}",
+        )
+        .unwrap();
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let mcp = format!("auth=http://127.0.0.1:{port}/mcp");
+    let d = Daemon::start(
+        &[
+            "record",
+            "--cassette",
+            "c.json",
+            "--upstream",
+            "http://127.0.0.1:9",
+            "--mcp",
+            &mcp,
+        ],
+        dir.path(),
+    );
+    let body = br#"{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}"#;
+    let r = support::http::request(
+        &d.url,
+        "POST",
+        "/mcp/auth",
+        &[
+            ("content-type", "application/json"),
+            ("accept", "application/json, text/event-stream"),
+        ],
+        body,
+    );
+    answering.join().unwrap();
+    assert_eq!(r.status, 401, "{}", r.text());
+    assert_eq!(
+        r.header("www-authenticate"),
+        Some("Bearer resource_metadata=\"http://auth.test/.well-known/oauth-protected-resource\"")
+    );
+}

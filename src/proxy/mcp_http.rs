@@ -33,8 +33,14 @@ use crate::sse::SseParser;
 /// The path prefix of streamable HTTP MCP servers.
 pub const PREFIX: &str = "/mcp/";
 
-/// Response headers passed back to the client.
-const KEPT: [&str; 3] = ["content-type", "mcp-session-id", "mcp-protocol-version"];
+/// Response headers passed back to the client: the session's, and the challenge of a
+/// server that asks for authorization (MCP's OAuth flow starts from it).
+const KEPT: [&str; 4] = [
+    "content-type",
+    "mcp-session-id",
+    "mcp-protocol-version",
+    "www-authenticate",
+];
 
 pub(super) async fn handle(
     proxy: &Arc<Proxy>,
