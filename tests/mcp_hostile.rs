@@ -293,3 +293,81 @@ fn secrets_only_the_mcp_server_holds_never_reach_the_cassette() {
         );
     }
 }
+
+/// A client line that is not UTF-8 is answered like any line that is not JSON (relayed to
+/// the server while recording, answered by the stand-in in replay), and the session goes
+/// on: it is never the end of the relay.
+#[test]
+fn a_line_that_is_not_utf8_is_a_parse_error_and_the_session_goes_on() {
+    let (first, second, code, _) = record_then_replay("not-utf8");
+    assert!(
+        first.contains("{\"error\": -32700, \"id\": null, \"says\": \"(parse error)\"}"),
+        "{first}"
+    );
+    assert!(first.contains("\"id\": 5"), "{first}");
+    assert!(first.ends_with("stand-in exit: 0\n"), "{first}");
+    assert_eq!(second, first);
+    assert_eq!(code, Some(0));
+}
+
+/// A request whose id is still in flight is refused at once; the first one is answered.
+#[test]
+fn a_second_request_with_an_id_in_flight_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(
+        dir.path(),
+        &[
+            "record",
+            "--cassette",
+            "c.json",
+            "--upstream",
+            "http://127.0.0.1:9",
+        ],
+        "same-id",
+        &["python3", &raw(), "server"],
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains(
+            "{\"error\": -32600, \"id\": 1, \"says\": \"agentproxy: a request with this id is still in flight"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("\"result\": {\"echo\": {\"ms\": 300}}"),
+        "{stdout}"
+    );
+}
+
+/// A JSON-RPC batch in replay gets an error answer, not silence.
+#[test]
+fn a_batch_in_replay_is_answered_with_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let recorded = run(
+        dir.path(),
+        &[
+            "record",
+            "--cassette",
+            "c.json",
+            "--upstream",
+            "http://127.0.0.1:9",
+        ],
+        "malformed",
+        &["python3", &raw(), "server"],
+    );
+    assert!(recorded.status.success(), "{:?}", text(&recorded));
+    let out = run(
+        dir.path(),
+        &["replay", "--cassette", "c.json"],
+        "batch",
+        &NEVER,
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(
+        stdout.contains(
+            "{\"error\": -32600, \"id\": null, \"says\": \"agentproxy: JSON-RPC batches are not supported"
+        ),
+        "{stdout}\n{stderr}"
+    );
+}

@@ -160,6 +160,22 @@ async fn store(endpoint: &Endpoint, pair: Option<Value>, secrets: &Secrets) {
     }
 }
 
+/// The next line of `input`, without its `\n`, as bytes: a line that is not UTF-8 is a
+/// line like any other (answered, relayed), never the end of the session. `None` at the
+/// end of the input.
+async fn next_line(input: &mut (impl AsyncBufReadExt + Unpin)) -> std::io::Result<Option<Vec<u8>>> {
+    let mut line = Vec::new();
+    match input.read_until(b'\n', &mut line).await? {
+        0 => Ok(None),
+        _ => {
+            if line.last() == Some(&b'\n') {
+                line.pop();
+            }
+            Ok(Some(line))
+        }
+    }
+}
+
 /// Write one message as a line to the client.
 async fn send_line(out: &mut tokio::io::Stdout, msg: &Value) -> std::io::Result<()> {
     let mut line = serde_json::to_vec(msg).unwrap_or_default();
@@ -170,13 +186,18 @@ async fn send_line(out: &mut tokio::io::Stdout, msg: &Value) -> std::io::Result<
 
 /// Replay: answer each client message from the session; the server never starts.
 async fn replay(endpoint: &Endpoint) -> Result<Exit> {
-    let mut lines = BufReader::new(tokio::io::stdin()).lines();
+    let mut input = BufReader::new(tokio::io::stdin());
     let mut out = tokio::io::stdout();
-    while let Some(line) = lines.next_line().await.map_err(Error::McpIo)? {
-        if line.trim().is_empty() {
+    while let Some(line) = next_line(&mut input).await.map_err(Error::McpIo)? {
+        if line.trim_ascii().is_empty() {
             continue;
         }
-        let answer = match serde_json::from_str::<Value>(&line) {
+        let answer = match serde_json::from_slice::<Value>(&line) {
+            Ok(Value::Array(_)) => mcp::error(
+                &Value::Null,
+                mcp::INVALID_REQUEST,
+                "agentproxy: JSON-RPC batches are not supported; send one message per line",
+            ),
             Ok(msg) => endpoint
                 .send(http::Method::POST, "/call", Some(&msg))
                 .await
@@ -222,10 +243,24 @@ async fn record(endpoint: &Endpoint, command: &[String], secrets: &Secrets) -> R
     // Requests sent and not yet answered, by their id's JSON text.
     let pending: Mutex<HashMap<String, (Value, Instant)>> = Mutex::default();
     let forwarding = async {
-        let mut lines = BufReader::new(tokio::io::stdin()).lines();
-        while let Ok(Some(line)) = lines.next_line().await {
-            if let Ok(msg) = serde_json::from_str::<Value>(&line) {
+        let mut input = BufReader::new(tokio::io::stdin());
+        while let Ok(Some(line)) = next_line(&mut input).await {
+            if let Ok(msg) = serde_json::from_slice::<Value>(&line) {
                 if let Message::Request { id, method } = mcp::classify(&msg) {
+                    // Two requests in flight with one id: the answer could go to either.
+                    let taken = (pending.lock().unwrap_or_else(|p| p.into_inner()))
+                        .contains_key(&id.to_string());
+                    if taken {
+                        let e = mcp::error(
+                            id,
+                            mcp::INVALID_REQUEST,
+                            "agentproxy: a request with this id is still in flight; ids must be unique among pending requests",
+                        );
+                        if send_line(&mut *out.lock().await, &e).await.is_err() {
+                            break;
+                        }
+                        continue;
+                    }
                     if method == "tools/call" {
                         if let Some(answer) = mock_answer(endpoint, &msg).await {
                             if send_line(&mut *out.lock().await, &answer).await.is_err() {
@@ -241,7 +276,9 @@ async fn record(endpoint: &Endpoint, command: &[String], secrets: &Secrets) -> R
                         .insert(id, (msg, Instant::now()));
                 }
             }
-            let sent = to_server.write_all(format!("{line}\n").as_bytes()).await;
+            let mut line = line;
+            line.push(b'\n');
+            let sent = to_server.write_all(&line).await;
             if sent.is_err() || to_server.flush().await.is_err() {
                 break;
             }
@@ -250,9 +287,9 @@ async fn record(endpoint: &Endpoint, command: &[String], secrets: &Secrets) -> R
         drop(to_server);
     };
     let relaying = async {
-        let mut lines = BufReader::new(from_server).lines();
-        while let Ok(Some(line)) = lines.next_line().await {
-            let answered = serde_json::from_str::<Value>(&line).ok().and_then(|msg| {
+        let mut input = BufReader::new(from_server);
+        while let Ok(Some(mut line)) = next_line(&mut input).await {
+            let answered = serde_json::from_slice::<Value>(&line).ok().and_then(|msg| {
                 let Message::Response { id } = mcp::classify(&msg) else {
                     return None;
                 };
@@ -269,10 +306,10 @@ async fn record(endpoint: &Endpoint, command: &[String], secrets: &Secrets) -> R
             // answer, and a client that ends the session on an answer must not outrun
             // its recording.
             store(endpoint, answered, secrets).await;
+            line.push(b'\n');
             let relayed = {
                 let mut out = out.lock().await;
-                out.write_all(format!("{line}\n").as_bytes()).await.is_ok()
-                    && out.flush().await.is_ok()
+                out.write_all(&line).await.is_ok() && out.flush().await.is_ok()
             };
             if !relayed {
                 break;

@@ -46,7 +46,8 @@ def server(inline=False):
             send({"jsonrpc": "2.0", "id": id_, "result": result})
 
     threads = []
-    for line in sys.stdin:
+    # Bytes, as a server reads its pipe: a line that is not UTF-8 is not JSON either.
+    for line in sys.stdin.buffer:
         try:
             msg = json.loads(line)
         except ValueError:
@@ -74,6 +75,17 @@ SCENARIOS = {
         '{not json',
         '{"jsonrpc": "2.0", "id": 5, "method": "ping"}',
     ],
+    # A line of bytes that are not UTF-8 (written as latin-1), then a request.
+    "not-utf8": [
+        '\xff\xfe{"id": 4}',
+        '{"jsonrpc": "2.0", "id": 5, "method": "ping"}',
+    ],
+    # A second request with the id of one still in flight.
+    "same-id": [
+        '{"jsonrpc": "2.0", "id": 1, "method": "slow", "params": {"ms": 300}}',
+        '{"jsonrpc": "2.0", "id": 1, "method": "ping"}',
+    ],
+    "batch": ['[{"jsonrpc": "2.0", "id": 1, "method": "ping"}]'],
     "big": ['{"jsonrpc": "2.0", "id": 1, "method": "big", "params": {"mb": 8}}'],
     # Two calls of a tool a spec mocks with one result (tests/mcp_hostile.rs).
     "mocked": [
@@ -95,9 +107,9 @@ def expected_answers(lines):
 def client(scenario):
     lines = SCENARIOS[scenario]
     proc = subprocess.Popen(json.loads(__import__("os").environ["MCP_STANDIN"]),
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     for line in lines:
-        proc.stdin.write(line + "\n")
+        proc.stdin.write(line.encode("latin-1") + b"\n")
         proc.stdin.flush()
         if scenario == "die":
             time.sleep(0.3)  # the ping is answered before the server dies
