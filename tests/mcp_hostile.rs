@@ -46,8 +46,12 @@ const NEVER: [&str; 3] = [
     "import sys; sys.exit('the MCP server was started in replay')",
 ];
 
-/// Record then replay `scenario`; the two outputs and the replay's exit status.
-fn record_then_replay(scenario: &str) -> (String, String, Option<i32>, Value) {
+/// Record then replay `scenario` (its record exiting `recorded_code`); the two outputs and
+/// the replay's exit status.
+fn record_then_replay_exiting(
+    scenario: &str,
+    recorded_code: i32,
+) -> (String, String, Option<i32>, Value) {
     let dir = tempfile::tempdir().unwrap();
     let recorded = run(
         dir.path(),
@@ -62,7 +66,11 @@ fn record_then_replay(scenario: &str) -> (String, String, Option<i32>, Value) {
         &["python3", &raw(), "server"],
     );
     let (first, err) = text(&recorded);
-    assert!(recorded.status.success(), "{first}\n{err}");
+    assert_eq!(
+        recorded.status.code(),
+        Some(recorded_code),
+        "{first}\n{err}"
+    );
     assert!(
         err.contains("interaction(s) (0 streamed) from MCP server raw to c.json"),
         "{err}"
@@ -78,6 +86,11 @@ fn record_then_replay(scenario: &str) -> (String, String, Option<i32>, Value) {
     let (second, err) = text(&replayed);
     assert!(!err.contains("started in replay"), "{err}");
     (first, second, replayed.status.code(), cassette)
+}
+
+/// [`record_then_replay_exiting`] a record that succeeds.
+fn record_then_replay(scenario: &str) -> (String, String, Option<i32>, Value) {
+    record_then_replay_exiting(scenario, 0)
 }
 
 fn methods(cassette: &Value) -> Vec<String> {
@@ -133,7 +146,8 @@ fn a_result_of_many_megabytes_records_and_replays() {
 
 #[test]
 fn a_server_that_dies_mid_call_leaves_a_consistent_cassette() {
-    let (first, second, code, cassette) = record_then_replay("die");
+    // The recording is not complete: record says so and exits 3, as for an HTTP server.
+    let (first, second, code, cassette) = record_then_replay_exiting("die", 3);
     // The client is answered for the call the server died in, not left waiting.
     assert_eq!(
         first,
@@ -369,5 +383,35 @@ fn a_batch_in_replay_is_answered_with_an_error() {
             "{\"error\": -32600, \"id\": null, \"says\": \"agentproxy: JSON-RPC batches are not supported"
         ),
         "{stdout}\n{stderr}"
+    );
+}
+
+/// A server that answers with an id no request had: the stand-in says so, the request it
+/// left unanswered too, and the recording exits 3 (it is not complete).
+#[test]
+fn an_answer_to_no_request_fails_the_recording_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(
+        dir.path(),
+        &[
+            "record",
+            "--cassette",
+            "c.json",
+            "--upstream",
+            "http://127.0.0.1:9",
+        ],
+        "foreign",
+        &["python3", &raw(), "server"],
+    );
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(3), "{stdout}\n{stderr}");
+    assert!(
+        stderr
+            .contains("MCP server `raw`: it answered id \"not-1\", which no request in flight had"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("MCP server `raw`: it ended without answering request 1 (foreign)"),
+        "{stderr}"
     );
 }

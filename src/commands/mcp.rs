@@ -176,6 +176,17 @@ async fn next_line(input: &mut (impl AsyncBufReadExt + Unpin)) -> std::io::Resul
     }
 }
 
+/// Tell the session what went wrong with the server: the recording is not complete.
+async fn problem(endpoint: &Endpoint, what: String) {
+    let body = json!({ "problem": what });
+    if let Err(why) = endpoint
+        .send(http::Method::POST, "/problem", Some(&body))
+        .await
+    {
+        eprintln!("agentproxy mcp: {what}; the session could not be told: {why}");
+    }
+}
+
 /// Write one message as a line to the client.
 async fn send_line(out: &mut tokio::io::Stdout, msg: &Value) -> std::io::Result<()> {
     let mut line = serde_json::to_vec(msg).unwrap_or_default();
@@ -287,6 +298,8 @@ async fn record(endpoint: &Endpoint, command: &[String], secrets: &Secrets) -> R
         drop(to_server);
     };
     let relaying = async {
+        // Answers whose id no request in flight had.
+        let mut foreign: Vec<String> = Vec::new();
         let mut input = BufReader::new(from_server);
         while let Ok(Some(mut line)) = next_line(&mut input).await {
             let answered = serde_json::from_slice::<Value>(&line).ok().and_then(|msg| {
@@ -297,6 +310,9 @@ async fn record(endpoint: &Endpoint, command: &[String], secrets: &Secrets) -> R
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .remove(&id.to_string());
+                if asked.is_none() {
+                    foreign.push(id.to_string());
+                }
                 asked.map(|(request, sent)| {
                     let latency_ms = u64::try_from(sent.elapsed().as_millis()).unwrap_or(u64::MAX);
                     json!({ "request": request, "response": msg, "latency_ms": latency_ms })
@@ -322,15 +338,29 @@ async fn record(endpoint: &Endpoint, command: &[String], secrets: &Secrets) -> R
             .drain()
             .collect();
         let mut out = out.lock().await;
-        for (_, (request, _)) in left {
-            if let Message::Request { id, .. } = mcp::classify(&request) {
+        for (_, (request, _)) in &left {
+            if let Message::Request { id, method } = mcp::classify(request) {
                 let e = mcp::error(
                     id,
                     mcp::INTERNAL_ERROR,
                     "agentproxy: the MCP server exited before answering",
                 );
                 let _ = send_line(&mut out, &e).await;
+                problem(
+                    endpoint,
+                    format!(
+                        "it ended without answering request {id} ({method}); it is not recorded"
+                    ),
+                )
+                .await;
             }
+        }
+        for id in foreign {
+            problem(
+                endpoint,
+                format!("it answered id {id}, which no request in flight had; the answer is not recorded"),
+            )
+            .await;
         }
     };
     tokio::join!(forwarding, relaying);

@@ -62,7 +62,7 @@ pub(super) async fn handle(
     }
     match (method, op) {
         (&Method::GET, "") => json_response(StatusCode::OK, &json!({ "mode": mode(proxy) })),
-        (&Method::POST, "call" | "mock" | "record") => {
+        (&Method::POST, "call" | "mock" | "record" | "problem") => {
             let msg: Value = match serde_json::from_slice(&body) {
                 Ok(v) => v,
                 Err(e) => return refused(format!("the body is not JSON: {e}")),
@@ -73,6 +73,17 @@ pub(super) async fn handle(
                     StatusCode::OK,
                     &json!({ "answer": mocked(proxy, name, &msg) }),
                 ),
+                // What the stand-in saw go wrong with its server (a request never
+                // answered, an answer to no request): the recording is not complete.
+                "problem" => {
+                    let why = msg["problem"]
+                        .as_str()
+                        .unwrap_or("a problem it did not name");
+                    let why = format!("MCP server `{name}`: {why}");
+                    eprintln!("agentproxy: {why}");
+                    proxy.lock().upstream_errors.push(why);
+                    json_response(StatusCode::OK, &json!({}))
+                }
                 _ => record(proxy, name, &msg),
             }
         }

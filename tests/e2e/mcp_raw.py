@@ -6,7 +6,8 @@ are, and prints each answer on one line (sorted by id, so concurrency does not r
 output).
 
 Server methods: `slow` (answers after params.ms), `big` (a text result of params.mb
-megabytes), `die` (exits without answering), `secrets` (its SERVER_TOKEN variable and its
+megabytes), `die` (exits without answering), `foreign` (answers with an id no request
+had), `secrets` (its SERVER_TOKEN variable and its
 command line, as a server that echoes its configuration would), anything else echoes its
 params. A line that
 is not JSON gets a JSON-RPC parse error, as a real server would answer.
@@ -42,6 +43,8 @@ def server(inline=False):
             result = {"token": os.environ.get("SERVER_TOKEN"), "argv": sys.argv[1:]}
         else:
             result = {"echo": params}
+        if method == "foreign":
+            id_ = f"not-{id_}"  # an answer to no request
         if id_ is not None:
             send({"jsonrpc": "2.0", "id": id_, "result": result})
 
@@ -86,6 +89,7 @@ SCENARIOS = {
         '{"jsonrpc": "2.0", "id": 1, "method": "ping"}',
     ],
     "batch": ['[{"jsonrpc": "2.0", "id": 1, "method": "ping"}]'],
+    "foreign": ['{"jsonrpc": "2.0", "id": 1, "method": "foreign"}'],
     "big": ['{"jsonrpc": "2.0", "id": 1, "method": "big", "params": {"mb": 8}}'],
     # Two calls of a tool a spec mocks with one result (tests/mcp_hostile.rs).
     "mocked": [
