@@ -1020,3 +1020,56 @@ fn an_mcp_servers_authorization_challenge_reaches_the_client() {
         Some("Bearer resource_metadata=\"http://auth.test/.well-known/oauth-protected-resource\"")
     );
 }
+
+/// A streamable HTTP MCP server that answers a request with an HTTP error: the client gets
+/// it, and the recording, which has no answer to replay, says so and exits 3.
+#[test]
+fn an_mcp_servers_http_error_fails_the_recording_naming_it() {
+    use std::io::{Read, Write};
+    let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = server.local_addr().unwrap().port();
+    let answering = std::thread::spawn(move || {
+        let (mut conn, _) = server.accept().unwrap();
+        let mut buf = [0u8; 4096];
+        let _ = conn.read(&mut buf).unwrap();
+        conn.write_all(
+            b"HTTP/1.1 500 Internal Server Error\r\ncontent-type: text/plain\r\ncontent-length: 4\r\nconnection: close\r\n\r\noops",
+        )
+        .unwrap();
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let mcp = format!("db=http://127.0.0.1:{port}/mcp");
+    let d = Daemon::start(
+        &[
+            "record",
+            "--cassette",
+            "c.json",
+            "--upstream",
+            "http://127.0.0.1:9",
+            "--mcp",
+            &mcp,
+        ],
+        dir.path(),
+    );
+    let body = br#"{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "q"}}"#;
+    let r = support::http::request(
+        &d.url,
+        "POST",
+        "/mcp/db",
+        &[
+            ("content-type", "application/json"),
+            ("accept", "application/json, text/event-stream"),
+        ],
+        body,
+    );
+    answering.join().unwrap();
+    assert_eq!(r.status, 500, "{}", r.text());
+    let (code, stderr) = d.interrupt();
+    assert_eq!(code, 3, "{stderr}");
+    assert!(
+        stderr.contains(
+            "MCP server `db`: an exchange was not recorded: the server answered HTTP 500"
+        ),
+        "{stderr}"
+    );
+}

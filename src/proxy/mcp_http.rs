@@ -259,6 +259,10 @@ async fn forward(
         if asked.is_some() {
             incomplete(proxy, name, "the server's answer holds no response to it");
         }
+    } else if asked.is_some() {
+        // An HTTP error is no JSON-RPC answer: a replay would have nothing to serve.
+        let why = format!("the server answered HTTP {}", head.status);
+        incomplete(proxy, name, &why);
     }
     let mut out = Response::new(full(bytes));
     *out.status_mut() = head.status;
