@@ -415,3 +415,30 @@ fn an_answer_to_no_request_fails_the_recording_naming_it() {
         "{stderr}"
     );
 }
+
+/// A recording that kept something and lost a message over the size limit: its summary
+/// names what failed (the loss is noted, never printed as it happened).
+#[test]
+fn the_summary_names_each_failure_it_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(
+        dir.path(),
+        &[
+            "record",
+            "--cassette",
+            "c.json",
+            "--upstream",
+            "http://127.0.0.1:9",
+            "--max-body-size",
+            "1M",
+        ],
+        "ping-then-big",
+        &["python3", &raw(), "server"],
+    );
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(3), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("agentproxy: 1 request(s) failed at the upstream; exit 3:\nagentproxy:   POST /_agentproxy/mcp/raw/record: an MCP message the stand-in relayed could not be stored"),
+        "{stderr}"
+    );
+}

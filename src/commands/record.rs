@@ -89,9 +89,12 @@ pub async fn run(args: RecordArgs) -> Result<Exit> {
             s.cassette.display()
         );
         if errors > 0 {
-            eprintln!(
-                "agentproxy: {errors} request(s) failed at the upstream (named above); exit 3"
-            );
+            // Named here whether or not they were as they happened (an MCP message over
+            // the size limit is noted, not printed).
+            eprintln!("agentproxy: {errors} request(s) failed at the upstream; exit 3:");
+            for e in &ended.outcome.upstream_errors {
+                eprintln!("agentproxy:   {e}");
+            }
         }
     }
     // A failed upstream is the cause when the program then fails too.

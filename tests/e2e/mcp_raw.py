@@ -91,6 +91,10 @@ SCENARIOS = {
     "batch": ['[{"jsonrpc": "2.0", "id": 1, "method": "ping"}]'],
     "foreign": ['{"jsonrpc": "2.0", "id": 1, "method": "foreign"}'],
     "big": ['{"jsonrpc": "2.0", "id": 1, "method": "big", "params": {"mb": 8}}'],
+    "ping-then-big": [
+        '{"jsonrpc": "2.0", "id": 1, "method": "ping"}',
+        '{"jsonrpc": "2.0", "id": 2, "method": "big", "params": {"mb": 2}}',
+    ],
     # Two calls of a tool a spec mocks with one result (tests/mcp_hostile.rs).
     "mocked": [
         '{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "t", "arguments": {"n": 1}}}',
