@@ -60,19 +60,39 @@ const SHALLOW: usize = 4;
 /// Deeper than this a `$ref` is not followed (the value is `null`, and fails the check).
 const DEEPEST: usize = 12;
 
+/// The most array items and string characters one generated value has, all nested ones
+/// counted together: each count keyword is capped on its own, but caps nested in each
+/// other multiply (64 Ki items of 64 Ki-character strings is 4 GiB). A schema that asks
+/// for more gets a value cut short, which its check then finds invalid.
+const VALUE_BUDGET: usize = 1 << 20;
+
 /// A generator of values for one schema (`root`, which `$ref`s point into).
 pub struct Maker<'a> {
     root: &'a Value,
     rng: &'a mut Xoshiro256PlusPlus,
+    /// What is left of [`VALUE_BUDGET`] for the value being made.
+    budget: usize,
 }
 
 impl<'a> Maker<'a> {
     pub fn new(root: &'a Value, rng: &'a mut Xoshiro256PlusPlus) -> Maker<'a> {
-        Maker { root, rng }
+        Maker {
+            root,
+            rng,
+            budget: VALUE_BUDGET,
+        }
+    }
+
+    /// Take up to `n` units of the budget; how many were left to take.
+    fn spend(&mut self, n: usize) -> usize {
+        let n = n.min(self.budget);
+        self.budget -= n;
+        n
     }
 
     /// A value for the root schema; not yet checked.
     pub fn make(&mut self) -> Value {
+        self.budget = VALUE_BUDGET;
         self.value(self.root, 0)
     }
 
@@ -196,6 +216,7 @@ impl<'a> Maker<'a> {
         } else {
             min
         };
+        let len = self.spend(len);
         // A list of schemas under `items` is the older spelling of `prefixItems`.
         let prefix = (obj.get("prefixItems").or(obj.get("items")))
             .and_then(Value::as_array)
@@ -237,6 +258,7 @@ impl<'a> Maker<'a> {
         const PLAIN: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
         const ODD: [char; 10] = [' ', '"', '\'', '\\', '\n', 'é', 'ß', '日', '本', '🙂'];
         let len = self.rng.random_range(min..=max);
+        let len = self.spend(len);
         (0..len)
             .map(|_| {
                 if self.rng.random_bool(0.15) {
@@ -478,6 +500,18 @@ mod tests {
         // An optional property is sometimes there, sometimes not.
         let objs = made(&json!({"properties": {"a": {"type": "boolean"}}}), 50);
         assert!(objs.contains(&json!({})) && objs.iter().any(|o| o.get("a").is_some()));
+    }
+
+    #[test]
+    fn caps_nested_in_each_other_do_not_multiply_past_the_budget() {
+        let schema = json!({"type": "array", "minItems": 65536, "items": {
+            "type": "array", "minItems": 65536, "items": {"type": "string", "minLength": 65536}}});
+        let started = std::time::Instant::now();
+        for v in made(&schema, 2) {
+            let size = v.to_string().len();
+            assert!(size < 16 << 20, "{size} bytes");
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(20));
     }
 
     #[test]
