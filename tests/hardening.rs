@@ -1073,3 +1073,59 @@ fn an_mcp_servers_http_error_fails_the_recording_naming_it() {
         "{stderr}"
     );
 }
+
+/// A connection that sends nothing, and one that sends half a body, are closed by the
+/// proxy (after its 30 s header timeout) rather than held for ever; meanwhile it answers.
+#[test]
+fn silent_and_stalled_connections_are_closed() {
+    use std::io::{Read, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let d = Daemon::start(
+        &[
+            "record",
+            "--cassette",
+            "c.json",
+            "--upstream",
+            "http://127.0.0.1:9",
+        ],
+        dir.path(),
+    );
+    let addr = d.url.trim_start_matches("http://").to_owned();
+    let probe = |half_body: bool| {
+        let addr = addr.clone();
+        std::thread::spawn(move || {
+            let mut s = std::net::TcpStream::connect(&addr).unwrap();
+            s.set_read_timeout(Some(std::time::Duration::from_secs(60)))
+                .unwrap();
+            if half_body {
+                s.write_all(b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{\"model\":")
+                    .unwrap();
+            }
+            let started = std::time::Instant::now();
+            let mut answer = Vec::new();
+            // Ends when the proxy closes the connection (a read timeout is an error).
+            let ended = s.read_to_end(&mut answer).is_ok();
+            (
+                ended,
+                started.elapsed(),
+                String::from_utf8_lossy(&answer).into_owned(),
+            )
+        })
+    };
+    let silent = probe(false);
+    let stalled = probe(true);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let r = support::http::request(&d.url, "GET", "/health", &[], b"");
+    assert_eq!(r.status, 404, "the proxy answers meanwhile");
+    for (which, probe) in [("silent", silent), ("stalled", stalled)] {
+        let (ended, took, answer) = probe.join().unwrap();
+        assert!(ended, "{which}: still open after {took:?}");
+        assert!(
+            took < std::time::Duration::from_secs(45),
+            "{which}: {took:?}"
+        );
+        if which == "stalled" {
+            assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+        }
+    }
+}

@@ -15,6 +15,7 @@ use super::body::{json_response, ProxyBody};
 use super::exchange::Exchange;
 use super::fault::{Due, Recorded};
 use super::replay::Replay;
+use super::server::HEADER_READ_TIMEOUT;
 use super::state::Proxy;
 use super::{miss, record, replay};
 use crate::cassette::Body;
@@ -87,10 +88,18 @@ pub(super) async fn handle(
         return too_large(&head);
     }
     let seq = proxy.next_seq();
-    let raw = match Limited::new(body, proxy.opts.max_body).collect().await {
-        Ok(collected) => collected.to_bytes(),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => return too_large(&head),
-        Err(e) => {
+    let raw = match read_request_body(body, proxy.opts.max_body).await {
+        Ok(raw) => raw,
+        Err(BodyError::TooLarge) => return too_large(&head),
+        Err(BodyError::Stalled) => {
+            let why = format!(
+                "the request body stalled: nothing arrived for {}",
+                humantime::format_duration(HEADER_READ_TIMEOUT)
+            );
+            let kind = "agentproxy_bad_request";
+            return refuse(proxy, &head, StatusCode::REQUEST_TIMEOUT, kind, why);
+        }
+        Err(BodyError::Broke(e)) => {
             let why = format!("failed to read the request body: {e}");
             return refuse(
                 proxy,
@@ -112,6 +121,38 @@ pub(super) async fn handle(
             resp
         }
         Err(refused) => refused,
+    }
+}
+
+/// Why a request body could not be read.
+enum BodyError {
+    TooLarge,
+    /// Nothing arrived for [`HEADER_READ_TIMEOUT`]: a client that sent half a body does not
+    /// hold its connection for ever.
+    Stalled,
+    Broke(Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// The request body, at most `max` bytes, waiting at most [`HEADER_READ_TIMEOUT`] for each
+/// chunk. A body of one chunk (most are) is passed on without a copy.
+async fn read_request_body(body: Incoming, max: usize) -> Result<Bytes, BodyError> {
+    let mut body = Limited::new(body, max);
+    let mut chunks: Vec<Bytes> = Vec::new();
+    loop {
+        match tokio::time::timeout(HEADER_READ_TIMEOUT, body.frame()).await {
+            Err(_) => return Err(BodyError::Stalled),
+            Ok(None) if chunks.len() == 1 => return Ok(chunks.swap_remove(0)),
+            Ok(None) => return Ok(Bytes::from(chunks.concat())),
+            Ok(Some(Err(e))) if e.is::<http_body_util::LengthLimitError>() => {
+                return Err(BodyError::TooLarge)
+            }
+            Ok(Some(Err(e))) => return Err(BodyError::Broke(e)),
+            Ok(Some(Ok(frame))) => {
+                if let Ok(data) = frame.into_data() {
+                    chunks.push(data);
+                }
+            }
+        }
     }
 }
 

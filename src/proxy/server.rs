@@ -29,7 +29,7 @@ pub(crate) const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
 /// connection that trickles header bytes is closed. hyper also counts the wait for the
 /// next request on a kept-alive connection, so an idle connection is closed after this
 /// long, as servers commonly do; SDK clients then open a new one.
-const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The listen address could not be bound (or read back).
 #[derive(Debug, thiserror::Error)]
@@ -139,6 +139,12 @@ pub(crate) async fn accept_loop<H, F>(
         .http1()
         .timer(TokioTimer::new())
         .header_read_timeout(HEADER_READ_TIMEOUT);
+    // An HTTP/2 client that answers no ping is gone: its connection is closed.
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .keep_alive_interval(Some(HEADER_READ_TIMEOUT))
+        .keep_alive_timeout(HEADER_READ_TIMEOUT);
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
@@ -158,10 +164,19 @@ pub(crate) async fn accept_loop<H, F>(
                             Ok(resp)
                         }
                     });
-                    let conn = builder.serve_connection(TokioIo::new(stream), svc).into_owned();
-                    let conn = graceful.watch(conn);
+                    let builder = builder.clone();
+                    let watcher = graceful.watcher();
                     tokio::spawn(async move {
-                        if let Err(e) = conn.await {
+                        // Until its first byte hyper cannot tell a connection's version, and
+                        // its header timeout has not started: a connection that sends nothing
+                        // is closed here, rather than holding its descriptor for ever.
+                        let mut first = [0u8; 1];
+                        match tokio::time::timeout(HEADER_READ_TIMEOUT, stream.peek(&mut first)).await {
+                            Ok(Ok(n)) if n > 0 => {}
+                            _ => return,
+                        }
+                        let conn = builder.serve_connection(TokioIo::new(stream), svc).into_owned();
+                        if let Err(e) = watcher.watch(conn).await {
                             tracing::debug!("connection from {peer} ended with an error: {e}");
                         }
                     });
