@@ -181,6 +181,21 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if item.get_closest_marker("agentproxy") and "agentproxy" not in item.fixturenames:
             item.fixturenames.append("agentproxy")
+    # Two tests on one cassette would record over each other and replay the wrong one: a
+    # cassette named after the test must be its own (one two tests name is shared on
+    # purpose).
+    seen = {}
+    for item in items:
+        if "agentproxy" not in getattr(item, "fixturenames", ()):
+            continue
+        marker = item.get_closest_marker("agentproxy")
+        named = bool(marker and marker.kwargs.get("cassette"))
+        path = _cassette_path(item, marker).resolve()
+        first = seen.setdefault(path, (item.nodeid, named))
+        if first[0] != item.nodeid and not (named and first[1]):
+            raise pytest.UsageError(
+                f"tests {first[0]} and {item.nodeid} would share the cassette {path}; give one "
+                "a cassette of its own with @pytest.mark.agentproxy(cassette=...), or rename it")
 
 
 def _slug(text):

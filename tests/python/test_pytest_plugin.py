@@ -272,3 +272,32 @@ def test_marked(agentproxy):
         "-p", "agentproxy.pytest_plugin", "--agentproxy-mode=record",
         "--agentproxy-upstream", STOPPED)
     result.assert_outcomes(passed=1)
+
+
+def test_tests_that_would_share_a_cassette_are_refused_at_collection(pytester, env):
+    """Ids that differ only in characters the cassette name drops, and modules of one name
+    in two directories, would share a file: refused before anything runs."""
+    pytester.makepyfile(test_ids='''
+import pytest
+
+@pytest.mark.parametrize("q", ["what?", "what!"])
+def test_ask(agentproxy, q):
+    pass
+''')
+    result = pytester.runpytest_subprocess("-p", "agentproxy.pytest_plugin")
+    assert result.ret != 0
+    err = result.stderr.str()
+    assert "tests test_ids.py::test_ask[what?] and test_ids.py::test_ask[what!] would share " \
+        "the cassette" in err, err
+
+    (pytester.path / "test_ids.py").unlink()
+    for d in ("a", "b"):
+        pytester.mkpydir(d)
+        (pytester.path / d / "test_same.py").write_text(
+            "def test_it(agentproxy):\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "agentproxy.pytest_plugin", "--co")
+    assert result.ret == 0, "cassettes next to each test file do not collide"
+    pytester.makeini("[pytest]\nagentproxy_cassette_dir = cassettes\n")
+    result = pytester.runpytest_subprocess("-p", "agentproxy.pytest_plugin", "--co")
+    assert result.ret != 0
+    assert "would share the cassette" in result.stderr.str(), result.stderr.str()
