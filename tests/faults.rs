@@ -419,3 +419,39 @@ fn a_fault_flag_on_test_joins_the_cases_own_faults() {
         serde_json::json!({"request": 5, "status": 200})
     );
 }
+
+/// A `timeout` fault whose client gives up before the hold ends still counts as fired:
+/// the summary lists it, never "served 1 request(s)" with no fault.
+#[test]
+fn a_timeout_the_client_gave_up_on_is_listed() {
+    let daemon = Daemon::start(
+        &[
+            "replay",
+            "--cassette",
+            "cassettes/examples/weather-agent.json",
+            "--fault",
+            "request=1,kind=timeout,for=20s",
+        ],
+        repo(),
+    );
+    let addr = daemon.url.trim_start_matches("http://").to_owned();
+    let body = serde_json::to_vec(&first_request()).unwrap();
+    let mut s = TcpStream::connect(&addr).unwrap();
+    let head = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\n\
+         content-length: {}\r\n\r\n",
+        body.len()
+    );
+    s.write_all(head.as_bytes()).unwrap();
+    s.write_all(&body).unwrap();
+    // The client gives up long before the 20 s hold ends.
+    std::thread::sleep(Duration::from_millis(500));
+    drop(s);
+    std::thread::sleep(Duration::from_millis(200));
+    let (code, stderr) = daemon.interrupt();
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains("agentproxy: 1 fault(s) injected: request 1: timeout (no answer)"),
+        "{stderr}"
+    );
+}

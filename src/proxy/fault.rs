@@ -101,9 +101,15 @@ impl Faults {
         F: Future<Output = Response<ProxyBody>>,
     {
         match due {
+            // A held connection ends without an answer, and a client that gives up first
+            // drops the hold mid-way: it is noted as it starts.
+            Some(due) if due.fault.kind == Kind::Timeout => {
+                self.fired(&due, None, None);
+                serve(&ex, &due.fault, recorded(&ex)).await
+            }
             Some(due) if !due.fault.kind.spoils_tool_call() => {
                 let resp = serve(&ex, &due.fault, recorded(&ex)).await;
-                self.fired(&due, &resp, None);
+                self.fired(&due, status(&resp), None);
                 resp
             }
             Some(due) => {
@@ -136,13 +142,14 @@ impl Faults {
         (!self.lock().fuzzed).then_some(fuzz)
     }
 
-    /// Remember that `due` fired, answered with `resp`; `detail` says what it spoiled.
-    fn fired(&self, due: &Due, resp: &Response<ProxyBody>, detail: Option<String>) {
+    /// Remember that `due` fired, answered with `status` (none: the connection closed
+    /// without one); `detail` says what it spoiled.
+    fn fired(&self, due: &Due, status: Option<u16>, detail: Option<String>) {
         let fired = Fired {
             request: due.nth,
             turn: due.turn,
             kind: due.fault.kind,
-            status: status(resp),
+            status,
             detail,
             next: None,
         };
@@ -162,7 +169,7 @@ impl Faults {
         match done {
             Ok((nth, how, detail)) => {
                 self.lock().spoiled.insert(asked.seq, (nth, how));
-                self.fired(due, &resp, Some(detail));
+                self.fired(due, status(&resp), Some(detail));
             }
             Err(why) => {
                 let problem = format!(
