@@ -971,11 +971,9 @@ async fn a_serve_test_ending_with_an_exchange_in_flight_records_it() {
     fake.stop().await;
 }
 
-/// A streamable HTTP MCP server that asks for authorization: its `401` and its
-/// `WWW-Authenticate` challenge reach the client through the relay (MCP's OAuth flow
-/// starts from it).
-#[test]
-fn an_mcp_servers_authorization_challenge_reaches_the_client() {
+/// A server on loopback that reads one request and writes `reply`: its port, and the
+/// thread to join once the request was sent.
+fn answering_once(reply: &'static [u8]) -> (u16, std::thread::JoinHandle<()>) {
     use std::io::{Read, Write};
     let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = server.local_addr().unwrap().port();
@@ -983,13 +981,20 @@ fn an_mcp_servers_authorization_challenge_reaches_the_client() {
         let (mut conn, _) = server.accept().unwrap();
         let mut buf = [0u8; 4096];
         let _ = conn.read(&mut buf).unwrap();
-        conn.write_all(
-            b"HTTP/1.1 401 Unauthorized\r\nwww-authenticate: Bearer resource_metadata=\"http://auth.test/.well-known/oauth-protected-resource\"\r\ncontent-type: application/json\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}",
-        )
-        .unwrap();
+        conn.write_all(reply).unwrap();
     });
-    let dir = tempfile::tempdir().unwrap();
-    let mcp = format!("auth=http://127.0.0.1:{port}/mcp");
+    (port, answering)
+}
+
+/// A record daemon relaying `--mcp NAME=http://127.0.0.1:PORT/mcp`, and the answer it
+/// relays to one JSON-RPC message posted to `/mcp/NAME`.
+fn through_mcp_relay(
+    dir: &Path,
+    name: &str,
+    port: u16,
+    msg: &[u8],
+) -> (Daemon, support::http::Reply) {
+    let mcp = format!("{name}=http://127.0.0.1:{port}/mcp");
     let d = Daemon::start(
         &[
             "record",
@@ -1000,19 +1005,32 @@ fn an_mcp_servers_authorization_challenge_reaches_the_client() {
             "--mcp",
             &mcp,
         ],
-        dir.path(),
+        dir,
     );
-    let body = br#"{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}"#;
     let r = support::http::request(
         &d.url,
         "POST",
-        "/mcp/auth",
+        &format!("/mcp/{name}"),
         &[
             ("content-type", "application/json"),
             ("accept", "application/json, text/event-stream"),
         ],
-        body,
+        msg,
     );
+    (d, r)
+}
+
+/// A streamable HTTP MCP server that asks for authorization: its `401` and its
+/// `WWW-Authenticate` challenge reach the client through the relay (MCP's OAuth flow
+/// starts from it).
+#[test]
+fn an_mcp_servers_authorization_challenge_reaches_the_client() {
+    let (port, answering) = answering_once(
+        b"HTTP/1.1 401 Unauthorized\r\nwww-authenticate: Bearer resource_metadata=\"http://auth.test/.well-known/oauth-protected-resource\"\r\ncontent-type: application/json\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let body = br#"{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}"#;
+    let (_d, r) = through_mcp_relay(dir.path(), "auth", port, body);
     answering.join().unwrap();
     assert_eq!(r.status, 401, "{}", r.text());
     assert_eq!(
@@ -1025,43 +1043,12 @@ fn an_mcp_servers_authorization_challenge_reaches_the_client() {
 /// it, and the recording, which has no answer to replay, says so and exits 3.
 #[test]
 fn an_mcp_servers_http_error_fails_the_recording_naming_it() {
-    use std::io::{Read, Write};
-    let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = server.local_addr().unwrap().port();
-    let answering = std::thread::spawn(move || {
-        let (mut conn, _) = server.accept().unwrap();
-        let mut buf = [0u8; 4096];
-        let _ = conn.read(&mut buf).unwrap();
-        conn.write_all(
-            b"HTTP/1.1 500 Internal Server Error\r\ncontent-type: text/plain\r\ncontent-length: 4\r\nconnection: close\r\n\r\noops",
-        )
-        .unwrap();
-    });
+    let (port, answering) = answering_once(
+        b"HTTP/1.1 500 Internal Server Error\r\ncontent-type: text/plain\r\ncontent-length: 4\r\nconnection: close\r\n\r\noops",
+    );
     let dir = tempfile::tempdir().unwrap();
-    let mcp = format!("db=http://127.0.0.1:{port}/mcp");
-    let d = Daemon::start(
-        &[
-            "record",
-            "--cassette",
-            "c.json",
-            "--upstream",
-            "http://127.0.0.1:9",
-            "--mcp",
-            &mcp,
-        ],
-        dir.path(),
-    );
     let body = br#"{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "q"}}"#;
-    let r = support::http::request(
-        &d.url,
-        "POST",
-        "/mcp/db",
-        &[
-            ("content-type", "application/json"),
-            ("accept", "application/json, text/event-stream"),
-        ],
-        body,
-    );
+    let (d, r) = through_mcp_relay(dir.path(), "db", port, body);
     answering.join().unwrap();
     assert_eq!(r.status, 500, "{}", r.text());
     let (code, stderr) = d.interrupt();

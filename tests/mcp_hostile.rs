@@ -88,6 +88,22 @@ fn record_then_replay_exiting(
     (first, second, replayed.status.code(), cassette)
 }
 
+/// `agentproxy record` of `scenario` against the raw server, with `extra` flags: its exit
+/// code, stdout and stderr.
+fn record(dir: &Path, scenario: &str, extra: &[&str]) -> (Option<i32>, String, String) {
+    let mut args = vec![
+        "record",
+        "--cassette",
+        "c.json",
+        "--upstream",
+        "http://127.0.0.1:9",
+    ];
+    args.extend_from_slice(extra);
+    let out = run(dir, &args, scenario, &["python3", &raw(), "server"]);
+    let (stdout, stderr) = text(&out);
+    (out.status.code(), stdout, stderr)
+}
+
 /// [`record_then_replay_exiting`] a record that succeeds.
 fn record_then_replay(scenario: &str) -> (String, String, Option<i32>, Value) {
     record_then_replay_exiting(scenario, 0)
@@ -328,20 +344,8 @@ fn a_line_that_is_not_utf8_is_a_parse_error_and_the_session_goes_on() {
 #[test]
 fn a_second_request_with_an_id_in_flight_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let out = run(
-        dir.path(),
-        &[
-            "record",
-            "--cassette",
-            "c.json",
-            "--upstream",
-            "http://127.0.0.1:9",
-        ],
-        "same-id",
-        &["python3", &raw(), "server"],
-    );
-    let (stdout, stderr) = text(&out);
-    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let (code, stdout, stderr) = record(dir.path(), "same-id", &[]);
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
     assert!(
         stdout.contains(
             "{\"error\": -32600, \"id\": 1, \"says\": \"agentproxy: a request with this id is still in flight"
@@ -358,19 +362,8 @@ fn a_second_request_with_an_id_in_flight_is_refused() {
 #[test]
 fn a_batch_in_replay_is_answered_with_an_error() {
     let dir = tempfile::tempdir().unwrap();
-    let recorded = run(
-        dir.path(),
-        &[
-            "record",
-            "--cassette",
-            "c.json",
-            "--upstream",
-            "http://127.0.0.1:9",
-        ],
-        "malformed",
-        &["python3", &raw(), "server"],
-    );
-    assert!(recorded.status.success(), "{:?}", text(&recorded));
+    let (code, stdout, stderr) = record(dir.path(), "malformed", &[]);
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
     let out = run(
         dir.path(),
         &["replay", "--cassette", "c.json"],
@@ -391,20 +384,8 @@ fn a_batch_in_replay_is_answered_with_an_error() {
 #[test]
 fn an_answer_to_no_request_fails_the_recording_naming_it() {
     let dir = tempfile::tempdir().unwrap();
-    let out = run(
-        dir.path(),
-        &[
-            "record",
-            "--cassette",
-            "c.json",
-            "--upstream",
-            "http://127.0.0.1:9",
-        ],
-        "foreign",
-        &["python3", &raw(), "server"],
-    );
-    let (stdout, stderr) = text(&out);
-    assert_eq!(out.status.code(), Some(3), "{stdout}\n{stderr}");
+    let (code, stdout, stderr) = record(dir.path(), "foreign", &[]);
+    assert_eq!(code, Some(3), "{stdout}\n{stderr}");
     assert!(
         stderr
             .contains("MCP server `raw`: it answered id \"not-1\", which no request in flight had"),
@@ -421,22 +402,8 @@ fn an_answer_to_no_request_fails_the_recording_naming_it() {
 #[test]
 fn the_summary_names_each_failure_it_counts() {
     let dir = tempfile::tempdir().unwrap();
-    let out = run(
-        dir.path(),
-        &[
-            "record",
-            "--cassette",
-            "c.json",
-            "--upstream",
-            "http://127.0.0.1:9",
-            "--max-body-size",
-            "1M",
-        ],
-        "ping-then-big",
-        &["python3", &raw(), "server"],
-    );
-    let (stdout, stderr) = text(&out);
-    assert_eq!(out.status.code(), Some(3), "{stdout}\n{stderr}");
+    let (code, stdout, stderr) = record(dir.path(), "ping-then-big", &["--max-body-size", "1M"]);
+    assert_eq!(code, Some(3), "{stdout}\n{stderr}");
     assert!(
         stderr.contains("agentproxy: 1 request(s) failed at the upstream; exit 3:\nagentproxy:   POST /_agentproxy/mcp/raw/record: an MCP message the stand-in relayed could not be stored"),
         "{stderr}"
