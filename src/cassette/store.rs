@@ -14,6 +14,25 @@ use super::{lazy, validate};
 /// interactions take 174 MB), far below a machine's memory.
 pub const MAX_CASSETTE: u64 = 2 << 30;
 
+/// The writer of the cassette at `path` ([`Writer::open`]), which never replaces a file
+/// that is not a cassette this build reads (a committed link to `~/.bashrc`); an empty
+/// file is taken.
+pub fn open_writer(path: &Path) -> Result<Writer, CassetteError> {
+    if std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() > 0) {
+        if let Err(e) = load(path) {
+            let why = e.to_string();
+            let why = why.lines().next().unwrap_or_default();
+            return Err(CassetteError::Refused {
+                path: path.to_owned(),
+                why: format!(
+                    "it exists and is not a cassette this agentproxy reads ({why}); it is left as it is"
+                ),
+            });
+        }
+    }
+    Writer::open(path)
+}
+
 /// Load and version-check a cassette.
 pub fn load(path: &Path) -> Result<Cassette, CassetteError> {
     let bytes = Bytes::from(read(path)?);

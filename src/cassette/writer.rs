@@ -2,10 +2,9 @@
 //! recording is never thrown away at the end for a reason that was knowable at the start.
 //!
 //! - A path that exists and is not a regular file (a device, a FIFO, a directory) is
-//!   refused, and so is a file that is not a cassette (a committed link to `~/.bashrc`
-//!   must not replace it); an empty file is taken. A symlink is written through: its
-//!   target is replaced and the link kept, so a cassette shared by a link stays shared. A
-//!   dangling symlink is refused.
+//!   refused (and `store::open_writer` refuses a file that is not a cassette). A symlink
+//!   is written through: its target is replaced and the link kept, so a cassette shared by
+//!   a link stays shared. A dangling symlink is refused.
 //! - An advisory lock (`flock` on `.NAME.lock` beside the cassette) is held for the
 //!   writer's lifetime: a second writer of the same path fails at once. The kernel drops
 //!   the lock when the process dies, so a SIGKILLed writer never blocks the next one.
@@ -76,16 +75,6 @@ impl Writer {
                     target.display(),
                     kind_of(&m)
                 )))
-            }
-            Ok(m) if m.len() > 0 => {
-                if let Err(e) = super::store::load(&target) {
-                    let why = e.to_string();
-                    let why = why.lines().next().unwrap_or_default();
-                    return Err(refuse(format!(
-                        "{} exists and is not a cassette this agentproxy reads ({why}); it is left as it is",
-                        target.display()
-                    )));
-                }
             }
             Ok(_) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}

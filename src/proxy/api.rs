@@ -11,11 +11,10 @@ use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use serde_json::Value;
 
-use super::body::{json_response, ProxyBody};
+use super::body::{json_response, ProxyBody, HEADER_READ_TIMEOUT};
 use super::exchange::Exchange;
 use super::fault::{Due, Recorded};
 use super::replay::Replay;
-use super::server::HEADER_READ_TIMEOUT;
 use super::state::Proxy;
 use super::{miss, record, replay};
 use crate::cassette::Body;

@@ -12,6 +12,13 @@ use http_body_util::{combinators::BoxBody, BodyExt, Full};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
+/// How long a client may take to send a request's head (hyper's own default), its first
+/// byte (counted from accept), or each chunk of its body: a connection that trickles or
+/// stalls is closed. hyper also counts the wait for the next request on a kept-alive
+/// connection, so an idle connection is closed after this long, as servers commonly do;
+/// SDK clients then open a new one.
+pub(crate) const HEADER_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
 pub type ProxyBody = BoxBody<Bytes, std::io::Error>;
 
 pub fn full(bytes: Bytes) -> ProxyBody {

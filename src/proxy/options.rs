@@ -41,7 +41,7 @@ impl Mocked {
 
 /// Everything the proxy needs, fixed at start.
 pub struct Options {
-    /// What a request under the control prefix must present (see `route::SECRET_HEADER`).
+    /// What a request under the control prefix must present (see `secret::SECRET_HEADER`).
     pub secret: String,
     pub rules: Rules,
     pub secrets: Secrets,

@@ -18,18 +18,13 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::body::ProxyBody;
+use super::body::HEADER_READ_TIMEOUT;
 use super::service;
 use super::state::Proxy;
 
 /// How long in-flight requests may take to finish once shutdown starts (a second signal
 /// cuts it short).
 pub(crate) const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// How long a client may take to send a request's head (hyper's own default): a
-/// connection that trickles header bytes is closed. hyper also counts the wait for the
-/// next request on a kept-alive connection, so an idle connection is closed after this
-/// long, as servers commonly do; SDK clients then open a new one.
-pub(crate) const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The listen address could not be bound (or read back).
 #[derive(Debug, thiserror::Error)]

@@ -7,7 +7,8 @@ use http::{Request, Response, StatusCode};
 
 use super::api::{self, Head};
 use super::body::ProxyBody;
-use super::route::{self, Target};
+use super::route::Target;
+use super::secret;
 use super::state::Proxy;
 use super::upstream::LOOP_HEADER;
 use super::{mcp, mcp_http};
@@ -45,7 +46,7 @@ pub async fn handle(proxy: Arc<Proxy>, req: Request<hyper::body::Incoming>) -> R
         return refused;
     }
     match Target::of(&head.path) {
-        Target::McpStdio(_) if !route::presents(&parts.headers, &proxy.opts.secret) => {
+        Target::McpStdio(_) if !secret::presents(&parts.headers, &proxy.opts.secret) => {
             let why = format!(
                 "{} {} needs this session's secret",
                 head.method, head.stored_path

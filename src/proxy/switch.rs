@@ -16,7 +16,8 @@ use serde_json::Value;
 use super::body::{json_response, ProxyBody};
 use super::options::Options;
 use super::outcome::Outcome;
-use super::route::{self, Target, SECRET_HEADER};
+use super::route::Target;
+use super::secret::{self, SECRET_HEADER};
 use super::server::{self, BindError, Running, DRAIN_TIMEOUT};
 use super::service;
 use super::state::Proxy;
@@ -102,7 +103,7 @@ impl Switched {
                 async move {
                     // MCP stand-ins talk to the test's proxy, not to the harness.
                     match Target::of(req.uri().path()) {
-                        Target::Control(_) if !route::presents(req.headers(), &secret) => {
+                        Target::Control(_) if !secret::presents(req.headers(), &secret) => {
                             control_error(
                                 StatusCode::FORBIDDEN,
                                 &format!("the control endpoint needs the secret in {SECRET_HEADER}, which agentproxy serve gave in its listening line (a plugin older than control protocol 2 does not send it: install the agentproxy wheel of the same release as the binary)"),

@@ -137,7 +137,7 @@ impl Upstream {
                     .collect(),
             ),
             timeout,
-            hop: crate::proxy::new_secret().unwrap_or_else(|_| std::process::id().to_string()),
+            hop: super::secret::new_secret().unwrap_or_else(|_| std::process::id().to_string()),
         })
     }
 

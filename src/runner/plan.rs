@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use super::mocks::MockSet;
 use crate::cassette::format::{format_version, Upstreams};
-use crate::cassette::{Cassette, CassetteError, MatchRules, Writer};
+use crate::cassette::{store, Cassette, CassetteError, MatchRules, Writer};
 use crate::dialect;
 use crate::fault::CrashPoint;
 use crate::matching;
@@ -187,7 +187,7 @@ pub(crate) fn plan(setup: Setup, fwd: &Forwarding) -> Result<Plan, PlanError> {
         Use::Replay => (None, None),
         Use::Record | Use::Update => (
             Some(Upstream::new(&fwd.upstreams, fwd.upstream_timeout)?),
-            Some(Writer::open(&setup.path)?),
+            Some(store::open_writer(&setup.path)?),
         ),
     };
     let mocks = Arc::new(MockSet::new(&setup.tools));
