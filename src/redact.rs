@@ -57,6 +57,11 @@ impl Secrets {
                 pairs.push((value, format!("${{{name}}}")));
             }
         }
+        Secrets::sorted(pairs)
+    }
+
+    /// `pairs` longest needle first, each needle once.
+    fn sorted(mut pairs: Vec<(String, String)>) -> Secrets {
         pairs.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then_with(|| a.1.cmp(&b.1)));
         pairs.dedup_by(|a, b| a.0 == b.0);
         Secrets { pairs }
@@ -93,10 +98,7 @@ impl Secrets {
     /// These secrets and `other`'s.
     pub fn and(mut self, other: Secrets) -> Secrets {
         self.pairs.extend(other.pairs);
-        self.pairs
-            .sort_by(|a, b| b.0.len().cmp(&a.0.len()).then_with(|| a.1.cmp(&b.1)));
-        self.pairs.dedup_by(|a, b| a.0 == b.0);
-        self
+        Secrets::sorted(self.pairs)
     }
 
     /// Replace every secret value in `s` by its placeholder; `None` when nothing changed.
