@@ -26,6 +26,20 @@ fn run(args: &[&str], cwd: &Path) -> Run {
     }
 }
 
+/// `agentproxy record --cassette c.json` in `dir` as a daemon, its upstream a closed port.
+fn record_daemon(dir: &Path) -> Daemon {
+    Daemon::start(
+        &[
+            "record",
+            "--cassette",
+            "c.json",
+            "--upstream",
+            "http://127.0.0.1:9",
+        ],
+        dir,
+    )
+}
+
 /// `agentproxy record --cassette CASSETTE -- sh -c 'touch started'` in `cwd`: a program
 /// whose start leaves a trace.
 fn record_touching(cassette: &str, cwd: &Path) -> Run {
@@ -152,16 +166,7 @@ fn a_cassette_that_is_not_a_regular_file_is_never_read() {
 #[test]
 fn the_stand_ins_endpoint_asks_for_the_sessions_secret() {
     let dir = tempfile::tempdir().unwrap();
-    let d = Daemon::start(
-        &[
-            "record",
-            "--cassette",
-            "c.json",
-            "--upstream",
-            "http://127.0.0.1:9",
-        ],
-        dir.path(),
-    );
+    let d = record_daemon(dir.path());
     assert_eq!(d.secret.len(), 32, "a 128-bit secret in hex");
     let pair = br#"{"request": {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "t"}}, "response": {"jsonrpc": "2.0", "id": 1, "result": {}}, "latency_ms": 1}"#;
     let path = "/_agentproxy/mcp/mail/record";
@@ -520,16 +525,7 @@ fn an_upstream_that_stalls_after_the_head_times_out_and_fails_the_record() {
 #[test]
 fn nothing_recorded_says_what_happened_to_the_requests_that_came() {
     let dir = tempfile::tempdir().unwrap();
-    let d = Daemon::start(
-        &[
-            "record",
-            "--cassette",
-            "c.json",
-            "--upstream",
-            "http://127.0.0.1:9",
-        ],
-        dir.path(),
-    );
+    let d = record_daemon(dir.path());
     // The base URL without /v1: a common misconfiguration.
     let reply = support::http::post_json(&d.url, "/chat/completions", &chat("hi", false));
     assert_eq!(reply.status, 404);
@@ -1067,16 +1063,7 @@ fn an_mcp_servers_http_error_fails_the_recording_naming_it() {
 fn silent_and_stalled_connections_are_closed() {
     use std::io::{Read, Write};
     let dir = tempfile::tempdir().unwrap();
-    let d = Daemon::start(
-        &[
-            "record",
-            "--cassette",
-            "c.json",
-            "--upstream",
-            "http://127.0.0.1:9",
-        ],
-        dir.path(),
-    );
+    let d = record_daemon(dir.path());
     let addr = d.url.trim_start_matches("http://").to_owned();
     let probe = |half_body: bool| {
         let addr = addr.clone();
