@@ -1103,3 +1103,42 @@ fn silent_and_stalled_connections_are_closed() {
         }
     }
 }
+
+/// A stand-in started as another user below a replay cannot read the program's
+/// environment, but it can read agentproxy's command line above it: it starts nothing.
+#[test]
+fn a_stand_in_running_as_another_user_below_a_replay_starts_nothing() {
+    // SAFETY: geteuid only reads process state.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: switching to another user needs root");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o777)).unwrap();
+    // A copy the other user can reach, wherever the build directory is.
+    let standin = d.join("agentproxy");
+    std::fs::hard_link(bin(), &standin)
+        .or_else(|_| std::fs::copy(bin(), &standin).map(|_| ()))
+        .unwrap();
+    std::fs::write(d.join("c.json"), cassette_with("")).unwrap();
+    let script = format!(
+        "setpriv --reuid=65534 --regid=65534 --clear-groups env -i PATH=/usr/bin:/bin \
+         {} mcp --name db -- touch started",
+        standin.display()
+    );
+    let out = Command::new(bin())
+        .args(["replay", "--cassette", "c.json", "--", "sh", "-c", &script])
+        .current_dir(d)
+        .env_remove("AGENTPROXY_URL")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!d.join("started").exists(), "the real server ran: {stderr}");
+    assert!(
+        stderr.contains("is an agentproxy session (`")
+            && stderr.contains("not starting the server, in case this is a replay"),
+        "{stderr}"
+    );
+}

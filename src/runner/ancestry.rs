@@ -2,7 +2,9 @@
 //! start a server with a bare environment (the official Python SDK passes only HOME,
 //! PATH, SHELL, TERM, USER and LOGNAME), so `AGENTPROXY_URL` may not reach the stand-in;
 //! the program agentproxy started, among its ancestors, has it. Fail closed: an ancestor
-//! of ours whose environment cannot be read might be that program.
+//! of ours whose environment cannot be read might be that program, and an agentproxy
+//! session among our ancestors (its command line is readable by anyone) means a session
+//! whose URL did not reach us, whoever owns the processes in between.
 
 use std::path::Path;
 
@@ -64,7 +66,8 @@ pub fn find(own: &dyn Fn(&str) -> Option<String>, proc: &Path) -> Found {
                     });
                 }
             }
-            // Someone else's process cannot be one agentproxy started for us.
+            // Another user's process: agentproxy's own process above it says whether it
+            // might be a program agentproxy started.
             Err(_) if owner(&dir) != me => {}
             Err(e) => {
                 return Found::Unsure(format!(
@@ -72,11 +75,38 @@ pub fn find(own: &dyn Fn(&str) -> Option<String>, proc: &Path) -> Found {
                 ))
             }
         }
+        if let Some(command) = session_command(&dir) {
+            return Found::Unsure(format!(
+                "ancestor process {p} is an agentproxy session (`{command}`), and no process \
+                 between it and us has an {VAR} we can read"
+            ));
+        }
         pid = std::fs::read_to_string(dir.join("stat"))
             .ok()
             .and_then(|s| parent(&s));
     }
     Found::Unsure("the process tree is deeper than 256 ancestors".into())
+}
+
+/// The command line of an agentproxy process that runs a program (`record`, `replay`,
+/// `test`), read from `cmdline`, which any user may read.
+fn session_command(dir: &Path) -> Option<String> {
+    let comm = std::fs::read_to_string(dir.join("comm")).ok()?;
+    if comm.trim_end() != "agentproxy" {
+        return None;
+    }
+    let cmdline = std::fs::read(dir.join("cmdline")).ok()?;
+    let args: Vec<String> = cmdline
+        .split(|b| *b == 0)
+        .filter(|a| !a.is_empty())
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
+    let runs = args
+        .iter()
+        .skip(1)
+        .find(|a| !a.starts_with('-'))
+        .is_some_and(|sub| matches!(sub.as_str(), "record" | "replay" | "test"));
+    runs.then(|| args.join(" "))
 }
 
 fn owner(dir: &Path) -> Option<u32> {
@@ -134,6 +164,41 @@ mod tests {
             })
         );
         assert!(matches!(find(&|_| None, none), Found::Unsure(_)));
+    }
+
+    /// A fake `/proc`: us (parent 100), the program (parent 200) whose environment has no
+    /// session, and `agentproxy COMMAND` above it.
+    fn fake_proc(command: &[&str]) -> tempfile::TempDir {
+        let root = tempfile::tempdir().unwrap();
+        let write = |path: &str, body: &[u8]| {
+            let path = root.path().join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, body).unwrap();
+        };
+        write("self/stat", b"300 (agentproxy) S 100 300 300 0");
+        write("100/stat", b"100 (python3) S 200 100 100 0");
+        write("100/environ", b"HOME=/home/x\0PATH=/bin\0");
+        write("100/comm", b"python3\n");
+        write("200/stat", b"200 (agentproxy) S 1 200 200 0");
+        write("200/environ", b"HOME=/home/x\0");
+        write("200/comm", b"agentproxy\n");
+        write("200/cmdline", (command.join("\0") + "\0").as_bytes());
+        root
+    }
+
+    #[test]
+    fn an_agentproxy_session_above_us_whose_url_we_cannot_see_is_unsure() {
+        let proc = fake_proc(&["/usr/bin/agentproxy", "replay", "--", "python3", "app.py"]);
+        match find(&|_| None, proc.path()) {
+            Found::Unsure(why) => assert!(
+                why.contains("ancestor process 200 is an agentproxy session (`/usr/bin/agentproxy replay -- python3 app.py`)"),
+                "{why}"
+            ),
+            other => panic!("{other:?}"),
+        }
+        // Any other agentproxy command runs no program: nothing to find.
+        let proc = fake_proc(&["agentproxy", "mcp", "--", "server", "replay"]);
+        assert_eq!(find(&|_| None, proc.path()), Found::Nothing);
     }
 
     /// This test process's ancestors (cargo, a shell) are not in a session, unless the
