@@ -1142,3 +1142,89 @@ fn a_stand_in_running_as_another_user_below_a_replay_starts_nothing() {
         "{stderr}"
     );
 }
+
+/// A crash case whose request is held by a worker that left the program's process group
+/// (`setsid`): the kill reaches the worker too, so it neither gets an answer nor outlives
+/// the run, recording and replaying.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_crash_kills_the_worker_that_detached_with_setsid() {
+    let fake = support::fake_openai::FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_owned();
+    let agent = r#"
+import json, os, sys, time, urllib.request
+def ask():
+    body = json.dumps({"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]})
+    request = urllib.request.Request(
+        os.environ["OPENAI_BASE_URL"] + "/chat/completions", data=body.encode(),
+        headers={"content-type": "application/json", "authorization": "Bearer " + os.environ.get("OPENAI_API_KEY", "k")})
+    return urllib.request.urlopen(request, timeout=60).read()
+ask()
+pid = os.fork()
+if pid == 0:
+    os.setsid()
+    me = os.getpid()
+    open(f"worker-{me}", "w").close()
+    try:
+        ask()
+        open(f"answered-{me}", "w").close()
+        os._exit(0)
+    except Exception:
+        time.sleep(60)
+        os._exit(1)
+os.waitpid(pid, 0)
+print("done")
+"#;
+    std::fs::write(d.join("agent.py"), agent).unwrap();
+    std::fs::write(
+        d.join("s.yaml"),
+        "app:\n  command: [python3, agent.py]\ncases:\n  - name: detached\n    input: go\n    crash: {after: {request: 1}}\n",
+    )
+    .unwrap();
+    let upstream = fake.url();
+    let record = [
+        "test",
+        "s.yaml",
+        "--mode",
+        "record",
+        "--upstream",
+        &upstream,
+    ];
+    for args in [&record[..], &["test", "s.yaml", "--mode", "replay"]] {
+        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        let cwd = d.clone();
+        let r = tokio::task::spawn_blocking(move || {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            run(&args, &cwd)
+        })
+        .await
+        .unwrap();
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        let named = |prefix: &str| -> Vec<u32> {
+            std::fs::read_dir(&d)
+                .unwrap()
+                .filter_map(|e| {
+                    let name = e.unwrap().file_name().into_string().unwrap();
+                    name.strip_prefix(prefix)?.parse().ok()
+                })
+                .collect()
+        };
+        let (workers, answered) = (named("worker-"), named("answered-"));
+        assert_eq!(workers.len(), 2, "{workers:?}");
+        assert_eq!(answered.len(), 1, "only the restart's worker: {answered:?}");
+        let killed = workers.iter().find(|w| !answered.contains(w)).unwrap();
+        let stat = std::fs::read_to_string(format!("/proc/{killed}/stat")).unwrap_or_default();
+        assert!(
+            stat.is_empty() || stat.contains(") Z "),
+            "the detached worker {killed} outlived the run: {stat}"
+        );
+        for e in std::fs::read_dir(&d).unwrap() {
+            let path = e.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if name.starts_with("worker-") || name.starts_with("answered-") {
+                std::fs::remove_file(path).unwrap();
+            }
+        }
+    }
+    fake.stop().await;
+}

@@ -8,6 +8,7 @@
 
 use std::path::Path;
 
+use super::procfs::{parent, variable};
 use crate::proxy::SECRET_VAR;
 
 /// The variable that names the session.
@@ -114,39 +115,9 @@ fn owner(dir: &Path) -> Option<u32> {
     std::fs::metadata(dir).ok().map(|m| m.uid())
 }
 
-/// The parent pid in a `/proc/PID/stat` line: the second field after the command name,
-/// which is in parentheses and may itself hold spaces and parentheses.
-fn parent(stat: &str) -> Option<u32> {
-    let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(1)?.parse().ok()
-}
-
-/// `name`'s value in a NUL-separated environment block.
-fn variable(environ: &[u8], name: &str) -> Option<String> {
-    environ.split(|b| *b == 0).find_map(|entry| {
-        let value = entry.strip_prefix(name.as_bytes())?.strip_prefix(b"=")?;
-        Some(String::from_utf8_lossy(value).into_owned()).filter(|v| !v.trim().is_empty())
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_parent_is_read_past_a_command_with_parentheses() {
-        assert_eq!(parent("4242 (python3) S 4100 4242 4100 0"), Some(4100));
-        assert_eq!(parent("7 (a) b) (c) R 12 7 7"), Some(12));
-        assert_eq!(parent("garbage"), None);
-    }
-
-    #[test]
-    fn a_variable_is_found_in_an_environment_block() {
-        let env = b"HOME=/root\0AGENTPROXY_URLX=no\0AGENTPROXY_URL=http://127.0.0.1:5\0";
-        assert_eq!(variable(env, VAR).as_deref(), Some("http://127.0.0.1:5"));
-        assert_eq!(variable(b"AGENTPROXY_URL=\0", VAR), None);
-        assert_eq!(variable(b"", VAR), None);
-    }
 
     #[test]
     fn our_own_variable_comes_first_and_a_missing_proc_is_unsure() {

@@ -41,6 +41,12 @@ pub fn judge(
             "crash after {after}: the program made no request after it, so it was never killed"
         )),
     }
+    if let Some(k) = killed.filter(|k| !k.survivors.is_empty()) {
+        problems.push(format!(
+            "crash after {after}: process(es) of the program survived the kill: {}",
+            k.survivors.join(", ")
+        ));
+    }
     let split = crashed.before.min(exchanges.len());
     let (first, second) = exchanges.split_at(split);
     let earlier = Executions::pair(first).all;
@@ -248,6 +254,22 @@ mod tests {
         assert!(v.report.repeated.is_empty());
         assert_eq!(v.report.after, "executed send_email");
         assert_eq!(v.report.held.as_deref(), Some("POST /v1/chat/completions"));
+    }
+
+    #[test]
+    fn a_process_that_survived_the_kill_fails_the_case() {
+        let c = case("");
+        let (exchanges, before) = run(&[]);
+        let killed = Killed {
+            survivors: vec!["4242 (worker)".into()],
+            ..Killed::default()
+        };
+        let crash = c.crash.clone().unwrap();
+        let v = judge(&c, &crash, &crashed(before), Some(&killed), &exchanges);
+        assert_eq!(
+            v.problems,
+            ["crash after executed send_email: process(es) of the program survived the kill: 4242 (worker)"]
+        );
     }
 
     #[test]

@@ -13,8 +13,16 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout};
 use tokio::time::Instant;
 
+use super::reap;
+
 /// How long an exited program's stderr may take to reach its end of file.
 const STDERR_DRAIN: Duration = Duration::from_millis(500);
+
+/// Where the process table is.
+const PROC: &str = "/proc";
+
+/// How long killed processes may take to die before they count as survivors.
+const KILL_WAIT: Duration = Duration::from_secs(2);
 
 /// Lines of stderr kept for the report of a crashed or timed-out program.
 const STDERR_TAIL: usize = 40;
@@ -97,13 +105,17 @@ pub struct Running {
     last_line: Option<String>,
     /// What it printed since the last reply line (kept when a read is cancelled).
     printed: String,
+    /// The mark of its processes ([`reap::MARK`]).
+    mark: String,
 }
 
-/// What a killed program had printed: since its last reply line, and the tail of stderr.
+/// What a killed program had printed: since its last reply line, and the tail of stderr;
+/// and its processes still running after the kill, as `PID (command)`.
 #[derive(Debug, Clone, Default)]
 pub struct Killed {
     pub output: String,
     pub stderr: String,
+    pub survivors: Vec<String>,
 }
 
 /// How the program ended.
@@ -151,6 +163,8 @@ impl CommandApp {
         if let Some(input) = first_input {
             cmd.env("AGENTPROXY_INPUT", input);
         }
+        let mark = reap::new_mark();
+        cmd.env(reap::MARK, &mark);
         let mut child = cmd.spawn().map_err(|source| DriveError::Spawn {
             program: program.clone(),
             source,
@@ -184,6 +198,7 @@ impl CommandApp {
             started: std::time::Instant::now(),
             last_line: None,
             printed: String::new(),
+            mark,
         })
     }
 }
@@ -265,27 +280,32 @@ impl Running {
         })
     }
 
-    /// Kill the program's process group and wait for it to die: what it had printed.
+    /// Kill the program and every process it left, and wait for them to die: what it
+    /// had printed, and what did not die.
     pub async fn kill(&mut self) -> Killed {
-        self.kill_group();
+        let signalled = self.kill_all();
         let _ = self.child.wait().await;
+        let proc = std::path::Path::new(PROC);
+        let until = Instant::now() + KILL_WAIT;
+        let mut survivors = reap::alive(proc, &signalled);
+        while !survivors.is_empty() && Instant::now() < until {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            survivors = reap::alive(proc, &signalled);
+        }
         Killed {
             output: std::mem::take(&mut self.printed),
             stderr: self.drained_stderr().await,
+            survivors,
         }
     }
 
-    fn kill_group(&mut self) {
-        if let Some(pid) = self.child.id().and_then(|p| libc::pid_t::try_from(p).ok()) {
-            // SAFETY: signalling the process group we created; no memory is touched.
-            unsafe {
-                libc::kill(-pid, libc::SIGKILL);
-            }
-        }
+    /// Stop and kill the program's processes (see [`reap`]); what was signalled.
+    fn kill_all(&mut self) -> std::collections::BTreeSet<u32> {
+        reap::kill(std::path::Path::new(PROC), self.child.id(), &self.mark)
     }
 
     fn timeout(&mut self, limit: String, waiting: String) -> DriveError {
-        self.kill_group();
+        self.kill_all();
         DriveError::Timeout {
             secs: self.started.elapsed().as_secs_f64(),
             limit,
@@ -308,6 +328,14 @@ impl Running {
     fn stderr_tail(&self) -> String {
         let t = self.stderr.lock().unwrap_or_else(|p| p.into_inner());
         t.iter().map(|l| format!("{l}\n")).collect()
+    }
+}
+
+/// A case's end, however it ends, stops whatever its program left running: a worker or a
+/// daemon it detached would otherwise outlive the run.
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.kill_all();
     }
 }
 

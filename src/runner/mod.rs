@@ -11,6 +11,8 @@ pub mod evaluate;
 mod fuzz;
 pub mod mocks;
 pub(crate) mod plan;
+mod procfs;
+mod reap;
 pub mod upstreams;
 pub mod url;
 mod verdict;
