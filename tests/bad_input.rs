@@ -213,9 +213,10 @@ fn daemon_replay_answers_bad_requests_in_the_provider_shape() {
     assert_eq!(ok.status, 200, "{}", ok.text());
     assert_eq!(ok.json()["choices"][0]["message"]["content"], "hello");
 
+    // Not JSON: a plain HTTP request, which this cassette did not record.
     let bad = http::request(&d.url, "POST", "/v1/chat/completions", &[], b"{\"model\": ");
     assert_eq!(bad.status, 400);
-    assert_eq!(bad.json()["error"]["type"], "invalid_request_error");
+    assert_eq!(bad.json()["error"]["type"], "agentproxy_cassette_miss");
 
     let big = json!({"model": "m", "messages": [{"role": "user", "content": "x".repeat(5000)}]});
     let too_big = http::post_json(&d.url, "/v1/chat/completions", &big);
@@ -269,4 +270,84 @@ fn unused_recordings_are_listed() {
         err.contains("unused #0 POST /v1/chat/completions (openai.chat)"),
         "{err}"
     );
+}
+
+/// A model request whose body its dialect cannot read (Ollama's and Azure's here) is not
+/// refused: it reaches the upstream, and is recorded and replayed as plain HTTP, with a
+/// warning that says so.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_model_request_that_is_not_json_is_recorded_and_replayed_as_plain_http() {
+    let ollama = support::fake_ollama::FakeOllama::start().await;
+    let openai = support::fake_openai::FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_owned();
+    let (ollama_up, azure_up) = (
+        format!("ollama={}", ollama.url()),
+        format!("azure={}", openai.url()),
+    );
+    let paths = [
+        "/api/chat",
+        "/openai/deployments/gpt-4o/chat/completions?api-version=2024-10-21",
+    ];
+    let record = [
+        "record",
+        "--cassette",
+        "c.json",
+        "--upstream",
+        &ollama_up,
+        "--upstream",
+        &azure_up,
+    ];
+    let replay = ["replay", "--cassette", "c.json"];
+    let mut answers = Vec::new();
+    for args in [&record[..], &replay[..]] {
+        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        let cwd = d.clone();
+        let (got, code, stderr) = tokio::task::spawn_blocking(move || {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let daemon = Daemon::start(&args, &cwd);
+            let got: Vec<(u16, String)> = paths
+                .iter()
+                .map(|p| {
+                    let r = http::request(&daemon.url, "POST", p, &[], b"{\"model\": ");
+                    (r.status, r.text())
+                })
+                .collect();
+            let (code, stderr) = daemon.interrupt();
+            (got, code, stderr)
+        })
+        .await
+        .unwrap();
+        assert_eq!(code, 0, "{stderr}");
+        for (path, route) in [
+            ("/api/chat", "ollama.chat"),
+            ("/openai/deployments/gpt-4o/chat/completions", "openai.chat"),
+        ] {
+            assert!(
+                stderr.contains(&format!("agentproxy: warning: POST {path}"))
+                    && stderr.contains(&format!("plain HTTP, not as {route}")),
+                "{stderr}"
+            );
+        }
+        answers.push(got);
+    }
+    assert_eq!(answers[0], answers[1], "replayed as recorded");
+    assert_eq!(
+        answers[0][0].0, 400,
+        "Ollama's own answer: {:?}",
+        answers[0]
+    );
+    assert!(answers[0][0].1.contains("\"error\""), "{:?}", answers[0]);
+    let cassette: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("c.json")).unwrap()).unwrap();
+    let routes: Vec<&str> = cassette["interactions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["route"].as_str().unwrap())
+        .collect();
+    assert_eq!(routes, ["http", "http"]);
+    assert_eq!(ollama.requests().len(), 1, "the upstream got the request");
+    ollama.stop().await;
+    openai.stop().await;
 }

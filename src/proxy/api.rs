@@ -112,15 +112,11 @@ pub(super) async fn handle(
     let route = Route::of(&head.method, &head.path);
     let counted = route.requires_json().then(|| proxy.count_model_request());
     let due = counted.and_then(|c| proxy.faults.due(c.nth, c.turn, c.nth_in_turn));
-    match answer_request(proxy, head, headers, (seq, route, raw), due).await {
-        Ok(resp) => {
-            if let Some(c) = counted {
-                proxy.answered(c.nth, &resp);
-            }
-            resp
-        }
-        Err(refused) => refused,
+    let resp = answer_request(proxy, head, headers, (seq, route, raw), due).await;
+    if let Some(c) = counted {
+        proxy.answered(c.nth, &resp);
     }
+    resp
 }
 
 /// Why a request body could not be read.
@@ -156,28 +152,31 @@ async fn read_request_body(body: Incoming, max: usize) -> Result<Bytes, BodyErro
 }
 
 /// Answer the request numbered `seq`: byte-identical to a recording, as it was recorded
-/// (unless a fault is due); else prepared, through the fault layer. `Err`: refused before
-/// it could be answered (its body is not JSON), so no answer is noted for it.
+/// (unless a fault is due); else prepared, through the fault layer.
 async fn answer_request(
     proxy: &Arc<Proxy>,
     head: Head,
     headers: HeaderMap,
     (seq, route, raw): (u64, Route, Bytes),
     due: Option<Due>,
-) -> Result<Response<ProxyBody>, Response<ProxyBody>> {
+) -> Response<ProxyBody> {
     if due.is_none() {
         if let Some(resp) = serve_identical(proxy, &head, seq, route, &raw).await {
-            return Ok(resp);
+            return resp;
         }
     }
-    let (raw, stored, digest) = match prepare_body(proxy, route, raw) {
-        Ok(b) => b,
+    let (route, (raw, stored, digest)) = match prepare_body(proxy, route, raw.clone()) {
+        Ok(b) => (route, b),
+        // What the dialect cannot read is still the program's request: it goes on as plain
+        // HTTP (the upstream answers it, the cassette keeps it), with a word on stderr.
         Err(e) => {
-            let why = format!(
-                "the request body is not valid JSON ({e}); nothing was forwarded or recorded"
+            eprintln!(
+                "agentproxy: warning: {} {}: the body is not JSON ({e}), so it is recorded and replayed as plain HTTP, not as {}",
+                head.method,
+                head.stored_path,
+                route.name()
             );
-            let kind = "invalid_request_error";
-            return Err(refuse(proxy, &head, StatusCode::BAD_REQUEST, kind, why));
+            (Route::Http, plain_body(proxy, raw))
         }
     };
     let key = matching::request_key(
@@ -202,9 +201,9 @@ async fn answer_request(
         key,
     };
     let recorded = |ex: &Exchange| would_get(proxy, ex);
-    Ok((proxy.faults)
+    (proxy.faults)
         .layer(ex, due, recorded, |ex| answer(proxy, ex))
-        .await)
+        .await
 }
 
 /// The fast path of replay (see [`Replay::take_identical`]): not with tool mocks (they
@@ -305,15 +304,11 @@ pub(super) fn refuse(
 }
 
 /// The bytes to forward, the body as it will be stored and keyed, and the digest of the
-/// bytes when they held no secret. A JSON body (model routes must be JSON) gets its tool
-/// results mocked first, so the mock is what is matched, recorded and forwarded; then
+/// bytes when they held no secret. A JSON body gets its tool results mocked first, so the mock is what is matched, recorded and forwarded; then
 /// secret values become `${NAME}` in the stored copy.
 type Prepared = (Bytes, Option<Body>, Option<u128>);
 
 fn prepare_body(proxy: &Proxy, route: Route, raw: Bytes) -> Result<Prepared, serde_json::Error> {
-    if raw.is_empty() && !route.requires_json() {
-        return Ok((raw, None, None));
-    }
     match serde_json::from_slice::<Value>(&raw) {
         Ok(mut v) => {
             let mut raw = raw;
@@ -334,15 +329,22 @@ fn prepare_body(proxy: &Proxy, route: Route, raw: Bytes) -> Result<Prepared, ser
                 .then(|| matching::key::body_digest(&raw));
             Ok((raw, Some(Body::Json(v.into())), digest))
         }
+        // A model route's dialect needs JSON: its caller goes on as plain HTTP.
         Err(e) if route.requires_json() => Err(e),
-        Err(_) => {
-            let stored = match Body::from_bytes(&raw) {
-                Body::Text(t) => Body::Text(proxy.opts.secrets.redact_str(&t).unwrap_or(t)),
-                other => other,
-            };
-            Ok((raw, Some(stored), None))
-        }
+        Err(_) => Ok(plain_body(proxy, raw)),
     }
+}
+
+/// A body that is not JSON, as it is forwarded and stored (text with its secrets redacted).
+fn plain_body(proxy: &Proxy, raw: Bytes) -> Prepared {
+    if raw.is_empty() {
+        return (raw, None, None);
+    }
+    let stored = match Body::from_bytes(&raw) {
+        Body::Text(t) => Body::Text(proxy.opts.secrets.redact_str(&t).unwrap_or(t)),
+        other => other,
+    };
+    (raw, Some(stored), None)
 }
 
 /// A miss: report it (stderr and the outcome) and answer a non-retryable 4xx in the

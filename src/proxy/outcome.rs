@@ -21,7 +21,7 @@ pub struct Outcome {
     pub missed_turns: BTreeSet<usize>,
     pub upstream_errors: Vec<String>,
     /// Requests the proxy answered with an error of its own (not an API path, a body too
-    /// large or not JSON), each as `POST /path: why`.
+    /// large), each as `POST /path: why`.
     pub rejected: Vec<String>,
     /// Replayable interactions never served, as `#3 POST /v1/chat/completions (openai.chat)`.
     pub unused: Vec<String>,
