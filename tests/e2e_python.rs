@@ -373,6 +373,8 @@ async fn ollama_records_and_replays_tools_streams_and_plain_http() {
         "whole reply: It is 18°C and sunny in Paris. It is 22°C and cloudy in Tokyo.\n",
         "stream delta: 'sunny '\n",
         "stream reply: It is 18°C and sunny in Paris. It is 22°C and cloudy in Tokyo.\n",
+        "generate whole: You said: Why is the sky blue? (stop, 10 tokens)\n",
+        "generate stream: ['You ', 'said: ', 'Say ', 'hi', '']\n",
         "models: llama3.2:latest\n",
         "embedding dims: 3\n",
     ] {
@@ -396,6 +398,8 @@ async fn ollama_records_and_replays_tools_streams_and_plain_http() {
             ("ollama.chat", false),
             ("ollama.chat", true),
             ("ollama.chat", true),
+            ("ollama.generate", false),
+            ("ollama.generate", true),
             ("http", false),
             ("http", false)
         ]

@@ -47,17 +47,20 @@ pub enum Route {
     GeminiGenerate,
     /// `POST /api/chat` (Ollama's native API)
     OllamaChat,
+    /// `POST /api/generate` (Ollama's completion API)
+    OllamaGenerate,
     /// Any other path, recorded and replayed as plain HTTP.
     Http,
 }
 
 /// Every model route, for tables and tests.
-pub const MODEL_ROUTES: [Route; 5] = [
+pub const MODEL_ROUTES: [Route; 6] = [
     Route::OpenAiChat,
     Route::OpenAiResponses,
     Route::AnthropicMessages,
     Route::GeminiGenerate,
     Route::OllamaChat,
+    Route::OllamaGenerate,
 ];
 
 impl Route {
@@ -73,6 +76,8 @@ impl Route {
             Route::GeminiGenerate
         } else if path == "/api/chat" {
             Route::OllamaChat
+        } else if path == "/api/generate" {
+            Route::OllamaGenerate
         } else if path == "/v1/messages" {
             // Exact: OpenAI's `POST /v1/threads/{id}/messages` ends the same way.
             Route::AnthropicMessages
@@ -89,6 +94,7 @@ impl Route {
             Route::AnthropicMessages => Some(&anthropic::Anthropic),
             Route::GeminiGenerate => Some(&gemini::Gemini),
             Route::OllamaChat => Some(&ollama::Ollama),
+            Route::OllamaGenerate => Some(&ollama::Generate),
             Route::Http => None,
         }
     }

@@ -3,7 +3,8 @@
 Two runs until the model stops calling tools: not streamed (`stream=False`), then
 streamed (the client's chunks, each printed as it arrives); the assistant message is sent
 back as the client returned it and each result as `role: tool` with its `tool_name`, as
-Ollama's docs show. Then the plain-HTTP side of the API: the model list and an embedding.
+Ollama's docs show. Then a completion (`generate`), whole and streamed, and the
+plain-HTTP side of the API: the model list and an embedding.
 
 The client reads OLLAMA_HOST, which agentproxy sets. Everything printed is deterministic.
 """
@@ -53,6 +54,10 @@ def main():
     client = Client()
     if not (loop(client, "whole", stream=False) and loop(client, "stream", stream=True)):
         return 1
+    done = client.generate(model=MODEL, prompt="Why is the sky blue?", stream=False)
+    print(f"generate whole: {done.response} ({done.done_reason}, {done.eval_count} tokens)")
+    pieces = [c.response for c in client.generate(model=MODEL, prompt="Say hi", stream=True)]
+    print(f"generate stream: {pieces!r}")
     print("models:", " ".join(m.model for m in client.list().models))
     print("embedding dims:", len(client.embed(model="all-minilm", input="hi").embeddings[0]))
     return 0

@@ -10,6 +10,9 @@
 //!   servers send them), and a last chunk with `done: true`, `done_reason` and the counts.
 //!   Every chunk carries a fresh `created_at`, and the last one fresh durations: the
 //!   volatile values a replay must not key on.
+//! - `POST /api/generate`: the prompt echoed (`You said: …`), a stream unless
+//!   `"stream": false`, each chunk a word of `response`, the last with `done: true`, the
+//!   counts and a `context`.
 //! - `GET /api/tags`, `GET /api/version`, `POST /api/show`, `POST /api/embed`: fixed
 //!   answers.
 //! - Errors as Ollama gives them: `{"error": "…"}` with 404 for an unknown model
@@ -144,11 +147,16 @@ async fn handle(log: &Mutex<Vec<LoggedRequest>>, req: Request<Incoming>) -> Resp
     });
     let post = parts.method == Method::POST;
     match (&parts.method, parts.uri.path()) {
-        (_, "/api/chat" | "/api/show" | "/api/embed") if post && json.is_none() => error(
-            StatusCode::BAD_REQUEST,
-            "invalid character looking for beginning of value",
-        ),
+        (_, "/api/chat" | "/api/generate" | "/api/show" | "/api/embed")
+            if post && json.is_none() =>
+        {
+            error(
+                StatusCode::BAD_REQUEST,
+                "invalid character looking for beginning of value",
+            )
+        }
         (_, "/api/chat") if post => chat(json.as_ref().unwrap_or(&Value::Null)),
+        (_, "/api/generate") if post => generate(json.as_ref().unwrap_or(&Value::Null)),
         (&Method::GET, "/api/tags") => whole(json!({"models": [{
             "name": "llama3.2:latest", "model": "llama3.2:latest",
             "modified_at": "2026-11-01T10:00:00Z", "size": 2019393189,
@@ -269,6 +277,35 @@ fn chat(request: &Value) -> Response<Body> {
         lines.push(chunk(json!({"role": "assistant", "content": word})));
     }
     lines.push(last_chunk);
+    ndjson(lines)
+}
+
+/// The completion API: the prompt echoed, word by word when streamed.
+fn generate(request: &Value) -> Response<Body> {
+    let model = request["model"].as_str().unwrap_or_default();
+    let prompt = request["prompt"].as_str().unwrap_or_default();
+    let text = format!("You said: {prompt}");
+    let last_chunk = json!({
+        "model": model, "created_at": created_at(), "response": "",
+        "done": true, "done_reason": "stop", "context": [1, 2, prompt.len()],
+        "total_duration": now() % 1_000_000_000, "load_duration": 1_000_000,
+        "prompt_eval_count": 10 + prompt.len() / 4, "eval_count": 3 + text.len() / 4,
+    });
+    if request["stream"] == false {
+        let mut answer = last_chunk;
+        answer["response"] = json!(text);
+        return whole(answer);
+    }
+    let mut lines: Vec<Value> = text
+        .split_inclusive(' ')
+        .map(|word| json!({"model": model, "created_at": created_at(), "response": word, "done": false}))
+        .collect();
+    lines.push(last_chunk);
+    ndjson(lines)
+}
+
+/// A stream of these objects, one per line, as Ollama sends it.
+fn ndjson(lines: Vec<Value>) -> Response<Body> {
     let frames = lines
         .into_iter()
         .map(|l| Ok::<_, Infallible>(Frame::data(Bytes::from(format!("{l}\n")))));

@@ -2,15 +2,18 @@
 //! `"stream": false`), the near-miss envelope, the neutral model call, the conversation
 //! (`messages`), tool results rewritten for mocks, and Ollama's error shape
 //! (`{"error": "…"}`). Streams are newline-delimited JSON chunks, assembled and
-//! synthesized in [`stream`]. The rest of `/api/…` (generate, embed, tags, show) is plain
-//! HTTP.
+//! synthesized in [`stream`]. The completion API (`POST /api/generate`) is [`generate`];
+//! the rest of `/api/…` (embed, tags, show) is plain HTTP.
 //!
 //! Ollama's tool calls carry object arguments and usually no id (the Python client drops
 //! the one newer servers send), and a result (`role: tool`) names its tool at best. So a
 //! result answers a call by position: the k-th `tool` message after an assistant message
 //! answers that message's k-th call.
 
+mod generate;
 mod stream;
+
+pub(crate) use generate::Generate;
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
@@ -113,25 +116,11 @@ impl Dialect for Ollama {
     }
 
     fn fault_error(&self, fault: ErrorFault) -> (u16, Value) {
-        let (status, message) = match fault {
-            ErrorFault::RateLimit => (429, "too many requests"),
-            ErrorFault::Overloaded => (503, "server busy, please try again"),
-            ErrorFault::ServerError(status) => (status, "an internal server error occurred"),
-        };
-        (status, error_body(&format!("{message} {INJECTED}")))
+        fault_error(fault)
     }
 
-    /// A line whose object is an error: Ollama's server ends a broken stream with one, and
-    /// the clients raise on it.
     fn stream_error(&self) -> SseEvent {
-        SseEvent {
-            event: None,
-            id: None,
-            data: error_body(&format!(
-                "an error was encountered while running the model {INJECTED}"
-            ))
-            .to_string(),
-        }
+        stream_error()
     }
 
     /// The call is `message.tool_calls[nth]`, its arguments an object; a length stop ends
@@ -159,6 +148,29 @@ impl Dialect for Ollama {
             calls.truncate(nth + 1);
             response["done_reason"] = json!("length");
         }
+    }
+}
+
+/// An error fault as Ollama's server answers one.
+fn fault_error(fault: ErrorFault) -> (u16, Value) {
+    let (status, message) = match fault {
+        ErrorFault::RateLimit => (429, "too many requests"),
+        ErrorFault::Overloaded => (503, "server busy, please try again"),
+        ErrorFault::ServerError(status) => (status, "an internal server error occurred"),
+    };
+    (status, error_body(&format!("{message} {INJECTED}")))
+}
+
+/// A line whose object is an error: Ollama's server ends a broken stream with one, and the
+/// clients raise on it.
+fn stream_error() -> SseEvent {
+    SseEvent {
+        event: None,
+        id: None,
+        data: error_body(&format!(
+            "an error was encountered while running the model {INJECTED}"
+        ))
+        .to_string(),
     }
 }
 
