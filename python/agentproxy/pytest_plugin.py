@@ -32,9 +32,9 @@ def pytest_addoption(parser):
     group.addoption("--agentproxy-upstream", action="append", default=None,
                     metavar="[PROVIDER=]URL",
                     help="upstream a provider records from: URL for the OpenAI-compatible "
-                         "API, PROVIDER=URL for openai, anthropic, gemini, azure or ollama; "
-                         "repeat for several (default: each provider's AGENTPROXY_*_UPSTREAM "
-                         "variable, see agentproxy record --help)")
+                         "API, PROVIDER=URL for any provider agentproxy record --help lists "
+                         "(agentproxy serve checks it); repeat for several (default: each "
+                         "provider's AGENTPROXY_*_UPSTREAM variable)")
     group.addoption("--agentproxy-anthropic-upstream", default=None,
                     help="the same as --agentproxy-upstream anthropic=URL")
     parser.addini("agentproxy_mode", "default --agentproxy-mode", default=None)
