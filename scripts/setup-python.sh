@@ -1,15 +1,13 @@
 #!/usr/bin/env bash
-# Creates .venv at the repository root with the Python packages the end-to-end tests
-# use (tests/e2e/requirements.txt). Idempotent: it rebuilds the venv only when it is
-# missing or the requirements changed since it was built, so CI can call it every run.
+# Creates .venv and .venv-sk at the repository root with the Python packages the
+# end-to-end tests use (tests/e2e/requirements.txt, tests/e2e/requirements-sk.txt).
+# Idempotent: it rebuilds a venv only when it is missing or its requirements changed since
+# it was built, so CI can call it every run.
 #
 # Usage: scripts/setup-python.sh        (PYTHON=python3.12 to choose the interpreter)
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-venv="$root/.venv"
-requirements="$root/tests/e2e/requirements.txt"
-stamp="$venv/.requirements.sha256"
 
 python="${PYTHON:-}"
 if [[ -z "$python" ]]; then
@@ -30,16 +28,24 @@ if ! "$python" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 9) else 1)'
     exit 1
 fi
 
-wanted="$(sha256sum "$requirements" | cut -d' ' -f1)"
-if [[ -x "$venv/bin/python" && -f "$stamp" && "$(cat "$stamp")" == "$wanted" ]]; then
-    echo "setup-python: $venv is up to date"
-    exit 0
-fi
+# One venv per requirements file: .venv (tests/e2e/requirements.txt) and .venv-sk
+# (tests/e2e/requirements-sk.txt: Semantic Kernel, whose pins conflict with the main ones).
+setup() {
+    local venv="$1" requirements="$2"
+    local stamp="$venv/.requirements.sha256" wanted
+    wanted="$(sha256sum "$requirements" | cut -d' ' -f1)"
+    if [[ -x "$venv/bin/python" && -f "$stamp" && "$(cat "$stamp")" == "$wanted" ]]; then
+        echo "setup-python: $venv is up to date"
+        return
+    fi
+    echo "setup-python: creating $venv with $("$python" --version 2>&1)"
+    rm -rf "$venv"
+    "$python" -m venv "$venv"
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$requirements"
+    # Written last, so an interrupted install is redone on the next call.
+    echo "$wanted" >"$stamp"
+    echo "setup-python: installed $(grep -v '^#' "$requirements" | tr '\n' ' ')"
+}
 
-echo "setup-python: creating $venv with $("$python" --version 2>&1)"
-rm -rf "$venv"
-"$python" -m venv "$venv"
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$requirements"
-# Written last, so an interrupted install is redone on the next call.
-echo "$wanted" >"$stamp"
-echo "setup-python: installed $(grep -v '^#' "$requirements" | tr '\n' ' ')"
+setup "$root/.venv" "$root/tests/e2e/requirements.txt"
+setup "$root/.venv-sk" "$root/tests/e2e/requirements-sk.txt"

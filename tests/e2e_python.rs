@@ -1,5 +1,5 @@
-//! End-to-end tests with the real `openai` Python SDK (also its Azure OpenAI clients) and
-//! the `ollama` client: each agent in `tests/e2e/` is recorded through the `agentproxy`
+//! End-to-end tests with the real `openai` Python SDK (also its Azure OpenAI clients), the
+//! `ollama` client and Semantic Kernel (in `.venv-sk`): each agent in `tests/e2e/` is recorded through the `agentproxy`
 //! binary against a fake upstream, then replayed from the cassette with no upstream and no
 //! API key, and must print exactly the same thing.
 //!
@@ -28,13 +28,18 @@ fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The venv's interpreter, or `None` when the tests are skipped on purpose.
+/// The main venv's interpreter, or `None` when the tests are skipped on purpose.
 fn python() -> Option<PathBuf> {
+    python_in(".venv")
+}
+
+/// The interpreter of the venv `venv` at the repository root (see scripts/setup-python.sh).
+fn python_in(venv: &str) -> Option<PathBuf> {
     if std::env::var_os("AGENTPROXY_SKIP_PYTHON_E2E").is_some_and(|v| v == "1") {
         eprintln!("AGENTPROXY_SKIP_PYTHON_E2E=1: skipping the Python end-to-end test");
         return None;
     }
-    let python = repo().join(".venv/bin/python");
+    let python = repo().join(venv).join("bin/python");
     assert!(
         python.exists(),
         "{} is missing: run scripts/setup-python.sh to install the openai SDK \
@@ -420,6 +425,77 @@ async fn ollama_records_and_replays_tools_streams_and_plain_http() {
     fake.stop().await;
     let mut args: Vec<OsString> = vec!["replay".into()];
     args.extend(program(&cassette));
+    let replayed = agentproxy(args, &[]).await;
+    assert!(replayed.status.success(), "replay failed: {replayed}");
+    assert_eq!(replayed.stdout, recorded.stdout);
+}
+
+/// Semantic Kernel's OpenAI, Azure OpenAI and Ollama connectors, the kernel calling the
+/// tool itself (automatic function calling), streamed and not: recorded against the
+/// fakes, replayed with them stopped and no key, the same output.
+#[tokio::test(flavor = "multi_thread")]
+async fn semantic_kernel_connectors_record_and_replay() {
+    let Some(python) = python_in(".venv-sk") else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("failed to create a temp dir");
+    let cassette = dir.path().join("c.json");
+    let (openai, ollama) = (FakeOpenAi::start().await, FakeOllama::start().await);
+    let program: Vec<OsString> = vec![
+        "--cassette".into(),
+        cassette.clone().into(),
+        "--".into(),
+        python.into(),
+        script("sk_agent.py"),
+    ];
+    let mut args: Vec<OsString> = vec!["record".into(), "--upstream".into(), openai.url().into()];
+    for upstream in [
+        format!("azure={}", openai.url()),
+        format!("ollama={}", ollama.url()),
+    ] {
+        args.extend(["--upstream".into(), upstream.into()]);
+    }
+    args.extend(program.clone());
+    let keys = [
+        ("OPENAI_API_KEY", API_KEY),
+        ("AZURE_OPENAI_API_KEY", API_KEY),
+    ];
+    let recorded = agentproxy(args, &keys).await;
+    assert!(recorded.status.success(), "record failed: {recorded}");
+    for connector in ["openai", "azure", "ollama"] {
+        for how in ["whole", "stream"] {
+            let line = format!("{connector} {how} reply: It is 18°C and sunny in Paris.\n");
+            assert!(recorded.stdout.contains(&line), "no {line:?}: {recorded}");
+        }
+    }
+    let call = r#"tool call: get_weather {"city": "Paris", "unit": "celsius"}"#;
+    assert_eq!(recorded.stdout.matches(call).count(), 6, "{recorded}");
+    let text = std::fs::read_to_string(&cassette).expect("no cassette");
+    assert!(!text.contains(API_KEY), "the key reached the cassette");
+    let written: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let paths: Vec<(&str, &str)> = (written["interactions"].as_array().unwrap().iter())
+        .map(|i| {
+            let path = i["request"]["path"].as_str().unwrap();
+            (
+                i["route"].as_str().unwrap(),
+                path.split('?').next().unwrap(),
+            )
+        })
+        .collect();
+    let chat = ("openai.chat", "/v1/chat/completions");
+    let azure = (
+        "openai.chat",
+        "/openai/deployments/weather-gpt-4o/chat/completions",
+    );
+    let native = ("ollama.chat", "/api/chat");
+    assert_eq!(
+        paths,
+        [chat, chat, chat, chat, azure, azure, azure, azure, native, native, native, native]
+    );
+    openai.stop().await;
+    ollama.stop().await;
+    let mut args: Vec<OsString> = vec!["replay".into()];
+    args.extend(program);
     let replayed = agentproxy(args, &[]).await;
     assert!(replayed.status.success(), "replay failed: {replayed}");
     assert_eq!(replayed.stdout, recorded.stdout);

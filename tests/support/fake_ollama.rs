@@ -3,7 +3,8 @@
 //!
 //! - `POST /api/chat`: a small deterministic tool-calling script. Asked about Paris or
 //!   Tokyo with a `get_weather` tool offered, the model calls it once per city
-//!   (`{"city": …, "unit": "celsius"}`); once the results are in, it answers from them
+//!   (`{"city": …, "unit": "celsius"}`; offered as `PLUGIN-get_weather`, it is called by
+//!   that name); once the results are in, it answers from them
 //!   ("It is 18°C and sunny in Paris."). A stream unless `"stream": false`:
 //!   `application/x-ndjson`, one chunk per line, the content in pieces, the tool calls
 //!   whole in a chunk of their own (each with an `id` and `function.index`, as newer
@@ -212,8 +213,12 @@ fn chat(request: &Value) -> Response<Body> {
     }
     let messages = request["messages"].as_array().cloned().unwrap_or_default();
     let last = messages.last().cloned().unwrap_or(Value::Null);
+    // The name it is offered by: `get_weather`, or behind a plugin prefix
+    // (`weather-get_weather`, as Semantic Kernel names a plugin's functions).
     let offered = (request["tools"].as_array().into_iter().flatten())
-        .any(|t| t["function"]["name"] == "get_weather");
+        .filter_map(|t| t["function"]["name"].as_str())
+        .find(|n| *n == "get_weather" || n.ends_with("-get_weather"))
+        .map(str::to_owned);
     let text = |m: &Value| m["content"].as_str().unwrap_or_default().to_owned();
     let (content, calls) = if last["role"] == "tool" {
         let results: Vec<Value> = (messages.iter().rev())
@@ -238,11 +243,11 @@ fn chat(request: &Value) -> Response<Body> {
             .filter(|(city, ..)| asked.contains(city))
             .map(|(city, ..)| *city)
             .collect();
-        if offered && !cities.is_empty() {
+        if let (Some(name), false) = (&offered, cities.is_empty()) {
             let calls = (cities.iter().enumerate())
                 .map(|(i, city)| {
                     json!({"id": format!("call_{:x}", now() % 0xffff_ffff + i as u128),
-                    "function": {"index": i, "name": "get_weather",
+                    "function": {"index": i, "name": name,
                                  "arguments": {"city": city, "unit": "celsius"}}})
                 })
                 .collect();

@@ -20,6 +20,9 @@
 //!   `{"sent": true, "to": …}` (also inside an MCP text item) reads `Mailed {to}.`;
 //! - anything else: `You said: {last user text}`;
 //! - a model whose name ends in `-eager` makes one extra call of the same tool, for London.
+//!
+//! A tool offered with a plugin prefix (`weather-get_weather`, as Semantic Kernel names a
+//! plugin's functions) is the scripted tool it ends with, and is called by its own name.
 
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
@@ -32,6 +35,13 @@ use serde_json::{json, Value};
 
 /// Tools the script knows how to call.
 const SCRIPTED_TOOLS: [&str; 2] = ["get_weather", "get_time"];
+
+/// The scripted tool an offered name is: itself, or it behind a plugin prefix (`weather-`).
+fn scripted(name: &str) -> Option<&'static str> {
+    SCRIPTED_TOOLS
+        .into_iter()
+        .find(|t| name == *t || (name.strip_suffix(t)).is_some_and(|prefix| prefix.ends_with('-')))
+}
 /// Sizes (in chars) of successive stream fragments: uneven, so splits land mid-word,
 /// mid-key and mid-value, as the real API's do.
 const FRAGMENT_SIZES: [usize; 5] = [3, 1, 4, 2, 5];
@@ -336,8 +346,8 @@ fn plan_tool_calls(request: &Value, text: &str) -> Vec<(String, Value)> {
         .is_some_and(|m| m.ends_with("-eager"))
     {
         if let Some((name, _)) = calls.first().cloned() {
-            let args = match name.as_str() {
-                "get_weather" => json!({"city": "London", "unit": "celsius"}),
+            let args = match scripted(&name) {
+                Some("get_weather") => json!({"city": "London", "unit": "celsius"}),
                 _ => json!({"city": "London"}),
             };
             calls.push((name, args));
@@ -364,13 +374,12 @@ fn plan_scripted_calls(request: &Value, text: &str) -> Vec<(String, Value)> {
     let mut mentioned: Vec<(usize, &str)> = names
         .iter()
         .copied()
-        .filter(|n| SCRIPTED_TOOLS.contains(n))
-        .filter_map(|n| Some((lower.find(n.trim_start_matches("get_"))?, n)))
+        .filter_map(|n| Some((lower.find(scripted(n)?.trim_start_matches("get_"))?, n)))
         .collect();
     mentioned.sort();
     let mut chosen: Vec<&str> = mentioned.into_iter().map(|(_, n)| n).collect();
     if chosen.is_empty() {
-        let Some(first) = names.iter().find(|n| SCRIPTED_TOOLS.contains(n)) else {
+        let Some(first) = names.iter().find(|n| scripted(n).is_some()) else {
             return Vec::new();
         };
         chosen.push(first);
@@ -391,8 +400,8 @@ fn plan_scripted_calls(request: &Value, text: &str) -> Vec<(String, Value)> {
     targets
         .into_iter()
         .map(|(name, city)| {
-            let args = match name {
-                "get_weather" => json!({"city": city, "unit": "celsius"}),
+            let args = match scripted(name) {
+                Some("get_weather") => json!({"city": city, "unit": "celsius"}),
                 _ => json!({"city": city}),
             };
             (name.to_owned(), args)
