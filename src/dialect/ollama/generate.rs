@@ -11,7 +11,8 @@ use serde_json::{json, Map, Value};
 
 use super::super::contract::{Dialect, ErrorFault, Spoil};
 use super::super::shared::{delta_pieces, params, text, AssembleError};
-use super::{fault_error, stream_error};
+use super::stream::{done, objects};
+use super::{fault_error, stream_error, streams};
 use crate::neutral::{Message, ModelCall, ToolCall, Usage};
 use crate::sse::{Framing, SseEvent};
 
@@ -33,7 +34,7 @@ impl Dialect for Generate {
     }
 
     fn wants_stream(&self, _path: &str, request: &Value) -> bool {
-        request.get("stream") != Some(&Value::Bool(false))
+        streams(request)
     }
 
     fn framing(&self) -> Framing {
@@ -138,47 +139,17 @@ fn prompt(request: &Value) -> Option<&str> {
 /// The whole response a stream amounts to: its last chunk, with the text fields gathered
 /// from every chunk.
 fn assemble(events: &[SseEvent]) -> Result<Value, AssembleError> {
-    let mut texts = [String::new(), String::new()];
-    let mut last: Option<Map<String, Value>> = None;
-    for (index, event) in events.iter().enumerate() {
-        let chunk: Value = serde_json::from_str(&event.data)
-            .map_err(|source| AssembleError::NotJson { index, source })?;
-        let Value::Object(chunk) = chunk else {
-            return Err(AssembleError::Shape {
-                index,
-                problem: "expected a JSON object",
-            });
-        };
-        if let Some(error) = chunk.get("error") {
-            let message = error
-                .as_str()
-                .map_or_else(|| error.to_string(), str::to_owned);
-            return Err(AssembleError::Upstream { index, message });
-        }
-        for (field, text) in TEXTS.iter().zip(&mut texts) {
-            text.push_str(
-                chunk
-                    .get(*field)
-                    .and_then(Value::as_str)
-                    .unwrap_or_default(),
-            );
-        }
-        last = Some(chunk);
-    }
-    let Some(mut whole) = last else {
-        return Err(AssembleError::Empty { what: "chunks" });
-    };
-    if whole.get("done") != Some(&Value::Bool(true)) {
-        return Err(AssembleError::Incomplete {
-            events: events.len(),
-            last: "chunk".to_owned(),
-            terminal: "done: true",
-        });
-    }
-    for (field, text) in TEXTS.iter().zip(texts) {
-        whole.remove(*field);
-        if !text.is_empty() || *field == "response" {
-            whole.insert((*field).to_owned(), Value::String(text));
+    let chunks = objects(events)?;
+    let texts = TEXTS.map(|field| {
+        (chunks.iter())
+            .filter_map(|c| c.get(field).and_then(Value::as_str))
+            .collect::<String>()
+    });
+    let mut whole = done(chunks)?;
+    for (field, text) in TEXTS.into_iter().zip(texts) {
+        whole.remove(field);
+        if !text.is_empty() || field == "response" {
+            whole.insert(field.to_owned(), Value::String(text));
         }
     }
     Ok(Value::Object(whole))

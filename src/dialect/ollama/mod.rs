@@ -39,9 +39,8 @@ impl Dialect for Ollama {
         ROUTE
     }
 
-    /// Ollama streams unless told not to.
     fn wants_stream(&self, _path: &str, request: &Value) -> bool {
-        request.get("stream") != Some(&Value::Bool(false))
+        streams(request)
     }
 
     fn framing(&self) -> Framing {
@@ -149,6 +148,11 @@ impl Dialect for Ollama {
             response["done_reason"] = json!("length");
         }
     }
+}
+
+/// Ollama streams unless told not to (`"stream": false`).
+fn streams(request: &Value) -> bool {
+    request.get("stream") != Some(&Value::Bool(false))
 }
 
 /// An error fault as Ollama's server answers one.

@@ -12,22 +12,8 @@ use crate::sse::SseEvent;
 /// thinking and tool calls gathered from every chunk.
 pub fn assemble(events: &[SseEvent]) -> Result<Value, AssembleError> {
     let (mut content, mut thinking, mut calls) = (String::new(), String::new(), Vec::new());
-    let mut last: Option<Map<String, Value>> = None;
-    for (index, event) in events.iter().enumerate() {
-        let chunk: Value = serde_json::from_str(&event.data)
-            .map_err(|source| AssembleError::NotJson { index, source })?;
-        let Value::Object(mut chunk) = chunk else {
-            return Err(AssembleError::Shape {
-                index,
-                problem: "expected a JSON object",
-            });
-        };
-        if let Some(error) = chunk.get("error") {
-            let message = error
-                .as_str()
-                .map_or_else(|| error.to_string(), str::to_owned);
-            return Err(AssembleError::Upstream { index, message });
-        }
+    let mut chunks = objects(events)?;
+    for chunk in &mut chunks {
         if let Some(Value::Object(message)) = chunk.get_mut("message") {
             content.push_str(message["content"].as_str().unwrap_or_default());
             thinking.push_str(
@@ -40,18 +26,8 @@ pub fn assemble(events: &[SseEvent]) -> Result<Value, AssembleError> {
                 calls.extend(c);
             }
         }
-        last = Some(chunk);
     }
-    let Some(mut whole) = last else {
-        return Err(AssembleError::Empty { what: "chunks" });
-    };
-    if whole.get("done") != Some(&Value::Bool(true)) {
-        return Err(AssembleError::Incomplete {
-            events: events.len(),
-            last: "chunk".to_owned(),
-            terminal: "done: true",
-        });
-    }
+    let mut whole = done(chunks)?;
     let mut message = match whole.remove("message") {
         Some(Value::Object(m)) => m,
         _ => Map::new(),
@@ -67,6 +43,47 @@ pub fn assemble(events: &[SseEvent]) -> Result<Value, AssembleError> {
     }
     whole.insert("message".to_owned(), Value::Object(message));
     Ok(Value::Object(whole))
+}
+
+/// A stream's chunks, each a JSON object; a line `{"error": …}` is the upstream's failure.
+pub(super) fn objects(events: &[SseEvent]) -> Result<Vec<Map<String, Value>>, AssembleError> {
+    let mut chunks = Vec::with_capacity(events.len());
+    for (index, event) in events.iter().enumerate() {
+        let chunk: Value = serde_json::from_str(&event.data)
+            .map_err(|source| AssembleError::NotJson { index, source })?;
+        let Value::Object(chunk) = chunk else {
+            return Err(AssembleError::Shape {
+                index,
+                problem: "expected a JSON object",
+            });
+        };
+        if let Some(error) = chunk.get("error") {
+            let message = error
+                .as_str()
+                .map_or_else(|| error.to_string(), str::to_owned);
+            return Err(AssembleError::Upstream { index, message });
+        }
+        chunks.push(chunk);
+    }
+    Ok(chunks)
+}
+
+/// The last chunk, which ends the stream with `done: true`.
+pub(super) fn done(
+    mut chunks: Vec<Map<String, Value>>,
+) -> Result<Map<String, Value>, AssembleError> {
+    let count = chunks.len();
+    let last = chunks
+        .pop()
+        .ok_or(AssembleError::Empty { what: "chunks" })?;
+    if last.get("done") != Some(&Value::Bool(true)) {
+        return Err(AssembleError::Incomplete {
+            events: count,
+            last: "chunk".to_owned(),
+            terminal: "done: true",
+        });
+    }
+    Ok(last)
 }
 
 /// A stream for a whole response, as Ollama's server sends one: the thinking and the
