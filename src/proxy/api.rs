@@ -304,8 +304,9 @@ pub(super) fn refuse(
 }
 
 /// The bytes to forward, the body as it will be stored and keyed, and the digest of the
-/// bytes when they held no secret. A JSON body gets its tool results mocked first, so the mock is what is matched, recorded and forwarded; then
-/// secret values become `${NAME}` in the stored copy.
+/// bytes when they held no secret. A JSON body gets its tool results mocked first, so the
+/// mock is what is matched, recorded and forwarded; then secret values become `${NAME}` in
+/// the stored copy.
 type Prepared = (Bytes, Option<Body>, Option<u128>);
 
 fn prepare_body(proxy: &Proxy, route: Route, raw: Bytes) -> Result<Prepared, serde_json::Error> {
