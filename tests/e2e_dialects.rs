@@ -513,3 +513,31 @@ async fn claude_agent_sdk_replays_in_a_new_session() {
     assert_eq!(replayed.stdout, recording.stdout);
     fakes.stop().await;
 }
+
+/// The Claude Agent SDK's `query` with a tool of an in-process MCP server: the CLI loads
+/// it through its `ToolSearch` tool, calls it, and answers from its result. Recorded, it
+/// replays in a new session, the tool running again on the replayed calls.
+#[tokio::test(flavor = "multi_thread")]
+async fn claude_agent_sdk_with_a_tool_records_and_replays() {
+    let Some(python) = python() else { return };
+    let fakes = Fakes::start().await;
+    let dir = tempfile::tempdir().expect("failed to create a temp dir");
+    let cassette = dir.path().join("c.json");
+    let program = || command(&python, "claude_agent.py", &["--tool"]);
+    let (recording, written) = record(&fakes, &cassette, program()).await;
+    for line in [
+        r#"tool call: get_weather {"city": "Paris", "unit": "celsius"}"#,
+        "result: ok: It is 18°C and sunny in Paris.",
+    ] {
+        assert!(recording.stdout.contains(line), "no {line:?}: {recording}");
+    }
+    // Select the tool, call it, answer: three streamed model requests.
+    let models: Vec<(String, bool)> = (interactions(&written).into_iter())
+        .filter(|(route, _)| route == "anthropic.messages")
+        .collect();
+    assert_eq!(models.len(), 3, "{written}");
+    let replayed = replay(&fakes, &cassette, program()).await;
+    assert!(replayed.status.success(), "replay failed: {replayed}");
+    assert_eq!(replayed.stdout, recording.stdout);
+    fakes.stop().await;
+}

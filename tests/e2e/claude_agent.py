@@ -7,14 +7,30 @@ traffic (telemetry, error reports, update checks) is switched off, and anything 
 still send around the proxy is pointed at a closed loopback port: nothing leaves the
 machine, whichever way the CLI tries.
 
-Prints the assistant's text and the result. Usage: claude_agent.py [QUESTION]
+With `--tool`, the agent has a tool: `get_weather` of an in-process MCP server made with
+the SDK (`create_sdk_mcp_server`), which the CLI calls `mcp__weather__get_weather` and
+loads through its `ToolSearch` tool before calling it.
+
+Prints the assistant's text, each tool call as it runs, and the result.
+Usage: claude_agent.py [--tool] [QUESTION]
 """
 
+import json
 import sys
 import tempfile
 
 import anyio
-from claude_agent_sdk import AssistantMessage, ClaudeAgentOptions, ResultMessage, TextBlock, query
+from claude_agent_sdk import (
+    AssistantMessage,
+    ClaudeAgentOptions,
+    ResultMessage,
+    TextBlock,
+    create_sdk_mcp_server,
+    query,
+    tool,
+)
+
+from weather import run_tool
 
 ISOLATED = {
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
@@ -27,11 +43,33 @@ ISOLATED = {
 }
 
 
+@tool("get_weather", "Current weather in a city.", {"city": str, "unit": str})
+async def get_weather(args):
+    arguments = json.dumps(args, sort_keys=True)
+    print(f"tool call: get_weather {arguments}")
+    return {"content": [{"type": "text", "text": run_tool("get_weather", arguments)}]}
+
+
+def options(home, with_tool):
+    env = {"HOME": home, **ISOLATED}
+    if not with_tool:
+        return ClaudeAgentOptions(max_turns=1, allowed_tools=[], env=env)
+    server = create_sdk_mcp_server(name="weather", version="1.0.0", tools=[get_weather])
+    return ClaudeAgentOptions(
+        max_turns=4,
+        mcp_servers={"weather": server},
+        allowed_tools=["mcp__weather__get_weather"],
+        env=env,
+    )
+
+
 async def main():
-    question = sys.argv[1] if len(sys.argv) > 1 else "What's the weather in Paris?"
+    args = sys.argv[1:]
+    with_tool = "--tool" in args
+    args = [a for a in args if a != "--tool"]
+    question = args[0] if args else "What's the weather in Paris?"
     with tempfile.TemporaryDirectory() as home:
-        options = ClaudeAgentOptions(max_turns=1, allowed_tools=[], env={"HOME": home, **ISOLATED})
-        async for message in query(prompt=question, options=options):
+        async for message in query(prompt=question, options=options(home, with_tool)):
             if isinstance(message, AssistantMessage):
                 for block in message.content:
                     if isinstance(block, TextBlock):

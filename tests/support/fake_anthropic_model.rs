@@ -15,6 +15,14 @@
 //!
 //! Volatile values are fresh on every call, as from the real API: `msg_01…` and
 //! `toolu_01…` ids, and the `request_id` of errors.
+//!
+//! Claude Code's tool search is played as Claude plays it: Claude Code lists MCP tools as
+//! deferred in its prompt ("…Use ToolSearch with query "select:<name>[,<name>...]" to load
+//! tool schemas before calling them:" and a name per line) beside its `ToolSearch` tool,
+//! and a tool is loaded once a `ToolSearch` result names it in a `tool_reference` block
+//! (then it is offered with `defer_loading: true`). The script is offered the deferred
+//! tools too; a call it makes to one not yet loaded becomes a `ToolSearch` call selecting
+//! it (`{"query": "select:NAME"}`), and it never sees those search exchanges.
 
 use bytes::Bytes;
 use hyper::StatusCode;
@@ -99,10 +107,11 @@ pub(super) fn messages(request: &Value, overload: bool, request_id: &str) -> Ans
         return invalid(&problem, request_id);
     }
 
+    let search = Search::of(request, turns);
     let mut chat_request = json!({
         "model": model,
-        "messages": chat_messages(request, turns),
-        "tools": chat_tools(request),
+        "messages": chat_messages(request, turns, &search),
+        "tools": search.with_deferred(chat_tools(request)),
     });
     match request["tool_choice"]["type"].as_str() {
         Some("none") => chat_request["tool_choice"] = json!("none"),
@@ -128,21 +137,24 @@ pub(super) fn messages(request: &Value, overload: bool, request_id: &str) -> Ans
         }
         Answer::Stream(_) => unreachable!("the chat script streams only when asked to"),
     };
-    let calls = message["tool_calls"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
+    let calls: Vec<(String, Value)> = (message["tool_calls"].as_array().into_iter().flatten())
+        .map(|call| {
+            let input = call["function"]["arguments"]
+                .as_str()
+                .and_then(|a| serde_json::from_str::<Value>(a).ok())
+                .unwrap_or_else(|| json!({}));
+            let name = call["function"]["name"].as_str().unwrap_or_default();
+            (name.to_owned(), input)
+        })
+        .collect();
+    let calls = search.first_select(calls);
     let content: Vec<Value> = if calls.is_empty() {
         vec![json!({"type": "text", "text": message["content"].as_str().unwrap_or_default()})]
     } else {
         std::iter::once(json!({"type": "text", "text": PREAMBLE}))
-            .chain(calls.iter().map(|call| {
-                let input = call["function"]["arguments"]
-                    .as_str()
-                    .and_then(|a| serde_json::from_str::<Value>(a).ok())
-                    .unwrap_or_else(|| json!({}));
+            .chain(calls.iter().map(|(name, input)| {
                 json!({"type": "tool_use", "id": format!("toolu_01{}", random_token(22)),
-                       "name": call["function"]["name"], "input": input})
+                       "name": name, "input": input})
             }))
             .collect()
     };
@@ -243,15 +255,113 @@ fn text_of(content: &Value) -> String {
     }
 }
 
-/// The conversation as chat messages for the chat script.
-fn chat_messages(request: &Value, turns: &[Value]) -> Vec<Value> {
+/// Claude Code's tool search in a request: whether `ToolSearch` is offered, the tools
+/// offered deferred, those a search result loaded, and the ids of the search calls.
+struct Search {
+    offered: bool,
+    deferred: Vec<String>,
+    loaded: Vec<String>,
+    calls: Vec<Value>,
+}
+
+const TOOL_SEARCH: &str = "ToolSearch";
+
+impl Search {
+    fn of(request: &Value, turns: &[Value]) -> Search {
+        let tools = request["tools"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let named = |t: &Value| t["name"].as_str().unwrap_or_default().to_owned();
+        let all_blocks = || turns.iter().flat_map(blocks);
+        let texts = std::iter::once(text_of(&request["system"]))
+            .chain(all_blocks().filter_map(|b| b["text"].as_str().map(str::to_owned)));
+        Search {
+            offered: tools.iter().any(|t| t["name"] == TOOL_SEARCH),
+            deferred: (tools.iter())
+                .filter(|t| t["defer_loading"] == true)
+                .map(named)
+                .chain(texts.flat_map(|t| listed_deferred(&t)))
+                .collect(),
+            loaded: all_blocks()
+                .filter(|b| b["type"] == "tool_result")
+                .flat_map(|b| b["content"].as_array().cloned().unwrap_or_default())
+                .filter(|c| c["type"] == "tool_reference")
+                .map(|c| c["tool_name"].as_str().unwrap_or_default().to_owned())
+                .collect(),
+            calls: all_blocks()
+                .filter(|b| b["type"] == "tool_use" && b["name"] == TOOL_SEARCH)
+                .map(|b| b["id"].clone())
+                .collect(),
+        }
+    }
+
+    /// The chat tools, with a bare definition of each deferred tool they lack.
+    fn with_deferred(&self, tools: Value) -> Value {
+        let mut tools = tools.as_array().cloned().unwrap_or_default();
+        for name in &self.deferred {
+            if !tools.iter().any(|t| &t["function"]["name"] == name) {
+                tools.push(json!({"type": "function", "function": {
+                    "name": name, "parameters": {"type": "object"}}}));
+            }
+        }
+        Value::Array(tools)
+    }
+
+    /// The script's calls, or one `ToolSearch` call selecting the deferred tools among
+    /// them that are not loaded yet.
+    fn first_select(&self, calls: Vec<(String, Value)>) -> Vec<(String, Value)> {
+        let unloaded: Vec<&str> = (calls.iter())
+            .map(|(name, _)| name.as_str())
+            .filter(|n| self.deferred.iter().any(|d| d == n))
+            .filter(|n| !self.loaded.iter().any(|l| l == n))
+            .collect();
+        if !self.offered || unloaded.is_empty() {
+            return calls;
+        }
+        let query = format!("select:{}", unloaded.join(","));
+        vec![(TOOL_SEARCH.to_owned(), json!({ "query": query }))]
+    }
+
+    /// Is this block part of a tool search (a `ToolSearch` call or its result)?
+    fn holds(&self, block: &Value) -> bool {
+        (block["type"] == "tool_use" && block["name"] == TOOL_SEARCH)
+            || (block["type"] == "tool_result" && self.calls.contains(&block["tool_use_id"]))
+    }
+}
+
+/// The tool names a prompt lists as deferred: the lines after Claude Code's "Use
+/// ToolSearch with query "select:…" … before calling them:", up to a blank line.
+fn listed_deferred(text: &str) -> Vec<String> {
+    let Some(at) = text.find("Use ToolSearch with query \"select:") else {
+        return Vec::new();
+    };
+    let Some(colon) = text[at..].find(":\n") else {
+        return Vec::new();
+    };
+    text[at + colon + 2..]
+        .lines()
+        .take_while(|l| !l.trim().is_empty())
+        .map(|l| l.trim().to_owned())
+        .collect()
+}
+
+/// The conversation as chat messages for the chat script, without the tool searches (an
+/// assistant turn that only searched is left out whole).
+fn chat_messages(request: &Value, turns: &[Value], search: &Search) -> Vec<Value> {
     let mut messages = Vec::new();
     let system = text_of(&request["system"]);
     if !system.is_empty() {
         messages.push(json!({"role": "system", "content": system}));
     }
     for turn in turns {
-        let blocks = blocks(turn);
+        let all = blocks(turn);
+        let blocks: Vec<Value> = all.iter().filter(|b| !search.holds(b)).cloned().collect();
+        let only_searched =
+            blocks.len() < all.len() && !blocks.iter().any(|b| b["type"] == "tool_use");
+        if turn["role"] == "assistant" && only_searched {
+            continue;
+        }
         let text: Vec<&str> = blocks
             .iter()
             .filter(|b| b["type"] == "text")

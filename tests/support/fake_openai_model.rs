@@ -21,8 +21,9 @@
 //! - anything else: `You said: {last user text}`;
 //! - a model whose name ends in `-eager` makes one extra call of the same tool, for London.
 //!
-//! A tool offered with a plugin prefix (`weather-get_weather`, as Semantic Kernel names a
-//! plugin's functions) is the scripted tool it ends with, and is called by its own name.
+//! A tool offered with a prefix (`weather-get_weather`, as Semantic Kernel names a
+//! plugin's functions; `mcp__weather__get_weather`, as Claude Code names an MCP server's
+//! tools) is the scripted tool it ends with, and is called by its own name.
 
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
@@ -36,12 +37,14 @@ use serde_json::{json, Value};
 /// Tools the script knows how to call.
 const SCRIPTED_TOOLS: [&str; 2] = ["get_weather", "get_time"];
 
-/// The scripted tool an offered name is: itself, or it behind a plugin prefix (`weather-`).
+/// The scripted tool an offered name is: itself, or it behind a prefix (`weather-`,
+/// `mcp__weather__`).
 fn scripted(name: &str) -> Option<&'static str> {
-    SCRIPTED_TOOLS
-        .into_iter()
-        .find(|t| name == *t || (name.strip_suffix(t)).is_some_and(|prefix| prefix.ends_with('-')))
+    SCRIPTED_TOOLS.into_iter().find(|t| {
+        name == *t || (name.strip_suffix(t)).is_some_and(|prefix| prefix.ends_with(['-', '_']))
+    })
 }
+
 /// Sizes (in chars) of successive stream fragments: uneven, so splits land mid-word,
 /// mid-key and mid-value, as the real API's do.
 const FRAGMENT_SIZES: [usize; 5] = [3, 1, 4, 2, 5];
