@@ -15,7 +15,7 @@ use tokio::time::Instant;
 
 use super::reap;
 
-/// How long an exited program's stderr may take to reach its end of file.
+/// How long an exited program's stdout and stderr may take to reach their end of file.
 const STDERR_DRAIN: Duration = Duration::from_millis(500);
 
 /// Where the process table is.
@@ -292,6 +292,14 @@ impl Running {
             tokio::time::sleep(Duration::from_millis(20)).await;
             survivors = reap::alive(proc, &signalled);
         }
+        // What it wrote before it died and was not read yet: the kill closed the pipe.
+        let rest = async {
+            while let Ok(Some(line)) = self.stdout.next_line().await {
+                self.printed.push_str(&line);
+                self.printed.push('\n');
+            }
+        };
+        let _ = tokio::time::timeout(STDERR_DRAIN, rest).await;
         Killed {
             output: std::mem::take(&mut self.printed),
             stderr: self.drained_stderr().await,
