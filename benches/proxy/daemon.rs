@@ -198,6 +198,11 @@ pub fn threads_cpu(prefix: &str) -> Duration {
 /// One blocking HTTP/1.1 POST on a fresh connection: the status code. Used to time the very
 /// first answer of a daemon, with nothing (no pool, no runtime) warmed up in between.
 pub fn post_once(addr: &str, path: &str, body: &[u8]) -> Result<u16, String> {
+    post_text_once(addr, path, body).map(|(status, _)| status)
+}
+
+/// [`post_once`], with the whole response (head and body) as text.
+pub fn post_text_once(addr: &str, path: &str, body: &[u8]) -> Result<(u16, String), String> {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(addr).map_err(|e| format!("connect {addr}: {e}"))?;
     s.set_read_timeout(Some(Duration::from_secs(30)))
@@ -211,10 +216,11 @@ pub fn post_once(addr: &str, path: &str, body: &[u8]) -> Result<u16, String> {
     s.write_all(body).map_err(|e| e.to_string())?;
     let mut raw = Vec::new();
     s.read_to_end(&mut raw).map_err(|e| e.to_string())?;
-    let line = raw.split(|b| *b == b'\n').next().unwrap_or_default();
-    String::from_utf8_lossy(line)
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let status = (text.lines().next().unwrap_or_default())
         .split_whitespace()
         .nth(1)
         .and_then(|c| c.parse().ok())
-        .ok_or_else(|| format!("no status line in {} bytes", raw.len()))
+        .ok_or_else(|| format!("no status line in {} bytes", raw.len()))?;
+    Ok((status, text))
 }

@@ -26,6 +26,7 @@ mod smoke;
 mod daemon;
 mod dialects;
 mod load;
+mod miss;
 mod scenarios;
 mod servers;
 mod stages;
@@ -38,12 +39,14 @@ use std::time::Duration;
 use bytes::Bytes;
 use scenarios::{mb, Ctx};
 
-const SCENARIOS: [&str; 6] = ["stages", "replay", "record", "stream", "startup", "streams"];
+const SCENARIOS: [&str; 7] = [
+    "stages", "replay", "record", "stream", "startup", "streams", "miss",
+];
 const SEED: u64 = 0x00A6_E7B0_0C5E;
 const USAGE: &str = "usage: cargo bench --bench proxy [-- OPTIONS]
   --quick                small sizes, one round (what `cargo test --all-targets` runs)
-  --scenario NAME        stages | replay | record | stream | startup | streams (repeatable;
-                         default all)
+  --scenario NAME        stages | replay | record | stream | startup | streams | miss
+                         (repeatable; default all)
   --rounds N             interleaved rounds per scenario; figures are medians (default 3)
   --requests N           distinct requests in the replay cassette (default 1000)
   --duration SECS        length of each throughput run (default 3; 1.5 in streams)
@@ -254,6 +257,7 @@ fn run(cfg: &Config) -> Result<usize, String> {
             "record" => scenarios::record(&mut ctx, &mut rss)?,
             "stream" => scenarios::stream(&mut ctx, &mut rss)?,
             "streams" => streams::run(&mut ctx, &mut rss)?,
+            "miss" => miss::run(&mut ctx)?,
             _ => scenarios::startup(&mut ctx, &mut rss)?,
         }
     }
