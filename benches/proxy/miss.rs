@@ -55,7 +55,7 @@ pub fn run(ctx: &mut Ctx) -> Result<(), String> {
         .servers
         .start(servers::Reply::Json(ctx.canned.clone()))?
         .to_string();
-    let (mut first, mut rest, mut canned_p50) = (vec![], vec![], vec![]);
+    let (mut first, mut rest, mut canned_p50, mut rss) = (vec![], vec![], vec![], vec![]);
     for _ in 0..cfg.rounds {
         let d = Daemon::start(&["replay", "--cassette", "miss.json", "-q"], ctx.dir.path())?;
         let (latencies, texts) = post_each(&d.addr, &bodies)?;
@@ -70,6 +70,7 @@ pub fn run(ctx: &mut Ctx) -> Result<(), String> {
         let mut later: Vec<f64> = latencies[1..].iter().map(|l| us(*l)).collect();
         later.sort_by(f64::total_cmp);
         rest.push(later.get(later.len() / 2).copied().unwrap_or(f64::NAN));
+        rss.push(super::scenarios::mb(d.peak_rss()));
         let _ = d.interrupt(Duration::from_secs(30));
         let (canned_latencies, _) = post_each(&canned, &bodies)?;
         canned_p50.push(median(canned_latencies.iter().map(|l| us(*l)).collect()));
@@ -89,6 +90,10 @@ pub fn run(ctx: &mut Ctx) -> Result<(), String> {
     println!(
         "   canned server, same bodies   | {:>7.2}",
         median(canned_p50) / 1000.0
+    );
+    println!(
+        "   peak RSS of the replay daemon after its misses: {:.1} MB",
+        median(rss)
     );
     Ok(())
 }

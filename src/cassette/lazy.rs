@@ -65,6 +65,11 @@ impl LazyJson {
         })
     }
 
+    /// The text as loaded, when the value was read from a cassette.
+    pub fn text(&self) -> Option<&[u8]> {
+        self.raw.as_deref()
+    }
+
     /// The value without keeping it: parsed anew from the loaded text unless it was
     /// already parsed, so a pass over a whole cassette (`show`, `diff`) holds one body at a
     /// time instead of every body as a tree.

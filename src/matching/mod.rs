@@ -1,10 +1,11 @@
 //! How a replayed request finds its recording: normalization, keys, the FIFO index and the
-//! near-miss report.
+//! near-miss report (with the sketches that shortlist its candidates).
 
 pub mod index;
 pub mod key;
 pub mod nearmiss;
 pub mod normalize;
+pub mod sketch;
 
 use crate::cassette::{Body, Interaction};
 use crate::dialect::Route;

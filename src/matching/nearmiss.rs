@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
+use super::sketch::Sketch;
 use crate::dialect::Route;
 
 /// A recorded request the miss is compared against.
@@ -15,6 +16,27 @@ pub struct Candidate<'a> {
     pub route: &'a str,
     /// The normalized recorded body (what its key was computed from).
     pub body: &'a Value,
+}
+
+/// How many recordings, the nearest by sketch, a miss measures exactly.
+pub const SHORTLIST: usize = 8;
+
+/// The recordings worth measuring for a miss on `route` whose sketch is `now`, from each
+/// recording's route and sketch (in cassette order): among those on the same route (all,
+/// when none is), the [`SHORTLIST`] nearest by sketch, earliest first on a tie; their
+/// positions, nearest first.
+pub fn shortlist(route: &str, now: &Sketch, recorded: &[(&str, Option<&Sketch>)]) -> Vec<usize> {
+    let same_route = recorded.iter().any(|(r, _)| *r == route);
+    let mut ranked: Vec<(usize, usize)> = (recorded.iter().enumerate())
+        .filter(|(_, (r, _))| !same_route || *r == route)
+        .map(|(pos, (_, s))| (s.map_or(usize::MAX, |s| s.distance(now)), pos))
+        .collect();
+    if ranked.len() > SHORTLIST {
+        ranked.select_nth_unstable(SHORTLIST - 1);
+        ranked.truncate(SHORTLIST);
+    }
+    ranked.sort_unstable();
+    ranked.into_iter().map(|(_, pos)| pos).collect()
 }
 
 /// Which recorded request is nearest: fewest differing leaves, same route preferred,
@@ -282,6 +304,38 @@ fn ceil_char(s: &str, mut i: usize) -> usize {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn the_shortlist_keeps_the_nearest_by_sketch_on_the_same_route() {
+        let now = chat("What is the weather in Paris?", &["get_weather"]);
+        let mut bodies: Vec<(String, Value)> = (0..20)
+            .map(|i| {
+                (
+                    "openai.chat".to_owned(),
+                    chat(&format!("question {i}"), &["get_time"]),
+                )
+            })
+            .collect();
+        // The nearest, late in the cassette; and an identical body on another route.
+        bodies[17].1 = chat("What is the weather in Paris today?", &["get_weather"]);
+        bodies.push(("anthropic.messages".to_owned(), now.clone()));
+        let sketches: Vec<Sketch> = bodies.iter().map(|(_, b)| Sketch::of_value(b)).collect();
+        let recorded: Vec<(&str, Option<&Sketch>)> = (bodies.iter().zip(&sketches))
+            .map(|((r, _), s)| (r.as_str(), Some(s)))
+            .collect();
+        let short = shortlist("openai.chat", &Sketch::of_value(&now), &recorded);
+        assert_eq!(short.len(), SHORTLIST);
+        assert_eq!(short[0], 17);
+        assert!(
+            !short.contains(&20),
+            "another route is not a candidate: {short:?}"
+        );
+        // Ties are taken earliest first.
+        assert_eq!(&short[1..], &[0, 1, 2, 3, 4, 5, 6]);
+        // A route nothing was recorded on: every recording is a candidate.
+        let short = shortlist("gemini.generate", &Sketch::of_value(&now), &recorded);
+        assert_eq!(short[0], 20);
+    }
 
     fn chat(content: &str, tools: &[&str]) -> Value {
         json!({

@@ -6,7 +6,7 @@ use serde_json::Value;
 use super::replay::Replay;
 use super::state::Proxy;
 use crate::cassette::Body;
-use crate::matching::{self, index::Lookup, nearmiss};
+use crate::matching::{self, index::Lookup, nearmiss, sketch::Sketch};
 
 /// The near-miss report of a request (`method`, stored `path`, `route`, its normalized
 /// body) that `lookup` did not find: against the nearest recording, printed when asked
@@ -28,21 +28,24 @@ pub(super) fn note(
             None,
         ),
         _ => {
-            let recorded: Vec<(usize, &str, Value)> = rp
-                .interactions
-                .iter()
-                .enumerate()
-                .map(|(pos, i)| {
-                    let body = i
-                        .request
-                        .body
-                        .as_ref()
-                        .and_then(Body::as_json)
-                        .map(|b| matching::normalize::normalize(b, &proxy.opts.rules))
-                        .unwrap_or(Value::Null);
-                    (pos, i.route.as_str(), body)
-                })
+            // Sketches shortlist the recordings; only those are parsed and measured.
+            let routes_and_sketches: Vec<(&str, Option<&Sketch>)> = (rp.interactions.iter())
+                .zip(rp.sketches())
+                .map(|(i, s)| (i.route.as_str(), s.as_ref()))
                 .collect();
+            let now = Sketch::of_value(normalized_now);
+            let recorded: Vec<(usize, &str, Value)> =
+                nearmiss::shortlist(route, &now, &routes_and_sketches)
+                    .into_iter()
+                    .map(|pos| {
+                        let i = &rp.interactions[pos];
+                        let body = (i.request.body.as_ref())
+                            .and_then(Body::json_transient)
+                            .map(|b| matching::normalize::normalize(&b, &proxy.opts.rules))
+                            .unwrap_or(Value::Null);
+                        (pos, i.route.as_str(), body)
+                    })
+                    .collect();
             let candidates: Vec<nearmiss::Candidate<'_>> = recorded
                 .iter()
                 .map(|(pos, route, body)| nearmiss::Candidate {
@@ -51,8 +54,10 @@ pub(super) fn note(
                     body,
                 })
                 .collect();
-            let nearest = nearmiss::nearest(route, normalized_now, &candidates)
-                .map(|pos| (pos, &recorded[pos].2));
+            let nearest = nearmiss::nearest(route, normalized_now, &candidates).and_then(|pos| {
+                let (_, _, body) = recorded.iter().find(|(p, _, _)| *p == pos)?;
+                Some((pos, body))
+            });
             nearmiss::report(
                 method,
                 path,

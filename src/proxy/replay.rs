@@ -3,7 +3,7 @@
 //! when the program asks for the other kind than was recorded.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -11,10 +11,11 @@ use http::{HeaderValue, Response, StatusCode};
 
 use super::body::{chunks, full, paced_chunks, ProxyBody};
 use super::exchange::Exchange;
-use crate::cassette::Interaction;
+use crate::cassette::{Body, Interaction};
 use crate::dialect::Route;
 use crate::matching::index::{ByPosition, Index, Lookup, Repeat};
 use crate::matching::key;
+use crate::matching::sketch::Sketch;
 use crate::sse::Framing;
 
 /// What a session serves from a cassette.
@@ -27,6 +28,8 @@ pub struct Replay {
     pub realtime: bool,
     /// Lenient replay: serve by position instead of by key (see [`Replay::lenient`]).
     by_position: Option<Mutex<ByPosition>>,
+    /// Each recording's request sketch, built at the first miss (see [`Replay::sketches`]).
+    sketches: OnceLock<Vec<Option<Sketch>>>,
 }
 
 impl Replay {
@@ -46,7 +49,37 @@ impl Replay {
             by_digest,
             realtime,
             by_position: None,
+            sketches: OnceLock::new(),
         }
+    }
+
+    /// Each recording's request sketch, in cassette order (`None`: a body that is not
+    /// JSON), built from the loaded text at the first miss, on every core, and kept for
+    /// the next ones.
+    pub fn sketches(&self) -> &[Option<Sketch>] {
+        self.sketches.get_or_init(|| {
+            let sketch = |i: &Interaction| match &i.request.body {
+                Some(Body::Json(lazy)) => match lazy.text() {
+                    Some(text) => Sketch::of_text(text),
+                    None => Some(Sketch::of_value(lazy.get())),
+                },
+                _ => None,
+            };
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+            let part = self.interactions.len().div_ceil(cores).max(1);
+            std::thread::scope(|scope| {
+                let parts: Vec<_> = (self.interactions.chunks(part))
+                    .map(|chunk| {
+                        let built = scope.spawn(move || chunk.iter().map(sketch).collect());
+                        (chunk.len(), built)
+                    })
+                    .collect();
+                // A part that failed has no sketches: its recordings rank last.
+                (parts.into_iter())
+                    .flat_map(|(len, built)| built.join().unwrap_or_else(|_| vec![None; len]))
+                    .collect()
+            })
+        })
     }
 
     /// Serve each model request the recording at the same position for its route and
