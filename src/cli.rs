@@ -98,8 +98,7 @@ given; 2 a cassette or the spec cannot be read. Format: docs/trajectory-diff.md.
         after_help = "Examples:\n  agentproxy diff cassettes/paris.json /tmp/paris.json\n  \
 agentproxy diff old.json new.json --spec weather.yaml --case paris --check\n  \
 agentproxy diff a.json b.json --spec s.yaml --format markdown > pr.md\n  \
-git show HEAD:cassettes/paris.json > /tmp/old.json\n  \
-agentproxy diff /tmp/old.json cassettes/paris.json"
+agentproxy diff HEAD:cassettes/paris.json cassettes/paris.json"
     )]
     Diff(DiffArgs),
     /// Show a cassette's trajectory: turns, model calls, tool calls, results, replies.
@@ -324,7 +323,8 @@ pub struct MergeArgs {
 
 #[derive(Debug, Args)]
 pub struct DiffArgs {
-    /// The cassette before (e.g. the committed one).
+    /// The cassette before (e.g. the committed one): a file, or REVISION:PATH read from
+    /// git (HEAD:cassettes/x.json).
     #[arg(value_name = "OLD")]
     pub old: PathBuf,
 
@@ -358,7 +358,7 @@ pub enum DiffFormat {
 
 #[derive(Debug, Args)]
 pub struct ShowArgs {
-    /// The cassette to show.
+    /// The cassette to show: a file, or REVISION:PATH read from git.
     #[arg(value_name = "CASSETTE")]
     pub cassette: PathBuf,
 

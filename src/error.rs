@@ -110,6 +110,14 @@ pub enum Error {
     #[error("{} has {} cases; say which one the cassettes belong to with --case NAME\n  hint: its cases are {}", spec.display(), cases.len(), quoted(cases))]
     WhichCase { spec: PathBuf, cases: Vec<String> },
 
+    /// A cassette to read (`show`, `diff`) that does not exist.
+    #[error("cassette {}: no such file\n  hint: check the path; `HEAD:PATH` reads the cassette a commit has (`agentproxy diff HEAD:{} {}`)", path.display(), path.display(), path.display())]
+    NoCassette { path: PathBuf },
+
+    /// A cassette named `REVISION:PATH` that is no file and that git cannot read.
+    #[error("cassette {spec}: there is no such file, and git cannot read it as REVISION:PATH: {why}\n  hint: `REVISION:PATH` names a cassette as a commit has it (`HEAD:cassettes/x.json`, the path from the repository's root); run it inside the repository")]
+    GitCassette { spec: String, why: String },
+
     /// The thread reading a cassette panicked.
     #[error("failed to read {}", path.display())]
     ReadPanicked { path: PathBuf },
@@ -217,6 +225,8 @@ impl Error {
             | Error::NoSuchCase { .. }
             | Error::WhichCase { .. }
             | Error::ReadPanicked { .. }
+            | Error::GitCassette { .. }
+            | Error::NoCassette { .. }
             | Error::ServeRoot { .. }
             | Error::Bind(_)
             | Error::Signal(_)

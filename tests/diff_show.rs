@@ -370,3 +370,60 @@ fn help_has_examples() {
         );
     }
 }
+
+/// `REVISION:PATH` reads a cassette as a commit has it, for `diff` and `show`; a missing
+/// file's error never says to record to that path.
+#[test]
+fn a_cassette_at_a_git_revision_is_read_from_git() {
+    let dir = setup();
+    let d = dir.path();
+    let git = |args: &[&str]| {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(d)
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@example.test")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@example.test")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    std::fs::create_dir(d.join("cassettes")).unwrap();
+    std::fs::copy(d.join("old.json"), d.join("cassettes/x.json")).unwrap();
+    git(&["init", "-q"]);
+    git(&["add", "cassettes/x.json"]);
+    git(&["commit", "-q", "-m", "x"]);
+    // Re-recorded with another argument: the committed one is the old side.
+    std::fs::copy(d.join("city.json"), d.join("cassettes/x.json")).unwrap();
+    let out = run(&["diff", "HEAD:cassettes/x.json", "cassettes/x.json"], d);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.starts_with("old: HEAD:cassettes/x.json\n"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("arguments changed"), "{}", out.stdout);
+    let shown = run(&["show", "HEAD:cassettes/x.json"], d);
+    assert_eq!(shown.code, 0, "{}", shown.stderr);
+    assert_eq!(shown.stdout, run(&["show", "old.json"], d).stdout);
+    for (args, says) in [
+        (
+            &["diff", "HEAD:cassettes/y.json", "cassettes/x.json"][..],
+            "git cannot read it as REVISION:PATH: path 'cassettes/y.json' does not exist in 'HEAD'",
+        ),
+        (
+            &["show", "cassettes/y.json"][..],
+            "cassette cassettes/y.json: no such file",
+        ),
+    ] {
+        let out = run(args, d);
+        assert_eq!(out.code, 2, "{}", out.stderr);
+        assert!(out.stderr.contains(says), "{}", out.stderr);
+        assert!(!out.stderr.contains("agentproxy record"), "{}", out.stderr);
+    }
+}

@@ -1,7 +1,7 @@
 //! `agentproxy diff`: the trajectory diff of two cassettes, tagged against a spec case
 //! when one is given, rendered as text, Markdown or JSON.
 
-use crate::cassette::store;
+use super::revision;
 use crate::cli::{DiffArgs, DiffFormat};
 use crate::error::{Error, Exit, Result};
 use crate::spec::{self, Case};
@@ -10,14 +10,14 @@ use crate::trajectory::{self, Asserted, Verdict};
 pub fn run(args: DiffArgs) -> Result<Exit> {
     // Parsing dominates on large cassettes: read both at once.
     let (old, new) = std::thread::scope(|s| {
-        let old = s.spawn(|| store::load(&args.old));
-        let new = store::load(&args.new);
+        let old = s.spawn(|| revision::load(&args.old));
+        let new = revision::load(&args.new);
         (old.join(), new)
     });
     let old = old.map_err(|_| Error::ReadPanicked {
         path: args.old.clone(),
-    })??;
-    let new = new?;
+    })?;
+    let (old, new) = (old?, new?);
     let asserted = match &args.spec {
         Some(path) => crate::spec::asserted(&spec_case(path, args.case.as_deref())?),
         None => Asserted::everything(),

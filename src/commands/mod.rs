@@ -8,6 +8,7 @@ mod output;
 pub mod record;
 pub mod replay;
 pub mod report;
+mod revision;
 pub mod serve;
 mod session;
 pub mod show;
