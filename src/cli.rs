@@ -115,11 +115,12 @@ Exit codes: 0 shown; 2 the cassette cannot be read.",
     /// Check that a program honours the injected URL: canned replies, a report of what arrived.
     #[command(
         long_about = "Check that a program honours the injected URL, before recording it.\n\n\
-The proxy starts in doctor mode: every chat completions, Responses and Anthropic Messages request gets a \
-canned reply in its own dialect (streamed when asked), any other path a 404, and nothing is forwarded or \
-recorded. COMMAND runs once, with the same variables record and replay inject, each pointing at its own \
-path prefix (OPENAI_BASE_URL at /v1, OPENAI_API_BASE at /_via/OPENAI_API_BASE/v1, ANTHROPIC_BASE_URL at \
-/_via/ANTHROPIC_BASE_URL, AGENTPROXY_URL at /_via/AGENTPROXY_URL) so the report can tell which one the \
+The proxy starts in doctor mode: every model request, in each dialect agentproxy speaks (OpenAI chat and \
+Responses, Anthropic Messages, Gemini, Ollama), gets a canned reply in that dialect (streamed when \
+asked), any other path a 404, and nothing is forwarded or recorded. COMMAND runs once, with the same \
+variables record and replay inject (one per provider, see record --help), each pointing at its own path \
+prefix (OPENAI_BASE_URL at /v1, every other one under /_via/NAME: ANTHROPIC_BASE_URL at \
+/_via/ANTHROPIC_BASE_URL, OLLAMA_HOST at /_via/OLLAMA_HOST, …) so the report can tell which one the \
 program read. It gets --input as a line on stdin and as AGENTPROXY_INPUT; its output is captured.\n\n\
 The report lists the requests by route, the client that sent them and which credential header they \
 carried (never its value), which variables were honoured, and the program's exit status. When nothing \
