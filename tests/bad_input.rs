@@ -254,6 +254,13 @@ fn daemon_replay_answers_bad_requests_in_the_provider_shape() {
         err.contains("- hi\n") && err.contains("+ hi there"),
         "{err}"
     );
+    // A daemon's hint records the cassette again the same way.
+    assert!(
+        err.contains(
+            "if this change is intended, re-record (`agentproxy record --cassette c.json`)"
+        ),
+        "{err}"
+    );
 }
 
 #[test]

@@ -200,6 +200,11 @@ impl Harness {
             tools: spec.tools.clone(),
             log_exchanges: true,
             secret: Some(self.secret.to_string()),
+            rerecord: Some(crate::runner::env::shell_line(&[
+                "pytest",
+                &spec.name,
+                "--agentproxy-mode=record",
+            ])),
             ..Setup::new(spec.cassette.clone(), existing, usage)
         };
         let Plan {

@@ -37,8 +37,20 @@ pub fn setup(args: &SessionArgs, existing: Option<Cassette>, usage: Use) -> Setu
         },
         print_misses: !args.quiet,
         known_clients: !args.no_client_tolerances,
+        rerecord: Some(rerecord(args)),
         ..Setup::new(args.cassette.clone(), existing, usage)
     }
+}
+
+/// The command that records the session's cassette again.
+fn rerecord(args: &SessionArgs) -> String {
+    let cassette = args.cassette.display().to_string();
+    let mut words = vec!["agentproxy", "record", "--cassette", &cassette];
+    if !args.command.is_empty() {
+        words.push("--");
+        words.extend(args.command.iter().map(String::as_str));
+    }
+    crate::runner::env::shell_line(&words)
 }
 
 /// Listening beyond loopback needs `--allow-remote`.

@@ -148,26 +148,48 @@ pub enum MissKind<'a> {
     Exhausted { recorded: usize },
 }
 
+/// What the session adds to a miss report: the match rules in force (what they leave
+/// out, said so the reader knows) and the command that re-records the cassette.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Hints<'a> {
+    pub tolerated: Option<&'a str>,
+    pub rerecord: Option<&'a str>,
+}
+
+impl Hints<'_> {
+    /// "re-record", with the command when the session knows it.
+    fn rerecord(&self) -> String {
+        match self.rerecord {
+            Some(command) => format!("re-record (`{command}`)"),
+            None => "re-record (`agentproxy record`)".to_owned(),
+        }
+    }
+}
+
 /// The human-readable report, one finding per line, indented under a headline.
-/// `tolerated` is what the match rules in force leave out, said so the reader knows.
 pub fn report(
     method: &str,
     path: &str,
     route: &str,
     body: &Value,
     kind: &MissKind<'_>,
-    tolerated: Option<&str>,
+    hints: &Hints<'_>,
 ) -> String {
     let mut out = format!("cassette miss: {method} {path} ({route}) has no recording\n");
     match kind {
         MissKind::Exhausted { recorded } => {
             let _ = writeln!(
                 out,
-                "  this exact request was recorded {recorded} time(s) and each recording was already served: the program made an extra call\n  hint: re-record, or pass `--repeat last` to serve the last recording again"
+                "  this exact request was recorded {recorded} time(s) and each recording was already served: the program made an extra call\n  hint: {}, or pass `--repeat last` to serve the last recording again",
+                hints.rerecord()
             );
         }
         MissKind::Unknown { nearest: None } => {
-            let _ = writeln!(out, "  the cassette has no recorded request to compare with\n  hint: re-record with `agentproxy record`");
+            let _ = writeln!(
+                out,
+                "  the cassette has no recorded request to compare with\n  hint: {}",
+                hints.rerecord()
+            );
         }
         MissKind::Unknown {
             nearest: Some((pos, recorded)),
@@ -198,10 +220,10 @@ pub fn report(
                     (None, None) => {}
                 }
             }
-            if let Some(t) = tolerated {
+            if let Some(t) = hints.tolerated {
                 let _ = writeln!(out, "  tolerated (the match rules in force): {t}");
             }
-            let _ = writeln!(out, "  hint: if this change is intended, re-record; if the value is volatile, declare it (a spec's `match:` block or `tools:` mock, or --match-ignore / --match-hole)");
+            let _ = writeln!(out, "  hint: if this change is intended, {}; if the value is volatile, declare it (a spec's `match:` block or `tools:` mock, or --match-ignore / --match-hole)", hints.rerecord());
         }
     }
     out
@@ -400,7 +422,7 @@ mod tests {
             &MissKind::Unknown {
                 nearest: Some((3, &recorded)),
             },
-            None,
+            &Hints::default(),
         );
         insta::assert_snapshot!(r);
     }
@@ -418,11 +440,14 @@ mod tests {
             "anthropic.messages",
             &now,
             &kind,
-            Some("ignored /metadata/user_id"),
+            &Hints {
+                tolerated: Some("ignored /metadata/user_id"),
+                rerecord: Some("agentproxy record --cassette c.json -- claude"),
+            },
         );
         assert!(
             r.contains(
-                "\n  tolerated (the match rules in force): ignored /metadata/user_id\n  hint: "
+                "\n  tolerated (the match rules in force): ignored /metadata/user_id\n  hint: if this change is intended, re-record (`agentproxy record --cassette c.json -- claude`); "
             ),
             "{r}"
         );
@@ -437,7 +462,7 @@ mod tests {
             "openai.chat",
             &body,
             &MissKind::Exhausted { recorded: 2 },
-            None,
+            &Hints::default(),
         );
         assert!(r.contains("recorded 2 time(s)"), "{r}");
         assert!(r.contains("--repeat last"), "{r}");
@@ -482,7 +507,7 @@ mod tests {
             "openai.chat",
             &now,
             &kind,
-            None,
+            &Hints::default(),
         );
         assert!(
             r.contains(r#"  added at /tools/0/function/parameters/properties/unit: {"enum":["c","f"],"type":"string"}"#),
@@ -498,7 +523,7 @@ mod tests {
             "openai.chat",
             &recorded,
             &kind,
-            None,
+            &Hints::default(),
         );
         assert!(
             r.contains("  removed at /tools/0/function/parameters/properties/unit: {"),

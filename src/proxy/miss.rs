@@ -18,6 +18,10 @@ pub(super) fn note(
     normalized_now: &Value,
     lookup: Lookup,
 ) -> String {
+    let hints = nearmiss::Hints {
+        tolerated: proxy.opts.rules.described(),
+        rerecord: proxy.opts.rerecord.as_deref(),
+    };
     let report = match lookup {
         Lookup::Exhausted { recorded } => nearmiss::report(
             method,
@@ -25,7 +29,7 @@ pub(super) fn note(
             route,
             normalized_now,
             &nearmiss::MissKind::Exhausted { recorded },
-            None,
+            &hints,
         ),
         _ => {
             // Sketches shortlist the recordings; only those are parsed and measured.
@@ -64,7 +68,7 @@ pub(super) fn note(
                 route,
                 normalized_now,
                 &nearmiss::MissKind::Unknown { nearest },
-                proxy.opts.rules.described(),
+                &hints,
             )
         }
     };

@@ -51,6 +51,8 @@ pub struct Options {
     pub replay: Option<Replay>,
     /// Print each miss report on stderr as it happens.
     pub print_misses: bool,
+    /// The command that re-records the cassette, for the miss report's hint.
+    pub rerecord: Option<String>,
     /// Replace tool results in requests before they are matched, recorded or forwarded,
     /// and answer `tools/call` of mocked MCP tools.
     pub mocks: Option<Mocks>,

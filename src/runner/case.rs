@@ -167,6 +167,15 @@ pub(crate) fn setup(
         crash: case.crash.as_ref().map(|c| c.after.clone()),
         fuzz: fuzz.cloned(),
         log_exchanges: true,
+        rerecord: Some(super::env::shell_line(&[
+            "agentproxy",
+            "test",
+            &spec.file.display().to_string(),
+            "--case",
+            &case.name,
+            "--mode",
+            "record",
+        ])),
         ..Setup::new(path.to_owned(), existing, usage)
     }
 }

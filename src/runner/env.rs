@@ -124,6 +124,23 @@ pub fn upstream_list(upstreams: &Upstreams) -> String {
         .join(", ")
 }
 
+/// `words` as one POSIX shell line, to paste: a word that needs no quoting as it is, the
+/// others in single quotes.
+pub fn shell_line<S: AsRef<str>>(words: &[S]) -> String {
+    let word = |w: &str| {
+        let plain = !w.is_empty()
+            && w.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"_-./:=@%+,".contains(&b));
+        if plain {
+            w.to_owned()
+        } else {
+            format!("'{}'", w.replace('\'', r"'\''"))
+        }
+    };
+    let words: Vec<String> = words.iter().map(|w| word(w.as_ref())).collect();
+    words.join(" ")
+}
+
 /// `NAME=value` lines for the daemon's `export` hints, quoted for POSIX shells.
 pub fn export_lines(vars: &[Injected]) -> String {
     vars.iter()
@@ -173,6 +190,18 @@ mod tests {
         assert!(n.contains(&"LITELLM_LOCAL_MODEL_COST_MAP"));
         assert!(n.contains(&"ANTHROPIC_AUTH_TOKEN") && n.contains(&"AZURE_OPENAI_API_KEY"));
         assert!(n.contains(&"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"));
+    }
+
+    #[test]
+    fn a_shell_line_quotes_only_what_needs_it() {
+        assert_eq!(
+            shell_line(&["agentproxy", "test", "specs/a b.yaml", "--case", "it's", ""]),
+            r"agentproxy test 'specs/a b.yaml' --case 'it'\''s' ''"
+        );
+        assert_eq!(
+            shell_line(&["python3", "app.py", "--x=1"]),
+            "python3 app.py --x=1"
+        );
     }
 
     #[test]

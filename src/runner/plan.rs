@@ -91,6 +91,8 @@ pub(crate) struct Setup {
     pub fuzz: Option<FuzzCall>,
     /// Print each miss report on stderr as it happens.
     pub print_misses: bool,
+    /// The command that re-records the cassette (shell words), for the miss report.
+    pub rerecord: Option<String>,
     /// Keep every exchange served or recorded (trajectories, serve's answers).
     pub log_exchanges: bool,
     /// Tolerate the volatile fields of the known clients recorded (Claude Code's session
@@ -119,6 +121,7 @@ impl Setup {
             crash: None,
             fuzz: None,
             print_misses: false,
+            rerecord: None,
             log_exchanges: false,
             known_clients: true,
             secret: None,
@@ -206,6 +209,7 @@ pub(crate) fn plan(setup: Setup, fwd: &Forwarding) -> Result<Plan, PlanError> {
         upstream,
         replay,
         print_misses: setup.print_misses,
+        rerecord: setup.rerecord,
         mocks: (!mocks.is_empty()).then(|| {
             let m = mocks.clone();
             Arc::new(move |c: &crate::neutral::ToolCall, n: usize| m.result_for(c, n)) as Mocks

@@ -186,6 +186,8 @@ def test_a_miss_fails_the_test_with_the_near_miss_report(pytester, env):
     out = result.stdout.str()
     assert "agentproxy:\ncassette miss: POST /v1/chat/completions (openai.chat) has no recording" in out
     assert "+ What's the weather in Paris today?" in out
+    # The hint gives the command that records this test again.
+    assert "re-record (`pytest test_agent.py::test_openai --agentproxy-mode=record`)" in out
     assert "recordings not used" not in out
     # A test with no cassette at all says how to record it.
     result = replay(pytester, env, "-k", "anthropic")
