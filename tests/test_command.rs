@@ -387,6 +387,34 @@ fn a_crashing_program_is_an_execution_error_with_its_stderr() {
     assert!(r.stderr.contains("status 4"), "{}", r.stderr);
 }
 
+/// A program that cannot start (a venv not made yet) is the case's only report: the
+/// command and where it was started, not a list of expectations it never met.
+#[test]
+fn a_program_that_cannot_start_is_reported_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("s.yaml"),
+        "app:\n  command: [./.venv/bin/python, agent.py]\ncases:\n  - name: hello\n    input: hi\n    expect:\n      reply: hello\n      calls: [get_weather]\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.path().join("cassettes/s")).unwrap();
+    std::fs::copy(
+        repo().join("cassettes/examples/weather-agent.json"),
+        dir.path().join("cassettes/s/hello.json"),
+    )
+    .unwrap();
+    let r = run_in(dir.path(), &["test", "s.yaml", "--mode", "replay"]);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    let cwd = dir.path().canonicalize().unwrap();
+    let start = format!(
+        "error: failed to start `./.venv/bin/python` in {}",
+        cwd.display()
+    );
+    assert!(r.stderr.contains(&start), "{}", r.stderr);
+    assert!(!r.stderr.contains("never called"), "{}", r.stderr);
+    assert!(!r.stderr.contains("reply does not match"), "{}", r.stderr);
+}
+
 #[test]
 fn a_report_that_cannot_be_written_is_an_execution_error() {
     let dir = tempfile::tempdir().unwrap();

@@ -94,7 +94,9 @@ async fn run_program(
     deadline: Instant,
 ) -> Result<(ProgramEnd, String, String)> {
     let mut running = app.start(Some(input), deadline).map_err(|e| match e {
-        DriveError::Spawn { program, source } => ChildError::Spawn { program, source },
+        DriveError::Spawn {
+            program, source, ..
+        } => ChildError::Spawn { program, source },
         other => ChildError::Spawn {
             program: app.argv.first().cloned().unwrap_or_default(),
             source: std::io::Error::other(other),

@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::driver::{CommandApp, Driven};
+use super::driver::{CommandApp, DriveError, Driven};
 use super::env;
 use super::error::{CaseError, ProgramError};
 use super::evaluate;
@@ -233,6 +233,15 @@ pub(super) async fn run_inner(
 
     let (driven, drive_error) = match driven {
         Ok(d) => (d, None),
+        // A program that never started did nothing to judge: its start error is the report.
+        Err((
+            _,
+            e @ ProgramError::Drive {
+                source: DriveError::Spawn { .. },
+            },
+        )) if outcome.requests == 0 => {
+            return Err(e.into());
+        }
         Err((partial, e)) => (partial, Some(e)),
     };
     let verdict = verdict::judge(Ran {

@@ -44,9 +44,11 @@ pub struct CommandApp {
 /// Why a case's program could not be driven to the end.
 #[derive(Debug, thiserror::Error)]
 pub enum DriveError {
-    #[error("failed to start `{program}`: {source}")]
+    #[error("failed to start `{program}`{}: {source}", in_dir(.cwd.as_deref()))]
     Spawn {
         program: String,
+        /// The directory it was started in, when the case names one.
+        cwd: Option<PathBuf>,
         source: std::io::Error,
     },
     #[error("the program timed out after {secs:.1}s ({limit}) waiting for {waiting}; {}", last_seen(.last_line.as_deref()))]
@@ -64,6 +66,13 @@ pub enum DriveError {
     EndedEarly { turn: usize, stderr: String },
     #[error("failed to talk to the program: {0}")]
     Io(#[from] std::io::Error),
+}
+
+/// ` in DIR`, for a start that failed in `cwd`: a relative program path is resolved there.
+fn in_dir(cwd: Option<&std::path::Path>) -> String {
+    let absolute = |d: &std::path::Path| std::path::absolute(d).unwrap_or_else(|_| d.to_owned());
+    cwd.map(|d| format!(" in {}", absolute(d).display()))
+        .unwrap_or_default()
 }
 
 /// The end of a timeout message: the last output line, or a hint when there was none (a
@@ -142,6 +151,7 @@ impl CommandApp {
             .collect();
         let (program, args) = argv.split_first().ok_or_else(|| DriveError::Spawn {
             program: String::new(),
+            cwd: self.cwd.clone(),
             source: std::io::Error::other("empty command"),
         })?;
         let mut cmd = tokio::process::Command::new(program);
@@ -167,6 +177,7 @@ impl CommandApp {
         cmd.env(reap::MARK, &mark);
         let mut child = cmd.spawn().map_err(|source| DriveError::Spawn {
             program: program.clone(),
+            cwd: self.cwd.clone(),
             source,
         })?;
         let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
