@@ -11,7 +11,7 @@ use serde_json::{json, Map, Value};
 
 use super::super::contract::{Dialect, ErrorFault, Spoil};
 use super::super::shared::{delta_pieces, params, text, AssembleError};
-use super::stream::{done, objects};
+use super::stream::{done, lines, objects};
 use super::{fault_error, stream_error, streams};
 use crate::neutral::{Message, ModelCall, ToolCall, Usage};
 use crate::sse::{Framing, SseEvent};
@@ -181,14 +181,7 @@ fn synthesize(response: &Value) -> Vec<SseEvent> {
     last.insert("response".to_owned(), json!(""));
     last.insert("done".to_owned(), json!(true));
     chunks.push(Value::Object(last));
-    chunks
-        .into_iter()
-        .map(|c| SseEvent {
-            event: None,
-            id: None,
-            data: c.to_string(),
-        })
-        .collect()
+    lines(chunks)
 }
 
 #[cfg(test)]

@@ -124,8 +124,12 @@ pub fn synthesize(response: &Value) -> Vec<SseEvent> {
         json!({"role": "assistant", "content": ""}),
     );
     last.insert("done".to_owned(), json!(true));
-    let last = Value::Object(last);
-    chunks.push(last);
+    chunks.push(Value::Object(last));
+    lines(chunks)
+}
+
+/// Chunks as the stream's lines: each an event whose data is the chunk's JSON.
+pub(super) fn lines(chunks: Vec<Value>) -> Vec<SseEvent> {
     chunks
         .into_iter()
         .map(|c| SseEvent {
