@@ -30,26 +30,39 @@ fn git_spec(arg: &Path) -> Option<&str> {
     (!revision.is_empty() && !path.is_empty() && !revision.contains('/')).then_some(text)
 }
 
-/// The blob git has at `spec`.
+/// The blob git has at `spec`, at most [`store::MAX_CASSETTE`] bytes, as a file would be.
 fn git_blob(spec: &str) -> Result<Vec<u8>> {
     let failed = |why: String| Error::GitCassette {
         spec: spec.to_owned(),
         why,
     };
-    let out = Command::new("git")
-        .args(["cat-file", "blob", spec])
-        .output()
-        .map_err(|e| failed(format!("cannot run git: {e}")))?;
-    if !out.status.success() {
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        let why = stderr.trim().trim_start_matches("fatal: ");
-        return Err(failed(if why.is_empty() {
-            format!("git exited with {}", out.status)
-        } else {
-            why.to_owned()
-        }));
+    let git = |args: &[&str]| -> Result<Vec<u8>> {
+        let out = Command::new("git")
+            .args(args)
+            .output()
+            .map_err(|e| failed(format!("cannot run git: {e}")))?;
+        if !out.status.success() {
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let why = stderr.trim().trim_start_matches("fatal: ");
+            return Err(failed(if why.is_empty() {
+                format!("git exited with {}", out.status)
+            } else {
+                why.to_owned()
+            }));
+        }
+        Ok(out.stdout)
+    };
+    let size = String::from_utf8_lossy(&git(&["cat-file", "-s", spec])?)
+        .trim()
+        .parse::<u64>()
+        .map_err(|e| failed(format!("git gave no size: {e}")))?;
+    if size > store::MAX_CASSETTE {
+        return Err(failed(format!(
+            "it is {size} bytes, over the {}-byte ceiling of a cassette",
+            store::MAX_CASSETTE
+        )));
     }
-    Ok(out.stdout)
+    git(&["cat-file", "blob", spec])
 }
 
 #[cfg(test)]
