@@ -16,6 +16,9 @@
 #[allow(dead_code)]
 #[path = "../tests/support/fake_openai.rs"]
 mod fake_openai;
+#[allow(dead_code)]
+#[path = "../tests/support/server.rs"]
+mod server;
 mod support {
     pub mod smoke;
 }

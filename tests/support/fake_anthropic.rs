@@ -12,22 +12,17 @@
 //! `fake_anthropic_model.rs`, which reuses the chat fake's script (`fake_openai_model.rs`).
 
 use std::convert::Infallible;
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::{combinators::UnsyncBoxBody, BodyExt, Full, StreamBody};
+
+use super::server::{Body, Server};
+use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::{Frame, Incoming};
 use hyper::header::{HeaderName, HeaderValue};
-use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::{conn::auto, graceful::GracefulShutdown};
+
 use serde_json::Value;
-use tokio::net::TcpListener;
-use tokio::sync::watch;
-use tokio::task::JoinHandle;
 
 // The chat fake's script, compiled here a second time (its items are private to the module
 // that includes it): that keeps both fakes self-contained, reachable through `#[path]` alone.
@@ -40,17 +35,11 @@ mod model;
 pub use super::fake_openai::LoggedRequest;
 use chat_model::{random_token, Answer};
 
-/// How long `stop` waits for in-flight answers before dropping them.
-const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
-
 /// A running fake Anthropic upstream. Dropping it stops accepting connections, like
 /// [`Self::stop`] without waiting.
 pub struct FakeAnthropic {
-    addr: SocketAddr,
     shared: Arc<Shared>,
-    // Dropping the sender is the shutdown signal.
-    shutdown: watch::Sender<()>,
-    server: JoinHandle<()>,
+    server: Server,
 }
 
 struct Shared {
@@ -68,30 +57,23 @@ struct Control {
 impl FakeAnthropic {
     /// Starts a fake on the current tokio runtime.
     pub async fn start() -> FakeAnthropic {
-        let listener = TcpListener::bind(("127.0.0.1", 0))
-            .await
-            .expect("fake anthropic: failed to bind 127.0.0.1:0");
-        let addr = listener
-            .local_addr()
-            .expect("fake anthropic: failed to read the bound address");
         let shared = Arc::new(Shared {
             log: Mutex::new(Vec::new()),
             control: Mutex::new(Control::default()),
         });
-        let (shutdown, shutdown_rx) = watch::channel(());
-        let server = tokio::spawn(serve(listener, Arc::clone(&shared), shutdown_rx));
-        FakeAnthropic {
-            addr,
-            shared,
-            shutdown,
-            server,
-        }
+        let server = Server::start(
+            "fake anthropic",
+            Arc::clone(&shared),
+            |shared, req| async move { handle(&shared, req).await },
+        )
+        .await;
+        FakeAnthropic { shared, server }
     }
 
     /// The base URL, without `/v1` (what `--anthropic-upstream` and `ANTHROPIC_BASE_URL`
     /// take).
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        self.server.url()
     }
 
     /// Every request received so far, in arrival order.
@@ -124,13 +106,7 @@ impl FakeAnthropic {
     /// Closes the listener (later connections are refused), then waits, bounded, for
     /// in-flight answers to finish.
     pub async fn stop(self) {
-        let FakeAnthropic {
-            shutdown, server, ..
-        } = self;
-        drop(shutdown);
-        if let Err(err) = server.await {
-            panic!("fake anthropic: server task failed: {err}");
-        }
+        self.server.stop().await;
     }
 }
 
@@ -138,40 +114,6 @@ impl FakeAnthropic {
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
-
-async fn serve(listener: TcpListener, shared: Arc<Shared>, mut shutdown: watch::Receiver<()>) {
-    let builder = auto::Builder::new(TokioExecutor::new());
-    let graceful = GracefulShutdown::new();
-    loop {
-        let stream = tokio::select! {
-            _ = shutdown.changed() => break,
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
-                // One failed accept concerns one connection; back off so the loop does not spin.
-                Err(_) => {
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                    continue;
-                }
-            },
-        };
-        let shared = Arc::clone(&shared);
-        let service = service_fn(move |req| {
-            let shared = Arc::clone(&shared);
-            async move { Ok::<_, Infallible>(handle(&shared, req).await) }
-        });
-        let conn = builder
-            .serve_connection(TokioIo::new(stream), service)
-            .into_owned();
-        let conn = graceful.watch(conn);
-        tokio::spawn(async move {
-            let _ = conn.await;
-        });
-    }
-    drop(listener);
-    let _ = tokio::time::timeout(DRAIN_TIMEOUT, graceful.shutdown()).await;
-}
-
-type Body = UnsyncBoxBody<Bytes, Infallible>;
 
 async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
     let (parts, body) = req.into_parts();

@@ -20,55 +20,40 @@
 //!   (`missing`), 400 for a body that is not JSON.
 
 use std::convert::Infallible;
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use http_body_util::{combinators::UnsyncBoxBody, BodyExt, Full, StreamBody};
+
+use super::server::{Body, Server};
+use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::{Frame, Incoming};
 use hyper::header::HeaderValue;
-use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::{conn::auto, graceful::GracefulShutdown};
+
 use serde_json::{json, Value};
-use tokio::net::TcpListener;
-use tokio::sync::watch;
-use tokio::task::JoinHandle;
 
 pub use super::fake_openai::LoggedRequest;
 
 /// A running fake Ollama server; [`Self::stop`] closes it.
 pub struct FakeOllama {
-    addr: SocketAddr,
     log: Arc<Mutex<Vec<LoggedRequest>>>,
-    shutdown: watch::Sender<()>,
-    server: JoinHandle<()>,
+    server: Server,
 }
 
 impl FakeOllama {
     pub async fn start() -> FakeOllama {
-        let listener = TcpListener::bind(("127.0.0.1", 0))
-            .await
-            .expect("fake ollama: failed to bind 127.0.0.1:0");
-        let addr = listener
-            .local_addr()
-            .expect("fake ollama: no local address");
         let log = Arc::new(Mutex::new(Vec::new()));
-        let (shutdown, shutdown_rx) = watch::channel(());
-        let server = tokio::spawn(serve(listener, Arc::clone(&log), shutdown_rx));
-        FakeOllama {
-            addr,
-            log,
-            shutdown,
-            server,
-        }
+        let server = Server::start("fake ollama", Arc::clone(&log), |log, req| async move {
+            handle(&log, req).await
+        })
+        .await;
+        FakeOllama { log, server }
     }
 
     /// The base URL (what `OLLAMA_HOST` and `--upstream ollama=URL` take).
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        self.server.url()
     }
 
     pub fn requests(&self) -> Vec<LoggedRequest> {
@@ -81,53 +66,12 @@ impl FakeOllama {
 
     /// Closes the listener, then waits, bounded, for in-flight answers.
     pub async fn stop(self) {
-        drop(self.shutdown);
-        if let Err(err) = self.server.await {
-            panic!("fake ollama: server task failed: {err}");
-        }
+        self.server.stop().await;
     }
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-type Body = UnsyncBoxBody<Bytes, Infallible>;
-
-async fn serve(
-    listener: TcpListener,
-    log: Arc<Mutex<Vec<LoggedRequest>>>,
-    mut shutdown: watch::Receiver<()>,
-) {
-    let builder = auto::Builder::new(TokioExecutor::new());
-    let graceful = GracefulShutdown::new();
-    loop {
-        let stream = tokio::select! {
-            _ = shutdown.changed() => break,
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
-                Err(_) => {
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                    continue;
-                }
-            },
-        };
-        let log = Arc::clone(&log);
-        let service = service_fn(move |req| {
-            let log = Arc::clone(&log);
-            async move { Ok::<_, Infallible>(handle(&log, req).await) }
-        });
-        let conn = graceful.watch(
-            builder
-                .serve_connection(TokioIo::new(stream), service)
-                .into_owned(),
-        );
-        tokio::spawn(async move {
-            let _ = conn.await;
-        });
-    }
-    drop(listener);
-    let _ = tokio::time::timeout(Duration::from_secs(5), graceful.shutdown()).await;
 }
 
 async fn handle(log: &Mutex<Vec<LoggedRequest>>, req: Request<Incoming>) -> Response<Body> {

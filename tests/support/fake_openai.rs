@@ -17,23 +17,20 @@
 
 use std::convert::Infallible;
 use std::io::Write;
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use bytes::Bytes;
+
+use super::server::{Body, Server};
 use flate2::{write::GzEncoder, Compression};
-use http_body_util::{combinators::UnsyncBoxBody, BodyExt, Full, StreamBody};
+use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::{Frame, Incoming};
 use hyper::header::{HeaderMap, HeaderName, HeaderValue};
-use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::{conn::auto, graceful::GracefulShutdown};
+
 use serde_json::Value;
-use tokio::net::TcpListener;
-use tokio::sync::{mpsc, watch};
-use tokio::task::JoinHandle;
+use tokio::sync::mpsc;
 
 // An explicit path, so the file resolves the same whether this one is reached through
 // `mod support;` or through the benchmark's `#[path]`.
@@ -43,9 +40,6 @@ mod model;
 mod responses;
 
 use model::{chat, embeddings, injected_failure, models, random_token, Answer};
-
-/// How long `stop` waits for in-flight answers (a slow stream) before dropping them.
-const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Settings fixed at start; each can also be changed while running.
 #[derive(Clone, Debug, Default)]
@@ -79,11 +73,8 @@ impl LoggedRequest {
 /// A running fake upstream. Dropping it stops accepting connections, like [`Self::stop`]
 /// without waiting.
 pub struct FakeOpenAi {
-    addr: SocketAddr,
     shared: Arc<Shared>,
-    // Dropping the sender is the shutdown signal.
-    shutdown: watch::Sender<()>,
-    server: JoinHandle<()>,
+    server: Server,
 }
 
 struct Shared {
@@ -107,12 +98,6 @@ impl FakeOpenAi {
 
     /// Starts a fake with the given settings, on the current tokio runtime.
     pub async fn start_with(config: FakeConfig) -> FakeOpenAi {
-        let listener = TcpListener::bind(("127.0.0.1", 0))
-            .await
-            .expect("fake upstream: failed to bind 127.0.0.1:0");
-        let addr = listener
-            .local_addr()
-            .expect("fake upstream: failed to read the bound address");
         let shared = Arc::new(Shared {
             log: Mutex::new(Vec::new()),
             control: Mutex::new(Control {
@@ -123,19 +108,18 @@ impl FakeOpenAi {
             }),
             responses: responses::Store::default(),
         });
-        let (shutdown, shutdown_rx) = watch::channel(());
-        let server = tokio::spawn(serve(listener, Arc::clone(&shared), shutdown_rx));
-        FakeOpenAi {
-            addr,
-            shared,
-            shutdown,
-            server,
-        }
+        let server = Server::start(
+            "fake upstream",
+            Arc::clone(&shared),
+            |shared, req| async move { handle(&shared, req).await },
+        )
+        .await;
+        FakeOpenAi { shared, server }
     }
 
     /// The base URL, without `/v1` (what `--upstream` takes).
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        self.server.url()
     }
 
     /// Every request received so far, in arrival order.
@@ -174,13 +158,7 @@ impl FakeOpenAi {
     /// Closes the listener (later connections are refused), then waits, bounded, for
     /// in-flight answers to finish.
     pub async fn stop(self) {
-        let FakeOpenAi {
-            shutdown, server, ..
-        } = self;
-        drop(shutdown);
-        if let Err(err) = server.await {
-            panic!("fake upstream: server task failed: {err}");
-        }
+        self.server.stop().await;
     }
 }
 
@@ -189,43 +167,6 @@ impl FakeOpenAi {
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
-
-async fn serve(listener: TcpListener, shared: Arc<Shared>, mut shutdown: watch::Receiver<()>) {
-    let builder = auto::Builder::new(TokioExecutor::new());
-    let graceful = GracefulShutdown::new();
-    loop {
-        let stream = tokio::select! {
-            // Only ever errs: the sender is dropped by `stop` or by dropping the fake.
-            _ = shutdown.changed() => break,
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
-                // A failed accept (e.g. out of descriptors) concerns one connection, not
-                // the server; back off briefly so the loop does not spin.
-                Err(_) => {
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                    continue;
-                }
-            },
-        };
-        let shared = Arc::clone(&shared);
-        let service = service_fn(move |req| {
-            let shared = Arc::clone(&shared);
-            async move { Ok::<_, Infallible>(handle(&shared, req).await) }
-        });
-        let conn = builder
-            .serve_connection(TokioIo::new(stream), service)
-            .into_owned();
-        let conn = graceful.watch(conn);
-        // A connection error is a client hanging up mid-answer: nothing to report.
-        tokio::spawn(async move {
-            let _ = conn.await;
-        });
-    }
-    drop(listener);
-    let _ = tokio::time::timeout(DRAIN_TIMEOUT, graceful.shutdown()).await;
-}
-
-type Body = UnsyncBoxBody<Bytes, Infallible>;
 
 async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
     let (parts, body) = req.into_parts();

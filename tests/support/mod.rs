@@ -9,3 +9,4 @@ pub mod fake_ollama;
 pub mod fake_openai;
 pub mod http;
 pub mod proxy;
+pub mod server;
