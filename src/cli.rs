@@ -12,10 +12,20 @@ use crate::matching::index::Repeat;
 use crate::proxy::upstream::InvalidUpstream;
 use crate::runner::upstreams;
 
+/// `0.1.0 (COMMIT, built DATE)`: `--version`'s line after the name, and doctor's.
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("AGENTPROXY_COMMIT"),
+    ", built ",
+    env!("AGENTPROXY_BUILD_DATE"),
+    ")"
+);
+
 #[derive(Debug, Parser)]
 #[command(
     name = "agentproxy",
-    version,
+    version = VERSION,
     about = "Record and replay the model traffic of LLM agents, so they can be tested deterministically",
     long_about = "Record and replay the model traffic of LLM agents, so they can be tested deterministically.\n\n\
 agentproxy is a local HTTP proxy on the model API boundary. `record` runs a program against the real model and \
@@ -112,7 +122,7 @@ Exit codes: 0 shown; 2 the cassette cannot be read.",
         after_help = "Examples:\n  agentproxy show cassettes/paris.json\n  agentproxy show cassettes/paris.json --json | jq '.totals'"
     )]
     Show(ShowArgs),
-    /// Check that a program honours the injected URL: canned replies, a report of what arrived.
+    /// Check that a program honours the injected URL; with no program, what a bug report needs.
     #[command(
         long_about = "Check that a program honours the injected URL, before recording it.\n\n\
 The proxy starts in doctor mode: every model request, in each dialect agentproxy speaks (OpenAI chat and \
@@ -125,9 +135,12 @@ program read. It gets --input as a line on stdin and as AGENTPROXY_INPUT; its ou
 The report lists the requests by route, the client that sent them and which credential header they \
 carried (never its value), which variables were honoured, and the program's exit status. When nothing \
 arrived it says which SDK reads which variable and what to map in a spec's app.env.\n\n\
-Exit codes: 0 at least one model request arrived; 1 none did; 2 usage error; 3 the program could not \
-be started.",
-        after_help = "Examples:\n  agentproxy doctor -- python app.py\n  agentproxy doctor --input 'Weather in Paris?' --timeout 2m -- node agent.js\n  agentproxy doctor --json -- python app.py"
+With no COMMAND it checks agentproxy itself and prints what a bug report needs: the version with its \
+commit and build date, the platform, the binary's path, whether this shell is inside an agentproxy \
+session (AGENTPROXY_URL), and the upstream each provider would record from and what set it.\n\n\
+Exit codes: 0 at least one model request arrived (with no COMMAND: always); 1 none did; 2 usage error; \
+3 the program could not be started.",
+        after_help = "Examples:\n  agentproxy doctor\n  agentproxy doctor -- python app.py\n  agentproxy doctor --input 'Weather in Paris?' --timeout 2m -- node agent.js\n  agentproxy doctor --json -- python app.py"
     )]
     Doctor(DoctorArgs),
     /// Stand in for a stdio MCP server: record its traffic, or answer in its place in replay.
@@ -668,8 +681,8 @@ pub struct DoctorArgs {
     #[arg(long)]
     pub json: bool,
 
-    /// The program to check, after `--`.
-    #[arg(last = true, required = true, value_name = "COMMAND")]
+    /// The program to check, after `--`; none: report on agentproxy itself.
+    #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
 }
 
@@ -700,6 +713,17 @@ mod tests {
         assert_eq!(parse_size("1GiB"), Ok(1 << 30));
         assert!(parse_size("0").is_err());
         assert!(parse_size("lots").is_err());
+    }
+
+    /// `--version` says the commit and the day it was built from (a bug report's first line).
+    #[test]
+    fn the_version_names_commit_and_build_date() {
+        let shape = regex::Regex::new(
+            r"^\d+\.\d+\.\d+ \(([0-9a-f]{12}|unknown), built \d{4}-\d{2}-\d{2}\)$",
+        )
+        .unwrap();
+        assert!(shape.is_match(VERSION), "{VERSION}");
+        assert!(VERSION.starts_with(env!("CARGO_PKG_VERSION")));
     }
 
     /// An example that wraps mid-command cannot be pasted: each fits an 80-column terminal.

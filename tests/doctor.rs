@@ -305,3 +305,37 @@ fn an_mcp_server_through_the_stand_in_is_reported() {
     assert_eq!(report["notes"], serde_json::json!([]), "{report}");
     assert!(!dir.path().join("outbox.txt").exists());
 }
+
+/// With no program, doctor reports on agentproxy itself: the version line `--version`
+/// prints, this binary's path and every provider's upstream; `--json` the same as data.
+#[test]
+fn with_no_program_doctor_says_what_a_bug_report_needs() {
+    let version = Command::new(bin()).arg("--version").output().unwrap();
+    let version = String::from_utf8_lossy(&version.stdout).into_owned();
+    let run = doctor(&[]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert!(run.stdout.starts_with(&version), "{}", run.stdout);
+    let exe = std::fs::canonicalize(bin()).unwrap();
+    assert!(
+        run.stdout
+            .contains(&format!("executable  {}\n", exe.display())),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("  openai     "), "{}", run.stdout);
+
+    let run = doctor(&["--json"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let about = json_of(&run);
+    assert_eq!(
+        format!("agentproxy {}\n", about["version"].as_str().unwrap()),
+        version
+    );
+    let providers: Vec<&str> = (about["upstreams"].as_array().unwrap().iter())
+        .map(|u| u["provider"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        providers,
+        ["openai", "anthropic", "gemini", "azure", "ollama"]
+    );
+}

@@ -52,7 +52,7 @@ fn the_wheel_installs_the_binary_on_the_venv_path() {
 
     // Only the venv and the system: no cargo, no target/ directory.
     let path = format!("{}:/usr/bin:/bin", venv.join("bin").display());
-    let version = format!("agentproxy {}", env!("CARGO_PKG_VERSION"));
+    let version = format!("agentproxy {}", agentproxy::cli::VERSION);
     let run = |program: &str, args: &[&str]| {
         let out = Command::new(program)
             .args(args)

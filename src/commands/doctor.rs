@@ -6,6 +6,7 @@ use std::path::Path;
 use tokio::time::Instant;
 
 use crate::cli::DoctorArgs;
+use crate::doctor::about;
 use crate::doctor::diagnose::{diagnose, render, Observed, ProgramEnd};
 use crate::doctor::server::{via_prefix, Doctor, Session};
 use crate::error::{Error, Exit, Result};
@@ -22,6 +23,9 @@ const MAX_BODY: usize = 32 << 20;
 const MAX_SOURCE: u64 = 1 << 20;
 
 pub async fn run(args: DoctorArgs) -> Result<Exit> {
+    if args.command.is_empty() {
+        return about(args.json);
+    }
     if !args.listen.ip().is_loopback() {
         return Err(Error::NotLoopback {
             addr: args.listen,
@@ -68,6 +72,34 @@ pub async fn run(args: DoctorArgs) -> Result<Exit> {
         print!("{}", render(&report));
     }
     Ok(if report.ok { Exit::Ok } else { Exit::Failed })
+}
+
+/// `agentproxy doctor` with no command: the facts of this build and system.
+fn about(json: bool) -> Result<Exit> {
+    let exe = std::env::current_exe().ok();
+    let report = about::about(
+        &|name| std::env::var(name).ok(),
+        kernel_release(),
+        exe.map(|p| p.display().to_string()),
+    );
+    if json {
+        let text = serde_json::to_string_pretty(&report).map_err(Error::RenderReport)?;
+        println!("{text}");
+    } else {
+        print!("{}", about::render(&report));
+    }
+    Ok(Exit::Ok)
+}
+
+/// The kernel's release (`uname -r`).
+fn kernel_release() -> Option<String> {
+    // SAFETY: uname fills the zeroed struct it is given; its fields are NUL-terminated.
+    let mut name: libc::utsname = unsafe { std::mem::zeroed() };
+    if unsafe { libc::uname(&mut name) } != 0 {
+        return None;
+    }
+    let release = unsafe { std::ffi::CStr::from_ptr(name.release.as_ptr()) };
+    Some(release.to_string_lossy().into_owned())
 }
 
 /// What record and replay inject, with every URL variable but [`PLAIN_VAR`] moved under
