@@ -35,8 +35,9 @@ Exit codes: 0 success; 1 a replayed request missed the cassette; 2 usage or conf
 (bad flag, unreadable cassette); 3 execution error (upstream unreachable while recording, nothing recorded, \
 cassette refused by the secret scan). With `-- COMMAND`, a command that exits non-zero passes its status through \
 (128+N when killed by signal N).",
-    after_help = "Getting started: docs/getting-started.md (record, write a spec, replay in CI). \
-Every format and flag is documented in docs/. Run `agentproxy COMMAND --help` for each command."
+    after_help = "Getting started: `agentproxy docs getting-started` (record, write a spec, replay in CI). \
+Every format and flag is documented: `agentproxy docs` lists the pages, built into this binary. Run \
+`agentproxy COMMAND --help` for each command."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -88,7 +89,7 @@ record what misses). Settings come from the flags, then the spec's `execution:`,
 AGENTPROXY_PARALLEL, AGENTPROXY_TIMEOUT, AGENTPROXY_VERBOSITY and AGENTPROXY_CASSETTE_DIR, then defaults.\n\n\
 Exit codes: 0 all cases passed; 1 an assertion failed or a request missed its cassette; 2 a spec or flag \
 is invalid (file:line:column and a hint); 3 a program crashed or timed out, or the upstream failed while \
-recording. The grammar is in docs/spec-reference.md.",
+recording. The grammar is in `agentproxy docs spec-reference`.",
         after_help = "Examples:\n  agentproxy test specs/\n  agentproxy test weather.yaml --case paris --report junit -o junit.xml\n  agentproxy test specs/ --mode record --parallel 4"
     )]
     Test(TestArgs),
@@ -104,7 +105,7 @@ With --spec (and --case, unless the spec has a single case), each change is tagg
 assertion depends on it) or incidental; without a spec every change in what the agent did counts as \
 asserted. The last line is the verdict: identical, benign (only incidental changes) or regression.\n\n\
 Exit codes: 0 done (whatever the verdict, unless --check); 1 the verdict is regression and --check was \
-given; 2 a cassette or the spec cannot be read. Format: docs/trajectory-diff.md.",
+given; 2 a cassette or the spec cannot be read. Format: `agentproxy docs trajectory-diff`.",
         after_help = "Examples:\n  agentproxy diff cassettes/paris.json /tmp/paris.json\n  \
 agentproxy diff old.json new.json --spec weather.yaml --case paris --check\n  \
 agentproxy diff a.json b.json --spec s.yaml --format markdown > pr.md\n  \
@@ -143,6 +144,15 @@ Exit codes: 0 at least one model request arrived (with no COMMAND: always); 1 no
         after_help = "Examples:\n  agentproxy doctor\n  agentproxy doctor -- python app.py\n  agentproxy doctor --input 'Weather in Paris?' --timeout 2m -- node agent.js\n  agentproxy doctor --json -- python app.py"
     )]
     Doctor(DoctorArgs),
+    /// Print a page of the documentation (built in); with no topic, the list of pages.
+    #[command(
+        long_about = "Print a page of the documentation, in Markdown, on stdout: the same pages as docs/ \
+of the source repository, built into this binary so every install has them. With no TOPIC, the list of \
+pages with their titles.\n\n\
+Exit codes: 0 printed; 2 no such page.",
+        after_help = "Examples:\n  agentproxy docs\n  agentproxy docs spec-reference | less"
+    )]
+    Docs(DocsArgs),
     /// Stand in for a stdio MCP server: record its traffic, or answer in its place in replay.
     #[command(
         long_about = "Stand in for a stdio MCP server. In the agent's MCP configuration, replace the server \
@@ -160,7 +170,7 @@ never reaches COMMAND.\n\n\
 With no session among its ancestors it runs COMMAND unchanged, so a configuration can keep it. When it \
 cannot rule out a session (an ancestor of the same user whose environment it cannot read, or no /proc) \
 it refuses to start COMMAND, in case this is a replay: exit 2.\n\n\
-Guide: docs/mcp.md. Format of the recorded interactions: docs/cassette-format.md (MCP).",
+Guide: `agentproxy docs mcp`. Format of the recorded interactions: `agentproxy docs cassette-format` (MCP).",
         after_help = "Example (an MCP host's server entry):\n  \
 \"command\": \"agentproxy\",\n  \
 \"args\": [\"mcp\", \"--name\", \"weather\", \"--\", \"python\", \"server.py\"]"
@@ -170,7 +180,7 @@ Guide: docs/mcp.md. Format of the recorded interactions: docs/cassette-format.md
     #[command(
         long_about = "One proxy for a whole test session whose cassette, mode and tool mocks each test switches \
 through a control endpoint under /_agentproxy/, so that SDK clients made once (at import time) keep going \
-through it. The pytest plugin of the Python package starts it; other harnesses can too (docs/pytest.md has \
+through it. The pytest plugin of the Python package starts it; other harnesses can too (`agentproxy docs pytest` has \
 the protocol).\n\n\
 It prints one JSON line on stdout, {\"url\": ..., \"env\": {NAME: value}}, with the variables a program needs \
 (the same record and replay inject), then serves until its stdin is closed, or SIGTERM or SIGINT. Between \
@@ -312,7 +322,7 @@ run into the report of the whole run: each case is taken from the shard that ran
 again, and the duration is the longest shard's. Every shard of the run must be given once, and all must have \
 been run with the same selection of cases.\n\n\
 Exit codes: 0 merged (whatever the cases' statuses); 2 a report cannot be read, a shard is missing or given \
-twice, or the reports are not of one run. Formats: docs/spec-reference.md (Reports).",
+twice, or the reports are not of one run. Formats: `agentproxy docs spec-reference` (Reports).",
         after_help = "Examples:\n  agentproxy report merge shard-*.json --report junit -o junit.xml\n  \
 agentproxy report merge a.json b.json --report markdown -o report.md --report json -o all.json"
     )]
@@ -471,7 +481,7 @@ pub struct TestArgs {
 
     /// Inject a fault into every case's model requests (repeatable), counted from 1 over
     /// each case, after the case's own `faults:`: 'request=1,kind=rate_limit,times=2'.
-    /// The same grammar as a spec's `faults:` and record's --fault; see docs/faults.md.
+    /// The same grammar as a spec's `faults:` and record's --fault; see `agentproxy docs faults`.
     #[arg(
         long = "fault",
         value_name = "SPEC",
@@ -543,7 +553,7 @@ pub struct SessionArgs {
     /// recorded and uses up no recording. Kinds that spoil the answer's tool call
     /// (tool=NAME picks it): malformed_tool_args, schema_violation (violation is one of
     /// missing_required, wrong_type, extra_property, enum_outsider), unknown_tool, length:
-    /// the request is served as any other, then its tool call spoiled. See docs/faults.md.
+    /// the request is served as any other, then its tool call spoiled. See `agentproxy docs faults`.
     #[arg(long = "fault", value_name = "SPEC", value_parser = crate::fault::parse_flag)]
     pub fault: Vec<crate::fault::Fault>,
 
@@ -657,6 +667,13 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         return Err(format!("`{s}` is zero; give a limit like 30s or 10m"));
     }
     Ok(d)
+}
+
+#[derive(Debug, Args)]
+pub struct DocsArgs {
+    /// The page: getting-started, spec-reference, cassette-format, … (`agentproxy docs` lists them).
+    #[arg(value_name = "TOPIC")]
+    pub topic: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -118,6 +118,13 @@ pub enum Error {
     #[error("cassette {spec}: there is no such file, and git cannot read it as REVISION:PATH: {why}\n  hint: `REVISION:PATH` names a cassette as a commit has it (`HEAD:cassettes/x.json`, the path from the repository's root); run it inside the repository")]
     GitCassette { spec: String, why: String },
 
+    /// `agentproxy docs TOPIC` of no page.
+    #[error("no documentation page `{topic}`\n  hint: the topics are {}", topics.join(", "))]
+    NoSuchTopic {
+        topic: String,
+        topics: Vec<&'static str>,
+    },
+
     /// The thread reading a cassette panicked.
     #[error("failed to read {}", path.display())]
     ReadPanicked { path: PathBuf },
@@ -226,6 +233,7 @@ impl Error {
             | Error::WhichCase { .. }
             | Error::ReadPanicked { .. }
             | Error::GitCassette { .. }
+            | Error::NoSuchTopic { .. }
             | Error::NoCassette { .. }
             | Error::ServeRoot { .. }
             | Error::Bind(_)

@@ -1,7 +1,7 @@
 //! The Python wheel, as a user gets it: built by scripts/build-wheel.sh, installed into a
 //! fresh venv with no cargo on PATH, `agentproxy --version` and `python -m agentproxy`
-//! print the crate's version, the pytest plugin is registered, and the installed binary
-//! replays the committed example.
+//! print the crate's version, the pytest plugin is registered, the installed binary
+//! replays the committed example and prints the documentation --help points at.
 
 use std::path::Path;
 use std::process::Command;
@@ -96,4 +96,7 @@ fn the_wheel_installs_the_binary_on_the_venv_path() {
     );
     assert!(ok, "{out}");
     assert!(out.contains("0 missed"), "{out}");
+    // The pages --help points at come with the wheel.
+    let (ok, out) = run("agentproxy", &["docs", "getting-started"]);
+    assert!(ok && out.starts_with("# Getting started"), "{out}");
 }

@@ -2,6 +2,7 @@
 
 mod control;
 pub mod diff;
+pub mod docs;
 pub mod doctor;
 pub mod mcp;
 mod output;
@@ -26,6 +27,7 @@ pub async fn run(cli: Cli) -> Result<Exit> {
         Command::Diff(args) => diff::run(args),
         Command::Show(args) => show::run(args),
         Command::Doctor(args) => doctor::run(args).await,
+        Command::Docs(args) => docs::run(args),
         Command::Report(command) => report::run(command),
         Command::Serve(args) => serve::run(args).await,
         Command::Mcp(args) => mcp::run(args).await,

@@ -142,7 +142,7 @@ impl Harness {
             },
             (method, path) => error(
                 StatusCode::NOT_FOUND,
-                format!("no control endpoint {method} /_agentproxy/{path}; see docs/pytest.md"),
+                format!("no control endpoint {method} /_agentproxy/{path}; see `agentproxy docs pytest`"),
             ),
         }
     }

@@ -175,7 +175,7 @@ pub fn diagnose(o: Observed) -> DoctorReport {
         report.notes.push(
             "the program's files mention MCP, but no MCP server came through `agentproxy mcp`: the tools of a server it starts \
              would run in replay too. Start each stdio server as `agentproxy mcp --name NAME -- COMMAND`, and give a streamable HTTP one with `--mcp NAME=URL` \
-             (its URL for the program in AGENTPROXY_MCP_<NAME>_URL) (docs/mcp.md)."
+             (its URL for the program in AGENTPROXY_MCP_<NAME>_URL); see `agentproxy docs mcp`."
                 .into(),
         );
     }
