@@ -1,4 +1,5 @@
-//! The Python wheel, as a user gets it: built by scripts/build-wheel.sh, installed into a
+//! The Python wheel, as a user gets it: built by scripts/build-wheel.sh (linked against
+//! glibc 2.17 and tagged manylinux2014, as auditwheel confirms), installed into a
 //! fresh venv with no cargo on PATH, `agentproxy --version` and `python -m agentproxy`
 //! print the crate's version, the pytest plugin is registered, the installed binary
 //! replays the committed example and prints the documentation --help points at.
@@ -13,7 +14,7 @@ fn repo() -> &'static Path {
 #[test]
 fn the_wheel_installs_the_binary_on_the_venv_path() {
     let built = Command::new(repo().join("scripts/build-wheel.sh"))
-        // The dev profile reuses the test build; users get release (the script's default).
+        // The dev profile builds faster; users get release (the script's default).
         .env("AGENTPROXY_WHEEL_PROFILE", "dev")
         .output()
         .unwrap();
@@ -22,9 +23,18 @@ fn the_wheel_installs_the_binary_on_the_venv_path() {
     assert!(built.status.success(), "{log}");
     let wheel = log
         .lines()
+        .rev()
         .find_map(|l| l.strip_prefix("build-wheel: "))
         .map(|w| repo().join(w.trim()))
         .expect("the script names the wheel");
+    // The compatibility floor the release wheels have: glibc 2.17, checked by auditwheel.
+    let name = wheel.file_name().unwrap().to_string_lossy().into_owned();
+    let arch = std::env::consts::ARCH;
+    assert!(name.contains(&format!("manylinux2014_{arch}")), "{name}");
+    assert!(
+        log.contains(&format!("build-wheel: auditwheel: manylinux_2_17_{arch}\n")),
+        "{log}"
+    );
 
     let dir = tempfile::tempdir().unwrap();
     let venv = dir.path().join("venv");
@@ -99,4 +109,43 @@ fn the_wheel_installs_the_binary_on_the_venv_path() {
     // The pages --help points at come with the wheel.
     let (ok, out) = run("agentproxy", &["docs", "getting-started"]);
     assert!(ok && out.starts_with("# Getting started"), "{out}");
+
+    // The release archive of the same build: its checksum holds, and its binary runs.
+    let target = format!("{arch}-unknown-linux-gnu");
+    let packed = Command::new(repo().join("scripts/release-archive.sh"))
+        .arg(&wheel)
+        .arg(&target)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&packed.stdout).into_owned()
+        + &String::from_utf8_lossy(&packed.stderr);
+    assert!(packed.status.success(), "{out}");
+    let name = format!("agentproxy-{}-{target}", env!("CARGO_PKG_VERSION"));
+    assert!(out.contains(&format!("dist/{name}.tar.gz")), "{out}");
+    let (ok, out) = run(
+        "sh",
+        &[
+            "-c",
+            &format!("cd dist && sha256sum -c {name}.tar.gz.sha256"),
+        ],
+    );
+    assert!(ok, "{out}");
+    let unpacked = dir.path().join("unpacked");
+    std::fs::create_dir(&unpacked).unwrap();
+    let tar = Command::new("tar")
+        .arg("-xzf")
+        .arg(repo().join(format!("dist/{name}.tar.gz")))
+        .arg("-C")
+        .arg(&unpacked)
+        .status()
+        .unwrap();
+    assert!(tar.success());
+    let root = unpacked.join(&name);
+    assert!(root.join("LICENSE").is_file() && root.join("README.md").is_file());
+    let (ok, out) = run(
+        &root.join("agentproxy").display().to_string(),
+        &["--version"],
+    );
+    assert!(ok, "{out}");
+    assert_eq!(out.trim(), version);
 }

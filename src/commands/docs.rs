@@ -7,8 +7,9 @@ use crate::cli::DocsArgs;
 use crate::error::{Error, Exit, Result};
 
 /// Every page: its topic name (the file name under `docs/` without `.md`) and its text.
-pub const PAGES: [(&str, &str); 14] = [
+pub const PAGES: [(&str, &str); 15] = [
     ("readme", include_str!("../../README.md")),
+    ("install", include_str!("../../docs/install.md")),
     (
         "getting-started",
         include_str!("../../docs/getting-started.md"),
