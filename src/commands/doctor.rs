@@ -78,6 +78,7 @@ pub async fn run(args: DoctorArgs) -> Result<Exit> {
 fn about(json: bool) -> Result<Exit> {
     let exe = std::env::current_exe().ok();
     let report = about::about(
+        crate::cli::VERSION,
         &|name| std::env::var(name).ok(),
         kernel_release(),
         exe.map(|p| p.display().to_string()),

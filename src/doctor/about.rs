@@ -34,8 +34,9 @@ pub struct Upstream {
 }
 
 /// Read what a bug report needs from `env` (agentproxy's own environment) and the facts
-/// of the system given.
+/// of the build and system given.
 pub fn about(
+    version: &'static str,
     env: &dyn Fn(&str) -> Option<String>,
     kernel: Option<String>,
     executable: Option<String>,
@@ -64,7 +65,7 @@ pub fn about(
         })
         .collect();
     About {
-        version: crate::cli::VERSION,
+        version,
         platform: format!("{} {}", std::env::consts::OS, std::env::consts::ARCH),
         kernel,
         executable,
@@ -115,6 +116,7 @@ mod tests {
                 .map(|(_, v)| (*v).to_owned())
         };
         about(
+            "0.1.0 (3c1eb896395a, built 2026-12-05)",
             &env,
             Some("6.1.0".into()),
             Some("/usr/bin/agentproxy".into()),
@@ -129,7 +131,7 @@ mod tests {
             ("OLLAMA_HOST", "gpu.test:11434"),
         ]);
         let text = render(&a);
-        assert!(text.starts_with(&format!("agentproxy {}\n", crate::cli::VERSION)));
+        assert!(text.starts_with("agentproxy 0.1.0 (3c1eb896395a, built 2026-12-05)\n"));
         for want in [
             "  openai     https://api.openai.com (default)\n",
             "  anthropic  http://fake.test:9 ($AGENTPROXY_ANTHROPIC_UPSTREAM)\n",
@@ -148,7 +150,6 @@ mod tests {
     #[test]
     fn about_snapshot() {
         let mut a = with(&[("AZURE_OPENAI_ENDPOINT", "https://res.openai.azure.test")]);
-        a.version = "0.1.0 (3c1eb896395a, built 2026-12-05)";
         a.platform = "linux x86_64".into();
         insta::assert_snapshot!(render(&a));
     }
