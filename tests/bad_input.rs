@@ -38,6 +38,7 @@ fn write_cassette(path: &std::path::Path, request: serde_json::Value, reply: ser
         format: format::format_version(),
         recorder: "test".into(),
         recorded_at: "2026-01-01T00:00:00Z".into(),
+        recorded_by: None,
         upstreams: format::Upstreams(std::collections::BTreeMap::from([
             ("openai".into(), "http://127.0.0.1:9".into()),
             ("anthropic".into(), "http://127.0.0.1:9".into()),
@@ -63,6 +64,8 @@ fn write_cassette(path: &std::path::Path, request: serde_json::Value, reply: ser
                 encoded_events: Default::default(),
             },
             latency_ms: 5,
+            mocked: Vec::new(),
+            spoiled: None,
         }],
     };
     store::save(path, &c).unwrap();

@@ -61,6 +61,8 @@ fn weather(path: &Path, salt: u64, system: &str, args: Value, reply: &str) {
                 encoded_events: Default::default(),
             },
             latency_ms: 200 + salt * 13,
+            mocked: Vec::new(),
+            spoiled: None,
         });
     };
     let request = |messages: &Vec<Value>| json!({"model": "gpt-4o-mini", "messages": messages, "tools": tools});
@@ -76,6 +78,7 @@ fn weather(path: &Path, salt: u64, system: &str, args: Value, reply: &str) {
         format: format::format_version(),
         recorder: "agentproxy 0.1.0".into(),
         recorded_at: format!("2026-11-{:02}T10:00:00Z", salt),
+        recorded_by: None,
         upstreams: format::Upstreams(std::collections::BTreeMap::from([
             ("openai".into(), "https://api.openai.com".into()),
             ("anthropic".into(), "https://api.anthropic.com".into()),

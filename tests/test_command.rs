@@ -676,3 +676,134 @@ fn a_case_without_cassette_in_replay_names_its_mode_and_how_to_record_just_it() 
         r.stderr
     );
 }
+
+/// A case's cassette says which case recorded it, which results its mocks wrote and
+/// which call a fault spoiled; `show` marks them; and a plain `replay` of it, which applies
+/// no mocks, misses with a word on why and the command that runs it as the case does.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_case_cassette_names_its_case_mocks_and_faults_and_plain_replay_points_back() {
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_owned();
+    weather_spec(&d, PARIS);
+    let url = fake.url();
+    let rec = tokio::task::spawn_blocking({
+        let d = d.clone();
+        move || {
+            run_in(
+                &d,
+                &[
+                    "test",
+                    "weather.yaml",
+                    "--mode",
+                    "record",
+                    "--upstream",
+                    &url,
+                ],
+            )
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(rec.code, 0, "{}", rec.stderr);
+    let cassette: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("cassettes/paris.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        cassette["recorded_by"],
+        serde_json::json!({"spec": "weather.yaml", "case": "paris", "mocks": ["get_weather"]})
+    );
+    let answer = &cassette["interactions"][0]["response"]["body"]["json"];
+    let call_id = answer["choices"][0]["message"]["tool_calls"][0]["id"].clone();
+    assert_eq!(
+        cassette["interactions"][1]["mocked"],
+        serde_json::json!([call_id])
+    );
+    assert!(cassette["interactions"][0].get("mocked").is_none());
+
+    let shown = run_in(&d, &["show", "cassettes/paris.json"]);
+    assert_eq!(shown.code, 0, "{}", shown.stderr);
+    for want in [
+        "recorded by the case `paris` of weather.yaml, which mocks get_weather\n",
+        "← get_weather (mocked): {\"city\":\"Paris\",\"sky\":\"windy\",\"temp_c\":21}",
+    ] {
+        assert!(
+            shown.stdout.contains(want),
+            "{want:?} not in\n{}",
+            shown.stdout
+        );
+    }
+
+    // Plain replay: the agent's own tool says 18°C, the cassette holds the mock's 21.
+    let agent = repo().join("examples/weather-agent/agent.py");
+    let agent = agent.to_str().unwrap();
+    let plain = run_in(
+        &d,
+        &[
+            "replay",
+            "--cassette",
+            "cassettes/paris.json",
+            "--",
+            "python3",
+            agent,
+        ],
+    );
+    assert_eq!(plain.code, 1, "{}", plain.stderr);
+    for want in [
+        "hint: this cassette was recorded by the case `paris` of weather.yaml, which mocks get_weather: a plain replay does not drive the program as the case does or apply its mocks; run it with `agentproxy test weather.yaml --case paris`",
+        "re-record (`agentproxy test weather.yaml --case paris --mode record`)",
+    ] {
+        assert!(plain.stderr.contains(want), "{want:?} not in\n{}", plain.stderr);
+    }
+    // The case itself replays it.
+    let replay = run_in(&d, &["test", "weather.yaml", "--mode", "replay"]);
+    assert_eq!(replay.code, 0, "{}", replay.stderr);
+
+    // A fault that spoils a call while recording: the real call is kept, and marked.
+    let url = fake.url();
+    let faulted = tokio::task::spawn_blocking({
+        let d = d.clone();
+        let agent = agent.to_owned();
+        move || {
+            run_in(
+                &d,
+                &[
+                    "record",
+                    "--cassette",
+                    "faulted.json",
+                    "--upstream",
+                    &url,
+                    "--fault",
+                    "request=1,kind=unknown_tool",
+                    "--",
+                    "python3",
+                    &agent,
+                ],
+            )
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(faulted.code, 0, "{}", faulted.stderr);
+    assert!(
+        faulted.stdout.contains("tool: get_weather_unknown"),
+        "{}",
+        faulted.stdout
+    );
+    let cassette: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("faulted.json")).unwrap()).unwrap();
+    assert_eq!(
+        cassette["interactions"][0]["spoiled"],
+        serde_json::json!({"call": 0, "fault": "unknown_tool"})
+    );
+    assert!(cassette.get("recorded_by").is_none());
+    let shown = run_in(&d, &["show", "faulted.json"]);
+    assert!(
+        shown.stdout.contains(
+            "→ get_weather {\"city\":\"Paris\",\"unit\":\"celsius\"}  ⚡ the program got this call spoiled by unknown_tool"
+        ),
+        "{}",
+        shown.stdout
+    );
+    fake.stop().await;
+}

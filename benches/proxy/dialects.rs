@@ -146,6 +146,8 @@ fn interaction(dialect: Dialect, s: &Streamed, i: usize) -> Result<Interaction, 
             encoded_events: Default::default(),
         },
         latency_ms: 400 + (i as u64 * 7919) % 2600,
+        mocked: Vec::new(),
+        spoiled: None,
     })
 }
 

@@ -553,6 +553,8 @@ pub fn cassette(exchanges: &[Exchange], digests: bool) -> Cassette {
                     encoded_events: Default::default(),
                 },
                 latency_ms: 400 + (i as u64 * 7919) % 2600,
+                mocked: Vec::new(),
+                spoiled: None,
             }
         })
         .collect();
@@ -560,6 +562,7 @@ pub fn cassette(exchanges: &[Exchange], digests: bool) -> Cassette {
         format: format::format_version(),
         recorder: "agentproxy bench".into(),
         recorded_at: "2026-01-01T00:00:00Z".into(),
+        recorded_by: None,
         upstreams: format::Upstreams(std::collections::BTreeMap::from([
             ("openai".into(), "https://api.openai.com".into()),
             ("anthropic".into(), "https://api.anthropic.com".into()),

@@ -20,7 +20,7 @@ use crate::sse::{Framing, SseEvent};
 /// Major version of the format this build writes; a cassette with a newer major is refused.
 pub const FORMAT_MAJOR: u32 = 1;
 /// Minor version: additions that older readers can ignore (unknown fields are skipped on load).
-pub const FORMAT_MINOR: u32 = 3;
+pub const FORMAT_MINOR: u32 = 4;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Cassette {
@@ -30,6 +30,9 @@ pub struct Cassette {
     pub recorder: String,
     /// RFC 3339 UTC time the recording finished.
     pub recorded_at: String,
+    /// The spec case that recorded it (format 1.4); absent for `record` and pytest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recorded_by: Option<RecordedBy>,
     /// The upstream base URLs the interactions were recorded against.
     pub upstreams: Upstreams,
     /// The matching tolerance in force when recording.
@@ -60,6 +63,18 @@ impl Upstreams {
     pub fn set(&mut self, provider: Provider, url: impl Into<String>) {
         self.0.insert(provider.name().to_owned(), url.into());
     }
+}
+
+/// The case of a spec that recorded a cassette. Plain `replay` neither drives the program
+/// as the case does nor applies the spec's mocks; its miss report says so and how to run it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct RecordedBy {
+    /// The spec's path as `agentproxy test` was given it.
+    pub spec: String,
+    pub case: String,
+    /// The tools the spec mocks (`tools:`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mocks: Vec<String>,
 }
 
 /// User-declared matching tolerance: JSON pointers removed before hashing and named holes.
@@ -147,6 +162,23 @@ pub struct Interaction {
     pub response: RecordedResponse,
     /// Milliseconds from forwarding the request to the end of the response.
     pub latency_ms: u64,
+    /// The ids of the tool calls whose results in this request a spec's mock wrote
+    /// (format 1.4): the request holds what the model was told, not what the tool said.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mocked: Vec<String>,
+    /// A fault spoiled one of this answer's tool calls on its way to the program (format
+    /// 1.4): the recording keeps the real answer, the program got the spoiled one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spoiled: Option<Spoiled>,
+}
+
+/// Which tool call of an answer a fault spoiled, and how.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Spoiled {
+    /// The call's index among the answer's tool calls (0-based).
+    pub call: usize,
+    /// The fault: `malformed_tool_args`, `schema_violation`, `unknown_tool` or `length`.
+    pub fault: String,
 }
 
 impl Interaction {
@@ -343,7 +375,7 @@ mod tests {
         assert_eq!(parse_major("12.3"), Some(12));
         assert_eq!(parse_major("1"), None);
         assert_eq!(parse_major("x.1"), None);
-        assert_eq!(format_version(), "1.3");
+        assert_eq!(format_version(), "1.4");
     }
 
     #[test]

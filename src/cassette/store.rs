@@ -169,6 +169,7 @@ pub(super) mod tests {
             format: format_version(),
             recorder: "agentproxy test".into(),
             recorded_at: "2026-01-01T00:00:00Z".into(),
+            recorded_by: None,
             upstreams: Upstreams(std::collections::BTreeMap::from([
                 ("openai".into(), "http://127.0.0.1:1".into()),
                 ("anthropic".into(), "http://127.0.0.1:2".into()),

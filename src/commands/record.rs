@@ -71,7 +71,7 @@ pub async fn run(args: RecordArgs) -> Result<Exit> {
         .count();
     let used = used_upstreams(&upstreams, &out.recorded);
     if let Some(writer) = &writer {
-        plan::save(writer, &upstreams, &match_rules, Use::Record, out)?;
+        plan::save(writer, &upstreams, &match_rules, None, Use::Record, out)?;
     }
     let errors = ended.outcome.upstream_errors.len();
     if !s.quiet {

@@ -274,9 +274,16 @@ impl Harness {
         };
         let outcome = self.idle().await?;
         let written = match &a.writer {
-            Some(w) => plan::save(w, &self.fwd.upstreams, &a.match_rules, a.usage, &outcome)
-                .map_err(|e| error(StatusCode::INTERNAL_SERVER_ERROR, e))?
-                .is_some(),
+            Some(w) => plan::save(
+                w,
+                &self.fwd.upstreams,
+                &a.match_rules,
+                None,
+                a.usage,
+                &outcome,
+            )
+            .map_err(|e| error(StatusCode::INTERNAL_SERVER_ERROR, e))?
+            .is_some(),
             None => false,
         };
         let mut mock_problems = a.mocks.problems();

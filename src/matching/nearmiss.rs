@@ -149,11 +149,13 @@ pub enum MissKind<'a> {
 }
 
 /// What the session adds to a miss report: the match rules in force (what they leave
-/// out, said so the reader knows) and the command that re-records the cassette.
+/// out, said so the reader knows), the command that re-records the cassette, and a word
+/// on a cassette this session does not serve as its recorder did (a spec case's).
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Hints<'a> {
     pub tolerated: Option<&'a str>,
     pub rerecord: Option<&'a str>,
+    pub origin: Option<&'a str>,
 }
 
 impl Hints<'_> {
@@ -225,6 +227,9 @@ pub fn report(
             }
             let _ = writeln!(out, "  hint: if this change is intended, {}; if the value is volatile, declare it (a spec's `match:` block or `tools:` mock, or --match-ignore / --match-hole)", hints.rerecord());
         }
+    }
+    if let Some(origin) = hints.origin {
+        let _ = writeln!(out, "  hint: {origin}");
     }
     out
 }
@@ -443,6 +448,7 @@ mod tests {
             &Hints {
                 tolerated: Some("ignored /metadata/user_id"),
                 rerecord: Some("agentproxy record --cassette c.json -- claude"),
+                origin: None,
             },
         );
         assert!(

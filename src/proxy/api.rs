@@ -165,7 +165,7 @@ async fn answer_request(
             return resp;
         }
     }
-    let (route, (raw, stored, digest)) = match prepare_body(proxy, route, raw.clone()) {
+    let (route, body) = match prepare_body(proxy, route, raw.clone()) {
         Ok(b) => (route, b),
         // What the dialect cannot read is still the program's request: it goes on as plain
         // HTTP (the upstream answers it, the cassette keeps it), with a word on stderr.
@@ -183,7 +183,7 @@ async fn answer_request(
         route.name(),
         head.method.as_str(),
         &head.stored_path,
-        stored.as_ref(),
+        body.stored.as_ref(),
         &proxy.opts.rules,
     );
     let ex = Exchange {
@@ -195,9 +195,10 @@ async fn answer_request(
         path: head.stored_path,
         forward_path: head.path,
         headers,
-        raw,
-        stored,
-        digest,
+        raw: body.raw,
+        stored: body.stored,
+        digest: body.digest,
+        mocked: body.mocked,
         key,
     };
     let recorded = |ex: &Exchange| would_get(proxy, ex);
@@ -303,22 +304,35 @@ pub(super) fn refuse(
     json_response(status, &body)
 }
 
-/// The bytes to forward, the body as it will be stored and keyed, and the digest of the
-/// bytes when they held no secret. A JSON body gets its tool results mocked first, so the
-/// mock is what is matched, recorded and forwarded; then secret values become `${NAME}` in
-/// the stored copy.
-type Prepared = (Bytes, Option<Body>, Option<u128>);
+/// A request body made ready: a JSON body gets its tool results mocked first, so the mock
+/// is what is matched, recorded and forwarded; then secret values become `${NAME}` in the
+/// stored copy.
+struct Prepared {
+    /// The bytes to forward.
+    raw: Bytes,
+    /// The body as it will be stored and keyed.
+    stored: Option<Body>,
+    /// The digest of `raw`, when it held no secret.
+    digest: Option<u128>,
+    /// The ids of the tool calls whose results a mock wrote.
+    mocked: Vec<String>,
+}
 
 fn prepare_body(proxy: &Proxy, route: Route, raw: Bytes) -> Result<Prepared, serde_json::Error> {
     match serde_json::from_slice::<Value>(&raw) {
         Ok(mut v) => {
             let mut raw = raw;
+            let mut mocked = Vec::new();
             if let Some(mocks) = &proxy.opts.mocks {
                 let lookup = |id: &str| proxy.known_call(id);
                 let mut mock = |c: &ToolCall, n| {
-                    (!proxy.is_mcp_tool(&c.name))
+                    let result = (!proxy.is_mcp_tool(&c.name))
                         .then(|| mocks(c, n).result())
-                        .flatten()
+                        .flatten();
+                    if result.is_some() {
+                        mocked.push(c.id.clone());
+                    }
+                    result
                 };
                 if route.rewrite_tool_results(&mut v, &lookup, &mut mock) > 0 {
                     raw = Bytes::from(serde_json::to_vec(&v)?);
@@ -328,7 +342,12 @@ fn prepare_body(proxy: &Proxy, route: Route, raw: Bytes) -> Result<Prepared, ser
             // Only a recording keeps the digest.
             let digest = (!redacted && proxy.opts.upstream.is_some())
                 .then(|| matching::key::body_digest(&raw));
-            Ok((raw, Some(Body::Json(v.into())), digest))
+            Ok(Prepared {
+                raw,
+                stored: Some(Body::Json(v.into())),
+                digest,
+                mocked,
+            })
         }
         // A model route's dialect needs JSON: its caller goes on as plain HTTP.
         Err(e) if route.requires_json() => Err(e),
@@ -338,14 +357,16 @@ fn prepare_body(proxy: &Proxy, route: Route, raw: Bytes) -> Result<Prepared, ser
 
 /// A body that is not JSON, as it is forwarded and stored (text with its secrets redacted).
 fn plain_body(proxy: &Proxy, raw: Bytes) -> Prepared {
-    if raw.is_empty() {
-        return (raw, None, None);
-    }
-    let stored = match Body::from_bytes(&raw) {
+    let stored = (!raw.is_empty()).then(|| match Body::from_bytes(&raw) {
         Body::Text(t) => Body::Text(proxy.opts.secrets.redact_str(&t).unwrap_or(t)),
         other => other,
-    };
-    (raw, Some(stored), None)
+    });
+    Prepared {
+        raw,
+        stored,
+        digest: None,
+        mocked: Vec::new(),
+    }
 }
 
 /// A miss: report it (stderr and the outcome) and answer a non-retryable 4xx in the

@@ -27,6 +27,8 @@ pub(super) struct Exchange {
     pub stored: Option<Body>,
     /// The digest of `raw`, for a JSON body that held no secret value.
     pub digest: Option<u128>,
+    /// The ids of the tool calls whose results a mock wrote into this body.
+    pub mocked: Vec<String>,
     pub key: String,
 }
 

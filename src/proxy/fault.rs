@@ -38,8 +38,8 @@ struct Log {
     /// With faults: each model request's number and the status it was answered with.
     answered: Vec<(usize, Option<u16>)>,
     /// Exchanges whose tool call a fault or a fuzz run spoiled, by arrival: the call's
-    /// index and how.
-    spoiled: HashMap<u64, (usize, Spoil)>,
+    /// index, how, and by what (the fault's kind, or `fuzz`).
+    spoiled: HashMap<u64, (usize, Spoil, String)>,
     /// The fuzz run's arguments have reached the program.
     fuzzed: bool,
 }
@@ -50,7 +50,7 @@ pub(super) struct Outcome {
     /// The faults that fired, in order, each with what the program did next.
     pub fired: Vec<Fired>,
     pub problems: Vec<String>,
-    pub spoiled: HashMap<u64, (usize, Spoil)>,
+    pub spoiled: HashMap<u64, (usize, Spoil, String)>,
     pub fuzzed: bool,
 }
 
@@ -168,7 +168,8 @@ impl Faults {
         let (resp, done) = spoiled(asked, resp, |call| spoiling(call, &due.fault)).await;
         match done {
             Ok((nth, how, detail)) => {
-                self.lock().spoiled.insert(asked.seq, (nth, how));
+                let by = due.fault.kind.to_string();
+                self.lock().spoiled.insert(asked.seq, (nth, how, by));
                 self.fired(due, status(&resp), Some(detail));
             }
             Err(why) => {
@@ -198,7 +199,7 @@ impl Faults {
         .await;
         if let Ok((nth, how, _)) = done {
             let mut log = self.lock();
-            log.spoiled.insert(asked.seq, (nth, how));
+            log.spoiled.insert(asked.seq, (nth, how, "fuzz".to_owned()));
             log.fuzzed = true;
         }
         resp

@@ -289,6 +289,8 @@ pub(super) fn store(
             encoded_events: Default::default(),
         },
         latency_ms,
+        mocked: Vec::new(),
+        spoiled: None,
     };
     proxy.recorded(seq, interaction);
     Ok(())

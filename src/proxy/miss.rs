@@ -21,6 +21,7 @@ pub(super) fn note(
     let hints = nearmiss::Hints {
         tolerated: proxy.opts.rules.described(),
         rerecord: proxy.opts.rerecord.as_deref(),
+        origin: proxy.opts.origin.as_deref(),
     };
     let report = match lookup {
         Lookup::Exhausted { recorded } => nearmiss::report(

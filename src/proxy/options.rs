@@ -53,6 +53,9 @@ pub struct Options {
     pub print_misses: bool,
     /// The command that re-records the cassette, for the miss report's hint.
     pub rerecord: Option<String>,
+    /// For a spec case's cassette served by another session: what the miss report says of
+    /// it (see `runner::plan`).
+    pub origin: Option<String>,
     /// Replace tool results in requests before they are matched, recorded or forwarded,
     /// and answer `tools/call` of mocked MCP tools.
     pub mocks: Option<Mocks>,

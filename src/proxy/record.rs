@@ -315,6 +315,8 @@ fn store(proxy: &Proxy, ex: Exchange, response: Recorded, latency: Duration) {
             encoded_events: Default::default(),
         },
         latency_ms: u64::try_from(latency.as_millis()).unwrap_or(u64::MAX),
+        mocked: ex.mocked,
+        spoiled: None,
     };
     proxy.recorded(ex.seq, interaction);
 }

@@ -16,6 +16,7 @@ use super::exchange::Exchange;
 use super::fault::{self, Faults};
 use super::options::Options;
 use super::outcome::Outcome;
+use crate::cassette::format::Spoiled;
 use crate::cassette::Interaction;
 use crate::neutral::ToolCall;
 
@@ -194,8 +195,17 @@ impl Proxy {
         exchanges.sort_by_key(|(seq, _)| *seq);
         let faults = self.faults.outcome();
         for (seq, it) in &mut exchanges {
-            if let Some((nth, how)) = faults.spoiled.get(seq) {
+            if let Some((nth, how, _)) = faults.spoiled.get(seq) {
                 fault::as_served(it, *nth, how);
+            }
+        }
+        // The cassette keeps the real answer, and says which call the program got spoiled.
+        for (seq, it) in &mut recorded {
+            if let Some((nth, _, by)) = faults.spoiled.get(seq) {
+                it.spoiled = Some(Spoiled {
+                    call: *nth,
+                    fault: by.clone(),
+                });
             }
         }
         Outcome {

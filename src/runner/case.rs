@@ -14,7 +14,7 @@ use super::evaluate;
 use super::plan::{self, Forwarding, Plan, Setup, Use};
 use super::url::UrlApp;
 use super::verdict::{self, Ran};
-use crate::cassette::format::Upstreams;
+use crate::cassette::format::{RecordedBy, Upstreams};
 use crate::cassette::{age, store, Cassette, Writer};
 use crate::proxy::{FuzzCall, Outcome, Session};
 use crate::report::{CaseReport, FuzzReport, FuzzRun, Status};
@@ -167,6 +167,7 @@ pub(crate) fn setup(
         crash: case.crash.as_ref().map(|c| c.after.clone()),
         fuzz: fuzz.cloned(),
         log_exchanges: true,
+        recorded_by: Some(recorded_by(spec, case)),
         rerecord: Some(super::env::shell_line(&[
             "agentproxy",
             "test",
@@ -258,7 +259,7 @@ pub(super) async fn run_inner(
     // A crashed program's own error says more than "nothing was recorded".
     let writer = writer.filter(|_| drive_error.is_none() || !outcome.recorded.is_empty());
     if let Some(writer) = writer {
-        let saved = save_cassette(spec, s, &writer, &match_rules, usage, &outcome)?;
+        let saved = save_cassette(spec, case, s, &writer, &match_rules, usage, &outcome)?;
         if let (Some(old), Some(new)) = (&previous, &saved) {
             let mut d = crate::trajectory::diff_cassettes(old, new, &crate::spec::asserted(case));
             d.assertions_held =
@@ -287,6 +288,7 @@ pub(super) async fn run_inner(
 /// request at all is an error: the program bypassed the proxy.
 fn save_cassette(
     spec: &Spec,
+    case: &Case,
     s: &Settings,
     writer: &Writer,
     match_rules: &crate::cassette::MatchRules,
@@ -302,9 +304,19 @@ fn save_cassette(
         writer,
         &s.upstreams,
         match_rules,
+        Some(&recorded_by(spec, case)),
         usage,
         outcome,
     )?)
+}
+
+/// What a case's cassette says of the case that recorded it.
+fn recorded_by(spec: &Spec, case: &Case) -> RecordedBy {
+    RecordedBy {
+        spec: spec.file.display().to_string(),
+        case: case.name.clone(),
+        mocks: spec.tools.keys().cloned().collect(),
+    }
 }
 
 /// Drive the program through the turns. A non-zero exit is an error unless the case

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::mocks::MockSet;
-use crate::cassette::format::{format_version, Upstreams};
+use crate::cassette::format::{format_version, RecordedBy, Upstreams};
 use crate::cassette::{store, Cassette, CassetteError, MatchRules, Writer};
 use crate::dialect;
 use crate::fault::CrashPoint;
@@ -93,6 +93,8 @@ pub(crate) struct Setup {
     pub print_misses: bool,
     /// The command that re-records the cassette (shell words), for the miss report.
     pub rerecord: Option<String>,
+    /// The spec case this run is, written into the cassette it records.
+    pub recorded_by: Option<RecordedBy>,
     /// Keep every exchange served or recorded (trajectories, serve's answers).
     pub log_exchanges: bool,
     /// Tolerate the volatile fields of the known clients recorded (Claude Code's session
@@ -122,6 +124,7 @@ impl Setup {
             fuzz: None,
             print_misses: false,
             rerecord: None,
+            recorded_by: None,
             log_exchanges: false,
             known_clients: true,
             secret: None,
@@ -165,6 +168,12 @@ pub(crate) fn plan(setup: Setup, fwd: &Forwarding) -> Result<Plan, PlanError> {
         _ => setup.match_rules,
     };
     let rules = Rules::compile(&match_rules)?;
+    // A spec case's cassette served by anything but that case: its mocks and its way of
+    // driving the program are missing, and a miss says so and how to run it.
+    let foreign = match (&setup.existing, &setup.recorded_by) {
+        (Some(c), None) => c.recorded_by.as_ref().map(foreign_origin),
+        _ => None,
+    };
     let previous = (usage != Use::Replay)
         .then(|| setup.existing.clone())
         .flatten();
@@ -209,7 +218,11 @@ pub(crate) fn plan(setup: Setup, fwd: &Forwarding) -> Result<Plan, PlanError> {
         upstream,
         replay,
         print_misses: setup.print_misses,
-        rerecord: setup.rerecord,
+        rerecord: foreign
+            .as_ref()
+            .map(|(_, rerecord)| rerecord.clone())
+            .or(setup.rerecord),
+        origin: foreign.map(|(origin, _)| origin),
         mocks: (!mocks.is_empty()).then(|| {
             let m = mocks.clone();
             Arc::new(move |c: &crate::neutral::ToolCall, n: usize| m.result_for(c, n)) as Mocks
@@ -230,6 +243,28 @@ pub(crate) fn plan(setup: Setup, fwd: &Forwarding) -> Result<Plan, PlanError> {
     })
 }
 
+/// For a cassette `by` recorded, served by another session: the miss report's word on it,
+/// and the command that re-records it (the case's, not a plain `record` over it).
+fn foreign_origin(by: &RecordedBy) -> (String, String) {
+    let command = |mode: Option<&str>| {
+        let mut words = vec!["agentproxy", "test", &by.spec, "--case", &by.case];
+        words.extend(mode.map(|m| ["--mode", m]).into_iter().flatten());
+        super::env::shell_line(&words)
+    };
+    let mocks = match by.mocks.as_slice() {
+        [] => String::new(),
+        tools => format!(", which mocks {}", tools.join(", ")),
+    };
+    let origin = format!(
+        "this cassette was recorded by the case `{}` of {}{mocks}: a plain replay does not drive the program as the case does{}; run it with `{}`",
+        by.case,
+        by.spec,
+        if by.mocks.is_empty() { "" } else { " or apply its mocks" },
+        command(None)
+    );
+    (origin, command(Some("record")))
+}
+
 /// Write the cassette of a record or update run that recorded something (update keeps
 /// what was replayed and adds what was recorded, in the order of the run); `None` when
 /// nothing new was recorded.
@@ -237,6 +272,7 @@ pub(crate) fn save(
     writer: &Writer,
     upstreams: &Upstreams,
     match_rules: &MatchRules,
+    recorded_by: Option<&RecordedBy>,
     usage: Use,
     outcome: &Outcome,
 ) -> Result<Option<Cassette>, CassetteError> {
@@ -263,6 +299,7 @@ pub(crate) fn save(
         format: format_version(),
         recorder: format!("agentproxy {}", env!("CARGO_PKG_VERSION")),
         recorded_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+        recorded_by: recorded_by.cloned(),
         upstreams: upstreams.clone(),
         match_rules,
         interactions,

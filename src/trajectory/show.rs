@@ -15,6 +15,7 @@ use serde_json::Value;
 use super::executions::Executions;
 use super::extract::{self, Step};
 use super::render::clean;
+use crate::cassette::format::{RecordedBy, Spoiled};
 use crate::cassette::{Body, Cassette, Interaction};
 use crate::neutral::{result_text, ToolCall, Usage};
 use crate::neutral::{Message, ModelCall};
@@ -24,6 +25,9 @@ use crate::neutral::{Message, ModelCall};
 pub struct Shown {
     pub recorder: String,
     pub recorded_at: String,
+    /// The spec case that recorded it, when one did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recorded_by: Option<RecordedBy>,
     /// What the cassette's match rules leave out of the match, in a line.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tolerated: Option<String>,
@@ -41,7 +45,7 @@ pub struct ShownTurn {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ShownStep {
-    ModelCall(ShownCall),
+    ModelCall(Box<ShownCall>),
     /// A model call the upstream did not answer (a 429 the SDK retried, a 5xx, a stream
     /// cut short): not part of the trajectory, listed where it happened.
     Failed {
@@ -93,6 +97,12 @@ pub struct ShownCall {
     pub params: Option<BTreeMap<String, Value>>,
     /// What this request added to the conversation.
     pub messages: Vec<Message>,
+    /// The ids of the tool calls whose results here a spec's mock wrote.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub mocked: Vec<String>,
+    /// The tool call of this answer a fault spoiled on its way to the program.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spoiled: Option<Spoiled>,
     /// The tool calls the model asked for.
     pub tool_calls: Vec<ShownToolCall>,
     pub reply: Option<String>,
@@ -166,7 +176,7 @@ pub fn read(cassette: &Cassette) -> Shown {
         totals.model_calls += 1;
         totals.tool_calls += call.tool_calls.len();
         totals.usage += call.usage;
-        turn.steps.push(ShownStep::ModelCall(ShownCall {
+        turn.steps.push(ShownStep::ModelCall(Box::new(ShownCall {
             number,
             route: call.route.clone(),
             model: call.model.clone(),
@@ -181,6 +191,8 @@ pub fn read(cassette: &Cassette) -> Shown {
             params: Some(call.params.clone())
                 .filter(|p| !p.is_empty() && changed(&|q| q.params != *p)),
             messages: s.new.clone(),
+            mocked: s.it.mocked.clone(),
+            spoiled: s.it.spoiled.clone(),
             tool_calls: call
                 .tool_calls
                 .iter()
@@ -190,12 +202,13 @@ pub fn read(cassette: &Cassette) -> Shown {
                 })
                 .collect(),
             reply: call.reply.clone().filter(|r| !r.is_empty()),
-        }));
+        })));
         previous = Some(s);
     }
     Shown {
         recorder: cassette.recorder.clone(),
         recorded_at: cassette.recorded_at.clone(),
+        recorded_by: cassette.recorded_by.clone(),
         tolerated: cassette.match_rules.describe(),
         turns,
         totals,
@@ -251,6 +264,14 @@ pub fn show(cassette: &Cassette) -> String {
         clean(&shown.recorded_at),
         clean(&shown.recorder)
     );
+    if let Some(by) = &shown.recorded_by {
+        let mocks = match by.mocks.as_slice() {
+            [] => String::new(),
+            tools => format!(", which mocks {}", tools.join(", ")),
+        };
+        let line = format!("by the case `{}` of {}{mocks}", by.case, by.spec);
+        let _ = writeln!(out, "recorded {}", clean(&line));
+    }
     if let Some(t) = &shown.tolerated {
         let _ = writeln!(out, "tolerated: {}", clean(t));
     }
@@ -369,17 +390,32 @@ fn call_text(out: &mut String, c: &ShownCall) {
             Message::ToolCall { name, arguments } => {
                 field(out, "assistant:", &format!("→ {name} {arguments}"))
             }
-            Message::ToolResult { name, content, .. } => {
+            Message::ToolResult {
+                call_id,
+                name,
+                content,
+            } => {
                 let name = name.as_deref().unwrap_or("tool");
-                field(out, &format!("← {name}:"), &result_text(content))
+                let mocked = if c.mocked.contains(call_id) {
+                    " (mocked)"
+                } else {
+                    ""
+                };
+                field(out, &format!("← {name}{mocked}:"), &result_text(content))
             }
             Message::Other { role, item } => field(out, &format!("{role}:"), &format!("[{item}]")),
         }
     }
-    for tc in &c.tool_calls {
+    for (n, tc) in c.tool_calls.iter().enumerate() {
         let mut text = tc.call.arguments.to_string();
         if let Some(e) = &tc.execution {
             text = format!("{text}  ⇢ {e}");
+        }
+        if let Some(s) = c.spoiled.as_ref().filter(|s| s.call == n) {
+            text = format!(
+                "{text}  ⚡ the program got this call spoiled by {}",
+                s.fault
+            );
         }
         field(out, &format!("→ {}", tc.call.name), &text);
     }

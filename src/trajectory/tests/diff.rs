@@ -427,6 +427,8 @@ fn exchange(route: &str, path: &str, request: Value, response: Value, salt: u64)
             encoded_events: Default::default(),
         },
         latency_ms: 100 * salt,
+        mocked: Vec::new(),
+        spoiled: None,
     }
 }
 

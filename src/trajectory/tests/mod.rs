@@ -178,6 +178,8 @@ impl Rec {
                 encoded_events: Default::default(),
             },
             latency_ms: 380 + salt * 17 + n * 45,
+            mocked: Vec::new(),
+            spoiled: None,
         });
     }
 
@@ -264,6 +266,8 @@ impl Rec {
                 encoded_events: Default::default(),
             },
             latency_ms: 3 + n,
+            mocked: Vec::new(),
+            spoiled: None,
         });
         self
     }
@@ -293,6 +297,8 @@ impl Rec {
                 encoded_events: Default::default(),
             },
             latency_ms: 12 + self.salt,
+            mocked: Vec::new(),
+            spoiled: None,
         });
         self
     }
@@ -302,6 +308,7 @@ impl Rec {
             format: format::format_version(),
             recorder: "agentproxy 0.1.0".into(),
             recorded_at: format!("2026-11-{:02}T19:42:07Z", 1 + self.salt % 28),
+            recorded_by: None,
             upstreams: Upstreams(std::collections::BTreeMap::from([
                 ("openai".into(), "https://api.openai.com".into()),
                 ("anthropic".into(), "https://api.anthropic.com".into()),
