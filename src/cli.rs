@@ -48,14 +48,7 @@ pub struct Cli {
 pub enum Command {
     /// Run a program against the real model through the proxy and write a cassette.
     #[command(
-        long_about = "Run a program against the real model through the proxy and write a cassette.\n\n\
-With `-- COMMAND`, the proxy listens on 127.0.0.1 (a free port), starts COMMAND with OPENAI_BASE_URL, \
-OPENAI_API_BASE, ANTHROPIC_BASE_URL and AGENTPROXY_URL pointing at it, waits for it, writes the cassette \
-atomically and exits with the command's status. Without a command it runs as a daemon: it prints the URL and \
-the `export` lines, and on SIGINT/SIGTERM drains in-flight requests and writes the cassette.\n\n\
-The program's own credentials are forwarded upstream and never written; values of environment variables whose \
-names contain KEY, TOKEN, SECRET, PASSWORD or CREDENTIAL are written as ${NAME}; a cassette that still holds \
-a key-shaped string is refused. A run that sent no request through the proxy fails and writes nothing.",
+        long_about = record_about(),
         after_help = "Examples:\n  agentproxy record --cassette cassettes/demo.json -- python app.py\n  agentproxy record --upstream https://openrouter.ai/api -- node agent.js"
     )]
     Record(RecordArgs),
@@ -226,6 +219,25 @@ impl UpstreamArgs {
         given.extend(self.gemini_upstream.clone().map(|u| (Provider::Gemini, u)));
         Ok(upstreams::resolve(&given, &|name| std::env::var(name).ok()))
     }
+}
+
+/// `record`'s long help; the variables it sets come from the provider table.
+fn record_about() -> String {
+    let vars: Vec<&str> = (PROVIDERS.iter().flat_map(|r| r.vars.iter()))
+        .map(|v| v.name)
+        .chain(["AGENTPROXY_URL"])
+        .collect();
+    format!(
+        "Run a program against the real model through the proxy and write a cassette.\n\n\
+With `-- COMMAND`, the proxy listens on 127.0.0.1 (a free port), starts COMMAND with {} pointing at it \
+(every provider's base-URL variable; -v lists them with what each is for), waits for it, writes the cassette \
+atomically and exits with the command's status. Without a command it runs as a daemon: it prints the URL and \
+the `export` lines, and on SIGINT/SIGTERM drains in-flight requests and writes the cassette.\n\n\
+The program's own credentials are forwarded upstream and never written; values of environment variables whose \
+names contain KEY, TOKEN, SECRET, PASSWORD or CREDENTIAL are written as ${{NAME}}; a cassette that still holds \
+a key-shaped string is refused. A run that sent no request through the proxy fails and writes nothing.",
+        vars.join(", ")
+    )
 }
 
 /// `--upstream`'s long help: a line per provider, from the provider table.
@@ -730,6 +742,21 @@ mod tests {
         assert_eq!(parse_size("1GiB"), Ok(1 << 30));
         assert!(parse_size("0").is_err());
         assert!(parse_size("lots").is_err());
+    }
+
+    /// `record --help` names every variable it sets and every provider, from the table.
+    #[test]
+    fn record_help_names_every_provider_and_variable() {
+        use clap::CommandFactory;
+        let mut cli = Cli::command();
+        let record = cli.find_subcommand_mut("record").unwrap();
+        let help = record.render_long_help().to_string().replace('\n', " ");
+        for row in &PROVIDERS {
+            assert!(help.contains(&format!(" {} ", row.name)), "{}", row.name);
+            for v in row.vars {
+                assert!(help.contains(v.name), "{}", v.name);
+            }
+        }
     }
 
     /// `--version` says the commit and the day it was built from (a bug report's first line).
