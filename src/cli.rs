@@ -347,7 +347,7 @@ pub struct MergeArgs {
     #[arg(value_name = "REPORT", required = true)]
     pub files: Vec<PathBuf>,
 
-    /// Write the merged report: json, markdown or junit (repeatable; pair each with -o).
+    /// Write the merged report: json, markdown, junit or html (repeatable; pair each with -o).
     /// Without it, the merged JSON goes to stdout.
     #[arg(long = "report", value_name = "FORMAT")]
     pub reports: Vec<ReportFormat>,
@@ -445,13 +445,18 @@ pub struct TestArgs {
     #[arg(long, value_name = "DIR")]
     pub cassettes: Option<PathBuf>,
 
-    /// Write a report: json, markdown or junit (repeatable; pair each with -o).
+    /// Write a report: json, markdown, junit or html (repeatable; pair each with -o).
     #[arg(long = "report", value_name = "FORMAT")]
     pub reports: Vec<ReportFormat>,
 
     /// File for the report given at the same position (default, or `-`: stdout).
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub outputs: Vec<PathBuf>,
+
+    /// Write the HTML report to FILE: one self-contained page (the same as `--report
+    /// html -o FILE`).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 
     #[command(flatten)]
     pub upstreams: UpstreamArgs,

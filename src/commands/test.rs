@@ -8,7 +8,7 @@ use crate::cli::TestArgs;
 use crate::determinism;
 use crate::error::{Error, Exit, Result};
 use crate::report::console::{Console, ConsoleOptions};
-use crate::report::{CaseReport, RunReport, Summary};
+use crate::report::{CaseReport, Format, RunReport, Summary};
 use crate::runner::case::{self, Settings};
 use crate::runner::env;
 use crate::spec::{self, Verbosity};
@@ -101,6 +101,9 @@ pub async fn run(args: TestArgs) -> Result<Exit> {
     };
     console.finish(&run);
     super::output::write_reports(&args.reports, &args.outputs, &run)?;
+    if let Some(path) = &args.html {
+        super::output::write_reports(&[Format::Html], std::slice::from_ref(path), &run)?;
+    }
     Ok(if run.summary.errors > 0 {
         Exit::Execution
     } else if run.summary.failed > 0 {

@@ -1,8 +1,9 @@
 //! The result of a test run, as data: what each case and turn did and which assertions
-//! held. Renderers (console, JSON, Markdown, JUnit) read only this.
+//! held. Renderers (console, JSON, Markdown, JUnit, HTML) read only this.
 
 pub mod console;
 mod formats;
+pub mod html;
 pub mod json;
 pub mod junit;
 pub mod markdown;

@@ -1,0 +1,239 @@
+//! The HTML report in a real browser: headless Chromium (Debian's `chromium`, installed by
+//! scripts/setup-browser.sh) loads reports written by `agentproxy test --html` from real
+//! runs, and the page as the browser built it (`--dump-dom`, after its script ran) and the
+//! browser's console (every script error and Content-Security-Policy violation is logged
+//! there) are checked: the examples' report with a failing case, its filters driven by the
+//! address (`#status=failed`, `#q=…`), and a run whose cassette holds hostile text and a
+//! 10 MB reply.
+//!
+//! A missing Chromium fails these tests; `AGENTPROXY_SKIP_BROWSER=1` skips them on purpose.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+use support::proxy::bin;
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn chromium() -> Option<PathBuf> {
+    if std::env::var_os("AGENTPROXY_SKIP_BROWSER").is_some_and(|v| v == "1") {
+        eprintln!("AGENTPROXY_SKIP_BROWSER=1: skipping the browser test");
+        return None;
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let found = std::env::split_paths(&path)
+        .map(|d| d.join("chromium"))
+        .find(|p| p.is_file());
+    assert!(
+        found.is_some(),
+        "no chromium on PATH: run scripts/setup-browser.sh (or set AGENTPROXY_SKIP_BROWSER=1)"
+    );
+    found
+}
+
+/// The page at `file` with `fragment` after `#`, as the browser built it, and what it
+/// logged to its console.
+fn browse(chromium: &Path, file: &Path, fragment: &str) -> (String, Vec<String>) {
+    let profile = tempfile::tempdir().unwrap();
+    let url = format!("file://{}#{fragment}", file.display());
+    let out = Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--virtual-time-budget=5000",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg("--dump-dom")
+        .arg(&url)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let console = String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .filter(|l| l.contains(":CONSOLE"))
+        .map(str::to_owned)
+        .collect();
+    (String::from_utf8_lossy(&out.stdout).into_owned(), console)
+}
+
+/// `agentproxy test SPECS… --html DIR/report.html` in replay; its exit code and the report.
+fn report(dir: &Path, specs: &[&Path]) -> (i32, PathBuf) {
+    let html = dir.join("report.html");
+    let out = Command::new(bin())
+        .arg("test")
+        .args(specs)
+        .arg("--html")
+        .arg(&html)
+        .args(["--mode", "replay", "-q"])
+        .current_dir(repo())
+        .env_remove("CI")
+        .output()
+        .unwrap();
+    assert!(html.is_file(), "{}", String::from_utf8_lossy(&out.stderr));
+    (out.status.code().unwrap_or(-1), html)
+}
+
+/// The `<section class="case …">` elements of a page: each opening tag.
+fn sections(dom: &str) -> Vec<&str> {
+    dom.match_indices("<section class=\"case")
+        .map(|(i, _)| &dom[i..i + dom[i..].find('>').unwrap()])
+        .collect()
+}
+
+/// A spec beside the travel example's own, with one expectation the recording breaks
+/// (a copy of its cassette: two specs may not share one).
+fn failing_travel_spec(dir: &Path) -> PathBuf {
+    let r = repo().display();
+    let cassettes = dir.join("cassettes");
+    std::fs::create_dir(&cassettes).unwrap();
+    std::fs::copy(
+        repo().join("cassettes/examples/travel-agent/paris-weather.json"),
+        cassettes.join("paris-weather.json"),
+    )
+    .unwrap();
+    let spec = dir.join("failing.yaml");
+    std::fs::write(
+        &spec,
+        format!(
+            "name: Travel, asserted wrongly\napp:\n  command: [{r}/.venv/bin/python, {r}/examples/travel-agent/agent.py]\n\
+             cassettes: {c}\ntools:\n  get_time:\n    - when: {{city: Tokyo}}\n      result: {{city: Tokyo, time: \"09:00:00\"}}\n\
+             \x20   - result: {{city: somewhere, time: \"12:00:00\"}}\ncases:\n  - name: paris weather\n    input: What's the weather in Paris?\n    expect:\n      reply: \"31°C\"\n",
+            c = cassettes.display()
+        ),
+    )
+    .unwrap();
+    spec
+}
+
+#[test]
+fn the_examples_report_shows_the_failure_first_and_filters_in_a_browser() {
+    let Some(chromium) = chromium() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let failing = failing_travel_spec(dir.path());
+    let travel = repo().join("examples/travel-agent/travel.yaml");
+    let faults = repo().join("examples/travel-agent/faults.yaml");
+    let (code, html) = report(dir.path(), &[&travel, &faults, &failing]);
+    assert_eq!(code, 1);
+    let size = std::fs::metadata(&html).unwrap().len();
+    assert!(size < 200_000, "{size} bytes");
+
+    let (dom, console) = browse(&chromium, &html, "");
+    assert!(console.is_empty(), "{console:#?}");
+    assert!(
+        dom.contains("<title>agentproxy test: 6 passed, 1 failed</title>"),
+        "{dom}"
+    );
+    assert!(dom.contains("<b>6</b> passed") && dom.contains("<b>1</b> failed"));
+    let all = sections(&dom);
+    assert_eq!(all.len(), 7);
+    // The failure comes first, open, its cause in its summary line; nothing is hidden.
+    assert!(all[0].contains("data-status=\"failed\""), "{}", all[0]);
+    assert!(all.iter().all(|s| !s.contains("hidden")), "{all:#?}");
+    let first = &dom[dom.find("<section class=\"case failed").unwrap()..];
+    assert!(first.contains("<details open=\"\">"), "{}", &first[..400]);
+    assert!(
+        first.contains(
+            "<div class=\"cause\">turn 1: reply contains \"31°C\": reply does not match</div>"
+        ),
+        "{}",
+        &first[..600]
+    );
+    assert!(dom.contains("7 of 7 shown"));
+
+    let (dom, console) = browse(&chromium, &html, "status=failed");
+    assert!(console.is_empty(), "{console:#?}");
+    let shown: Vec<&str> = sections(&dom)
+        .into_iter()
+        .filter(|s| !s.contains("hidden"))
+        .collect();
+    assert_eq!(shown.len(), 1, "{shown:#?}");
+    assert!(shown[0].contains("failing.yaml::paris weather"));
+    assert!(
+        dom.contains("aria-pressed=\"true\">Failed (1)"),
+        "the Failed button is pressed"
+    );
+
+    let (dom, _) = browse(&chromium, &html, "q=two%20cities");
+    let shown: Vec<&str> = sections(&dom)
+        .into_iter()
+        .filter(|s| !s.contains("hidden"))
+        .collect();
+    assert_eq!(shown.len(), 1, "{shown:#?}");
+    assert!(shown[0].contains("weather and time in two cities"));
+    assert!(dom.contains("1 of 7 shown"));
+}
+
+/// A cassette whose reply is hostile markup and 10 MB long: the page runs no script of
+/// it, builds no element of it, logs nothing, and stays small.
+#[test]
+fn a_hostile_cassette_runs_nothing_in_the_browser() {
+    let Some(chromium) = chromium() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let hostile = "<script>document.title='pwned'</script></script><script>document.title='pwned'</script>\
+                   <a href=\"javascript:document.title='pwned'\">x</a>\"><img src=x onerror=\"document.title='pwned'\">";
+    let mut cassette: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo().join("cassettes/examples/weather-agent.json")).unwrap(),
+    )
+    .unwrap();
+    let last = cassette["interactions"]
+        .as_array_mut()
+        .unwrap()
+        .last_mut()
+        .unwrap();
+    let reply = format!("{hostile}{}", "x".repeat(10 << 20));
+    last["response"]["body"]["json"]["choices"][0]["message"]["content"] = Value::String(reply);
+    std::fs::create_dir(dir.path().join("cassettes")).unwrap();
+    std::fs::write(
+        dir.path().join("cassettes/hostile.json"),
+        serde_json::to_vec(&cassette).unwrap(),
+    )
+    .unwrap();
+    let spec = dir.path().join("hostile.yaml");
+    std::fs::write(
+        &spec,
+        format!(
+            "app:\n  command: [python3, {}]\ncassettes: {}\ncases:\n  - name: hostile\n    expect:\n      reply: {{contains: never said}}\n",
+            repo().join("examples/weather-agent/agent.py").display(),
+            dir.path().join("cassettes").display()
+        ),
+    )
+    .unwrap();
+    let (code, html) = report(dir.path(), &[&spec]);
+    assert_eq!(code, 1);
+    let size = std::fs::metadata(&html).unwrap().len();
+    assert!(size < 500_000, "{size} bytes");
+
+    let (dom, console) = browse(&chromium, &html, "");
+    assert!(console.is_empty(), "{console:#?}");
+    assert!(
+        dom.contains("<title>agentproxy test: 0 passed, 1 failed</title>"),
+        "{}",
+        &dom[..2000]
+    );
+    // `href=` and `onerror=` are there as text: with `<` escaped they start nothing.
+    for never in ["pwned</title>", "<img", "<a "] {
+        assert!(!dom.contains(never), "{never}");
+    }
+    assert!(
+        dom.contains("&lt;img src=x onerror="),
+        "the markup is there, as text"
+    );
+    assert_eq!(
+        dom.matches("<script").count(),
+        1,
+        "only the page's own script"
+    );
+}
