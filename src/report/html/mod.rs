@@ -258,9 +258,13 @@ fn turn(out: &mut String, t: &TurnReport) {
         );
         match &call.result {
             Some(r) => {
-                let _ = write!(line, "<span class=\"label\">result</span>{}", json_block(r));
+                let _ = write!(
+                    line,
+                    " <span class=\"label\">result</span> {}",
+                    json_block(r)
+                );
             }
-            None => line.push_str("<span class=\"sub\">no result sent back</span>"),
+            None => line.push_str(" <span class=\"sub\">no result sent back</span>"),
         }
         if let Some(e) = &call.execution {
             let class = if matches!(e, CallExecution::Mocked) {
@@ -318,8 +322,19 @@ fn step(out: &mut String, label: &str, html: &str) {
     );
 }
 
-/// A JSON value: one line when short, else collapsed under its first characters.
+/// A JSON value (a string as its text: a tool result is usually JSON in a string): one
+/// line when short, else collapsed under its first characters.
 fn json_block(v: &Value) -> String {
+    if let Value::String(s) = v {
+        if s.chars().count() <= 120 && !s.contains('\n') {
+            return format!("<code>{}</code>", esc(s));
+        }
+        return format!(
+            "<details><summary><code>{}</code></summary><pre>{}</pre></details>",
+            esc(&text::truncate(s.lines().next().unwrap_or_default(), 100)),
+            esc_cut(s, MAX_VALUE)
+        );
+    }
     let line = text::compact(v);
     if line.chars().count() <= 120 {
         return format!("<code>{}</code>", esc(&line));
