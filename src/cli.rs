@@ -398,9 +398,20 @@ pub struct ShowArgs {
     #[arg(value_name = "CASSETTE")]
     pub cassette: PathBuf,
 
-    /// Print the trajectory as JSON instead.
-    #[arg(long)]
+    /// Print the trajectory as JSON instead (the same as `--format json`).
+    #[arg(long, conflicts_with = "format")]
     pub json: bool,
+
+    /// text, json, or html (one self-contained page, on stdout: `> trajectory.html`).
+    #[arg(long, value_enum, default_value_t = ShowFormat::Text)]
+    pub format: ShowFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ShowFormat {
+    Text,
+    Json,
+    Html,
 }
 
 #[derive(Debug, Args)]

@@ -4,7 +4,7 @@
 //! browser's console (every script error and Content-Security-Policy violation is logged
 //! there) are checked: the examples' report with a failing case, its filters driven by the
 //! address (`#status=failed`, `#q=…`), and a run whose cassette holds hostile text and a
-//! 10 MB reply.
+//! 10 MB reply, in the test report and in `show --format html`.
 //!
 //! A missing Chromium fails these tests; `AGENTPROXY_SKIP_BROWSER=1` skips them on purpose.
 
@@ -236,4 +236,29 @@ fn a_hostile_cassette_runs_nothing_in_the_browser() {
         1,
         "only the page's own script"
     );
+
+    // `show --format html` of the same cassette: a page with no script at all.
+    let out = Command::new(bin())
+        .args(["show", "--format", "html"])
+        .arg(dir.path().join("cassettes/hostile.json"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.stdout.len() < 500_000, "{} bytes", out.stdout.len());
+    let page = dir.path().join("show.html");
+    std::fs::write(&page, &out.stdout).unwrap();
+    let (dom, console) = browse(&chromium, &page, "");
+    assert!(console.is_empty(), "{console:#?}");
+    for never in ["pwned</title>", "<img", "<a ", "<script"] {
+        assert!(!dom.contains(never), "{never}");
+    }
+    assert!(
+        dom.contains("&lt;img src=x onerror="),
+        "the markup is there, as text"
+    );
+    assert!(dom.contains("model call 2"), "{}", &dom[..3000]);
 }

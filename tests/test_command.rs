@@ -734,6 +734,17 @@ async fn a_case_cassette_names_its_case_mocks_and_faults_and_plain_replay_points
         );
     }
 
+    let page = run_in(&d, &["show", "cassettes/paris.json", "--format", "html"]);
+    assert_eq!(page.code, 0, "{}", page.stderr);
+    assert!(
+        page.stdout.contains("<span class=\"mark\">mocked</span>"),
+        "{}",
+        page.stdout
+    );
+    assert!(page
+        .stdout
+        .contains("recorded by the case <b>paris</b> of weather.yaml, which mocks get_weather"));
+
     // Plain replay: the agent's own tool says 18°C, the cassette holds the mock's 21.
     let agent = repo().join("examples/weather-agent/agent.py");
     let agent = agent.to_str().unwrap();

@@ -7,6 +7,7 @@
 //! one inline script; `#status=failed&q=paris` in the address does the same).
 
 mod page;
+pub mod show;
 
 use std::fmt::Write as _;
 
@@ -315,10 +316,12 @@ fn turn(out: &mut String, t: &TurnReport) {
     out.push_str("</li>\n");
 }
 
+/// A line of a timeline: `label` (text) then `html` (markup, its values escaped).
 fn step(out: &mut String, label: &str, html: &str) {
     let _ = writeln!(
         out,
-        "<div class=\"step\"><span class=\"label\">{label}</span> {html}</div>"
+        "<div class=\"step\"><span class=\"label\">{}</span> {html}</div>",
+        esc(label)
     );
 }
 
