@@ -35,6 +35,18 @@ fn run_in(dir: &Path, args: &[&str]) -> Run {
     }
 }
 
+/// [`run_in`] off the async runtime, which a fake upstream of the test runs on.
+async fn run_off_runtime(dir: &Path, args: &[&str]) -> Run {
+    let dir = dir.to_owned();
+    let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+    tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        run_in(&dir, &args)
+    })
+    .await
+    .unwrap()
+}
+
 /// A spec in a temp dir that drives the stdlib weather agent of the README example.
 fn weather_spec(dir: &Path, cases: &str) -> PathBuf {
     let agent = repo().join("examples/weather-agent/agent.py");
@@ -59,24 +71,18 @@ async fn record_then_replay_with_mocks_and_a_broken_expectation() {
     let d = dir.path().to_owned();
     weather_spec(&d, PARIS);
     let url = fake.url();
-    let rec = tokio::task::spawn_blocking({
-        let d = d.clone();
-        move || {
-            run_in(
-                &d,
-                &[
-                    "test",
-                    "weather.yaml",
-                    "--mode",
-                    "record",
-                    "--upstream",
-                    &url,
-                ],
-            )
-        }
-    })
-    .await
-    .unwrap();
+    let rec = run_off_runtime(
+        &d,
+        &[
+            "test",
+            "weather.yaml",
+            "--mode",
+            "record",
+            "--upstream",
+            &url,
+        ],
+    )
+    .await;
     assert_eq!(rec.code, 0, "{}", rec.stderr);
     // The model was told the mock (21°C, windy), not what the program's tool returned (18°C).
     let cassette = std::fs::read_to_string(d.join("cassettes/paris.json")).unwrap();
@@ -85,28 +91,22 @@ async fn record_then_replay_with_mocks_and_a_broken_expectation() {
 
     // Re-recording the same behaviour: the trajectory diff says so.
     let url = fake.url();
-    let again = tokio::task::spawn_blocking({
-        let d = d.clone();
-        move || {
-            run_in(
-                &d,
-                &[
-                    "test",
-                    "weather.yaml",
-                    "--mode",
-                    "record",
-                    "--upstream",
-                    &url,
-                    "--report",
-                    "json",
-                    "-o",
-                    "rerecord.json",
-                ],
-            )
-        }
-    })
-    .await
-    .unwrap();
+    let again = run_off_runtime(
+        &d,
+        &[
+            "test",
+            "weather.yaml",
+            "--mode",
+            "record",
+            "--upstream",
+            &url,
+            "--report",
+            "json",
+            "-o",
+            "rerecord.json",
+        ],
+    )
+    .await;
     assert_eq!(again.code, 0, "{}", again.stderr);
     let rerecord: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(d.join("rerecord.json")).unwrap()).unwrap();
@@ -542,26 +542,20 @@ async fn url_apps_are_driven_turn_by_turn_over_http() {
     .unwrap();
     let url = fake.url();
     let listen = format!("127.0.0.1:{port}");
-    let r = tokio::task::spawn_blocking({
-        let d = d.clone();
-        move || {
-            run_in(
-                &d,
-                &[
-                    "test",
-                    "svc.yaml",
-                    "--mode",
-                    "record",
-                    "--upstream",
-                    &url,
-                    "--listen",
-                    &listen,
-                ],
-            )
-        }
-    })
-    .await
-    .unwrap();
+    let r = run_off_runtime(
+        &d,
+        &[
+            "test",
+            "svc.yaml",
+            "--mode",
+            "record",
+            "--upstream",
+            &url,
+            "--listen",
+            &listen,
+        ],
+    )
+    .await;
     let _ = service.kill();
     let _ = service.wait();
     assert_eq!(r.code, 0, "{}", r.stderr);
@@ -687,24 +681,18 @@ async fn a_case_cassette_names_its_case_mocks_and_faults_and_plain_replay_points
     let d = dir.path().to_owned();
     weather_spec(&d, PARIS);
     let url = fake.url();
-    let rec = tokio::task::spawn_blocking({
-        let d = d.clone();
-        move || {
-            run_in(
-                &d,
-                &[
-                    "test",
-                    "weather.yaml",
-                    "--mode",
-                    "record",
-                    "--upstream",
-                    &url,
-                ],
-            )
-        }
-    })
-    .await
-    .unwrap();
+    let rec = run_off_runtime(
+        &d,
+        &[
+            "test",
+            "weather.yaml",
+            "--mode",
+            "record",
+            "--upstream",
+            &url,
+        ],
+    )
+    .await;
     assert_eq!(rec.code, 0, "{}", rec.stderr);
     let cassette: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(d.join("cassettes/paris.json")).unwrap())
@@ -743,7 +731,7 @@ async fn a_case_cassette_names_its_case_mocks_and_faults_and_plain_replay_points
     );
     assert!(page
         .stdout
-        .contains("recorded by the case <b>paris</b> of weather.yaml, which mocks get_weather"));
+        .contains("recorded by the case `paris` of weather.yaml, which mocks get_weather"));
 
     // Plain replay: the agent's own tool says 18°C, the cassette holds the mock's 21.
     let agent = repo().join("examples/weather-agent/agent.py");
@@ -772,29 +760,22 @@ async fn a_case_cassette_names_its_case_mocks_and_faults_and_plain_replay_points
 
     // A fault that spoils a call while recording: the real call is kept, and marked.
     let url = fake.url();
-    let faulted = tokio::task::spawn_blocking({
-        let d = d.clone();
-        let agent = agent.to_owned();
-        move || {
-            run_in(
-                &d,
-                &[
-                    "record",
-                    "--cassette",
-                    "faulted.json",
-                    "--upstream",
-                    &url,
-                    "--fault",
-                    "request=1,kind=unknown_tool",
-                    "--",
-                    "python3",
-                    &agent,
-                ],
-            )
-        }
-    })
-    .await
-    .unwrap();
+    let faulted = run_off_runtime(
+        &d,
+        &[
+            "record",
+            "--cassette",
+            "faulted.json",
+            "--upstream",
+            &url,
+            "--fault",
+            "request=1,kind=unknown_tool",
+            "--",
+            "python3",
+            agent,
+        ],
+    )
+    .await;
     assert_eq!(faulted.code, 0, "{}", faulted.stderr);
     assert!(
         faulted.stdout.contains("tool: get_weather_unknown"),

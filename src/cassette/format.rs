@@ -77,6 +77,18 @@ pub struct RecordedBy {
     pub mocks: Vec<String>,
 }
 
+impl RecordedBy {
+    /// `the case `paris` of specs/weather.yaml, which mocks get_time`, for `show` and
+    /// the miss report.
+    pub fn describe(&self) -> String {
+        let mocks = match self.mocks.as_slice() {
+            [] => String::new(),
+            tools => format!(", which mocks {}", tools.join(", ")),
+        };
+        format!("the case `{}` of {}{mocks}", self.case, self.spec)
+    }
+}
+
 /// User-declared matching tolerance: JSON pointers removed before hashing and named holes.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct MatchRules {

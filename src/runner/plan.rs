@@ -251,14 +251,9 @@ fn foreign_origin(by: &RecordedBy) -> (String, String) {
         words.extend(mode.map(|m| ["--mode", m]).into_iter().flatten());
         super::env::shell_line(&words)
     };
-    let mocks = match by.mocks.as_slice() {
-        [] => String::new(),
-        tools => format!(", which mocks {}", tools.join(", ")),
-    };
     let origin = format!(
-        "this cassette was recorded by the case `{}` of {}{mocks}: a plain replay does not drive the program as the case does{}; run it with `{}`",
-        by.case,
-        by.spec,
+        "this cassette was recorded by {}: a plain replay does not drive the program as the case does{}; run it with `{}`",
+        by.describe(),
         if by.mocks.is_empty() { "" } else { " or apply its mocks" },
         command(None)
     );

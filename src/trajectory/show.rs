@@ -265,12 +265,7 @@ pub fn show(cassette: &Cassette) -> String {
         clean(&shown.recorder)
     );
     if let Some(by) = &shown.recorded_by {
-        let mocks = match by.mocks.as_slice() {
-            [] => String::new(),
-            tools => format!(", which mocks {}", tools.join(", ")),
-        };
-        let line = format!("by the case `{}` of {}{mocks}", by.case, by.spec);
-        let _ = writeln!(out, "recorded {}", clean(&line));
+        let _ = writeln!(out, "recorded by {}", clean(&by.describe()));
     }
     if let Some(t) = &shown.tolerated {
         let _ = writeln!(out, "tolerated: {}", clean(t));

@@ -19,16 +19,10 @@ pub fn render(name: &str, shown: &Shown) -> String {
         esc(&shown.recorder)
     );
     if let Some(by) = &shown.recorded_by {
-        let mocks = match by.mocks.as_slice() {
-            [] => String::new(),
-            tools => format!(", which mocks {}", tools.join(", ")),
-        };
         let _ = writeln!(
             body,
-            "<div class=\"sub\">recorded by the case <b>{}</b> of {}{}</div>",
-            esc(&by.case),
-            esc(&by.spec),
-            esc(&mocks)
+            "<div class=\"sub\">recorded by {}</div>",
+            esc(&by.describe())
         );
     }
     if let Some(t) = &shown.tolerated {
