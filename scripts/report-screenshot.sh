@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Makes docs/images/report.png, the HTML report shown in docs/spec-reference.md, from a
+# Makes docs/images/report.png, the HTML report shown in docs/reports.md, from a
 # real run: the travel example's specs replayed from their committed cassettes, beside a
 # copy of one case asserted wrongly (so the page shows a failure), rendered by headless
 # Chromium. Needs the built binary (cargo build), .venv and chromium

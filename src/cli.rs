@@ -185,6 +185,36 @@ Exit codes: 0 stopped; 2 a bad flag or listen address.",
     /// Work with JSON reports of `agentproxy test`: merge the reports of a sharded run.
     #[command(subcommand)]
     Report(ReportCommand),
+    /// Export cassettes' trajectories as OpenTelemetry traces (OTLP/HTTP, JSON).
+    #[command(
+        long_about = "Export the trajectory of each cassette as an OpenTelemetry trace, following the GenAI \
+semantic conventions: an invoke_agent span over the run, a chat span per model request (model, provider, \
+token usage, and the messages it added and the answer, unless --no-content), an execute_tool span per tool \
+call with its arguments and result, a span per MCP and plain HTTP request. The document is an OTLP \
+ExportTraceServiceRequest in JSON: written to FILE (`-`: stdout), or posted to an OTLP/HTTP endpoint \
+(http:// or https://; `/v1/traces` is added to a URL with no path), such as an OpenTelemetry Collector, \
+Jaeger, Phoenix or Langfuse. A cassette keeps latencies, not clock times: spans start at its recording time \
+and follow each other. The mapping is in `agentproxy docs reports`.\n\n\
+Exit codes: 0 exported; 2 a cassette cannot be read; 3 the file cannot be written or the endpoint did not \
+accept the traces.",
+        after_help = "Examples:\n  agentproxy export --otlp traces.json cassettes/*.json\n  agentproxy export --otlp http://localhost:4318 cassettes/paris.json"
+    )]
+    Export(ExportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// Where the traces go: a file (`-`: stdout), or an OTLP/HTTP endpoint URL.
+    #[arg(long, value_name = "FILE|URL")]
+    pub otlp: String,
+
+    /// Leave out message text, tool arguments and results: names, models, tokens and times only.
+    #[arg(long)]
+    pub no_content: bool,
+
+    /// Cassettes to export: files, or REVISION:PATH read from git.
+    #[arg(value_name = "CASSETTE", required = true)]
+    pub cassettes: Vec<PathBuf>,
 }
 
 /// The providers' base URLs a recording forwards to.
@@ -468,6 +498,15 @@ pub struct TestArgs {
     /// html -o FILE`).
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
+
+    /// Export each case's trajectory as an OpenTelemetry trace to an OTLP/HTTP endpoint
+    /// (or a file); see `agentproxy export --help`.
+    #[arg(long, value_name = "URL|FILE")]
+    pub otlp: Option<String>,
+
+    /// With --otlp: leave out message text, tool arguments and results.
+    #[arg(long, requires = "otlp")]
+    pub otlp_no_content: bool,
 
     #[command(flatten)]
     pub upstreams: UpstreamArgs,

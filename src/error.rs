@@ -169,6 +169,10 @@ pub enum Error {
         source: std::io::Error,
     },
 
+    /// Traces that could not be written or posted.
+    #[error("failed to export the traces to {to}: {why}")]
+    Export { to: String, why: String },
+
     #[error("failed to render the report: {0}")]
     RenderReport(#[source] serde_json::Error),
 
@@ -262,6 +266,7 @@ impl Error {
             | Error::CasePanicked(_)
             | Error::ReportDir { .. }
             | Error::WriteReport { .. }
+            | Error::Export { .. }
             | Error::RenderReport(_)
             | Error::Secret(_) => EXIT_EXECUTION,
         }

@@ -15,6 +15,7 @@ fn main() {
         agentproxy::cli::Command::Diff(_) | agentproxy::cli::Command::Show(_) => (false, 0),
         agentproxy::cli::Command::Doctor(_)
         | agentproxy::cli::Command::Docs(_)
+        | agentproxy::cli::Command::Export(_)
         | agentproxy::cli::Command::Report(_)
         | agentproxy::cli::Command::Serve(_)
         | agentproxy::cli::Command::Mcp(_) => (false, 0),

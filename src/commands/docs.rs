@@ -7,7 +7,7 @@ use crate::cli::DocsArgs;
 use crate::error::{Error, Exit, Result};
 
 /// Every page: its topic name (the file name under `docs/` without `.md`) and its text.
-pub const PAGES: [(&str, &str); 15] = [
+pub const PAGES: [(&str, &str); 16] = [
     ("readme", include_str!("../../README.md")),
     ("install", include_str!("../../docs/install.md")),
     (
@@ -26,6 +26,7 @@ pub const PAGES: [(&str, &str); 15] = [
         "trajectory-diff",
         include_str!("../../docs/trajectory-diff.md"),
     ),
+    ("reports", include_str!("../../docs/reports.md")),
     ("faults", include_str!("../../docs/faults.md")),
     ("mcp", include_str!("../../docs/mcp.md")),
     ("pytest", include_str!("../../docs/pytest.md")),

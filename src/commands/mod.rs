@@ -4,6 +4,7 @@ mod control;
 pub mod diff;
 pub mod docs;
 pub mod doctor;
+pub mod export;
 pub mod mcp;
 mod output;
 pub mod record;
@@ -29,6 +30,7 @@ pub async fn run(cli: Cli) -> Result<Exit> {
         Command::Doctor(args) => doctor::run(args).await,
         Command::Docs(args) => docs::run(args),
         Command::Report(command) => report::run(command),
+        Command::Export(args) => export::run(args).await,
         Command::Serve(args) => serve::run(args).await,
         Command::Mcp(args) => mcp::run(args).await,
     }

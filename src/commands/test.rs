@@ -8,6 +8,7 @@ use crate::cli::TestArgs;
 use crate::determinism;
 use crate::error::{Error, Exit, Result};
 use crate::report::console::{Console, ConsoleOptions};
+use crate::report::otlp::{self, Trace};
 use crate::report::{CaseReport, Format, RunReport, Summary};
 use crate::runner::case::{self, Settings};
 use crate::runner::env;
@@ -103,6 +104,10 @@ pub async fn run(args: TestArgs) -> Result<Exit> {
     super::output::write_reports(&args.reports, &args.outputs, &run)?;
     if let Some(path) = &args.html {
         super::output::write_reports(&[Format::Html], std::slice::from_ref(path), &run)?;
+    }
+    if let Some(target) = &args.otlp {
+        let began = std::time::SystemTime::now() - started.elapsed();
+        export_traces(&run, target, began, !args.otlp_no_content).await?;
     }
     Ok(if run.summary.errors > 0 {
         Exit::Execution
@@ -222,6 +227,34 @@ fn in_shard(
         );
     }
     (jobs, outside)
+}
+
+/// Each case that ran, as a trace of its cassette (the run's, or what it replayed),
+/// delivered to `target` (`--otlp`).
+async fn export_traces(
+    run: &RunReport,
+    target: &str,
+    began: std::time::SystemTime,
+    content: bool,
+) -> Result<()> {
+    let ran = (run.cases.iter()).filter(|c| c.status != crate::report::Status::Skipped);
+    let loaded: Vec<(&CaseReport, crate::cassette::Cassette)> = ran
+        .filter_map(|c| {
+            Some((
+                c,
+                crate::cassette::store::load(std::path::Path::new(&c.cassette)).ok()?,
+            ))
+        })
+        .collect();
+    let traces: Vec<Trace<'_>> = (loaded.iter())
+        .map(|(case, cassette)| Trace {
+            name: &case.name,
+            cassette,
+            start: began,
+            case: Some(case),
+        })
+        .collect();
+    super::export::deliver(&otlp::export(&traces, content), target).await
 }
 
 /// Run the jobs, `parallel` at a time, starting in file order; their reports in that order.

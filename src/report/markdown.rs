@@ -25,15 +25,6 @@ fn icon(status: Status) -> &'static str {
     }
 }
 
-fn status_word(status: Status) -> &'static str {
-    match status {
-        Status::Passed => "passed",
-        Status::Failed => "failed",
-        Status::Error => "error",
-        Status::Skipped => "skipped",
-    }
-}
-
 /// Plain text as inline Markdown: Markdown punctuation backslash-escaped, HTML
 /// characters as entities, newlines as spaces. Safe in a paragraph and in a table cell.
 fn inline(s: &str) -> String {
@@ -174,7 +165,7 @@ fn table(out: &mut String, report: &RunReport) {
             icon(c.status),
             inline(&c.name),
             code_cell(&c.spec),
-            status_word(c.status),
+            c.status.as_str(),
             c.turns.len(),
             text::tool_calls(c),
             tokens(&c.usage),
@@ -210,7 +201,7 @@ fn failure_section(out: &mut String, c: &CaseReport) {
         icon(c.status),
         inline(&c.name),
         code(&c.spec),
-        status_word(c.status)
+        c.status.as_str()
     );
     for miss in &c.misses {
         out.push_str("**Cassette miss**\n\n");
@@ -333,7 +324,7 @@ fn details(out: &mut String, c: &CaseReport) {
         icon(c.status),
         html(&c.spec),
         html(&c.name),
-        status_word(c.status),
+        c.status.as_str(),
         text::count(c.turns.len(), "turn", "turns"),
         text::count(text::tool_calls(c), "tool call", "tool calls"),
         secs(c.duration_ms)

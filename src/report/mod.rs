@@ -8,6 +8,7 @@ pub mod json;
 pub mod junit;
 pub mod markdown;
 pub mod merge;
+pub mod otlp;
 #[cfg(test)]
 mod sample;
 mod text;
@@ -64,6 +65,18 @@ pub enum Status {
     /// The program crashed or timed out, or the case could not run.
     Error,
     Skipped,
+}
+
+impl Status {
+    /// `passed`, `failed`, `error`, `skipped`: its name in the JSON report.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Passed => "passed",
+            Status::Failed => "failed",
+            Status::Error => "error",
+            Status::Skipped => "skipped",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

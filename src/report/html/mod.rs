@@ -45,15 +45,6 @@ pub fn render(run: &RunReport) -> String {
     document(&title, &body, true)
 }
 
-fn status_word(s: Status) -> &'static str {
-    match s {
-        Status::Passed => "passed",
-        Status::Failed => "failed",
-        Status::Error => "error",
-        Status::Skipped => "skipped",
-    }
-}
-
 fn header(out: &mut String, run: &RunReport) {
     let usage = run
         .cases
@@ -101,7 +92,7 @@ fn controls(out: &mut String, run: &RunReport) {
 }
 
 fn case(out: &mut String, n: usize, c: &CaseReport) {
-    let status = status_word(c.status);
+    let status = c.status.as_str();
     // An error is a failure for the filter, and keeps its own word.
     let filters = match c.status {
         Status::Error => "error failed",
