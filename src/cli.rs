@@ -406,7 +406,7 @@ pub struct DiffArgs {
     #[arg(long, value_name = "NAME", requires = "spec")]
     pub case: Option<String>,
 
-    /// text, markdown (a pull-request comment) or json.
+    /// text, markdown (a pull-request comment), json, or html (one self-contained page).
     #[arg(long, value_enum, default_value_t = DiffFormat::Text)]
     pub format: DiffFormat,
 
@@ -420,6 +420,7 @@ pub enum DiffFormat {
     Text,
     Markdown,
     Json,
+    Html,
 }
 
 #[derive(Debug, Args)]

@@ -248,6 +248,62 @@ fn markdown_and_json_formats() {
     assert_eq!(v["turns"][0]["changes"][0]["changes"][0]["path"], "city");
 }
 
+/// `--format html`: one page, the verdict on top, the asserted change tagged, a changed
+/// prompt old and new side by side; a hostile prompt stays text, and the page has no script.
+#[test]
+fn the_html_format_is_a_page_with_the_verdict_first_and_recorded_text_escaped() {
+    let dir = setup();
+    let d = dir.path();
+    let out = run(
+        &[
+            "diff",
+            "old.json",
+            "city.json",
+            "--spec",
+            "spec.yaml",
+            "--case",
+            "paris",
+            "--format",
+            "html",
+        ],
+        d,
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let page = &out.stdout;
+    assert!(page.starts_with("<!doctype html>"), "{page}");
+    assert!(page.contains("<title>Trajectory diff: regression</title>"));
+    assert!(page.contains(
+        "<h1>Trajectory diff: <span class=\"verdict regression\">regression</span></h1>"
+    ));
+    assert!(
+        page.contains("<li class=\"asserted path\"><code>city</code>"),
+        "{page}"
+    );
+    assert!(!page.contains("<script"), "a diff page has no script");
+
+    let hostile =
+        "<script>alert(1)</script>\n\"><img src=x onerror=alert(1)>\nYou are a weather assistant.";
+    weather(
+        &d.join("hostile.json"),
+        6,
+        hostile,
+        json!({"city": "Paris"}),
+        "18°C in Paris.",
+    );
+    let out = run(&["diff", "old.json", "hostile.json", "--format", "html"], d);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let page = &out.stdout;
+    assert!(page.contains("What the agent was told"), "{page}");
+    assert!(page.contains("<table class=\"diff\">"), "{page}");
+    assert!(
+        page.contains("<td class=\"ins\"><pre>&lt;script&gt;alert(1)&lt;/script&gt;</pre></td>"),
+        "{page}"
+    );
+    for never in ["<script", "<img"] {
+        assert!(!page.contains(never), "{never}");
+    }
+}
+
 #[test]
 fn a_spec_with_one_case_needs_no_case_name() {
     let dir = setup();

@@ -29,6 +29,10 @@ pub fn run(args: DiffArgs) -> Result<Exit> {
         DiffFormat::Text => trajectory::render_text(&d),
         DiffFormat::Markdown => trajectory::render_markdown(&d),
         DiffFormat::Json => trajectory::render_json(&d),
+        DiffFormat::Html => {
+            let title = format!("Trajectory diff: {}", d.verdict.as_str());
+            crate::report::html::document(&title, &trajectory::render_html_body(&d), false)
+        }
     };
     print!("{out}");
     Ok(if args.check && d.verdict == Verdict::Regression {

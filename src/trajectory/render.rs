@@ -95,7 +95,8 @@ fn line_text(out: &mut String, indent: &str, under: &str, l: &Line) {
     }
 }
 
-fn verdict_line(d: &TrajectoryDiff) -> String {
+/// `regression (2 asserted changes, 1 incidental; spec case "x")`.
+pub(super) fn verdict_line(d: &TrajectoryDiff) -> String {
     let mut s = match (d.verdict, d.assertions_held) {
         (Verdict::Regression, Some(true)) => {
             "asserted values changed and every assertion still holds".to_owned()

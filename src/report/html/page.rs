@@ -5,25 +5,12 @@
 use base64::Engine;
 use sha2::{Digest, Sha256};
 
+/// The one escaper of every HTML page: everything from a run (a cassette, a tool result,
+/// a model reply) passes through it and stays text.
+pub use crate::trajectory::html::esc;
+
 const CSS: &str = include_str!("report.css");
 const JS: &str = include_str!("report.js");
-
-/// Text made safe for an HTML text node or a quoted attribute. Everything from a run (a
-/// cassette, a tool result, a model reply) passes through here: it stays text.
-pub fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
 
 /// At most `max` characters of `s`, escaped, with a note of how much was left out.
 pub fn esc_cut(s: &str, max: usize) -> String {
