@@ -754,9 +754,53 @@ async fn a_case_cassette_names_its_case_mocks_and_faults_and_plain_replay_points
     ] {
         assert!(plain.stderr.contains(want), "{want:?} not in\n{}", plain.stderr);
     }
-    // The case itself replays it.
-    let replay = run_in(&d, &["test", "weather.yaml", "--mode", "replay"]);
+    // The case itself replays it; its report says where each result came from.
+    let replay = run_in(
+        &d,
+        &[
+            "test",
+            "weather.yaml",
+            "--mode",
+            "replay",
+            "--report",
+            "json",
+            "-o",
+            "-",
+        ],
+    );
     assert_eq!(replay.code, 0, "{}", replay.stderr);
+    let report: serde_json::Value = serde_json::from_str(&replay.stdout).unwrap();
+    let call = &report["cases"][0]["turns"][0]["tool_calls"][0];
+    assert_eq!(call["result_origin"], "mocked", "{call}");
+    // With the call spoiled on its way, the result is the program's answer to that.
+    let url = fake.url();
+    let spoiled = run_off_runtime(
+        &d,
+        &[
+            "test",
+            "weather.yaml",
+            "--mode",
+            "record",
+            "--upstream",
+            &url,
+            "--cassettes",
+            "spoiled",
+            "--fault",
+            "request=1,kind=unknown_tool",
+            "--report",
+            "json",
+            "-o",
+            "-",
+        ],
+    )
+    .await;
+    let report: serde_json::Value = serde_json::from_str(&spoiled.stdout).unwrap();
+    let call = &report["cases"][0]["turns"][0]["tool_calls"][0];
+    assert_eq!(
+        call["result_origin"], "faulted",
+        "{call}\n{}",
+        spoiled.stderr
+    );
 
     // A fault that spoils a call while recording: the real call is kept, and marked.
     let url = fake.url();

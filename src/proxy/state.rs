@@ -126,13 +126,14 @@ impl Proxy {
     }
 
     /// The recording `it` was served to the request numbered `seq`, which arrived in
-    /// `turn`: log the exchange. `arrived` is the request when it may differ from the
-    /// recording (lenient replay), so a caller sees what the program sent.
+    /// `turn` with the results of the calls `mocked` written by mocks: log the exchange.
+    /// `arrived` is the request when it may differ from the recording (lenient replay),
+    /// so a caller sees what the program sent.
     pub(super) fn served(
         &self,
         seq: u64,
         it: &Interaction,
-        turn: Option<usize>,
+        (turn, mocked): (Option<usize>, &[String]),
         arrived: Option<&Exchange>,
     ) {
         if !self.keeps_exchanges() {
@@ -142,6 +143,7 @@ impl Proxy {
         }
         let mut served = it.clone();
         served.turn = turn;
+        served.mocked = mocked.to_vec();
         if let Some(ex) = arrived {
             served.request.method = ex.method.to_string();
             served.request.path = ex.path.clone();
@@ -194,13 +196,14 @@ impl Proxy {
         let mut exchanges = std::mem::take(&mut st.exchanges);
         exchanges.sort_by_key(|(seq, _)| *seq);
         let faults = self.faults.outcome();
+        // The log has the answer as the program got it; the cassette keeps the real one.
+        // Both say which call was spoiled.
         for (seq, it) in &mut exchanges {
             if let Some((nth, how, _)) = faults.spoiled.get(seq) {
                 fault::as_served(it, *nth, how);
             }
         }
-        // The cassette keeps the real answer, and says which call the program got spoiled.
-        for (seq, it) in &mut recorded {
+        for (seq, it) in exchanges.iter_mut().chain(recorded.iter_mut()) {
             if let Some((nth, _, by)) = faults.spoiled.get(seq) {
                 it.spoiled = Some(Spoiled {
                     call: *nth,

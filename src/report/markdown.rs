@@ -289,6 +289,9 @@ fn turn_section(out: &mut String, t: &TurnReport) {
             if let Some(r) = &call.result {
                 let r = text::truncate(&text::compact(r), MAX_VALUE).into_owned();
                 let _ = write!(line, " → {}", code(&r));
+                if let Some(o) = call.result_origin.filter(|o| text::shown_origin(*o, call)) {
+                    let _ = write!(line, " _({} result)_", o.as_str());
+                }
             }
             if let Some(e) = &call.execution {
                 let _ = write!(line, " _({})_", text::execution(e));

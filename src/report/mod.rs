@@ -273,10 +273,36 @@ pub struct CallReport {
     pub arguments: Value,
     /// The result the model was told, when the program sent it back (mocked or real).
     pub result: Option<Value>,
+    /// Where that result came from. (Absent from reports before 2.8.)
+    #[serde(default)]
+    pub result_origin: Option<ResultOrigin>,
     /// What the MCP boundary saw of the call; `None` for a tool no MCP server listed (a
     /// function of the program). (Absent from reports before 2.2.)
     #[serde(default)]
     pub execution: Option<CallExecution>,
+}
+
+/// Where the result of a tool call came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResultOrigin {
+    /// The program sent back what its tool returned.
+    Real,
+    /// A spec's mock wrote it (`tools:`).
+    Mocked,
+    /// A fault spoiled the call on its way to the program: the result is the program's
+    /// answer to the spoiled call.
+    Faulted,
+}
+
+impl ResultOrigin {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ResultOrigin::Real => "real",
+            ResultOrigin::Mocked => "mocked",
+            ResultOrigin::Faulted => "faulted",
+        }
+    }
 }
 
 /// What happened to a tool call of an MCP tool at the MCP boundary.

@@ -6,7 +6,7 @@ use serde_json::json;
 
 use super::{
     AssertionResult, CallExecution, CallReport, CaseReport, CrashReport, ExecutionReport, FuzzKind,
-    FuzzReport, FuzzRun, RunReport, Status, Summary, TurnReport,
+    FuzzReport, FuzzRun, ResultOrigin, RunReport, Status, Summary, TurnReport,
 };
 use crate::neutral::Usage;
 
@@ -109,6 +109,7 @@ fn paris() -> CaseReport {
             name: "get_weather".into(),
             arguments: json!({"city": "Paris"}),
             result: Some(json!({"temp_c": 18, "sky": "sunny"})),
+            result_origin: Some(ResultOrigin::Real),
             execution: None,
         }],
         executions: Vec::new(),
@@ -152,6 +153,7 @@ fn follow_up() -> CaseReport {
             name: "get_weather".into(),
             arguments: json!({"city": "Paris", "units": "metric"}),
             result: Some(json!({"temp_c": 18, "sky": "sunny"})),
+            result_origin: Some(ResultOrigin::Real),
             execution: None,
         }],
         executions: Vec::new(),
@@ -227,6 +229,7 @@ fn book() -> CaseReport {
                 name: "search_flights".into(),
                 arguments: json!({"to": "ZRH", "date": "2025-06-02"}),
                 result: Some(json!([{"id": "LX345", "price": 212.5}])),
+                result_origin: Some(ResultOrigin::Real),
                 execution: Some(CallExecution::Executed {
                     server: "travel".into(),
                     arguments: None,
@@ -236,6 +239,7 @@ fn book() -> CaseReport {
                 name: "check_visa".into(),
                 arguments: json!({"country": "CH", "passengers": [{"name": "Zoe"}, {"name": "me"}]}),
                 result: Some(json!({"required": false})),
+                result_origin: Some(ResultOrigin::Mocked),
                 execution: Some(CallExecution::Mocked),
             },
         ],

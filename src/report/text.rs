@@ -28,6 +28,12 @@ pub(crate) fn execution(e: &super::CallExecution) -> String {
     }
 }
 
+/// Whether a result's origin is worth a mark beside it: not for the program's own tool,
+/// and not when the MCP boundary already says a mock answered.
+pub(crate) fn shown_origin(o: super::ResultOrigin, call: &super::CallReport) -> bool {
+    o != super::ResultOrigin::Real && call.execution != Some(super::CallExecution::Mocked)
+}
+
 /// A duration in seconds with two decimals: `2.41s`. One form everywhere, so a case time
 /// in the console, the Markdown table and the summary line compare at a glance.
 pub(crate) fn secs(ms: u64) -> String {

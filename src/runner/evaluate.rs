@@ -8,7 +8,9 @@ use serde_json::Value;
 use crate::assert::{self, CallExpectation, CallsSpec, MatchContext, ObservedCall};
 use crate::cassette::{Body, Interaction};
 use crate::neutral::{Execution, ModelCall, ToolCall, Usage};
-use crate::report::{AssertionResult, CallExecution, CallReport, ExecutionReport, TurnReport};
+use crate::report::{
+    AssertionResult, CallExecution, CallReport, ExecutionReport, ResultOrigin, TurnReport,
+};
 use crate::spec::{CallExpr, Case, Count, Expect, Expr, Order, Turn};
 use crate::trajectory::executions::{Executions, Fate};
 
@@ -67,11 +69,13 @@ pub fn evaluate(
         .flat_map(|(_, c, _)| c.tools.iter())
         .map(|t| (t.name.clone(), t.parameters.clone()))
         .collect();
+    let origins = origins(exchanges);
     let traces = traces(case.turns.len(), calls, &executions);
     let seen = Seen {
         executions: &executions,
         schemas: &schemas,
         mocked,
+        origins: &origins,
         progress,
     };
     let turns: Vec<TurnReport> = (case.turns.iter().zip(&traces).enumerate())
@@ -105,12 +109,31 @@ pub fn evaluate(
     (turns, case_assertions)
 }
 
+/// The tool calls whose results did not come from the program's own tool, by call id:
+/// those a mock wrote, and those of calls a fault spoiled on the way to the program.
+fn origins(exchanges: &[Interaction]) -> HashMap<String, ResultOrigin> {
+    let mut out = HashMap::new();
+    for it in exchanges {
+        for id in &it.mocked {
+            out.insert(id.clone(), ResultOrigin::Mocked);
+        }
+        let spoiled = (it.spoiled.as_ref())
+            .and_then(|s| Some(it.model_call()?.tool_calls.get(s.call)?.id.clone()));
+        if let Some(id) = spoiled {
+            out.insert(id, ResultOrigin::Faulted);
+        }
+    }
+    out
+}
+
 /// What every turn's report reads beside its own trace.
 struct Seen<'a> {
     executions: &'a Executions,
     /// Each tool's parameters schema, as the requests declared it.
     schemas: &'a HashMap<String, Value>,
     mocked: &'a BTreeSet<String>,
+    /// Where results came from, when not from the program's tool (see [`origins`]).
+    origins: &'a HashMap<String, ResultOrigin>,
     progress: &'a Progress<'a>,
 }
 
@@ -175,6 +198,9 @@ fn turn_report(
             name: c.name.clone(),
             arguments: c.arguments.clone(),
             result: r.clone(),
+            result_origin: r
+                .as_ref()
+                .map(|_| (seen.origins.get(&c.id).copied()).unwrap_or(ResultOrigin::Real)),
             execution: execution_of(seen.executions, c, seen.mocked),
         })
         .collect();

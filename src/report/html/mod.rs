@@ -255,6 +255,9 @@ fn turn(out: &mut String, t: &TurnReport) {
                     " <span class=\"label\">result</span> {}",
                     json_block(r)
                 );
+                if let Some(o) = call.result_origin.filter(|o| text::shown_origin(*o, call)) {
+                    let _ = write!(line, " <span class=\"mark\">{}</span>", o.as_str());
+                }
             }
             None => line.push_str(" <span class=\"sub\">no result sent back</span>"),
         }
