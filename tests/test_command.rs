@@ -62,11 +62,8 @@ fn weather_spec(dir: &Path, cases: &str) -> PathBuf {
     path
 }
 
-const PARIS: &str = "  - name: paris\n    input: What's the weather in Paris?\n    expect:\n      calls:\n        - get_weather: {city: Paris}\n      reply: '21°C'\n";
-
-#[tokio::test(flavor = "multi_thread")]
-async fn record_then_replay_with_mocks_and_a_broken_expectation() {
-    let fake = FakeOpenAi::start().await;
+/// A temp dir with the weather spec, its `paris` case recorded against `fake`.
+async fn recorded_paris(fake: &FakeOpenAi) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().to_owned();
     weather_spec(&d, PARIS);
@@ -84,6 +81,16 @@ async fn record_then_replay_with_mocks_and_a_broken_expectation() {
     )
     .await;
     assert_eq!(rec.code, 0, "{}", rec.stderr);
+    (dir, d)
+}
+
+const PARIS: &str = "  - name: paris\n    input: What's the weather in Paris?\n    expect:\n      calls:\n        - get_weather: {city: Paris}\n      reply: '21°C'\n";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn record_then_replay_with_mocks_and_a_broken_expectation() {
+    let fake = FakeOpenAi::start().await;
+    // The directory lives as long as `_dir`.
+    let (_dir, d) = recorded_paris(&fake).await;
     // The model was told the mock (21°C, windy), not what the program's tool returned (18°C).
     let cassette = std::fs::read_to_string(d.join("cassettes/paris.json")).unwrap();
     assert!(cassette.contains(r#"\"temp_c\":21"#), "{cassette}");
@@ -677,23 +684,8 @@ fn a_case_without_cassette_in_replay_names_its_mode_and_how_to_record_just_it() 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_case_cassette_names_its_case_mocks_and_faults_and_plain_replay_points_back() {
     let fake = FakeOpenAi::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path().to_owned();
-    weather_spec(&d, PARIS);
-    let url = fake.url();
-    let rec = run_off_runtime(
-        &d,
-        &[
-            "test",
-            "weather.yaml",
-            "--mode",
-            "record",
-            "--upstream",
-            &url,
-        ],
-    )
-    .await;
-    assert_eq!(rec.code, 0, "{}", rec.stderr);
+    // The directory lives as long as `_dir`.
+    let (_dir, d) = recorded_paris(&fake).await;
     let cassette: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(d.join("cassettes/paris.json")).unwrap())
             .unwrap();
