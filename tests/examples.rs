@@ -339,3 +339,20 @@ fn an_old_cassette_is_named_with_its_age() {
         .unwrap();
     assert!(!String::from_utf8_lossy(&fresh.stderr).contains("warning"));
 }
+
+/// Run as a path (`target/debug/agentproxy`, `cargo run`) with no `agentproxy` on PATH,
+/// the MCP example still finds its stand-in: agentproxy puts its own directory last on
+/// the program's PATH, and the agent's MCP host starts `agentproxy mcp` by name.
+#[test]
+fn the_mcp_example_finds_agentproxy_mcp_without_it_on_path() {
+    let out = Command::new(bin())
+        .args(["test", "examples/mcp-agent/mail.yaml", "-q"])
+        .current_dir(repo())
+        .env("PATH", "/usr/bin:/bin")
+        .env_remove("CI")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("2 passed, 0 failed"), "{text}");
+}

@@ -91,6 +91,9 @@ pub async fn run(
         std::env::var_os(name).is_some()
     });
     injected.extend(env::mcp_urls(&base, &mcp_servers));
+    if !args.command.is_empty() {
+        injected.extend(crate::runner::case::self_path());
+    }
     // Listen for SIGINT/SIGTERM before the banner: a daemon's user (or script) may signal
     // as soon as it reads the URL, and an unhandled SIGINT would lose the recording.
     let mut signals = if args.command.is_empty() {

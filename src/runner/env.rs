@@ -51,6 +51,26 @@ pub fn injected(
     out
 }
 
+/// `PATH` with the directory of this agentproxy (`exe`) last, for a program whose MCP
+/// host starts `agentproxy mcp` by name, when no `agentproxy` is on `path` already (say,
+/// run as `target/debug/agentproxy` or through `cargo run`). Last, so it never shadows
+/// anything the program finds there. `None` when one is found, when there is no `PATH`,
+/// or when `exe` has no directory.
+pub fn path_to_self(path: Option<&std::ffi::OsStr>, exe: &std::path::Path) -> Option<Injected> {
+    // No PATH at all: the program searches the system's default, which must stay.
+    let dirs: Vec<std::path::PathBuf> = std::env::split_paths(path?).collect();
+    if dirs.iter().any(|d| d.join("agentproxy").is_file()) {
+        return None;
+    }
+    let own = exe.parent().filter(|d| !d.as_os_str().is_empty())?;
+    let joined = std::env::join_paths(dirs.iter().map(|d| d.as_path()).chain([own])).ok()?;
+    Some(var(
+        "PATH",
+        &joined.to_string_lossy(),
+        "this agentproxy's directory added last, so an MCP host finds `agentproxy mcp`",
+    ))
+}
+
 /// The URL variables of streamable HTTP MCP servers served at `base`.
 pub fn mcp_urls<'a>(base: &str, names: impl IntoIterator<Item = &'a String>) -> Vec<Injected> {
     names
@@ -150,6 +170,27 @@ pub fn export_lines(vars: &[Injected]) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn agentproxy_s_directory_goes_last_on_path_when_none_is_there() {
+        let dir = tempfile::tempdir().unwrap();
+        let (with, without) = (dir.path().join("with"), dir.path().join("without"));
+        std::fs::create_dir_all(&with).unwrap();
+        std::fs::create_dir_all(&without).unwrap();
+        std::fs::write(with.join("agentproxy"), "").unwrap();
+        let exe = std::path::Path::new("/opt/agentproxy/bin/agentproxy");
+        let path = std::env::join_paths([&without]).unwrap();
+        let added = path_to_self(Some(&path), exe).unwrap();
+        assert_eq!(added.name, "PATH");
+        assert_eq!(
+            added.value,
+            format!("{}:/opt/agentproxy/bin", without.display())
+        );
+        let path = std::env::join_paths([&without, &with]).unwrap();
+        assert_eq!(path_to_self(Some(&path), exe), None);
+        assert_eq!(path_to_self(None, exe), None);
+    }
+
     use super::*;
 
     fn names(v: &[Injected]) -> Vec<&str> {
