@@ -69,6 +69,35 @@ fn browse(chromium: &Path, file: &Path, fragment: &str) -> (String, Vec<String>)
     (String::from_utf8_lossy(&out.stdout).into_owned(), console)
 }
 
+/// The console is read: a page that logs, and one whose policy blocks a script, are
+/// heard (so an empty console below means a quiet page, not a deaf browser).
+#[test]
+fn the_browser_console_is_heard() {
+    let Some(chromium) = chromium() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("probe.html");
+    std::fs::write(
+        &page,
+        "<!doctype html><html><head><meta http-equiv=\"Content-Security-Policy\" \
+         content=\"script-src 'sha256-AAAA'\"></head><body><script>x()</script></body></html>",
+    )
+    .unwrap();
+    let (_, console) = browse(&chromium, &page, "");
+    assert!(
+        console
+            .iter()
+            .any(|l| l.contains("Content Security Policy")),
+        "{console:#?}"
+    );
+    std::fs::write(
+        &page,
+        "<!doctype html><script>console.error('probe')</script>",
+    )
+    .unwrap();
+    let (_, console) = browse(&chromium, &page, "");
+    assert!(console.iter().any(|l| l.contains("probe")), "{console:#?}");
+}
+
 /// `agentproxy test SPECS… --html DIR/report.html` in replay; its exit code and the report.
 fn report(dir: &Path, specs: &[&Path]) -> (i32, PathBuf) {
     let html = dir.join("report.html");

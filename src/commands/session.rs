@@ -92,7 +92,7 @@ pub async fn run(
     });
     injected.extend(env::mcp_urls(&base, &mcp_servers));
     if !args.command.is_empty() {
-        injected.extend(crate::runner::case::self_path());
+        injected.extend(env::self_path());
     }
     // Listen for SIGINT/SIGTERM before the banner: a daemon's user (or script) may signal
     // as soon as it reads the URL, and an unhandled SIGINT would lose the recording.

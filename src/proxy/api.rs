@@ -222,7 +222,7 @@ async fn serve_identical(
     }
     let pos = rp.take_identical(route, head.method.as_str(), &head.stored_path, raw)?;
     let it = &rp.interactions[pos];
-    proxy.served(seq, it, (proxy.current_turn(), &[]), None);
+    proxy.served(seq, it, proxy.current_turn(), &[], None);
     Some(replay::serve(rp, it, None).await)
 }
 
@@ -272,7 +272,7 @@ async fn serve(
     arrived: Option<&Exchange>,
 ) -> Response<ProxyBody> {
     let it = &rp.interactions[pos];
-    proxy.served(ex.seq, it, (ex.turn, &ex.mocked), arrived);
+    proxy.served(ex.seq, it, ex.turn, &ex.mocked, arrived);
     replay::serve(rp, it, Some(ex)).await
 }
 

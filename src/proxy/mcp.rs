@@ -137,7 +137,7 @@ pub(super) fn call(proxy: &Proxy, server: &str, msg: &Value) -> Value {
     match rp.take(&key) {
         Lookup::Hit(pos) => {
             let it = &rp.interactions[pos];
-            proxy.served(seq, it, (proxy.current_turn(), &[]), None);
+            proxy.served(seq, it, proxy.current_turn(), &[], None);
             let stored = it.response.body.as_ref().and_then(Body::as_json).cloned();
             let stored = stored.unwrap_or(Value::Null);
             learn_tools(proxy, server, method, &stored);

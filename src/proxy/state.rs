@@ -133,7 +133,8 @@ impl Proxy {
         &self,
         seq: u64,
         it: &Interaction,
-        (turn, mocked): (Option<usize>, &[String]),
+        turn: Option<usize>,
+        mocked: &[String],
         arrived: Option<&Exchange>,
     ) {
         if !self.keeps_exchanges() {

@@ -310,12 +310,6 @@ fn save_cassette(
     )?)
 }
 
-/// `PATH` with this agentproxy on it, when it is not (see [`env::path_to_self`]).
-pub(crate) fn self_path() -> Option<env::Injected> {
-    let exe = std::env::current_exe().ok()?;
-    env::path_to_self(std::env::var_os("PATH").as_deref(), &exe)
-}
-
 /// What a case's cassette says of the case that recorded it.
 fn recorded_by(spec: &Spec, case: &Case) -> RecordedBy {
     RecordedBy {
@@ -467,7 +461,7 @@ fn command_app(
     })
     .into_iter()
     .chain(env::mcp_urls(base, s.mcp_servers(spec).keys()))
-    .chain(self_path())
+    .chain(env::self_path())
     .map(|v| (v.name, v.value))
     .collect();
     // Python buffers a pipe's output, and a turn waits for its reply line.

@@ -71,6 +71,12 @@ pub fn path_to_self(path: Option<&std::ffi::OsStr>, exe: &std::path::Path) -> Op
     ))
 }
 
+/// [`path_to_self`] of agentproxy's own `PATH` and binary.
+pub fn self_path() -> Option<Injected> {
+    let exe = std::env::current_exe().ok()?;
+    path_to_self(std::env::var_os("PATH").as_deref(), &exe)
+}
+
 /// The URL variables of streamable HTTP MCP servers served at `base`.
 pub fn mcp_urls<'a>(base: &str, names: impl IntoIterator<Item = &'a String>) -> Vec<Injected> {
     names
