@@ -291,3 +291,90 @@ fn a_hostile_cassette_runs_nothing_in_the_browser() {
     );
     assert!(dom.contains("model call 2"), "{}", &dom[..3000]);
 }
+
+/// Each `eval` of `steps` (see `tests/browser/keys.py`) on the page at `file`, after the
+/// keys and text before it, and then what the page logged.
+fn keys(chromium: &Path, file: &Path, steps: serde_json::Value) -> Vec<serde_json::Value> {
+    let out = Command::new(repo().join(".venv/bin/python"))
+        .arg(repo().join("tests/browser/keys.py"))
+        .arg(chromium)
+        .arg(format!("file://{}", file.display()))
+        .arg(steps.to_string())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Everything works from the keyboard: Tab reaches the filters, Enter and Space press
+/// them, `/` focuses the search and Escape clears it, Tab goes on to the cases, whose
+/// summaries Enter opens and closes. The page logs nothing meanwhile (a console line
+/// would follow the values).
+#[test]
+fn the_report_works_from_the_keyboard() {
+    let Some(chromium) = chromium() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let failing = failing_travel_spec(dir.path());
+    let travel = repo().join("examples/travel-agent/travel.yaml");
+    let faults = repo().join("examples/travel-agent/faults.yaml");
+    let (_, html) = report(dir.path(), &[&travel, &faults, &failing]);
+    let focused = "(e => e.tagName + ' ' + e.textContent.trim().slice(0, 20))(document.activeElement)";
+    let shown = "document.getElementById('shown').textContent";
+    let pressed = "[...document.querySelectorAll('[aria-pressed=true]')].map(b => b.textContent).join()";
+    let open = "document.activeElement.parentElement.open";
+    let step = |k: &str, a: &str| serde_json::json!([k, a]);
+    let steps = serde_json::Value::Array(vec![
+        step("key", "Tab"),
+        step("eval", focused),
+        step("key", "Tab"),
+        step("eval", focused),
+        step("key", "Enter"),
+        step("eval", shown),
+        step("eval", pressed),
+        step("key", "Tab"),
+        step("key", "Space"),
+        step("eval", pressed),
+        step("eval", shown),
+        step("key", "/"),
+        step("eval", "document.activeElement.id"),
+        step("type", "two cities"),
+        step("eval", shown),
+        step("eval", "location.hash"),
+        step("key", "Escape"),
+        step("eval", shown),
+        step("eval", "document.getElementById('search').value"),
+        step("key", "Tab"),
+        step("eval", focused),
+        step("eval", open),
+        step("key", "Enter"),
+        step("eval", open),
+        step("key", "Enter"),
+        step("eval", open),
+        step("key", "Shift+Tab"),
+        step("eval", "document.activeElement.id"),
+    ]);
+    let got = keys(&chromium, &html, steps);
+    let expected = serde_json::json!([
+        "BUTTON All (7)",
+        "BUTTON Failed (1)",
+        "1 of 7 shown",
+        "Failed (1)",
+        "Passed (6)",
+        "6 of 7 shown",
+        "search",
+        "1 of 7 shown",
+        "#status=passed&q=two+cities",
+        "6 of 7 shown",
+        "",
+        "SUMMARY PASSED paris weather",
+        false,
+        true,
+        false,
+        "search",
+    ]);
+    assert_eq!(serde_json::Value::Array(got), expected);
+}

@@ -140,6 +140,35 @@ pub fn first_difference<'a>(
     walk(recorded, now, &mut String::new())
 }
 
+/// A miss beside its nearest recording, for a report that shows the two side by side.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct NearMiss {
+    /// The position of the miss among the session's misses.
+    pub miss: usize,
+    /// The nearest recording's position in the cassette.
+    pub interaction: usize,
+    /// The first JSON pointer where they differ (`""`: the whole body).
+    pub path: String,
+    /// The nearest recorded request, normalized.
+    pub recorded: Value,
+    /// The request that missed, normalized.
+    pub now: Value,
+}
+
+impl NearMiss {
+    /// The near miss of `now` against its nearest recording, if the two differ.
+    pub fn of(miss: usize, (interaction, recorded): (usize, Value), now: &Value) -> Option<Self> {
+        let (path, ..) = first_difference(&recorded, now)?;
+        Some(NearMiss {
+            miss,
+            interaction,
+            path,
+            recorded,
+            now: now.clone(),
+        })
+    }
+}
+
 /// Why a request missed, for the report.
 pub enum MissKind<'a> {
     /// Nothing with this key was recorded; `nearest` is the closest recording, if any.

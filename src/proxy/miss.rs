@@ -6,7 +6,8 @@ use serde_json::Value;
 use super::replay::Replay;
 use super::state::Proxy;
 use crate::cassette::Body;
-use crate::matching::{self, index::Lookup, nearmiss, sketch::Sketch};
+use crate::matching::nearmiss::{self, NearMiss};
+use crate::matching::{self, index::Lookup, sketch::Sketch};
 
 /// The near-miss report of a request (`method`, stored `path`, `route`, its normalized
 /// body) that `lookup` did not find: against the nearest recording, printed when asked
@@ -23,6 +24,7 @@ pub(super) fn note(
         rerecord: proxy.opts.rerecord.as_deref(),
         origin: proxy.opts.origin.as_deref(),
     };
+    let mut near = None;
     let report = match lookup {
         Lookup::Exhausted { recorded } => nearmiss::report(
             method,
@@ -39,7 +41,7 @@ pub(super) fn note(
                 .map(|(i, s)| (i.route.as_str(), s.as_ref()))
                 .collect();
             let now = Sketch::of_value(normalized_now);
-            let recorded: Vec<(usize, &str, Value)> =
+            let mut recorded: Vec<(usize, &str, Value)> =
                 nearmiss::shortlist(route, &now, &routes_and_sketches)
                     .into_iter()
                     .map(|pos| {
@@ -63,14 +65,21 @@ pub(super) fn note(
                 let (_, _, body) = recorded.iter().find(|(p, _, _)| *p == pos)?;
                 Some((pos, body))
             });
-            nearmiss::report(
+            let report = nearmiss::report(
                 method,
                 path,
                 route,
                 normalized_now,
                 &nearmiss::MissKind::Unknown { nearest },
                 &hints,
-            )
+            );
+            let pos = nearest.map(|(pos, _)| pos);
+            drop(candidates);
+            near = pos.and_then(|pos| {
+                let at = recorded.iter().position(|(p, _, _)| *p == pos)?;
+                Some((pos, recorded.swap_remove(at).2))
+            });
+            report
         }
     };
     if proxy.opts.print_misses {
@@ -78,6 +87,9 @@ pub(super) fn note(
     }
     let turn = proxy.current_turn();
     let mut st = proxy.lock();
+    let at = st.misses.len();
+    (st.near_misses)
+        .extend(near.and_then(|(pos, recorded)| NearMiss::of(at, (pos, recorded), normalized_now)));
     st.misses.push(report.clone());
     st.missed_turns.extend(turn);
     report

@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::crash::Crashed;
 use crate::cassette::Interaction;
 use crate::fault::Fired;
+use crate::matching::nearmiss::NearMiss;
 
 /// What a session did, read once it has drained.
 #[derive(Debug, Default)]
@@ -17,6 +18,8 @@ pub struct Outcome {
     pub exchanges: Vec<Interaction>,
     /// One report per missed request.
     pub misses: Vec<String>,
+    /// The misses that have a nearest recording, beside it.
+    pub near_misses: Vec<NearMiss>,
     /// The turns (see `Session::set_turn`) in which a request missed.
     pub missed_turns: BTreeSet<usize>,
     pub upstream_errors: Vec<String>,

@@ -18,6 +18,7 @@ use super::options::Options;
 use super::outcome::Outcome;
 use crate::cassette::format::Spoiled;
 use crate::cassette::Interaction;
+use crate::matching::nearmiss::NearMiss;
 use crate::neutral::ToolCall;
 
 /// No turn set: the session is not driven by the test runner.
@@ -45,6 +46,7 @@ pub(super) struct State {
     /// mocked even when its call is not in the request (Responses `previous_response_id`).
     calls: HashMap<String, ToolCall>,
     pub(super) misses: Vec<String>,
+    pub(super) near_misses: Vec<NearMiss>,
     pub(super) missed_turns: BTreeSet<usize>,
     pub(super) upstream_errors: Vec<String>,
     pub(super) rejected: Vec<String>,
@@ -217,6 +219,7 @@ impl Proxy {
             crash: self.crash.outcome(exchanges.iter().map(|(seq, _)| *seq)),
             exchanges: exchanges.into_iter().map(|(_, i)| i).collect(),
             misses: std::mem::take(&mut st.misses),
+            near_misses: std::mem::take(&mut st.near_misses),
             missed_turns: std::mem::take(&mut st.missed_turns),
             upstream_errors: std::mem::take(&mut st.upstream_errors),
             rejected: std::mem::take(&mut st.rejected),

@@ -4,7 +4,7 @@
 //!
 //! ```json
 //! {
-//!   "version": "2.8",
+//!   "version": "2.9",
 //!   "cases": [ { "spec", "name", "status", "mode", "cassette", "duration_ms",
 //!                "turns": [ { "index", "input", "reply", "output",
 //!                             "tool_calls": [ { "name", "arguments", "result", "result_origin", "execution" } ],
@@ -37,7 +37,7 @@ use serde::Serialize;
 use super::RunReport;
 
 /// The version of the JSON report format.
-pub const FORMAT_VERSION: &str = "2.8";
+pub const FORMAT_VERSION: &str = "2.9";
 
 #[derive(Serialize)]
 struct Document<'a> {
@@ -73,7 +73,7 @@ mod tests {
     #[test]
     fn json_report_parses_back_with_version_and_summary() {
         let v: Value = serde_json::from_str(&render(&sample::run())).expect("valid JSON");
-        assert_eq!(v["version"], "2.8");
+        assert_eq!(v["version"], "2.9");
         assert_eq!(v["summary"]["failed"], 2);
         assert_eq!(
             v["cases"][3]["turns"][0]["tool_calls"][1]["arguments"]["country"],

@@ -16,6 +16,7 @@ mod text;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::matching::nearmiss::NearMiss;
 use crate::neutral::Usage;
 use crate::spec::Shard;
 
@@ -94,6 +95,10 @@ pub struct CaseReport {
     pub assertions: Vec<AssertionResult>,
     /// Near-miss reports of requests that were not in the cassette.
     pub misses: Vec<String>,
+    /// The misses that have a nearest recording, each beside it (`miss` is its position
+    /// in `misses`). (Absent from reports before 2.9.)
+    #[serde(default)]
+    pub near_misses: Vec<NearMiss>,
     /// What made the case not test what it says, each failing it: a mock that could not
     /// answer, a fault with nothing to act on, a crash point never reached, nothing to
     /// fuzz. (Absent from reports before 2.7, where they were warnings.)
@@ -360,6 +365,7 @@ impl CaseReport {
             turns: vec![],
             assertions: vec![],
             misses: vec![],
+            near_misses: vec![],
             problems: vec![],
             warnings: vec![],
             error: None,

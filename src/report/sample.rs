@@ -8,6 +8,7 @@ use super::{
     AssertionResult, CallExecution, CallReport, CaseReport, CrashReport, ExecutionReport, FuzzKind,
     FuzzReport, FuzzRun, ResultOrigin, RunReport, Status, Summary, TurnReport,
 };
+use crate::matching::nearmiss::NearMiss;
 use crate::neutral::Usage;
 
 fn usage(prompt: u64, completion: u64, cache_read: u64) -> Usage {
@@ -42,6 +43,7 @@ fn case(spec: &str, name: &str, status: Status, duration_ms: u64) -> CaseReport 
         turns: Vec::new(),
         assertions: Vec::new(),
         misses: Vec::new(),
+        near_misses: Vec::new(),
         problems: Vec::new(),
         warnings: Vec::new(),
         error: None,
@@ -66,6 +68,29 @@ const MISS: &str = "cassette miss: POST /v1/chat/completions (openai.chat) has n
     - And in Fahrenheit?
     + And in Fahrenheit, please?
   hint: if this change is intended, re-record; if the value is volatile, declare it with --match-ignore or --match-hole";
+
+/// The miss of [`MISS`] beside its nearest recording.
+fn near_miss() -> NearMiss {
+    let tool = |name: &str| json!({"type": "function", "function": {"name": name, "parameters": {"type": "object"}}});
+    let body = |last: &str, tools: Vec<serde_json::Value>| {
+        json!({
+            "model": "gpt-4o-mini",
+            "messages": [
+                {"role": "system", "content": "You are a weather assistant."},
+                {"role": "user", "content": "Weather in Paris?"},
+                {"role": "assistant", "content": "18 °C and sunny."},
+                {"role": "user", "content": last},
+            ],
+            "tools": tools,
+        })
+    };
+    let now = body(
+        "And in Fahrenheit, please?",
+        vec![tool("get_weather"), tool("get_time")],
+    );
+    let recorded = (3, body("And in Fahrenheit?", vec![tool("get_weather")]));
+    NearMiss::of(0, recorded, &now).expect("the two differ")
+}
 
 /// A case whose assertions all held, failed only by a problem: a fault that could not
 /// fire, beside a warning that fails nothing.
@@ -208,6 +233,7 @@ fn follow_up() -> CaseReport {
         nearest: None,
     });
     follow.misses.push(MISS.into());
+    follow.near_misses.push(near_miss());
     follow.error = Some(
         "the program exited with status 1\n--- stderr (tail) ---\nTraceback (most recent call last):\n  File \"agent.py\", line 66, in main\nopenai.BadRequestError: Error code: 400 - agentproxy: cassette miss (reported above)".into(),
     );

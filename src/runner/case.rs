@@ -254,7 +254,7 @@ pub(super) async fn run_inner(
         mock_problems: mocks.problems(),
         fuzz,
     });
-    verdict.fill(report, &outcome.misses);
+    verdict.fill(report, &outcome);
 
     // A crashed program's own error says more than "nothing was recorded".
     let writer = writer.filter(|_| drive_error.is_none() || !outcome.recorded.is_empty());

@@ -41,12 +41,13 @@ pub(crate) struct Verdict {
 impl Verdict {
     /// Put the verdict into `report`, beside what it holds already (its mode, a stale
     /// cassette's warning), with the run's misses.
-    pub(crate) fn fill(self, report: &mut CaseReport, misses: &[String]) {
+    pub(crate) fn fill(self, report: &mut CaseReport, outcome: &Outcome) {
         report.turns = self.turns;
         report.assertions = self.assertions;
         report.crash = self.crash;
         report.usage = self.usage;
-        report.misses = misses.to_vec();
+        report.misses = outcome.misses.clone();
+        report.near_misses = outcome.near_misses.clone();
         report.problems.extend(self.problems);
         report.warnings.extend(self.warnings);
     }

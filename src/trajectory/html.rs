@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 use serde_json::Value;
 
 use super::changes::{TrajectoryDiff, Verdict};
-use super::lines::{self, presence, Block, Icon, Line, Markup};
+use super::lines::{self, presence, Icon, Line, Markup};
 use super::render::{compact, verdict_line};
 use super::textdiff::{Piece, Tag, TextDiff};
 
@@ -135,17 +135,22 @@ fn line(out: &mut String, l: &Line) {
         );
     }
     if let Some(b) = &l.diff {
-        side_by_side(out, b);
+        side_by_side(out, &b.diff, ("old", "new"));
     }
     out.push_str("</li>\n");
 }
 
-/// Old on the left, new on the right: a line diff row by row (a run of deleted lines
-/// beside the run of inserted lines that replaced it), a word diff as the two texts with
-/// the changed words marked.
-fn side_by_side(out: &mut String, b: &Block) {
-    out.push_str("<table class=\"diff\"><tr><th>old</th><th>new</th></tr>\n");
-    match &b.diff {
+/// Old on the left, new on the right, under their `titles` (text): a line diff row by row
+/// (a run of deleted lines beside the run of inserted lines that replaced it), a word
+/// diff as the two texts with the changed words marked.
+pub fn side_by_side(out: &mut String, diff: &TextDiff, titles: (&str, &str)) {
+    let _ = writeln!(
+        out,
+        "<table class=\"diff\"><tr><th>{}</th><th>{}</th></tr>",
+        esc(titles.0),
+        esc(titles.1)
+    );
+    match diff {
         TextDiff::Inline => {}
         TextDiff::Lines(pieces) => {
             let mut i = 0;

@@ -15,6 +15,9 @@ use serde_json::Value;
 
 use super::text::{self, count, secs};
 use super::{AssertionResult, CallExecution, CaseReport, RunReport, Status, TurnReport};
+use crate::matching::nearmiss::NearMiss;
+use crate::trajectory::html::side_by_side;
+use crate::trajectory::textdiff;
 
 pub use page::{document, esc, esc_cut};
 
@@ -142,11 +145,50 @@ fn case(out: &mut String, n: usize, c: &CaseReport) {
     );
 }
 
+/// The request that missed beside its nearest recording (both normalized, as they were
+/// compared), the first differing path named and the changed lines marked.
+fn near_miss(out: &mut String, n: &NearMiss) {
+    let at = if n.path.is_empty() { "/" } else { &n.path };
+    let _ = writeln!(
+        out,
+        "<details class=\"near\" open><summary>Beside the nearest recording: first difference at <code>{}</code></summary>",
+        esc(at)
+    );
+    let (recorded, now) = (clip(&n.recorded), clip(&n.now));
+    let diff = textdiff::lines(&textdiff::pretty(&recorded), &textdiff::pretty(&now));
+    let title = format!("recorded (interaction #{})", n.interaction);
+    side_by_side(out, &diff, (&title, "now (missed)"));
+    out.push_str("</details>\n");
+}
+
+/// `v` with every string longer than [`MAX_VALUE`] characters cut, its rest counted: a
+/// body's line diff stays the size of its structure.
+fn clip(v: &Value) -> Value {
+    match v {
+        Value::String(s) => match s.char_indices().nth(MAX_VALUE) {
+            Some((at, _)) => Value::String(format!(
+                "{}… ({} more characters)",
+                &s[..at],
+                s[at..].chars().count()
+            )),
+            None => v.clone(),
+        },
+        Value::Array(items) => Value::Array(items.iter().map(clip).collect()),
+        Value::Object(map) => {
+            Value::Object(map.iter().map(|(k, v)| (k.clone(), clip(v))).collect())
+        }
+        _ => v.clone(),
+    }
+}
+
 /// What fails the case, the first cause first (as [`CaseReport::causes`] orders them).
 fn failures(out: &mut String, c: &CaseReport) {
-    for miss in &c.misses {
+    for (k, miss) in c.misses.iter().enumerate() {
         out.push_str("<h3>Cassette miss</h3>\n");
         let _ = writeln!(out, "<pre>{}</pre>", esc_cut(miss, MAX_REPORT));
+        if let Some(near) = c.near_misses.iter().find(|n| n.miss == k) {
+            near_miss(out, near);
+        }
     }
     if let Some(e) = &c.error {
         out.push_str("<h3>Error</h3>\n");

@@ -1,6 +1,7 @@
 use serde_json::json;
 
 use super::*;
+use crate::matching::nearmiss::NearMiss;
 use crate::report::sample;
 
 /// Every element the page has, by its opening tag name.
@@ -52,6 +53,13 @@ fn untrusted_values_stay_text() {
     let case = &mut run.cases[0];
     case.name = hostile.clone();
     case.misses.push(hostile.clone());
+    let big = "x".repeat(10 << 20);
+    let near = NearMiss::of(
+        case.misses.len() - 1,
+        (0, json!({ "messages": [hostile, big] })),
+        &json!({ "messages": [format!("{hostile}!"), format!("{big}!")] }),
+    );
+    case.near_misses.extend(near);
     case.warnings.push(hostile.clone());
     let turn = &mut case.turns[0];
     turn.reply = Some(hostile.clone());
@@ -74,4 +82,18 @@ fn untrusted_values_stay_text() {
     assert!(html.contains("&lt;script&gt;document.title=&#39;pwned&#39;&lt;/script&gt;"));
     assert!(html.len() < 1 << 20, "{} bytes", html.len());
     assert!(html.contains("more characters</span>"));
+}
+
+/// A miss with a nearest recording shows the two bodies side by side under the first
+/// differing path, the changed lines marked, the unchanged ones around them kept short.
+#[test]
+fn a_near_miss_is_shown_beside_its_nearest_recording() {
+    let html = render(&sample::run());
+    let at = html.find("<details class=\"near\" open><summary>Beside the nearest recording: first difference at <code>/messages/3/content</code></summary>").expect("the near miss");
+    let table = &html[at..at + html[at..].find("</table>").unwrap()];
+    assert!(table.contains("<th>recorded (interaction #3)</th><th>now (missed)</th>"));
+    assert!(table.contains("<td class=\"del\"><pre>      &quot;content&quot;: &quot;And in Fahrenheit?&quot;,</pre></td><td class=\"ins\"><pre>      &quot;content&quot;: &quot;And in Fahrenheit, please?&quot;,</pre></td>"), "{table}");
+    assert!(table.contains("get_time"));
+    // The miss's text report comes first, the side by side under it.
+    assert!(html.find("nearest recorded request: interaction #3").unwrap() < at);
 }
