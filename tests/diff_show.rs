@@ -280,6 +280,25 @@ fn the_html_format_is_a_page_with_the_verdict_first_and_recorded_text_escaped() 
         "{page}"
     );
     assert!(!page.contains("<script"), "a diff page has no script");
+    // Both runs' steps, aligned: the changed call beside its counterpart, the unchanged
+    // reply across both columns.
+    let sides = &page[page.find("<h2>Side by side</h2>").expect("the side-by-side view")..];
+    assert!(
+        sides.contains("<table class=\"sides\"><tr><th>old.json</th><th>city.json</th></tr>"),
+        "{sides}"
+    );
+    assert!(
+        sides.contains("<tr class=\"changed\"><td>call <code>get_weather</code> <code>{&quot;city&quot;:&quot;Paris&quot;}</code><div class=\"result\">→ "),
+        "{sides}"
+    );
+    assert!(
+        sides.contains("<td>call <code>get_weather</code> <code>{&quot;city&quot;:&quot;Paris, FR&quot;}</code>"),
+        "{sides}"
+    );
+    assert!(
+        sides.contains("<tr class=\"same\"><td colspan=\"2\">reply <code>&quot;18°C in Paris.&quot;</code></td></tr>"),
+        "{sides}"
+    );
 
     let hostile =
         "<script>alert(1)</script>\n\"><img src=x onerror=alert(1)>\nYou are a weather assistant.";

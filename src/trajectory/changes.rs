@@ -5,6 +5,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
+use super::sides::AlignedTurn;
 use super::textdiff::TextDiff;
 use crate::neutral::ToolCall;
 
@@ -33,6 +34,10 @@ pub struct TrajectoryDiff {
     pub turns: Vec<TurnDiff>,
     /// What the agent was told, each distinct change once with where it happened.
     pub told: Vec<ToldChange>,
+    /// Every turn's steps of both recordings aligned, changed or not: the side-by-side
+    /// view's rows.
+    #[serde(skip)]
+    pub sides: Vec<AlignedTurn>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -18,7 +18,7 @@ use super::changes::{CallAt, Did, Position, Presence, Told, TrajectoryDiff, Turn
 use super::executions::Executions;
 use super::extract::{self, Step};
 use super::textdiff;
-use super::{align, told};
+use super::{align, sides, told};
 use crate::cassette::Cassette;
 use crate::matching::normalize::Rules;
 use crate::neutral::ToolCall;
@@ -52,6 +52,17 @@ struct TurnView<'s> {
     /// Their tool calls, in order.
     tools: Vec<&'s ToolCall>,
     reply: Option<&'s str>,
+}
+
+impl<'s> TurnView<'s> {
+    /// The turn as the side-by-side alignment reads it.
+    fn steps<'a>(&'a self, side: &Side<'a, 's>) -> sides::Steps<'a, 's> {
+        sides::Steps {
+            tools: &self.tools,
+            reply: self.reply,
+            results: side.results,
+        }
+    }
 }
 
 fn turn_views<'s>(steps: &'s [Step<'s>]) -> BTreeMap<usize, TurnView<'s>> {
@@ -107,6 +118,7 @@ fn diff_steps(old: Read<'_, '_>, new: Read<'_, '_>, asserted: &Asserted) -> Traj
     );
     let mut log = told::ToldLog::default();
     let mut turns = Vec::new();
+    let mut aligned = Vec::new();
     let numbers: BTreeSet<usize> = old_turns.keys().chain(new_turns.keys()).copied().collect();
     let empty = TurnView::default();
     for n in numbers {
@@ -119,6 +131,7 @@ fn diff_steps(old: Read<'_, '_>, new: Read<'_, '_>, asserted: &Asserted) -> Traj
             (false, true) => Presence::Added,
             _ => Presence::Both,
         };
+        aligned.push(sides::turn(n, &o.steps(&was), &w.steps(&now)));
         let changes = diff_turn(n, (o, &was), (w, &now), asserted, &mut log);
         if !changes.is_empty() {
             turns.push(TurnDiff {
@@ -128,7 +141,9 @@ fn diff_steps(old: Read<'_, '_>, new: Read<'_, '_>, asserted: &Asserted) -> Traj
             });
         }
     }
-    conclude(turns, log, asserted)
+    let mut d = conclude(turns, log, asserted);
+    d.sides = aligned;
+    d
 }
 
 /// What one recording knows beside its turns: its executions and the tool results.
@@ -248,5 +263,6 @@ fn conclude(turns: Vec<TurnDiff>, log: told::ToldLog, asserted: &Asserted) -> Tr
         incidental: i,
         turns,
         told,
+        sides: Vec::new(),
     }
 }

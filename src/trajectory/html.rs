@@ -10,6 +10,7 @@ use std::fmt::Write as _;
 use serde_json::Value;
 
 use super::changes::{TrajectoryDiff, Verdict};
+use super::sides::Cell;
 use super::lines::{self, presence, Icon, Line, Markup};
 use super::render::{compact, verdict_line};
 use super::textdiff::{Piece, Tag, TextDiff};
@@ -76,8 +77,79 @@ pub fn render_html_body(d: &TrajectoryDiff) -> String {
         }
         out.push_str("</ul>\n");
     }
+    if d.sides.iter().any(|t| !t.rows.is_empty()) {
+        steps(&mut out, d);
+    }
     out.push_str("</main>\n");
     out
+}
+
+/// Both recordings' steps turn by turn in two columns, aligned (see [`super::sides`]):
+/// an unchanged step spans its row, a changed one is marked on both sides, an added or
+/// removed one stands alone on its side.
+fn steps(out: &mut String, d: &TrajectoryDiff) {
+    let (old, new) = (
+        d.old_name.as_deref().unwrap_or("old"),
+        d.new_name.as_deref().unwrap_or("new"),
+    );
+    out.push_str("<h2>Side by side</h2>\n");
+    for t in d.sides.iter().filter(|t| !t.rows.is_empty()) {
+        let _ = writeln!(
+            out,
+            "<h3>Turn {}</h3>\n<table class=\"sides\"><tr><th>{}</th><th>{}</th></tr>",
+            t.turn + 1,
+            esc(old),
+            esc(new)
+        );
+        for r in &t.rows {
+            if r.same() {
+                let _ = writeln!(
+                    out,
+                    "<tr class=\"same\"><td colspan=\"2\">{}</td></tr>",
+                    cell(r.old.as_ref())
+                );
+                continue;
+            }
+            let class = match (&r.old, &r.new) {
+                (Some(_), None) => "removed",
+                (None, Some(_)) => "added",
+                _ => "changed",
+            };
+            let _ = writeln!(
+                out,
+                "<tr class=\"{class}\"><td>{}</td><td>{}</td></tr>",
+                cell(r.old.as_ref()),
+                cell(r.new.as_ref())
+            );
+        }
+        out.push_str("</table>\n");
+    }
+}
+
+/// One step as markup: a call with its arguments and the result it got, or the reply.
+fn cell(c: Option<&Cell>) -> String {
+    match c {
+        None => String::new(),
+        Some(Cell::Call {
+            name,
+            arguments,
+            result,
+        }) => {
+            let result = result.as_ref().map_or_else(
+                || "<div class=\"result\"><em>no result</em></div>".to_owned(),
+                |r| format!("<div class=\"result\">→ {}</div>", Html.value(Some(r))),
+            );
+            format!(
+                "call {} {}{result}",
+                Html.name(name),
+                Html.value(Some(arguments))
+            )
+        }
+        Some(Cell::Reply(text)) => format!(
+            "reply {}",
+            Html.text(Some(text))
+        ),
+    }
 }
 
 struct Html;

@@ -13,6 +13,7 @@ mod lines;
 pub mod markdown;
 pub mod render;
 pub mod show;
+pub mod sides;
 pub mod textdiff;
 mod told;
 
