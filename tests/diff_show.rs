@@ -282,7 +282,9 @@ fn the_html_format_is_a_page_with_the_verdict_first_and_recorded_text_escaped() 
     assert!(!page.contains("<script"), "a diff page has no script");
     // Both runs' steps, aligned: the changed call beside its counterpart, the unchanged
     // reply across both columns.
-    let sides = &page[page.find("<h2>Side by side</h2>").expect("the side-by-side view")..];
+    let sides = &page[page
+        .find("<h2>Side by side</h2>")
+        .expect("the side-by-side view")..];
     assert!(
         sides.contains("<table class=\"sides\"><tr><th>old.json</th><th>city.json</th></tr>"),
         "{sides}"

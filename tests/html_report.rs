@@ -322,9 +322,11 @@ fn the_report_works_from_the_keyboard() {
     let travel = repo().join("examples/travel-agent/travel.yaml");
     let faults = repo().join("examples/travel-agent/faults.yaml");
     let (_, html) = report(dir.path(), &[&travel, &faults, &failing]);
-    let focused = "(e => e.tagName + ' ' + e.textContent.trim().slice(0, 20))(document.activeElement)";
+    let focused =
+        "(e => e.tagName + ' ' + e.textContent.trim().slice(0, 20))(document.activeElement)";
     let shown = "document.getElementById('shown').textContent";
-    let pressed = "[...document.querySelectorAll('[aria-pressed=true]')].map(b => b.textContent).join()";
+    let pressed =
+        "[...document.querySelectorAll('[aria-pressed=true]')].map(b => b.textContent).join()";
     let open = "document.activeElement.parentElement.open";
     let step = |k: &str, a: &str| serde_json::json!([k, a]);
     let steps = serde_json::Value::Array(vec![

@@ -234,7 +234,8 @@ fn a_changed_input_misses_the_cassette_and_fails_with_the_nearest_recording() {
     std::fs::write(
         d.join("s.yaml"),
         format!(
-            "app:\n  command: [{}, {}]\ncassettes: cassettes\ntools:\n  get_time: {{result: {{time: noon}}}}\ncases:\n  - name: paris\n    input: What's the weather in Lyon?\n    expect:\n      calls: [get_weather]\n      reply: '18'\n",
+            "app:\n  command: [{}, {}]\ncassettes: cassettes\nexecution:\n  reports: {{html: out/report.html, json: out/report.json}}\n\
+             tools:\n  get_time: {{result: {{time: noon}}}}\ncases:\n  - name: paris\n    input: What's the weather in Lyon?\n    expect:\n      calls: [get_weather]\n      reply: '18'\n",
             python.display(),
             agent.display()
         ),
@@ -265,6 +266,21 @@ fn a_changed_input_misses_the_cassette_and_fails_with_the_nearest_recording() {
     );
     assert!(!r.stderr.contains("✗"), "{}", r.stderr);
     assert!(!r.stderr.contains("was never called"), "{}", r.stderr);
+    // The spec's own reports: the miss beside its nearest recording, in JSON and HTML.
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("out/report.json")).unwrap())
+            .unwrap();
+    let near = &json["cases"][0]["near_misses"][0];
+    assert_eq!(near["miss"], 0);
+    assert_eq!(near["interaction"], 0);
+    assert_eq!(near["path"], "/messages/1/content", "{near}");
+    assert_eq!(near["now"]["messages"][1]["content"], "What's the weather in Lyon?");
+    let html = std::fs::read_to_string(d.join("out/report.html")).unwrap();
+    assert!(
+        html.contains("Beside the nearest recording: first difference at <code>/messages/1/content</code>"),
+        "{html}"
+    );
+    assert!(html.contains("<td class=\"ins\"><pre>      &quot;content&quot;: &quot;What&#39;s the weather in Lyon?&quot;"), "{html}");
     // -v shows what was not judged, and the whole stderr tail.
     let v = run_in(d, &["test", "s.yaml", "--mode", "replay", "-v"]);
     assert!(

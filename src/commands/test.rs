@@ -59,6 +59,7 @@ pub async fn run(args: TestArgs) -> Result<Exit> {
     let env = |name: &str| std::env::var(name).ok();
     let upstreams = args.upstreams.upstreams()?;
     let selected = select(&args, loaded.specs, &upstreams, &env)?;
+    let spec_reports = selected.reports;
     check_cassette_collisions(&selected.jobs)?;
     let shard = match args.shard {
         Some(s) => Some(s),
@@ -105,6 +106,9 @@ pub async fn run(args: TestArgs) -> Result<Exit> {
     if let Some(path) = &args.html {
         super::output::write_reports(&[Format::Html], std::slice::from_ref(path), &run)?;
     }
+    for (spec, reports) in &spec_reports {
+        write_spec_reports(&run, spec, reports)?;
+    }
     if let Some(target) = &args.otlp {
         let began = std::time::SystemTime::now() - started.elapsed();
         export_traces(&run, target, began, !args.otlp_no_content).await?;
@@ -124,6 +128,8 @@ struct Selected {
     jobs: Vec<Job>,
     parallel: usize,
     verbosity: Verbosity,
+    /// The reports each spec asks for (`execution.reports`), by spec file.
+    reports: Vec<(String, Vec<(Format, std::path::PathBuf)>)>,
 }
 
 fn select(
@@ -155,6 +161,7 @@ fn select(
         jobs: vec![],
         parallel: 1,
         verbosity: Verbosity::Quiet,
+        reports: vec![],
     };
     for sp in specs {
         let resolved = spec::resolve(&cli, &sp, env)?;
@@ -173,6 +180,10 @@ fn select(
             faults: args.fault.clone(),
         };
         super::session::check_mcp_names(settings.mcp_servers(&sp).keys())?;
+        if !sp.execution.reports.is_empty() {
+            let file = sp.file.display().to_string();
+            out.reports.push((file, sp.execution.reports.clone()));
+        }
         let sp = Arc::new(sp);
         for (i, c) in sp.cases.iter().enumerate() {
             let by_name = args.cases.is_empty() || args.cases.contains(&c.name);
@@ -186,6 +197,29 @@ fn select(
         return Err(Error::NoCaseMatches);
     }
     Ok(out)
+}
+
+/// The reports a spec asks for (`execution.reports`), of its cases in `run`.
+fn write_spec_reports(
+    run: &RunReport,
+    spec: &str,
+    reports: &[(Format, std::path::PathBuf)],
+) -> Result<()> {
+    let cases: Vec<CaseReport> = (run.cases.iter())
+        .filter(|c| c.spec == spec)
+        .cloned()
+        .collect();
+    if cases.is_empty() {
+        return Ok(()); // none of its cases was selected: an earlier report stays
+    }
+    let part = RunReport {
+        summary: Summary::of(&cases),
+        cases,
+        duration_ms: run.duration_ms,
+        shard: run.shard,
+    };
+    let (formats, files): (Vec<Format>, Vec<std::path::PathBuf>) = reports.iter().cloned().unzip();
+    super::output::write_reports(&formats, &files, &part)
 }
 
 /// The jobs of this shard, and for every selected case in order the report of one outside

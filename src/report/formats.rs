@@ -2,15 +2,8 @@
 
 use super::{html, json, junit, markdown, RunReport};
 
-/// A report file's format (`--report`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    Json,
-    Markdown,
-    Junit,
-    /// One self-contained HTML file (see [`html`]).
-    Html,
-}
+/// A report file's format: the spec's word for it (`execution.reports`, `--report`).
+pub use crate::spec::ReportFormat as Format;
 
 /// `run` rendered in `format`: the one place a format names its renderer.
 pub fn render(format: Format, run: &RunReport) -> String {

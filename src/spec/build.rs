@@ -1,7 +1,7 @@
 //! The top of a spec: `app`, `match`, `tools` and `execution`, read from the node tree.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::error::Errors;
 use super::model::*;
@@ -68,7 +68,7 @@ impl Builder<'_> {
             None => BTreeMap::new(),
         };
         let execution = match top.entry("execution") {
-            Some((k, v)) if !v.is_null() => errors.take(self.execution(v, k.at)),
+            Some((k, v)) if !v.is_null() => errors.take(self.execution(v, k.at, dir)),
             _ => None,
         }
         .unwrap_or_default();
@@ -454,7 +454,7 @@ impl Builder<'_> {
         })
     }
 
-    pub(super) fn execution(&self, node: &Node, owner: Pos) -> R<Execution> {
+    pub(super) fn execution(&self, node: &Node, owner: Pos, dir: &Path) -> R<Execution> {
         let f = self.fields(node, owner, "execution", "execution", EXECUTION_KEYS)?;
         let modes: Vec<(&str, Mode)> = Mode::ALL.iter().map(|m| (m.as_str(), *m)).collect();
         let levels: Vec<(&str, Verbosity)> =
@@ -480,7 +480,31 @@ impl Builder<'_> {
                 .get("max_age")
                 .map(|n| self.duration(n, "execution.max_age"))
                 .transpose()?,
+            reports: match f.entry("reports") {
+                Some((k, v)) => self.reports(v, k.at, dir)?,
+                None => Vec::new(),
+            },
         })
+    }
+
+    /// `execution.reports`: each format once, its file relative to the spec's directory.
+    fn reports(&self, node: &Node, owner: Pos, dir: &Path) -> R<Vec<(ReportFormat, PathBuf)>> {
+        let names = ReportFormat::ALL.map(ReportFormat::as_str);
+        let f = self.fields(
+            node,
+            owner,
+            "execution.reports",
+            "`execution.reports`",
+            &names,
+        )?;
+        let mut out = Vec::new();
+        for format in ReportFormat::ALL {
+            if let Some(v) = f.get(format.as_str()) {
+                let file = self.non_empty_string(v, &f.path(format.as_str()))?;
+                out.push((format, dir.join(file)));
+            }
+        }
+        Ok(out)
     }
 }
 

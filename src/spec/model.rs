@@ -181,6 +181,37 @@ pub struct Execution {
     /// `max_age:` (duration such as `30d`): a replayed cassette recorded longer ago than
     /// this gets a warning.
     pub max_age: Option<Duration>,
+    /// `reports:` (a mapping from a report format to a file, relative to the spec's
+    /// directory): after each run, the report of this spec's cases in each format.
+    pub reports: Vec<(ReportFormat, PathBuf)>,
+}
+
+/// A report file's format (`--report`, `execution.reports`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReportFormat {
+    Json,
+    Markdown,
+    Junit,
+    /// One self-contained HTML page.
+    Html,
+}
+
+impl ReportFormat {
+    pub const ALL: [ReportFormat; 4] = [
+        ReportFormat::Json,
+        ReportFormat::Markdown,
+        ReportFormat::Junit,
+        ReportFormat::Html,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReportFormat::Json => "json",
+            ReportFormat::Markdown => "markdown",
+            ReportFormat::Junit => "junit",
+            ReportFormat::Html => "html",
+        }
+    }
 }
 
 /// How cassettes are used.

@@ -42,7 +42,14 @@ pub(super) const TOP_KEYS: &[&str] = &[
 pub(super) const APP_KEYS: &[&str] = &["command", "url", "env", "timeout", "reply_until", "cwd"];
 pub(super) const MATCH_KEYS: &[&str] = &["ignore", "holes", "repeat"];
 pub(super) const HOLE_KEYS: &[&str] = &["name", "regex", "in"];
-pub(super) const EXECUTION_KEYS: &[&str] = &["mode", "parallel", "timeout", "verbosity", "max_age"];
+pub(super) const EXECUTION_KEYS: &[&str] = &[
+    "mode",
+    "parallel",
+    "timeout",
+    "verbosity",
+    "max_age",
+    "reports",
+];
 pub(super) const CASE_KEYS: &[&str] = &[
     "name", "input", "turns", "expect", "env", "skip", "faults", "fuzz", "crash",
 ];

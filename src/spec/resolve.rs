@@ -329,6 +329,7 @@ mod tests {
             timeout: Some(Duration::from_secs(120)),
             verbosity: Some(Verbosity::Verbose),
             max_age: Some(Duration::from_secs(86_400)),
+            reports: vec![],
         }
     }
 

@@ -167,6 +167,7 @@ fn a_full_spec_parses_to_the_model() {
             timeout: Some(Duration::from_secs(120)),
             verbosity: Some(Verbosity::Verbose),
             max_age: None,
+            reports: vec![],
         },
         cases: vec![
             Case {
@@ -928,4 +929,31 @@ fn a_bad_crash_says_what_to_write() {
 fn mcp_servers_that_give_one_variable_are_refused() {
     let src = "app: {command: a}\nmcp:\n  Mail-Box: 'http://127.0.0.1:1/mcp'\n  mail_box: 'http://127.0.0.1:2/mcp'\ncases:\n  - name: a\n";
     assert_eq!(error(src), "specs/weather.yaml:4:3: MCP servers `Mail-Box` and `mail_box` in `mcp` would both be given as $AGENTPROXY_MCP_MAIL_BOX_URL\n  hint: rename one of them (`-` and `_` are the same in a variable name, and case does not count)");
+}
+
+#[test]
+fn execution_reports_name_a_file_per_format_beside_the_spec() {
+    let spec = |reports: &str| {
+        parse(
+            &format!("app: {{command: a}}\nexecution:\n  reports: {reports}\ncases: [{{name: a, input: x}}]\n"),
+            Path::new("specs/s.yaml"),
+        )
+    };
+    let s = spec("{html: out/report.html, junit: /tmp/junit.xml}").unwrap();
+    assert_eq!(
+        s.execution.reports,
+        [
+            (ReportFormat::Junit, PathBuf::from("/tmp/junit.xml")),
+            (ReportFormat::Html, PathBuf::from("specs/out/report.html")),
+        ]
+    );
+    let e = spec("{pdf: r.pdf}").unwrap_err().to_string();
+    assert!(
+        e.starts_with("specs/s.yaml:3:13: unknown key `pdf` in `execution.reports`; expected one of: json, markdown, junit, html"),
+        "{e}"
+    );
+    let e = spec("{html: ''}").unwrap_err().to_string();
+    assert!(e.starts_with("specs/s.yaml:3:19: `execution.reports.html` is empty"), "{e}");
+    let e = spec("[html]").unwrap_err().to_string();
+    assert!(e.contains("expected a mapping for `execution.reports`"), "{e}");
 }

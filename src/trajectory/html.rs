@@ -10,9 +10,9 @@ use std::fmt::Write as _;
 use serde_json::Value;
 
 use super::changes::{TrajectoryDiff, Verdict};
-use super::sides::Cell;
 use super::lines::{self, presence, Icon, Line, Markup};
 use super::render::{compact, verdict_line};
+use super::sides::Cell;
 use super::textdiff::{Piece, Tag, TextDiff};
 
 /// Longest value shown inline, in characters.
@@ -145,10 +145,7 @@ fn cell(c: Option<&Cell>) -> String {
                 Html.value(Some(arguments))
             )
         }
-        Some(Cell::Reply(text)) => format!(
-            "reply {}",
-            Html.text(Some(text))
-        ),
+        Some(Cell::Reply(text)) => format!("reply {}", Html.text(Some(text))),
     }
 }
 

@@ -132,7 +132,8 @@ mod tests {
         monotone(&o, &n, &related)
             .into_iter()
             .map(|(i, j)| {
-                let side = |k: Option<usize>, v: &[String]| k.map_or("-".to_owned(), |k| v[k].clone());
+                let side =
+                    |k: Option<usize>, v: &[String]| k.map_or("-".to_owned(), |k| v[k].clone());
                 format!("{}{}", side(i, &o), side(j, &n))
             })
             .collect()

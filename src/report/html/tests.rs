@@ -95,5 +95,9 @@ fn a_near_miss_is_shown_beside_its_nearest_recording() {
     assert!(table.contains("<td class=\"del\"><pre>      &quot;content&quot;: &quot;And in Fahrenheit?&quot;,</pre></td><td class=\"ins\"><pre>      &quot;content&quot;: &quot;And in Fahrenheit, please?&quot;,</pre></td>"), "{table}");
     assert!(table.contains("get_time"));
     // The miss's text report comes first, the side by side under it.
-    assert!(html.find("nearest recorded request: interaction #3").unwrap() < at);
+    assert!(
+        html.find("nearest recorded request: interaction #3")
+            .unwrap()
+            < at
+    );
 }
