@@ -179,6 +179,9 @@ pub enum Error {
     #[error("failed to make the session's secret from the system's random source: {0}")]
     Secret(#[source] std::io::Error),
 
+    #[error("failed to make the session's certificate authority: {0}")]
+    Ca(#[source] crate::proxy::intercept::ca::CaError),
+
     #[error("serve's --root {root} cannot be used: {source}", root = .root.display())]
     ServeRoot {
         root: PathBuf,
@@ -193,6 +196,7 @@ impl From<PlanError> for Error {
             PlanError::Rules(e) => Error::Rules(e),
             PlanError::Upstream(e) => Error::Upstream(e),
             PlanError::Secret(e) => Error::Secret(e),
+            PlanError::Ca(e) => Error::Ca(e),
         }
     }
 }
@@ -268,7 +272,8 @@ impl Error {
             | Error::WriteReport { .. }
             | Error::Export { .. }
             | Error::RenderReport(_)
-            | Error::Secret(_) => EXIT_EXECUTION,
+            | Error::Secret(_)
+            | Error::Ca(_) => EXIT_EXECUTION,
         }
     }
 }

@@ -500,3 +500,49 @@ async fn semantic_kernel_connectors_record_and_replay() {
     assert!(replayed.status.success(), "replay failed: {replayed}");
     assert_eq!(replayed.stdout, recorded.stdout);
 }
+
+/// A client whose base URL is hard-coded to `https://api.openai.com/v1` reaches the proxy
+/// as its HTTPS forward proxy: the provider's host is intercepted with the session's
+/// certificate authority, recorded against the fake (`--upstream`), and replayed with the
+/// same output once the fake is stopped.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hard_coded_provider_host_is_intercepted_recorded_and_replayed() {
+    record_then_replay("hardcoded_host.py", &["reply: "]).await;
+}
+
+/// Traffic to another host goes through while recording and is named; a replay refuses
+/// it, names it and fails.
+#[tokio::test(flavor = "multi_thread")]
+async fn another_host_is_named_while_recording_and_refused_in_a_replay() {
+    let Some(python) = python() else { return };
+    let recorded = record(&python, "egress.py").await;
+    assert!(
+        recorded
+            .run
+            .stdout
+            .contains("other host: hello from the other host"),
+        "{}",
+        recorded.run
+    );
+    assert!(
+        recorded.run.stderr.contains("agentproxy: other hosts the program reached through the proxy (not recorded; a replay refuses them): 127.0.0.1:"),
+        "{}",
+        recorded.run
+    );
+    let replayed = replay(&python, &recorded, "egress.py", None).await;
+    assert_eq!(replayed.status.code(), Some(1), "{replayed}");
+    assert!(
+        replayed
+            .stdout
+            .contains("other host: Tunnel connection failed: 403"),
+        "{replayed}"
+    );
+    assert!(
+        replayed.stderr.contains("agentproxy: refused: 127.0.0.1:"),
+        "{replayed}"
+    );
+    assert!(
+        replayed.stderr.contains("outside the cassette"),
+        "{replayed}"
+    );
+}

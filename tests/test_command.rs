@@ -268,16 +268,20 @@ fn a_changed_input_misses_the_cassette_and_fails_with_the_nearest_recording() {
     assert!(!r.stderr.contains("was never called"), "{}", r.stderr);
     // The spec's own reports: the miss beside its nearest recording, in JSON and HTML.
     let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(d.join("out/report.json")).unwrap())
-            .unwrap();
+        serde_json::from_str(&std::fs::read_to_string(d.join("out/report.json")).unwrap()).unwrap();
     let near = &json["cases"][0]["near_misses"][0];
     assert_eq!(near["miss"], 0);
     assert_eq!(near["interaction"], 0);
     assert_eq!(near["path"], "/messages/1/content", "{near}");
-    assert_eq!(near["now"]["messages"][1]["content"], "What's the weather in Lyon?");
+    assert_eq!(
+        near["now"]["messages"][1]["content"],
+        "What's the weather in Lyon?"
+    );
     let html = std::fs::read_to_string(d.join("out/report.html")).unwrap();
     assert!(
-        html.contains("Beside the nearest recording: first difference at <code>/messages/1/content</code>"),
+        html.contains(
+            "Beside the nearest recording: first difference at <code>/messages/1/content</code>"
+        ),
         "{html}"
     );
     assert!(html.contains("<td class=\"ins\"><pre>      &quot;content&quot;: &quot;What&#39;s the weather in Lyon?&quot;"), "{html}");

@@ -80,7 +80,10 @@ pub async fn run(args: RecordArgs) -> Result<Exit> {
                 "agentproxy: recorded {client}: its volatile fields are tolerated (see the cassette's match block; --no-client-tolerances turns this off)"
             );
         }
-        for line in session::fault_lines(out) {
+        for line in session::fault_lines(out)
+            .into_iter()
+            .chain(session::egress_lines(out))
+        {
             eprintln!("{line}");
         }
         eprintln!(
@@ -112,6 +115,7 @@ pub async fn run(args: RecordArgs) -> Result<Exit> {
             "upstream_errors": ended.outcome.upstream_errors,
             "faults": ended.outcome.faults,
             "fault_problems": ended.outcome.fault_problems,
+            "egress": ended.outcome.egress,
             "program_exit": ended.child,
             "exit_code": exit.code(),
         });

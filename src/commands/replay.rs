@@ -66,6 +66,11 @@ pub async fn run(args: ReplayArgs) -> Result<Exit> {
             );
         }
     }
+    // Refused traffic fails the run: said even when quiet.
+    for line in session::egress_lines(out) {
+        eprintln!("{line}");
+    }
+    let refused: usize = out.egress.values().map(|e| e.refused).sum();
     if s.quiet {
         // Quiet still says why the run failed: one line per miss.
         for miss in &out.misses {
@@ -75,7 +80,7 @@ pub async fn run(args: ReplayArgs) -> Result<Exit> {
     }
     let exit = match ended.child {
         Some(c) if c != EXIT_OK => Exit::Program(c),
-        _ if missed > 0 => Exit::Failed,
+        _ if missed > 0 || refused > 0 => Exit::Failed,
         _ => Exit::Ok,
     };
     if s.json {
@@ -88,6 +93,7 @@ pub async fn run(args: ReplayArgs) -> Result<Exit> {
             "unused": out.unused,
             "faults": out.faults,
             "fault_problems": out.fault_problems,
+            "egress": out.egress,
             "program_exit": ended.child,
             "exit_code": exit.code(),
         });

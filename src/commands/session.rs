@@ -4,6 +4,7 @@
 use crate::cassette::{Cassette, MatchRules};
 use crate::cli::SessionArgs;
 use crate::error::{Error, Result};
+use crate::proxy::intercept::Egress;
 use crate::proxy::{Options, Outcome, Session};
 use crate::runner::plan::{Setup, Use};
 use crate::runner::{child, env};
@@ -38,6 +39,8 @@ pub fn setup(args: &SessionArgs, existing: Option<Cassette>, usage: Use) -> Setu
         print_misses: !args.quiet,
         known_clients: !args.no_client_tolerances,
         rerecord: Some(rerecord(args)),
+        // A program agentproxy starts has the proxy as its only way out.
+        intercept: !args.command.is_empty(),
         ..Setup::new(args.cassette.clone(), existing, usage)
     }
 }
@@ -93,6 +96,12 @@ pub async fn run(
     injected.extend(env::mcp_urls(&base, &mcp_servers));
     if !args.command.is_empty() {
         injected.extend(env::self_path());
+    }
+    if let Some(bundle) = session.ca_bundle() {
+        let no_proxy = std::env::var("NO_PROXY")
+            .or_else(|_| std::env::var("no_proxy"))
+            .ok();
+        injected.extend(env::forward_proxy(&base, bundle, no_proxy.as_deref()));
     }
     // Listen for SIGINT/SIGTERM before the banner: a daemon's user (or script) may signal
     // as soon as it reads the URL, and an unhandled SIGINT would lose the recording.
@@ -175,6 +184,32 @@ impl Signals {
 
 /// What became of a session's faults, for its summary: one line for those that fired (none
 /// when none did), and a warning for each that could not.
+/// The traffic to hosts the proxy does not stand in for: what went through while
+/// recording, what a replay refused.
+pub fn egress_lines(out: &crate::proxy::Outcome) -> Vec<String> {
+    let list = |pick: &dyn Fn(&Egress) -> usize| -> Vec<String> {
+        (out.egress.iter())
+            .filter(|(_, e)| pick(e) > 0)
+            .map(|(host, e)| format!("{host} ({})", pick(e)))
+            .collect()
+    };
+    let (passed, refused) = (list(&|e| e.passed), list(&|e| e.refused));
+    let mut lines = Vec::new();
+    if !passed.is_empty() {
+        lines.push(format!(
+            "agentproxy: other hosts the program reached through the proxy (not recorded; a replay refuses them): {}",
+            passed.join(", ")
+        ));
+    }
+    if !refused.is_empty() {
+        lines.push(format!(
+            "agentproxy: refused: {} outside the cassette (a replay reaches no host but the model APIs it serves); exit 1",
+            refused.join(", ")
+        ));
+    }
+    lines
+}
+
 pub fn fault_lines(out: &crate::proxy::Outcome) -> Vec<String> {
     let fired = &out.faults;
     let each: Vec<String> = fired.iter().map(ToString::to_string).collect();

@@ -35,6 +35,10 @@ pub struct Row {
     pub env: &'static str,
     /// Where its upstream comes from when neither the flag nor `env` gives it.
     pub fallback: Fallback,
+    /// The hosts of its API (a leading `.`: any host under that domain): a program's
+    /// HTTPS to one of them, through the proxy's forward proxy, is intercepted and served
+    /// as its base-URL traffic is.
+    pub hosts: &'static [&'static str],
     /// The variables that point the program at the proxy.
     pub vars: &'static [BaseVar],
     /// Set in a replay where the program's environment has not set them: placeholder
@@ -107,6 +111,7 @@ pub const PROVIDERS: [Row; 5] = [
         flag: None,
         env: "AGENTPROXY_UPSTREAM",
         fallback: Fallback::Url("https://api.openai.com"),
+        hosts: &["api.openai.com"],
         vars: &[
             BaseVar {
                 name: "OPENAI_BASE_URL",
@@ -148,6 +153,7 @@ pub const PROVIDERS: [Row; 5] = [
         flag: Some("--anthropic-upstream"),
         env: "AGENTPROXY_ANTHROPIC_UPSTREAM",
         fallback: Fallback::Url("https://api.anthropic.com"),
+        hosts: &["api.anthropic.com"],
         vars: &[BaseVar {
             name: "ANTHROPIC_BASE_URL",
             suffix: "",
@@ -182,6 +188,7 @@ pub const PROVIDERS: [Row; 5] = [
         flag: Some("--gemini-upstream"),
         env: "AGENTPROXY_GEMINI_UPSTREAM",
         fallback: Fallback::Url("https://generativelanguage.googleapis.com"),
+        hosts: &["generativelanguage.googleapis.com", "aiplatform.googleapis.com", ".aiplatform.googleapis.com"],
         vars: &[BaseVar {
             name: "GOOGLE_GEMINI_BASE_URL",
             suffix: "",
@@ -210,6 +217,7 @@ pub const PROVIDERS: [Row; 5] = [
             read: trimmed,
             or: None,
         },
+        hosts: &[".openai.azure.com", ".cognitiveservices.azure.com", ".services.ai.azure.com"],
         vars: &[
             BaseVar {
                 name: "AZURE_OPENAI_ENDPOINT",
@@ -243,6 +251,7 @@ pub const PROVIDERS: [Row; 5] = [
             read: ollama_host,
             or: Some("http://127.0.0.1:11434"),
         },
+        hosts: &["ollama.com"],
         vars: &[BaseVar {
             name: "OLLAMA_HOST",
             suffix: "",
@@ -280,6 +289,18 @@ pub fn provider_of(path: &str, headers: &HeaderMap) -> Provider {
         .iter()
         .find(|r| r.claims.is_some_and(|claims| claims(path, headers)))
         .map_or(Provider::OpenAi, |r| r.provider)
+}
+
+/// The provider whose API `host` (without its port) is, if any.
+pub fn provider_of_host(host: &str) -> Option<Provider> {
+    let host = host.trim_end_matches('.').to_ascii_lowercase();
+    let matches = |pattern: &str| match pattern.strip_prefix('.') {
+        Some(_) => host.ends_with(pattern) && host.len() > pattern.len(),
+        None => host == pattern,
+    };
+    (PROVIDERS.iter())
+        .find(|r| r.hosts.iter().any(|h| matches(h)))
+        .map(|r| r.provider)
 }
 
 /// Is `path` under one of the providers' prefixes?
@@ -370,6 +391,29 @@ mod tests {
         }
         assert_eq!(Provider::named("Azure"), Some(Provider::Azure));
         assert_eq!(Provider::named("bedrock"), None);
+    }
+
+    #[test]
+    fn hosts_name_their_provider_and_a_domain_covers_its_subdomains_only() {
+        for (host, provider) in [
+            ("api.openai.com", Some(Provider::OpenAi)),
+            ("API.OpenAI.com.", Some(Provider::OpenAi)),
+            ("api.anthropic.com", Some(Provider::Anthropic)),
+            ("generativelanguage.googleapis.com", Some(Provider::Gemini)),
+            ("us-central1-aiplatform.googleapis.com", None),
+            (
+                "us-central1.aiplatform.googleapis.com",
+                Some(Provider::Gemini),
+            ),
+            ("my-resource.openai.azure.com", Some(Provider::Azure)),
+            (".openai.azure.com", None),
+            ("openai.azure.com", None),
+            ("evil-openai.azure.com", None),
+            ("api.openai.com.evil.test", None),
+            ("example.test", None),
+        ] {
+            assert_eq!(provider_of_host(host), provider, "{host}");
+        }
     }
 
     #[test]

@@ -6,9 +6,11 @@
 
 mod api;
 pub(crate) mod body;
+mod conn;
 pub(crate) mod crash;
 mod exchange;
 mod fault;
+pub mod intercept;
 pub mod mcp;
 pub mod mcp_http;
 mod miss;
@@ -23,6 +25,7 @@ mod service;
 mod session;
 mod state;
 pub mod switch;
+mod tunnel;
 pub mod upstream;
 
 pub use crash::Crashed;

@@ -69,6 +69,9 @@ pub struct Options {
     pub fuzz: Option<FuzzCall>,
     /// A crash test's point: the first request after it is held (see `proxy::crash`).
     pub crash: Option<CrashPoint>,
+    /// Serve as the program's forward proxy, intercepting the provider hosts' HTTPS with
+    /// certificates of this authority (see `intercept`); `None`: `CONNECT` is refused.
+    pub intercept: Option<Arc<super::intercept::Authority>>,
     /// Note the known clients (Claude Code) whose requests are recorded, so their
     /// volatile fields are tolerated in the cassette written.
     pub known_clients: bool,

@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::crash::Crashed;
+use super::intercept::Egress;
 use crate::cassette::Interaction;
 use crate::fault::Fired;
 use crate::matching::nearmiss::NearMiss;
@@ -46,6 +47,9 @@ pub struct Outcome {
     pub fuzzed: bool,
     /// With a crash point: whether it passed, and the request it held.
     pub crash: Option<Crashed>,
+    /// Tunnels to hosts the proxy does not stand in for, by `host:port`: passed through
+    /// while recording, refused in a replay.
+    pub egress: BTreeMap<String, Egress>,
     /// The known clients (`Claude Code`) whose requests were recorded.
     pub clients: BTreeSet<&'static str>,
 }

@@ -8,9 +8,7 @@ use std::time::Duration;
 
 use http::{Request, Response};
 use hyper::body::Incoming;
-use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use hyper_util::server::conn::auto;
+use hyper_util::rt::TokioIo;
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
@@ -19,8 +17,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::body::ProxyBody;
 use super::body::HEADER_READ_TIMEOUT;
-use super::service;
+use super::conn::{self, Answer};
 use super::state::Proxy;
+use super::{service, tunnel};
 
 /// How long in-flight requests may take to finish once shutdown starts (a second signal
 /// cuts it short).
@@ -102,7 +101,7 @@ pub async fn serve(
 ) {
     let handler = {
         let proxy = proxy.clone();
-        move |req| service::handle(proxy.clone(), req)
+        move |req| dispatch(proxy.clone(), req)
     };
     accept_loop(listener, handler, shutdown, hurry.clone()).await;
     proxy.tasks.close();
@@ -113,6 +112,16 @@ pub async fn serve(
         () = hurry.cancelled() => {
             tracing::warn!("stopping at once: exchanges still in flight are not recorded");
         }
+    }
+}
+
+/// A request to the proxy: a `CONNECT` opens a tunnel (whose requests come back here),
+/// anything else is served.
+fn dispatch(proxy: Arc<Proxy>, req: Request<Incoming>) -> Answer {
+    if req.method() == http::Method::CONNECT {
+        Box::pin(tunnel::connect(proxy, req, dispatch))
+    } else {
+        Box::pin(service::handle(proxy, req))
     }
 }
 
@@ -129,36 +138,14 @@ pub(crate) async fn accept_loop<H, F>(
     F: Future<Output = Response<ProxyBody>> + Send + 'static,
 {
     let graceful = GracefulShutdown::new();
-    let mut builder = auto::Builder::new(TokioExecutor::new());
-    builder
-        .http1()
-        .timer(TokioTimer::new())
-        .header_read_timeout(HEADER_READ_TIMEOUT);
-    // An HTTP/2 client that answers no ping is gone: its connection is closed.
-    builder
-        .http2()
-        .timer(TokioTimer::new())
-        .keep_alive_interval(Some(HEADER_READ_TIMEOUT))
-        .keep_alive_timeout(HEADER_READ_TIMEOUT);
+    let builder = conn::builder();
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, peer)) => {
                     let _ = stream.set_nodelay(true);
-                    let handler = handler.clone();
-                    let svc = service_fn(move |req| {
-                        let answer = handler(req);
-                        async move {
-                            let resp = answer.await;
-                            // A `disconnect` or `timeout` fault: no answer, the
-                            // connection closes.
-                            if resp.extensions().get::<super::body::Disconnect>().is_some() {
-                                return Err(std::io::Error::other("connection closed (fault)"));
-                            }
-                            Ok(resp)
-                        }
-                    });
+                    let svc = conn::answering(handler.clone());
                     let builder = builder.clone();
                     let watcher = graceful.watcher();
                     tokio::spawn(async move {
@@ -170,7 +157,7 @@ pub(crate) async fn accept_loop<H, F>(
                             Ok(Ok(n)) if n > 0 => {}
                             _ => return,
                         }
-                        let conn = builder.serve_connection(TokioIo::new(stream), svc).into_owned();
+                        let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), svc).into_owned();
                         if let Err(e) = watcher.watch(conn).await {
                             tracing::debug!("connection from {peer} ended with an error: {e}");
                         }

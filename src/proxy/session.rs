@@ -13,11 +13,21 @@ use super::state::Proxy;
 pub(crate) struct Session {
     proxy: Arc<Proxy>,
     running: Running,
+    /// With interception: the file of certificates the program trusts, removed with the
+    /// session.
+    bundle: Option<tempfile::NamedTempFile>,
 }
 
 impl Session {
     /// Bind `listen` and serve a proxy built from `options` on it.
     pub(crate) async fn start(options: Options, listen: SocketAddr) -> Result<Session, BindError> {
+        let bundle = match &options.intercept {
+            Some(ca) => Some(write_bundle(&ca.bundle()).map_err(|source| BindError {
+                addr: listen,
+                source,
+            })?),
+            None => None,
+        };
         let proxy = Arc::new(Proxy::new(options));
         let serving = proxy.clone();
         let running = Running::start(listen, move |listener, stop, hurry| {
@@ -31,7 +41,16 @@ impl Session {
             )
         })
         .await?;
-        Ok(Session { proxy, running })
+        Ok(Session {
+            proxy,
+            running,
+            bundle,
+        })
+    }
+
+    /// With interception, the file of certificates the program is to trust.
+    pub(crate) fn ca_bundle(&self) -> Option<&std::path::Path> {
+        self.bundle.as_ref().map(|b| b.path())
     }
 
     /// The address the proxy listens on.
@@ -74,4 +93,16 @@ impl Session {
         self.running.stop_unless(hurry).await;
         self.proxy.outcome()
     }
+}
+
+/// The certificates the program trusts, in a file of their own (no key is in it).
+fn write_bundle(pem: &str) -> std::io::Result<tempfile::NamedTempFile> {
+    use std::io::Write;
+    let mut f = tempfile::Builder::new()
+        .prefix("agentproxy-ca-")
+        .suffix(".pem")
+        .tempfile()?;
+    f.write_all(pem.as_bytes())?;
+    f.flush()?;
+    Ok(f)
 }

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use http::Response;
 use serde_json::Value;
@@ -14,6 +14,7 @@ use super::body::ProxyBody;
 use super::crash::Crash;
 use super::exchange::Exchange;
 use super::fault::{self, Faults};
+use super::intercept::Egress;
 use super::options::Options;
 use super::outcome::Outcome;
 use crate::cassette::format::Spoiled;
@@ -36,6 +37,8 @@ pub struct Proxy {
     turn: AtomicUsize,
     pub(super) faults: Faults,
     pub(super) crash: Crash,
+    /// Bounds the forward proxy's open tunnels (see `intercept`).
+    pub(super) tunnels: Arc<tokio::sync::Semaphore>,
 }
 
 #[derive(Default)]
@@ -61,6 +64,8 @@ pub(super) struct State {
     pub(super) mock_problems: Vec<String>,
     /// The known clients whose requests were recorded, by name.
     pub(super) clients: BTreeSet<&'static str>,
+    /// Tunnels to other hosts, by `host:port`.
+    pub(super) egress: BTreeMap<String, Egress>,
     /// Model requests so far, and per turn (faulted ones included).
     model_requests: usize,
     turn_requests: BTreeMap<Option<usize>, usize>,
@@ -88,6 +93,18 @@ impl Proxy {
             turn: AtomicUsize::new(NO_TURN),
             faults,
             crash,
+            tunnels: super::intercept::tunnels(),
+        }
+    }
+
+    /// Note a tunnel to a host the proxy does not stand in for: passed through, or refused.
+    pub(super) fn note_egress(&self, host: &str, passed: bool) {
+        let mut st = self.lock();
+        let e = st.egress.entry(host.to_owned()).or_default();
+        if passed {
+            e.passed += 1;
+        } else {
+            e.refused += 1;
         }
     }
 
@@ -220,6 +237,7 @@ impl Proxy {
             exchanges: exchanges.into_iter().map(|(_, i)| i).collect(),
             misses: std::mem::take(&mut st.misses),
             near_misses: std::mem::take(&mut st.near_misses),
+            egress: std::mem::take(&mut st.egress),
             missed_turns: std::mem::take(&mut st.missed_turns),
             upstream_errors: std::mem::take(&mut st.upstream_errors),
             rejected: std::mem::take(&mut st.rejected),

@@ -167,6 +167,8 @@ pub(crate) fn setup(
         crash: case.crash.as_ref().map(|c| c.after.clone()),
         fuzz: fuzz.cloned(),
         log_exchanges: true,
+        // A program the case starts has the proxy as its only way out.
+        intercept: matches!(spec.app.target, crate::spec::Target::Command(_)),
         recorded_by: Some(recorded_by(spec, case)),
         rerecord: Some(super::env::shell_line(&[
             "agentproxy",
@@ -355,7 +357,7 @@ pub(crate) async fn drive(
             Ok(driven)
         }
         Target::Command(argv) => {
-            let app = command_app(spec, case, s, argv, (base, session.secret()), usage);
+            let app = command_app(spec, case, s, argv, (base, session), usage);
             drive_command(spec, case, &app, session, deadline, driven).await
         }
     }
@@ -451,19 +453,28 @@ fn command_app(
     case: &Case,
     s: &Settings,
     argv: &[String],
-    (base, secret): (&str, &str),
+    (base, session): (&str, &Session),
     usage: Use,
 ) -> CommandApp {
     let v1 = format!("{base}/v1");
     let replay = usage == Use::Replay;
-    let mut vars: Vec<(String, String)> = env::injected(base, Some(secret), replay, &|n| {
-        std::env::var_os(n).is_some()
-    })
-    .into_iter()
-    .chain(env::mcp_urls(base, s.mcp_servers(spec).keys()))
-    .chain(env::self_path())
-    .map(|v| (v.name, v.value))
-    .collect();
+    let no_proxy = std::env::var("NO_PROXY")
+        .or_else(|_| std::env::var("no_proxy"))
+        .ok();
+    let mut vars: Vec<(String, String)> =
+        env::injected(base, Some(session.secret()), replay, &|n| {
+            std::env::var_os(n).is_some()
+        })
+        .into_iter()
+        .chain(env::mcp_urls(base, s.mcp_servers(spec).keys()))
+        .chain(env::self_path())
+        .chain(
+            (session.ca_bundle())
+                .into_iter()
+                .flat_map(|b| env::forward_proxy(base, b, no_proxy.as_deref())),
+        )
+        .map(|v| (v.name, v.value))
+        .collect();
     // Python buffers a pipe's output, and a turn waits for its reply line.
     vars.push(("PYTHONUNBUFFERED".into(), "1".into()));
     for (k, v) in spec.app.env.iter().chain(&case.env) {

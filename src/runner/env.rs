@@ -51,6 +51,54 @@ pub fn injected(
     out
 }
 
+/// The variables that make the proxy at `base` the program's forward proxy, trusted with
+/// the certificates in `bundle`: the proxy variables in both cases (read by curl, Python's
+/// requests, httpx and urllib, Go, and Node 24's fetch with `NODE_USE_ENV_PROXY`), loopback
+/// kept direct in `NO_PROXY` (the base URLs and MCP servers are there) with what
+/// `no_proxy` (the environment's own) listed, and the trust stores: OpenSSL and httpx
+/// (`SSL_CERT_FILE`), requests (`REQUESTS_CA_BUNDLE`), curl (`CURL_CA_BUNDLE`), Node
+/// (`NODE_EXTRA_CA_CERTS`, added to its roots).
+pub fn forward_proxy(
+    base: &str,
+    bundle: &std::path::Path,
+    no_proxy: Option<&str>,
+) -> Vec<Injected> {
+    const WHY_PROXY: &str =
+        "the proxy is the program's forward proxy (HTTPS to the providers' hosts is intercepted)";
+    const WHY_DIRECT: &str = "loopback (the proxy's base URLs, MCP servers) stays direct";
+    const WHY_CA: &str = "trust the session's certificate authority, and the system's roots";
+    let bundle = bundle.to_string_lossy();
+    let mut direct = vec!["localhost", "127.0.0.1", "::1"];
+    direct.extend(
+        no_proxy
+            .into_iter()
+            .flat_map(|n| n.split(','))
+            .map(str::trim)
+            .filter(|h| !h.is_empty() && !["localhost", "127.0.0.1", "::1"].contains(h)),
+    );
+    let direct = direct.join(",");
+    let mut out: Vec<Injected> = ["HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"]
+        .into_iter()
+        .map(|name| var(name, base, WHY_PROXY))
+        .collect();
+    out.push(var("NO_PROXY", &direct, WHY_DIRECT));
+    out.push(var("no_proxy", &direct, WHY_DIRECT));
+    for name in [
+        "SSL_CERT_FILE",
+        "REQUESTS_CA_BUNDLE",
+        "CURL_CA_BUNDLE",
+        "NODE_EXTRA_CA_CERTS",
+    ] {
+        out.push(var(name, &bundle, WHY_CA));
+    }
+    out.push(var(
+        "NODE_USE_ENV_PROXY",
+        "1",
+        "Node 24 and later: fetch honours the proxy variables",
+    ));
+    out
+}
+
 /// `PATH` with the directory of this agentproxy (`exe`) last, for a program whose MCP
 /// host starts `agentproxy mcp` by name, when no `agentproxy` is on `path` already (say,
 /// run as `target/debug/agentproxy` or through `cargo run`). Last, so it never shadows

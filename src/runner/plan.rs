@@ -17,6 +17,7 @@ use crate::fault::CrashPoint;
 use crate::matching;
 use crate::matching::index::Repeat;
 use crate::matching::normalize::{RuleError, Rules};
+use crate::proxy::intercept::Authority;
 use crate::proxy::upstream::{InvalidUpstream, Upstream};
 use crate::proxy::{new_secret, FuzzCall, Mocks, Options, Outcome, Replay, SECRET_VAR};
 use crate::redact::Secrets;
@@ -100,6 +101,9 @@ pub(crate) struct Setup {
     /// Tolerate the volatile fields of the known clients recorded (Claude Code's session
     /// id and date): on unless `--no-client-tolerances`.
     pub known_clients: bool,
+    /// Serve as the program's forward proxy, intercepting the provider hosts' HTTPS (see
+    /// `proxy::intercept`): on for a program agentproxy starts.
+    pub intercept: bool,
     /// The secret the control prefix asks for (`serve` keeps one for all its tests);
     /// `None`: `AGENTPROXY_SECRET` of agentproxy's environment, else a fresh one.
     pub secret: Option<String>,
@@ -127,6 +131,7 @@ impl Setup {
             recorded_by: None,
             log_exchanges: false,
             known_clients: true,
+            intercept: false,
             secret: None,
         }
     }
@@ -145,6 +150,8 @@ pub(crate) enum PlanError {
     Upstream(#[from] InvalidUpstream),
     #[error("failed to make the session's secret: {0}")]
     Secret(std::io::Error),
+    #[error("failed to make the session's certificate authority: {0}")]
+    Ca(crate::proxy::intercept::ca::CaError),
 }
 
 /// A run ready to start.
@@ -233,6 +240,10 @@ pub(crate) fn plan(setup: Setup, fwd: &Forwarding) -> Result<Plan, PlanError> {
         fuzz: setup.fuzz,
         crash: setup.crash,
         known_clients: setup.known_clients,
+        intercept: match setup.intercept {
+            true => Some(Arc::new(Authority::new().map_err(PlanError::Ca)?)),
+            false => None,
+        },
     };
     Ok(Plan {
         options,

@@ -85,9 +85,25 @@ pub(crate) fn judge(ran: Ran) -> Verdict {
         assertions.push(v.repeats);
         problems.extend(v.problems);
     }
-    let warnings = unused_mocks(case, outcome, &turns, &ran.mocked)
+    let mut warnings: Vec<String> = unused_mocks(case, outcome, &turns, &ran.mocked)
         .map(|name| format!("mocked tool `{name}` was never called"))
         .collect();
+    // Traffic around the model APIs: refused in a replay (the case cannot be certified),
+    // named while recording (a replay will refuse it).
+    for (host, e) in &outcome.egress {
+        if e.refused > 0 {
+            problems.push(format!(
+                "`{host}` is outside the cassette: the replay refused {} connection(s) to it",
+                e.refused
+            ));
+        }
+        if e.passed > 0 {
+            warnings.push(format!(
+                "the program reached `{host}` through the proxy ({} connection(s)); it is not recorded, and a replay refuses it",
+                e.passed
+            ));
+        }
+    }
     // Mocks that could not answer and faults that could not fire: the case did not test
     // what it says.
     problems.extend(outcome.mock_problems.iter().cloned());

@@ -953,7 +953,13 @@ fn execution_reports_name_a_file_per_format_beside_the_spec() {
         "{e}"
     );
     let e = spec("{html: ''}").unwrap_err().to_string();
-    assert!(e.starts_with("specs/s.yaml:3:19: `execution.reports.html` is empty"), "{e}");
+    assert!(
+        e.starts_with("specs/s.yaml:3:19: `execution.reports.html` is empty"),
+        "{e}"
+    );
     let e = spec("[html]").unwrap_err().to_string();
-    assert!(e.contains("expected a mapping for `execution.reports`"), "{e}");
+    assert!(
+        e.contains("expected a mapping for `execution.reports`"),
+        "{e}"
+    );
 }

@@ -1,0 +1,112 @@
+//! The session's certificate authority: made in memory when the session starts, its key
+//! never written anywhere, and a certificate for each intercepted host signed by it on
+//! first use. The program trusts it through the bundle `runner::env` writes.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use rcgen::{
+    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
+    KeyPair, KeyUsagePurpose,
+};
+use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
+use rustls::ServerConfig;
+
+#[derive(Debug, thiserror::Error)]
+pub enum CaError {
+    #[error("cannot make a certificate: {0}")]
+    Cert(#[from] rcgen::Error),
+    #[error("cannot set up TLS: {0}")]
+    Tls(#[from] rustls::Error),
+}
+
+pub struct Authority {
+    issuer: CertifiedIssuer<'static, KeyPair>,
+    /// The TLS configuration of each host served so far.
+    hosts: Mutex<HashMap<String, Arc<ServerConfig>>>,
+}
+
+impl Authority {
+    /// A new authority, valid from a day ago (clocks differ) for a week.
+    pub fn new() -> Result<Authority, CaError> {
+        let mut params = CertificateParams::default();
+        params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
+        params
+            .distinguished_name
+            .push(DnType::CommonName, "agentproxy session CA");
+        params
+            .distinguished_name
+            .push(DnType::OrganizationName, "agentproxy");
+        params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+        validity(&mut params);
+        let issuer = CertifiedIssuer::self_signed(params, KeyPair::generate()?)?;
+        Ok(Authority {
+            issuer,
+            hosts: Mutex::default(),
+        })
+    }
+
+    /// The authority's certificate, PEM: what the program is told to trust.
+    pub fn pem(&self) -> String {
+        self.issuer.pem()
+    }
+
+    /// What the program is told to trust (`SSL_CERT_FILE` and the like): this authority's
+    /// certificate, then the system's roots (which that variable replaces), so the hosts
+    /// it does not intercept still verify.
+    pub fn bundle(&self) -> String {
+        let mut out = self.pem();
+        if let Some(roots) = SYSTEM_ROOTS
+            .iter()
+            .find_map(|p| std::fs::read_to_string(p).ok())
+        {
+            out.push('\n');
+            out.push_str(&roots);
+        }
+        out
+    }
+
+    /// The TLS configuration that presents `host` a certificate of this authority (made on
+    /// first use), offering HTTP/2 and HTTP/1.1.
+    pub fn server_config(&self, host: &str) -> Result<Arc<ServerConfig>, CaError> {
+        let mut hosts = self.hosts.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(c) = hosts.get(host) {
+            return Ok(c.clone());
+        }
+        let mut params = CertificateParams::new(vec![host.to_owned()])?;
+        params.distinguished_name.push(DnType::CommonName, host);
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+        validity(&mut params);
+        let key = KeyPair::generate()?;
+        let cert = params.signed_by(&key, &self.issuer)?;
+        let chain = vec![cert.der().clone(), self.issuer.der().clone()];
+        let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()));
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut config = ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()?
+            .with_no_client_auth()
+            .with_single_cert(chain, key)?;
+        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        let config = Arc::new(config);
+        hosts.insert(host.to_owned(), config.clone());
+        Ok(config)
+    }
+}
+
+/// Where systems keep their root certificates as one PEM file (Debian and Ubuntu, Fedora
+/// and RHEL, openSUSE, Alpine, macOS).
+const SYSTEM_ROOTS: [&str; 5] = [
+    "/etc/ssl/certs/ca-certificates.crt",
+    "/etc/pki/tls/certs/ca-bundle.crt",
+    "/etc/ssl/ca-bundle.pem",
+    "/etc/ssl/cert.pem",
+    "/usr/local/etc/openssl/cert.pem",
+];
+
+/// From a day ago to a week on.
+fn validity(params: &mut CertificateParams) {
+    let now = std::time::SystemTime::now();
+    params.not_before = (now - std::time::Duration::from_secs(86_400)).into();
+    params.not_after = (now + std::time::Duration::from_secs(7 * 86_400)).into();
+}

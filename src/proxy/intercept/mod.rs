@@ -1,0 +1,27 @@
+//! What interception needs beside the tunnel itself (`proxy::tunnel`): the session's
+//! certificate [`Authority`], the count of traffic to other hosts ([`Egress`]) and the
+//! bound on open tunnels.
+
+pub mod ca;
+
+pub use ca::Authority;
+
+use std::sync::Arc;
+
+/// Traffic to a host the proxy does not stand in for.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Egress {
+    /// Tunnels passed through (while recording).
+    pub passed: usize,
+    /// Tunnels refused (in a replay).
+    pub refused: usize,
+}
+
+/// The most tunnels open at once; more are refused (a runaway client cannot exhaust the
+/// proxy's descriptors).
+pub const MAX_TUNNELS: usize = 512;
+
+/// The semaphore that bounds the open tunnels.
+pub(crate) fn tunnels() -> Arc<tokio::sync::Semaphore> {
+    Arc::new(tokio::sync::Semaphore::new(MAX_TUNNELS))
+}

@@ -1,0 +1,99 @@
+//! The proxy as the program's forward proxy (`HTTPS_PROXY`, `HTTP_PROXY`): a `CONNECT` to
+//! a provider's host (the provider table's `hosts`) is answered with a certificate of the
+//! session's authority and the decrypted requests are served exactly as base-URL traffic
+//! is (recorded, replayed, mocked, faulted); a tunnel to any other host is passed through
+//! while recording and refused in a replay, and named either way.
+
+use std::sync::Arc;
+
+use http::{Request, Response, StatusCode};
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+
+use super::body::ProxyBody;
+use super::conn::{self, Answer};
+use super::intercept::MAX_TUNNELS;
+use super::state::Proxy;
+use crate::dialect;
+
+/// Answer a `CONNECT host:port`; an intercepted tunnel's requests are answered by `serve`.
+pub(super) async fn connect(
+    proxy: Arc<Proxy>,
+    mut req: Request<Incoming>,
+    serve: fn(Arc<Proxy>, Request<Incoming>) -> Answer,
+) -> Response<ProxyBody> {
+    let Some(target) = req.uri().authority().cloned() else {
+        return text(
+            StatusCode::BAD_REQUEST,
+            "CONNECT needs host:port".to_owned(),
+        );
+    };
+    let (host, port) = (target.host().to_owned(), target.port_u16().unwrap_or(443));
+    let Some(authority) = proxy.opts.intercept.clone() else {
+        return text(
+            StatusCode::METHOD_NOT_ALLOWED,
+            format!("CONNECT {target}: this session is not a forward proxy"),
+        );
+    };
+    let Some(permit) = proxy.tunnels.clone().try_acquire_owned().ok() else {
+        return text(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("CONNECT {target}: more than {MAX_TUNNELS} tunnels are open"),
+        );
+    };
+    let upgrade = hyper::upgrade::on(&mut req);
+    if dialect::provider_of_host(&host).is_some() {
+        let config = match authority.server_config(&host) {
+            Ok(c) => c,
+            Err(e) => return text(StatusCode::BAD_GATEWAY, format!("CONNECT {target}: {e}")),
+        };
+        tokio::spawn(async move {
+            let _permit = permit;
+            let Ok(upgraded) = upgrade.await else { return };
+            let tls = match tokio_rustls::TlsAcceptor::from(config)
+                .accept(TokioIo::new(upgraded))
+                .await
+            {
+                Ok(tls) => tls,
+                Err(e) => {
+                    // Most often a client that pins certificates or trusts only its own.
+                    tracing::warn!("TLS with the program for {host} failed: {e} (does it trust the session's CA, or pin certificates?)");
+                    return;
+                }
+            };
+            let svc = conn::answering(move |req| serve(proxy.clone(), req));
+            let builder = conn::builder();
+            let conn = builder.serve_connection_with_upgrades(TokioIo::new(tls), svc);
+            if let Err(e) = conn.await {
+                tracing::debug!("intercepted connection to {host} ended with an error: {e}");
+            }
+        });
+        return text(StatusCode::OK, String::new());
+    }
+    let name = format!("{host}:{port}");
+    if proxy.opts.upstream.is_none() {
+        proxy.note_egress(&name, false);
+        return text(
+            StatusCode::FORBIDDEN,
+            format!("agentproxy: {name} is outside the cassette: a replay reaches no host but the model APIs it serves"),
+        );
+    }
+    let mut remote = match tokio::net::TcpStream::connect((host.as_str(), port)).await {
+        Ok(s) => s,
+        Err(e) => return text(StatusCode::BAD_GATEWAY, format!("CONNECT {name}: {e}")),
+    };
+    proxy.note_egress(&name, true);
+    tokio::spawn(async move {
+        let _permit = permit;
+        let Ok(upgraded) = upgrade.await else { return };
+        let _ = tokio::io::copy_bidirectional(&mut TokioIo::new(upgraded), &mut remote).await;
+    });
+    text(StatusCode::OK, String::new())
+}
+
+/// A plain-text answer.
+fn text(status: StatusCode, body: String) -> Response<ProxyBody> {
+    let mut resp = Response::new(super::body::full(body.into()));
+    *resp.status_mut() = status;
+    resp
+}
