@@ -7,7 +7,7 @@ use crate::cli::DocsArgs;
 use crate::error::{Error, Exit, Result};
 
 /// Every page: its topic name (the file name under `docs/` without `.md`) and its text.
-pub const PAGES: [(&str, &str); 16] = [
+pub const PAGES: [(&str, &str); 17] = [
     ("readme", include_str!("../../README.md")),
     ("install", include_str!("../../docs/install.md")),
     (
@@ -29,6 +29,7 @@ pub const PAGES: [(&str, &str); 16] = [
     ("reports", include_str!("../../docs/reports.md")),
     ("faults", include_str!("../../docs/faults.md")),
     ("mcp", include_str!("../../docs/mcp.md")),
+    ("egress", include_str!("../../docs/egress.md")),
     ("pytest", include_str!("../../docs/pytest.md")),
     ("ci", include_str!("../../docs/ci.md")),
     (

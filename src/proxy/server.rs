@@ -119,10 +119,13 @@ pub async fn serve(
 /// anything else is served.
 fn dispatch(proxy: Arc<Proxy>, req: Request<Incoming>) -> Answer {
     if req.method() == http::Method::CONNECT {
-        Box::pin(tunnel::connect(proxy, req, dispatch))
-    } else {
-        Box::pin(service::handle(proxy, req))
+        return Box::pin(tunnel::connect(proxy, req, dispatch));
     }
+    // A plain `http://` request sent through the proxy (absolute form) to another host.
+    if let Some(refused) = tunnel::plain_elsewhere(&proxy, &req) {
+        return Box::pin(std::future::ready(refused));
+    }
+    Box::pin(service::handle(proxy, req))
 }
 
 /// Accept connections and answer each request with `handler` until `shutdown` resolves,

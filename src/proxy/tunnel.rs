@@ -91,6 +91,29 @@ pub(super) async fn connect(
     text(StatusCode::OK, String::new())
 }
 
+/// A plain `http://` request sent to the proxy as a forward proxy (its target in absolute
+/// form) for a host that is not a provider's: refused and named, in every mode (plain HTTP
+/// to other hosts is not forwarded). `None` for any other request.
+pub(super) fn plain_elsewhere<B>(proxy: &Proxy, req: &Request<B>) -> Option<Response<ProxyBody>> {
+    let target = req.uri().authority()?;
+    // HTTP/2 names its target in every request; the proxy's own loopback address is
+    // its base URL.
+    let host = target.host().trim_start_matches('[').trim_end_matches(']');
+    let loopback = host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    if loopback || dialect::provider_of_host(host).is_some() {
+        return None;
+    }
+    let name = format!("{}:{}", target.host(), target.port_u16().unwrap_or(80));
+    proxy.note_egress(&name, false);
+    Some(text(
+        StatusCode::FORBIDDEN,
+        format!("agentproxy: {name} is outside the cassette: plain HTTP through the proxy reaches no host but the model APIs it serves"),
+    ))
+}
+
 /// A plain-text answer.
 fn text(status: StatusCode, body: String) -> Response<ProxyBody> {
     let mut resp = Response::new(super::body::full(body.into()));

@@ -383,7 +383,7 @@ fn errors_point_at_file_line_and_column() {
         ),
         (
             &format!("{app}execution: {{mdoe: replay}}\n"),
-            "specs/weather.yaml:2:13: unknown key `mdoe` in execution; expected one of: mode, parallel, timeout, verbosity, max_age (did you mean `mode`?)".into(),
+            "specs/weather.yaml:2:13: unknown key `mdoe` in execution; expected one of: mode, parallel, timeout, verbosity, max_age, reports (did you mean `mode`?)".into(),
         ),
         (
             &format!("{app}tools:\n  t: {{when: {{a: 1}}, result: 2}}\n"),
