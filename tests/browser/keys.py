@@ -14,6 +14,7 @@ is opened and nothing leaves the machine.
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -42,7 +43,7 @@ class Browser:
         self.proc = subprocess.Popen(
             [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
              "--remote-debugging-pipe", f"--user-data-dir={profile}", "about:blank"],
-            preexec_fn=fds, close_fds=False,
+            preexec_fn=fds, close_fds=False, start_new_session=True,
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         os.close(to_browser_r)
@@ -93,13 +94,17 @@ class Browser:
         self.send("Input.dispatchKeyEvent", {**k, "type": "keyUp", "modifiers": modifiers})
 
     def close(self):
-        self.proc.kill()
+        # The browser's helpers share its session: all of them go, before the profile.
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
         self.proc.wait()
 
 
 def main():
     chromium, url, steps = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
-    with tempfile.TemporaryDirectory() as profile:
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as profile:
         b = Browser(chromium, profile)
         try:
             target = next(t for t in b.send("Target.getTargets")["targetInfos"] if t["type"] == "page")
