@@ -470,6 +470,12 @@ pub struct TestArgs {
     #[arg(long, value_name = "K/N", value_parser = crate::spec::Shard::parse)]
     pub shard: Option<crate::spec::Shard>,
 
+    /// Contain the program on Linux: a network namespace of its own with only loopback,
+    /// where the proxy is the only way out (auto: where the system allows it, else say why
+    /// and intercept only; on: or fail; off: intercept only). See `agentproxy docs egress`.
+    #[arg(long, value_name = "WHEN", default_value = "auto")]
+    pub contain: Contain,
+
     /// Warn of each replayed cassette recorded longer ago than this (e.g. 30d); overrides
     /// a spec's execution.max_age.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
@@ -560,6 +566,7 @@ pub struct TestArgs {
 }
 
 pub use crate::report::Format as ReportFormat;
+pub use crate::runner::contain::Contain;
 
 /// Options of every proxy session.
 #[derive(Debug, Args)]
@@ -585,6 +592,12 @@ pub struct SessionArgs {
     /// before matching. Repeatable. Example: 'today=\d{4}-\d{2}-\d{2}'.
     #[arg(long = "match-hole", value_name = "NAME[@POINTER]=REGEX", value_parser = parse_hole)]
     pub match_hole: Vec<Hole>,
+
+    /// Contain the program on Linux: a network namespace of its own with only loopback,
+    /// where the proxy is the only way out (auto: where the system allows it, else say why
+    /// and intercept only; on: or fail; off: intercept only). See `agentproxy docs egress`.
+    #[arg(long, value_name = "WHEN", default_value = "auto")]
+    pub contain: Contain,
 
     /// Do not tolerate the volatile fields of known clients. Recording Claude Code (or the
     /// Claude Agent SDK) otherwise writes its session id, billing header and date line into

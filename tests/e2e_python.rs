@@ -510,39 +510,112 @@ async fn a_hard_coded_provider_host_is_intercepted_recorded_and_replayed() {
     record_then_replay("hardcoded_host.py", &["reply: "]).await;
 }
 
+/// A server on the host's loopback answering every connection with one line, for as long
+/// as the returned task runs: another host, as the program sees it.
+async fn other_host() -> (u16, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let task = tokio::spawn(async move {
+        // Bounded: the test makes two connections per run.
+        for _ in 0..16 {
+            let Ok((mut s, _)) = listener.accept().await else {
+                return;
+            };
+            use tokio::io::{AsyncReadExt, AsyncWriteExt};
+            let mut buf = [0u8; 1024];
+            let _ = s.read(&mut buf).await;
+            let body = "hello from the other host";
+            let _ = s
+                .write_all(
+                    format!(
+                        "HTTP/1.0 200 OK\r\nContent-Length: {}\r\n\r\n{body}",
+                        body.len()
+                    )
+                    .as_bytes(),
+                )
+                .await;
+        }
+    });
+    (port, task)
+}
+
 /// Traffic to another host goes through while recording and is named; a replay refuses
-/// it, names it and fails.
+/// it, names it and fails. Contained (where the machine allows it), the program reaches
+/// that host only through the proxy: directly, the host's loopback is not its loopback.
 #[tokio::test(flavor = "multi_thread")]
 async fn another_host_is_named_while_recording_and_refused_in_a_replay() {
     let Some(python) = python() else { return };
-    let recorded = record(&python, "egress.py").await;
+    let (port, server) = other_host().await;
+    let dir = tempfile::tempdir().unwrap();
+    let cassette = dir.path().join("c.json");
+    let fake = FakeOpenAi::start().await;
+    let run = |mode: &str, upstream: Option<String>| {
+        let mut args: Vec<OsString> = vec![
+            mode.into(),
+            "--cassette".into(),
+            cassette.clone().into_os_string(),
+        ];
+        if let Some(u) = upstream {
+            args.extend(["--upstream".into(), u.into()]);
+        }
+        args.extend([
+            "--".into(),
+            python.clone().into_os_string(),
+            script("egress.py"),
+            port.to_string().into(),
+        ]);
+        agentproxy(args, &[("OPENAI_API_KEY", API_KEY)])
+    };
+    let recorded = run("record", Some(fake.url())).await;
+    assert!(recorded.status.success(), "{recorded}");
     assert!(
         recorded
-            .run
             .stdout
-            .contains("other host: hello from the other host"),
-        "{}",
-        recorded.run
+            .contains("through the proxy: hello from the other host"),
+        "{recorded}"
     );
+    let other = format!("127.0.0.1:{port} (1)");
     assert!(
-        recorded.run.stderr.contains("agentproxy: other hosts the program reached through the proxy (not recorded; a replay refuses them): 127.0.0.1:"),
-        "{}",
-        recorded.run
+        recorded.stderr.contains(&format!("agentproxy: other hosts the program reached through the proxy (not recorded; a replay refuses them): {other}")),
+        "{recorded}"
     );
-    let replayed = replay(&python, &recorded, "egress.py", None).await;
+    if recorded
+        .stderr
+        .contains("agentproxy: egress: contained (network namespace)")
+    {
+        assert!(
+            recorded.stdout.contains("directly: Connection refused"),
+            "{recorded}"
+        );
+    } else {
+        // The machine cannot contain: the level says why, and the program goes around.
+        assert!(
+            recorded
+                .stderr
+                .contains("agentproxy: egress: not contained: "),
+            "{recorded}"
+        );
+        assert!(
+            recorded
+                .stdout
+                .contains("directly: hello from the other host"),
+            "{recorded}"
+        );
+    }
+    fake.stop().await;
+    let replayed = run("replay", None).await;
     assert_eq!(replayed.status.code(), Some(1), "{replayed}");
     assert!(
         replayed
             .stdout
-            .contains("other host: Tunnel connection failed: 403"),
+            .contains("through the proxy: Tunnel connection failed: 403"),
         "{replayed}"
     );
     assert!(
-        replayed.stderr.contains("agentproxy: refused: 127.0.0.1:"),
+        replayed.stderr.contains(&format!(
+            "agentproxy: refused: {other} outside the cassette"
+        )),
         "{replayed}"
     );
-    assert!(
-        replayed.stderr.contains("outside the cassette"),
-        "{replayed}"
-    );
+    server.abort();
 }

@@ -50,6 +50,7 @@ pub async fn run(args: DoctorArgs) -> Result<Exit> {
             .collect(),
         cwd: None,
         reply_until: None,
+        contain: crate::runner::contain::Contain::Off,
     };
     let ran = run_program(&app, &args.input, Instant::now() + args.timeout).await;
     let (arrivals, mcp_servers) = session.stop().await;
@@ -126,15 +127,17 @@ async fn run_program(
     input: &str,
     deadline: Instant,
 ) -> Result<(ProgramEnd, String, String)> {
-    let mut running = app.start(Some(input), deadline).map_err(|e| match e {
-        DriveError::Spawn {
-            program, source, ..
-        } => ChildError::Spawn { program, source },
-        other => ChildError::Spawn {
-            program: app.argv.first().cloned().unwrap_or_default(),
-            source: std::io::Error::other(other),
-        },
-    })?;
+    let mut running = app
+        .start(Some(input), deadline, None)
+        .map_err(|e| match e {
+            DriveError::Spawn {
+                program, source, ..
+            } => ChildError::Spawn { program, source },
+            other => ChildError::Spawn {
+                program: app.argv.first().cloned().unwrap_or_default(),
+                source: std::io::Error::other(other),
+            },
+        })?;
     // A program that does not read stdin may have closed it; that is not an error.
     let _ = running.send(input).await;
     // Dropping the running program (on Ctrl-C) kills it.

@@ -82,7 +82,7 @@ pub async fn run(args: RecordArgs) -> Result<Exit> {
         }
         for line in session::fault_lines(out)
             .into_iter()
-            .chain(session::egress_lines(out))
+            .chain(session::egress_lines(out, ended.level.as_ref()))
         {
             eprintln!("{line}");
         }
@@ -116,6 +116,7 @@ pub async fn run(args: RecordArgs) -> Result<Exit> {
             "faults": ended.outcome.faults,
             "fault_problems": ended.outcome.fault_problems,
             "egress": ended.outcome.egress,
+            "containment": ended.level.as_ref().map(ToString::to_string),
             "program_exit": ended.child,
             "exit_code": exit.code(),
         });

@@ -67,8 +67,10 @@ pub async fn run(args: ReplayArgs) -> Result<Exit> {
         }
     }
     // Refused traffic fails the run: said even when quiet.
-    for line in session::egress_lines(out) {
-        eprintln!("{line}");
+    for line in session::egress_lines(out, ended.level.as_ref()) {
+        if !s.quiet || line.starts_with("agentproxy: refused") {
+            eprintln!("{line}");
+        }
     }
     let refused: usize = out.egress.values().map(|e| e.refused).sum();
     if s.quiet {
@@ -94,6 +96,7 @@ pub async fn run(args: ReplayArgs) -> Result<Exit> {
             "faults": out.faults,
             "fault_problems": out.fault_problems,
             "egress": out.egress,
+            "containment": ended.level.as_ref().map(ToString::to_string),
             "program_exit": ended.child,
             "exit_code": exit.code(),
         });

@@ -6,6 +6,7 @@ use crate::cli::SessionArgs;
 use crate::error::{Error, Result};
 use crate::proxy::intercept::Egress;
 use crate::proxy::{Options, Outcome, Session};
+use crate::runner::contain::Level;
 use crate::runner::plan::{Setup, Use};
 use crate::runner::{child, env};
 
@@ -14,6 +15,8 @@ pub struct Ended {
     pub outcome: Outcome,
     /// The program's exit code; `None` in daemon mode.
     pub child: Option<i32>,
+    /// How far the program was contained; `None` in daemon mode.
+    pub level: Option<Level>,
     /// The variables the program was given, for messages.
     pub injected: Vec<env::Injected>,
 }
@@ -133,7 +136,8 @@ pub async fn run(
             .iter()
             .map(|v| (v.name.clone(), v.value.clone()))
             .collect();
-        (Some(child::run(&args.command, &vars).await), None)
+        let confine = session.ca_bundle().map(|_| (&session, args.contain));
+        (Some(child::run(&args.command, &vars, confine).await), None)
     };
     let outcome = match hurry {
         Some(mut signals) => {
@@ -149,10 +153,14 @@ pub async fn run(
         }
         None => session.stop().await,
     };
-    let child = child.transpose()?;
+    let (child, level) = match child.transpose()? {
+        Some((code, level)) => (Some(code), level),
+        None => (None, None),
+    };
     Ok(Ended {
         outcome,
         child,
+        level,
         injected,
     })
 }
@@ -184,9 +192,9 @@ impl Signals {
 
 /// What became of a session's faults, for its summary: one line for those that fired (none
 /// when none did), and a warning for each that could not.
-/// The traffic to hosts the proxy does not stand in for: what went through while
-/// recording, what a replay refused.
-pub fn egress_lines(out: &crate::proxy::Outcome) -> Vec<String> {
+/// How far the program was contained, and the traffic to hosts the proxy does not stand
+/// in for: what went through while recording, what a replay refused.
+pub fn egress_lines(out: &crate::proxy::Outcome, level: Option<&Level>) -> Vec<String> {
     let list = |pick: &dyn Fn(&Egress) -> usize| -> Vec<String> {
         (out.egress.iter())
             .filter(|(_, e)| pick(e) > 0)
@@ -194,7 +202,10 @@ pub fn egress_lines(out: &crate::proxy::Outcome) -> Vec<String> {
             .collect()
     };
     let (passed, refused) = (list(&|e| e.passed), list(&|e| e.refused));
-    let mut lines = Vec::new();
+    let mut lines: Vec<String> = level
+        .map(|l| format!("agentproxy: egress: {l}"))
+        .into_iter()
+        .collect();
     if !passed.is_empty() {
         lines.push(format!(
             "agentproxy: other hosts the program reached through the proxy (not recorded; a replay refuses them): {}",

@@ -178,6 +178,7 @@ fn select(
             max_age: resolved.max_age,
             mcp: args.mcp.iter().cloned().collect(),
             faults: args.fault.clone(),
+            contain: args.contain,
         };
         super::session::check_mcp_names(settings.mcp_servers(&sp).keys())?;
         if !sp.execution.reports.is_empty() {

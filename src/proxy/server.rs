@@ -57,7 +57,16 @@ impl Running {
             source,
         };
         let listener = TcpListener::bind(listen).await.map_err(failed)?;
-        let addr = listener.local_addr().map_err(failed)?;
+        Running::on(listener, serve).map_err(failed)
+    }
+
+    /// [`Running::start`] on a listener already bound.
+    pub(crate) fn on<F, S>(listener: TcpListener, serve: S) -> std::io::Result<Running>
+    where
+        S: FnOnce(TcpListener, oneshot::Receiver<()>, CancellationToken) -> F,
+        F: Future<Output = ()> + Send + 'static,
+    {
+        let addr = listener.local_addr()?;
         let (stop, stopped) = oneshot::channel();
         let hurry = CancellationToken::new();
         let task = tokio::spawn(serve(listener, stopped, hurry.clone()));
@@ -113,6 +122,23 @@ pub async fn serve(
             tracing::warn!("stopping at once: exchanges still in flight are not recorded");
         }
     }
+}
+
+/// Answer requests on one more listener (a contained program's) with `proxy`, until
+/// `shutdown`; the exchanges' drain is the main listener's ([`serve`]).
+pub(crate) async fn serve_more(
+    listener: TcpListener,
+    proxy: Arc<Proxy>,
+    shutdown: impl Future<Output = ()>,
+    hurry: CancellationToken,
+) {
+    accept_loop(
+        listener,
+        move |req| dispatch(proxy.clone(), req),
+        shutdown,
+        hurry,
+    )
+    .await;
 }
 
 /// A request to the proxy: a `CONNECT` opens a tunnel (whose requests come back here),

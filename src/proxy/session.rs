@@ -16,6 +16,8 @@ pub(crate) struct Session {
     /// With interception: the file of certificates the program trusts, removed with the
     /// session.
     bundle: Option<tempfile::NamedTempFile>,
+    /// Listeners inside contained programs' namespaces (see `runner::contain`).
+    more: std::sync::Mutex<Vec<Running>>,
 }
 
 impl Session {
@@ -45,7 +47,30 @@ impl Session {
             proxy,
             running,
             bundle,
+            more: std::sync::Mutex::default(),
         })
+    }
+
+    /// Serve on `listener` too (one a contained program made in its namespace) until the
+    /// session stops.
+    pub(crate) fn serve_also(&self, listener: std::net::TcpListener) -> std::io::Result<()> {
+        let listener = tokio::net::TcpListener::from_std(listener)?;
+        let proxy = self.proxy.clone();
+        let running = Running::on(listener, move |listener, stop, hurry| {
+            server::serve_more(
+                listener,
+                proxy,
+                async move {
+                    let _ = stop.await;
+                },
+                hurry,
+            )
+        })?;
+        self.more
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(running);
+        Ok(())
     }
 
     /// With interception, the file of certificates the program is to trust.
@@ -90,6 +115,10 @@ impl Session {
     pub(crate) async fn stop_unless(self, hurry: impl std::future::Future<Output = ()>) -> Outcome {
         // A request still held would keep its connection, and the drain, waiting.
         self.proxy.crash.release();
+        let more = std::mem::take(&mut *self.more.lock().unwrap_or_else(|p| p.into_inner()));
+        for running in more {
+            running.stop().await;
+        }
         self.running.stop_unless(hurry).await;
         self.proxy.outcome()
     }

@@ -135,6 +135,9 @@ fn test_case(c: &CaseReport) -> TestCase {
         }
     }
     tc.set_system_out(out);
+    if let Some(level) = &c.containment {
+        tc.add_property(("containment", level.as_str()));
+    }
     tc
 }
 

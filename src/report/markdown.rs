@@ -145,6 +145,9 @@ fn headline(out: &mut String, report: &RunReport) {
         inline(&capitalize(&text::run_line(report))),
         tokens(&total)
     );
+    if let Some(line) = text::containment_line(report) {
+        let _ = writeln!(out, "{}.\n", inline(&capitalize(&line)));
+    }
 }
 
 fn capitalize(s: &str) -> String {

@@ -89,6 +89,11 @@ pub struct CaseReport {
     /// `replay`, `record` or `update`: what this case actually did.
     pub mode: String,
     pub cassette: String,
+    /// How far its program was contained: `contained (network namespace)`, `intercepted
+    /// (…)` or `not contained: REASON`; `null` for a `url:` app or a case that did not
+    /// start one. (Absent from reports before 2.9.)
+    #[serde(default)]
+    pub containment: Option<String>,
     pub duration_ms: u64,
     pub turns: Vec<TurnReport>,
     /// Assertions of the case-level `expect`, over the whole conversation.
@@ -361,6 +366,7 @@ impl CaseReport {
             status: Status::Passed,
             mode: mode.to_owned(),
             cassette: path_clean::clean(cassette).display().to_string(),
+            containment: None,
             duration_ms: 0,
             turns: vec![],
             assertions: vec![],

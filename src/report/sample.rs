@@ -39,6 +39,7 @@ fn case(spec: &str, name: &str, status: Status, duration_ms: u64) -> CaseReport 
         status,
         mode: "replay".into(),
         cassette: format!("cassettes/{}.json", name.replace(' ', "-")),
+        containment: Some("contained (network namespace)".into()),
         duration_ms,
         turns: Vec::new(),
         assertions: Vec::new(),

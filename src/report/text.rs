@@ -132,6 +132,29 @@ pub(crate) fn run_line(report: &RunReport) -> String {
     )
 }
 
+/// How far the run's programs were contained: `egress: LEVEL`, with each level's count
+/// when they differ; `None` when no case started a program through the proxy.
+pub(crate) fn containment_line(report: &RunReport) -> Option<String> {
+    let mut levels: Vec<(&str, usize)> = Vec::new();
+    for l in report.cases.iter().filter_map(|c| c.containment.as_deref()) {
+        match levels.iter_mut().find(|(x, _)| *x == l) {
+            Some((_, n)) => *n += 1,
+            None => levels.push((l, 1)),
+        }
+    }
+    match levels.as_slice() {
+        [] => None,
+        [(one, _)] => Some(format!("egress: {one}")),
+        many => Some(format!(
+            "egress: {}",
+            many.iter()
+                .map(|(l, n)| format!("{l} ({})", count(*n, "case", "cases")))
+                .collect::<Vec<_>>()
+                .join("; ")
+        )),
+    }
+}
+
 /// The spec files of a run in order of first appearance.
 pub(crate) fn spec_order(cases: &[CaseReport]) -> Vec<&str> {
     let mut specs: Vec<&str> = Vec::new();

@@ -39,6 +39,8 @@ pub struct Settings {
     pub mcp: BTreeMap<String, String>,
     /// `--fault`: faults for every case, counted over the case, after its own.
     pub faults: Vec<crate::fault::Fault>,
+    /// `--contain`: how a `command:` program is contained.
+    pub contain: super::contain::Contain,
 }
 
 impl Settings {
@@ -257,6 +259,7 @@ pub(super) async fn run_inner(
         fuzz,
     });
     verdict.fill(report, &outcome);
+    report.containment = driven.level.as_ref().map(ToString::to_string);
 
     // A crashed program's own error says more than "nothing was recorded".
     let writer = writer.filter(|_| drive_error.is_none() || !outcome.recorded.is_empty());
@@ -373,10 +376,11 @@ async fn drive_command(
     mut driven: Driven,
 ) -> Result<Driven, (Driven, ProgramError)> {
     let first = case.turns.first().and_then(|t| t.input.as_deref());
-    let mut running = match app.start(first, deadline) {
+    let mut running = match app.start(first, deadline, Some(session)) {
         Ok(r) => r,
         Err(e) => return Err((driven, e.into())),
     };
+    driven.level = running.level.clone();
     // Until the crash, every wait is also a wait for it.
     let mut crash = case.crash.as_ref().map(|_| session);
     let single = case.turns.len() == 1;
@@ -485,6 +489,7 @@ fn command_app(
         env: vars,
         cwd: Some(spec.app.cwd.clone()),
         reply_until: spec.app.reply_until.as_ref().map(|p| p.regex.clone()),
+        contain: s.contain,
     }
 }
 
@@ -515,6 +520,6 @@ async fn restart(
 ) -> Result<(), ProgramError> {
     driven.killed = Some(running.kill().await);
     session.release_crash();
-    *running = app.start(first, deadline)?;
+    *running = app.start(first, deadline, Some(session))?;
     Ok(())
 }

@@ -5,6 +5,9 @@ use std::os::unix::process::ExitStatusExt;
 
 use tokio::signal::unix::{signal, SignalKind};
 
+use super::contain::{self, Contain, Level};
+use crate::proxy::Session;
+
 /// Why the program could not be run to its end.
 #[derive(Debug, thiserror::Error)]
 pub enum ChildError {
@@ -27,17 +30,28 @@ pub enum ChildError {
 /// Run `command` to completion with `env` added, inheriting stdio. SIGTERM and SIGHUP are
 /// forwarded; SIGINT too, unless the terminal already delivered it to the child (same
 /// foreground process group), so a Ctrl-C is not seen twice.
-pub async fn run(command: &[String], env: &[(String, String)]) -> Result<i32, ChildError> {
+/// With `confine`, the program starts as its containment asks, its listener served by the
+/// session; the level reached comes back with the exit code.
+pub async fn run(
+    command: &[String],
+    env: &[(String, String)],
+    confine: Option<(&Session, Contain)>,
+) -> Result<(i32, Option<Level>), ChildError> {
     let (program, args) = command.split_first().ok_or(ChildError::NoCommand)?;
     // Handlers go in before the spawn, so a signal in between cannot kill the proxy first.
     let mut sigint = signal(SignalKind::interrupt()).map_err(|e| spawn_err(program, e))?;
     let mut sigterm = signal(SignalKind::terminate()).map_err(|e| spawn_err(program, e))?;
     let mut sighup = signal(SignalKind::hangup()).map_err(|e| spawn_err(program, e))?;
-    let mut child = tokio::process::Command::new(program)
-        .args(args)
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .spawn()
-        .map_err(|e| spawn_err(program, e))?;
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.args(args).envs(env.iter().map(|(k, v)| (k, v)));
+    let (mut child, level) = match confine {
+        Some((session, contain)) => {
+            let (child, level) =
+                contain::spawn(&mut cmd, session, contain).map_err(|e| spawn_err(program, e))?;
+            (child, Some(level))
+        }
+        None => (cmd.spawn().map_err(|e| spawn_err(program, e))?, None),
+    };
     let pid = child.id();
     let forward = |sig: libc::c_int| {
         if let Some(pid) = pid.and_then(|p| libc::pid_t::try_from(p).ok()) {
@@ -55,7 +69,7 @@ pub async fn run(command: &[String], env: &[(String, String)]) -> Result<i32, Ch
             _ = sighup.recv() => forward(libc::SIGHUP),
         }
     };
-    Ok(exit_code(status))
+    Ok((exit_code(status), level))
 }
 
 fn spawn_err(program: &str, source: std::io::Error) -> ChildError {
@@ -93,23 +107,28 @@ mod tests {
                 "test \"$X\" = yes && exit 7".into(),
             ],
             &[("X".into(), "yes".into())],
+            None,
         )
         .await
         .unwrap();
-        assert_eq!(code, 7);
+        assert_eq!(code, (7, None));
     }
 
     #[tokio::test]
     async fn killed_by_signal_is_128_plus_n() {
-        let code = run(&["sh".into(), "-c".into(), "kill -TERM $$".into()], &[])
-            .await
-            .unwrap();
+        let (code, _) = run(
+            &["sh".into(), "-c".into(), "kill -TERM $$".into()],
+            &[],
+            None,
+        )
+        .await
+        .unwrap();
         assert_eq!(code, 128 + libc::SIGTERM);
     }
 
     #[tokio::test]
     async fn missing_program_is_a_spawn_error() {
-        let err = run(&["/nonexistent/agentproxy-test".into()], &[])
+        let err = run(&["/nonexistent/agentproxy-test".into()], &[], None)
             .await
             .unwrap_err();
         assert!(err.to_string().contains("failed to start"), "{err}");

@@ -13,7 +13,9 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout};
 use tokio::time::Instant;
 
+use super::contain::{self, Contain, Level};
 use super::reap;
+use crate::proxy::Session;
 
 /// How long an exited program's stdout and stderr may take to reach their end of file.
 const STDERR_DRAIN: Duration = Duration::from_millis(500);
@@ -39,6 +41,8 @@ pub struct CommandApp {
     pub cwd: Option<PathBuf>,
     /// A turn ends at the first stdout line matching this; without it, at the first line.
     pub reply_until: Option<Regex>,
+    /// How to contain it when its session intercepts.
+    pub contain: Contain,
 }
 
 /// Why a case's program could not be driven to the end.
@@ -116,6 +120,8 @@ pub struct Running {
     printed: String,
     /// The mark of its processes ([`reap::MARK`]).
     mark: String,
+    /// How far it was contained (`None` without interception).
+    pub level: Option<Level>,
 }
 
 /// What a killed program had printed: since its last reply line, and the tail of stderr;
@@ -139,10 +145,12 @@ impl CommandApp {
     /// Start the program; `first_input` is also given as `AGENTPROXY_INPUT` and `{input}`.
     /// Without one (a case with no `input`), stdin is closed at once and
     /// `AGENTPROXY_INPUT` is not set.
+    /// With `session` (one that intercepts), it starts as its `contain` asks.
     pub fn start(
         &self,
         first_input: Option<&str>,
         deadline: Instant,
+        session: Option<&Session>,
     ) -> Result<Running, DriveError> {
         let argv: Vec<String> = self
             .argv
@@ -175,7 +183,12 @@ impl CommandApp {
         }
         let mark = reap::new_mark();
         cmd.env(reap::MARK, &mark);
-        let mut child = cmd.spawn().map_err(|source| DriveError::Spawn {
+        let spawned = match session.filter(|s| s.ca_bundle().is_some()) {
+            Some(session) => contain::spawn(&mut cmd, session, self.contain)
+                .map(|(child, level)| (child, Some(level))),
+            None => cmd.spawn().map(|child| (child, None)),
+        };
+        let (mut child, level) = spawned.map_err(|source| DriveError::Spawn {
             program: program.clone(),
             cwd: self.cwd.clone(),
             source,
@@ -210,6 +223,7 @@ impl CommandApp {
             last_line: None,
             printed: String::new(),
             mark,
+            level,
         })
     }
 }
@@ -362,6 +376,8 @@ impl Drop for Running {
 /// tail of its stderr (command apps), and what a crash test's killed program had printed.
 #[derive(Debug, Default)]
 pub(crate) struct Driven {
+    /// How far the program was contained, as it last started.
+    pub level: Option<Level>,
     pub outputs: Vec<String>,
     pub exit: Option<(i32, String)>,
     pub killed: Option<Killed>,
@@ -376,6 +392,7 @@ mod tests {
         CommandApp {
             argv: vec!["sh".into(), "-c".into(), script.into()],
             env: vec![],
+            contain: Contain::Off,
             cwd: None,
             reply_until: reply_until.map(|r| Regex::new(r).unwrap()),
         }
@@ -389,7 +406,7 @@ mod tests {
     async fn turns_read_up_to_the_reply_line() {
         let script = r#"while read line; do echo "tool: x"; echo "bot: got $line"; done; echo bye"#;
         let mut r = app(script, Some("^bot:"))
-            .start(Some("first"), soon())
+            .start(Some("first"), soon(), None)
             .unwrap();
         assert_eq!(
             r.turn(0, "first", None).await.unwrap(),
@@ -414,7 +431,7 @@ mod tests {
             ],
             ..app("", None)
         };
-        let mut r = a.start(Some("hello there"), soon()).unwrap();
+        let mut r = a.start(Some("hello there"), soon(), None).unwrap();
         r.send("hello there").await.unwrap();
         let f = r.finish().await.unwrap();
         assert_eq!(f.trailing_output, "hello there|hello there\n");
@@ -423,7 +440,7 @@ mod tests {
     #[tokio::test]
     async fn a_hung_program_times_out_with_its_stderr() {
         let mut r = app("echo starting >&2; sleep 30", None)
-            .start(Some("x"), Instant::now() + Duration::from_millis(300))
+            .start(Some("x"), Instant::now() + Duration::from_millis(300), None)
             .unwrap();
         let err = r.turn(0, "x", None).await.unwrap_err();
         assert!(matches!(err, DriveError::Timeout { .. }), "{err}");
@@ -441,7 +458,7 @@ mod tests {
     #[tokio::test]
     async fn a_turn_that_outlasts_app_timeout_stops_before_the_case_deadline() {
         let script = "read a; echo one; read b; sleep 30";
-        let mut r = app(script, None).start(Some("x"), soon()).unwrap();
+        let mut r = app(script, None).start(Some("x"), soon(), None).unwrap();
         let limit = Some(Duration::from_millis(300));
         assert_eq!(r.turn(0, "a", limit).await.unwrap(), "one\n");
         let started = std::time::Instant::now();
@@ -462,7 +479,7 @@ mod tests {
             cwd: Some(dir.path().to_owned()),
             ..app(script, Some("^never$"))
         };
-        let mut r = a.start(Some("x"), soon()).unwrap();
+        let mut r = a.start(Some("x"), soon(), None).unwrap();
         let pid_file = dir.path().join("child.pid");
         // The first line is read, then the read waits for a reply line that never comes.
         let read = tokio::time::timeout(Duration::from_millis(500), r.turn(0, "x", None));
@@ -494,7 +511,7 @@ mod tests {
     #[tokio::test]
     async fn a_program_that_dies_mid_conversation_is_reported() {
         let mut r = app("read a; echo one; echo boom >&2; exit 3", None)
-            .start(Some("x"), soon())
+            .start(Some("x"), soon(), None)
             .unwrap();
         assert_eq!(r.turn(0, "a", None).await.unwrap(), "one\n");
         let err = r.turn(1, "b", None).await.unwrap_err();

@@ -3,6 +3,7 @@
 pub mod ancestry;
 pub mod case;
 pub mod child;
+pub mod contain;
 mod crash;
 pub mod driver;
 pub mod env;

@@ -555,7 +555,14 @@ pub fn summary_block(report: &RunReport, style: &Style) -> String {
         }
         out.push('\n');
     }
-    let _ = writeln!(out, "{}", text::run_line(report));
+    // How far the programs were contained ends the run line.
+    let egress = text::containment_line(report).map(|l| format!("; {l}"));
+    let _ = writeln!(
+        out,
+        "{}{}",
+        text::run_line(report),
+        egress.unwrap_or_default()
+    );
     let parts: Vec<String> = text::counts(&report.summary)
         .into_iter()
         .map(|(n, word)| {

@@ -307,7 +307,7 @@ mod tests {
         );
         assert_eq!(
             out.lines().rev().nth(1),
-            Some("ran 5 cases from 2 specs in 5.23s")
+            Some("ran 5 cases from 2 specs in 5.23s; egress: contained (network namespace)")
         );
 
         report
@@ -317,7 +317,7 @@ mod tests {
         let out = summary_block(&report, &styled(true, 0));
         assert_eq!(
             out,
-            "ran 3 cases from 2 specs in 5.23s\n1 passed, 2 failed\n"
+            "ran 3 cases from 2 specs in 5.23s; egress: contained (network namespace)\n1 passed, 2 failed\n"
         );
     }
 

@@ -66,6 +66,9 @@ fn header(out: &mut String, run: &RunReport) {
             .unwrap_or_default(),
         esc(&usage.to_string())
     );
+    if let Some(line) = text::containment_line(run) {
+        let _ = writeln!(out, "<div class=\"sub\">{}</div>", esc(&line));
+    }
     out.push_str("<div class=\"counts\">");
     for (n, word) in text::counts(&run.summary) {
         let _ = write!(out, "<span class=\"count\"><b>{n}</b> {}</span>", esc(word));

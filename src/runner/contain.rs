@@ -1,0 +1,359 @@
+//! Containment on Linux: the program runs in a network namespace of its own (in a user
+//! namespace, so no privilege is needed) that has only loopback. The proxy's listening
+//! socket for it is made inside that namespace, on the proxy's own port, and handed back
+//! over a socket pair (`SCM_RIGHTS`): the program reaches the proxy at the same URL, and
+//! nothing else. Its children, MCP servers among them, inherit the namespace.
+//!
+//! Everything the child does between `fork` and `exec` is a raw system call on memory
+//! prepared before the fork: no allocation, no lock.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+use crate::proxy::Session;
+
+/// What containment a run asks for (`--contain`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Contain {
+    /// Contain where the system allows it, else say why and intercept only.
+    #[default]
+    Auto,
+    /// Contain, or fail.
+    On,
+    /// Intercept only.
+    Off,
+}
+
+/// The containment a run achieved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Level {
+    /// In a network namespace with only loopback: the proxy is the only way out.
+    Contained,
+    /// The proxy variables only: traffic that ignores them is not seen.
+    Intercepted,
+    /// Containment was asked for (`auto`) and could not be set up: why.
+    NotContained(String),
+}
+
+impl std::fmt::Display for Level {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Level::Contained => f.write_str("contained (network namespace)"),
+            Level::Intercepted => {
+                f.write_str("intercepted (proxy variables; traffic that ignores them is not seen)")
+            }
+            Level::NotContained(why) => write!(f, "not contained: {why}"),
+        }
+    }
+}
+
+/// Start `cmd` as `contain` asks, a contained program's listener served by `session`: the
+/// child and the level reached. Containment needs the session on `127.0.0.1` (the
+/// namespace's loopback is where the program finds it).
+pub(crate) fn spawn(
+    cmd: &mut tokio::process::Command,
+    session: &Session,
+    contain: Contain,
+) -> io::Result<(tokio::process::Child, Level)> {
+    let addr = session.addr();
+    let why_not = match contain {
+        Contain::Off => return Ok((cmd.spawn()?, Level::Intercepted)),
+        _ if addr.ip() != std::net::Ipv4Addr::LOCALHOST => Some(format!(
+            "the proxy listens on {addr}, and a contained program reaches only 127.0.0.1"
+        )),
+        _ => available().err(),
+    };
+    if let Some(why) = why_not {
+        if contain == Contain::On {
+            return Err(io::Error::other(format!("--contain on: {why}")));
+        }
+        return Ok((cmd.spawn()?, Level::NotContained(why)));
+    }
+    let jail = Jail::new(addr.port())?;
+    jail.apply(cmd);
+    let child = cmd.spawn()?;
+    session.serve_also(jail.listener()?)?;
+    Ok((child, Level::Contained))
+}
+
+/// Can this process make a network namespace for a child? Tried once, in a child that
+/// only calls `unshare` and exits; `Err` says why not.
+pub fn available() -> Result<(), String> {
+    static PROBE: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    PROBE.get_or_init(probe).clone()
+}
+
+fn probe() -> Result<(), String> {
+    if !cfg!(target_os = "linux") {
+        return Err("network namespaces are Linux's".to_owned());
+    }
+    // SAFETY: the child calls only async-signal-safe functions (unshare, _exit).
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(format!("fork: {}", io::Error::last_os_error()));
+    }
+    if pid == 0 {
+        let code = match unshare_net() {
+            Ok(_) => 0,
+            Err(errno) => errno.clamp(1, 255),
+        };
+        // SAFETY: leaves the forked child at once.
+        unsafe { libc::_exit(code) };
+    }
+    let mut status = 0;
+    // SAFETY: waits for the child forked above.
+    unsafe { libc::waitpid(pid, &mut status, 0) };
+    match libc::WEXITSTATUS(status) {
+        0 => Ok(()),
+        errno => Err(format!(
+            "the system does not let this user make a network namespace (unshare: {})",
+            io::Error::from_raw_os_error(errno)
+        )),
+    }
+}
+
+/// Enter a new network namespace: in a new user namespace first (no privilege needed),
+/// else (root in a container that forbids user namespaces) directly. The user namespace's
+/// ids are mapped once `unshare` says one was made (`Ok(true)`).
+#[cfg(target_os = "linux")]
+fn unshare_net() -> Result<bool, i32> {
+    // SAFETY: unshare(2) changes only this process's namespaces.
+    if unsafe { libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET) } == 0 {
+        return Ok(true);
+    }
+    // SAFETY: as above.
+    if unsafe { libc::unshare(libc::CLONE_NEWNET) } == 0 {
+        return Ok(false);
+    }
+    Err(errno())
+}
+
+#[cfg(not(target_os = "linux"))]
+fn unshare_net() -> Result<bool, i32> {
+    Err(libc::ENOSYS)
+}
+
+fn errno() -> i32 {
+    io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EPERM)
+}
+
+/// A program about to be started contained: the socket pair its listener comes back on,
+/// and what the child writes, made before the fork.
+pub struct Jail {
+    parent: OwnedFd,
+    child: OwnedFd,
+    port: u16,
+    uid_map: Vec<u8>,
+    gid_map: Vec<u8>,
+}
+
+impl Jail {
+    /// A jail whose listener is on `port` (the proxy's own) inside the namespace.
+    pub fn new(port: u16) -> io::Result<Jail> {
+        let mut fds = [0; 2];
+        // SAFETY: socketpair(2) fills two descriptors we then own.
+        if unsafe {
+            libc::socketpair(
+                libc::AF_UNIX,
+                libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
+                0,
+                fds.as_mut_ptr(),
+            )
+        } != 0
+        {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: both descriptors were just made and are owned by nothing else.
+        let (parent, child) =
+            unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        // SAFETY: getuid and getgid cannot fail.
+        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+        Ok(Jail {
+            parent,
+            child,
+            port,
+            // The program keeps its own ids inside.
+            uid_map: format!("{uid} {uid} 1\n").into_bytes(),
+            gid_map: format!("{gid} {gid} 1\n").into_bytes(),
+        })
+    }
+
+    /// Make `cmd` start its program in the jail.
+    pub fn apply(&self, cmd: &mut tokio::process::Command) {
+        let child = self.child.as_raw_fd();
+        let port = self.port;
+        let (uid_map, gid_map) = (self.uid_map.clone(), self.gid_map.clone());
+        // SAFETY: the closure runs between fork and exec and makes only raw system calls
+        // on memory prepared before the fork.
+        unsafe {
+            cmd.pre_exec(move || {
+                enter(child, port, &uid_map, &gid_map).map_err(io::Error::from_raw_os_error)
+            });
+        }
+    }
+
+    /// Once the program started: the listener the child made inside the namespace.
+    pub fn listener(self) -> io::Result<std::net::TcpListener> {
+        let fd = receive_fd(self.parent.as_raw_fd())?;
+        // SAFETY: the descriptor came to us over SCM_RIGHTS and is owned by nothing else.
+        let listener = unsafe { std::net::TcpListener::from_raw_fd(fd) };
+        listener.set_nonblocking(true)?;
+        Ok(listener)
+    }
+}
+
+/// In the forked child: a new network namespace with loopback up, a listener on
+/// `127.0.0.1:port` in it, sent over `sock`.
+fn enter(sock: RawFd, port: u16, uid_map: &[u8], gid_map: &[u8]) -> Result<(), i32> {
+    if unshare_net()? {
+        // Mapping one's own ids needs no privilege once setgroups is denied.
+        let _ = write_file(c"/proc/self/setgroups", b"deny");
+        write_file(c"/proc/self/uid_map", uid_map)?;
+        write_file(c"/proc/self/gid_map", gid_map)?;
+    }
+    loopback_up()?;
+    let listener = listen(port)?;
+    let sent = send_fd(sock, listener);
+    // SAFETY: the parent has its own copy now (or the start fails).
+    unsafe { libc::close(listener) };
+    sent
+}
+
+fn write_file(path: &std::ffi::CStr, data: &[u8]) -> Result<(), i32> {
+    // SAFETY: open/write/close on a NUL-terminated path and a live buffer.
+    unsafe {
+        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return Err(errno());
+        }
+        let n = libc::write(fd, data.as_ptr().cast(), data.len());
+        let err = errno();
+        libc::close(fd);
+        if n != data.len() as isize {
+            return Err(err);
+        }
+    }
+    Ok(())
+}
+
+fn loopback_up() -> Result<(), i32> {
+    // SAFETY: a datagram socket for the interface ioctls, on a zeroed `ifreq` naming "lo".
+    unsafe {
+        let s = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+        if s < 0 {
+            return Err(errno());
+        }
+        let mut ifr: libc::ifreq = std::mem::zeroed();
+        for (i, b) in b"lo\0".iter().enumerate() {
+            ifr.ifr_name[i] = *b as libc::c_char;
+        }
+        let mut r = libc::ioctl(s, libc::SIOCGIFFLAGS, &mut ifr);
+        if r == 0 {
+            ifr.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short;
+            r = libc::ioctl(s, libc::SIOCSIFFLAGS, &ifr);
+        }
+        let err = errno();
+        libc::close(s);
+        if r != 0 {
+            return Err(err);
+        }
+    }
+    Ok(())
+}
+
+fn listen(port: u16) -> Result<RawFd, i32> {
+    // SAFETY: a TCP socket bound to 127.0.0.1:port from a zeroed `sockaddr_in`.
+    unsafe {
+        let s = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        if s < 0 {
+            return Err(errno());
+        }
+        let one: libc::c_int = 1;
+        libc::setsockopt(
+            s,
+            libc::SOL_SOCKET,
+            libc::SO_REUSEADDR,
+            (&one as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+        let mut addr: libc::sockaddr_in = std::mem::zeroed();
+        addr.sin_family = libc::AF_INET as libc::sa_family_t;
+        addr.sin_port = port.to_be();
+        addr.sin_addr.s_addr = u32::from(std::net::Ipv4Addr::LOCALHOST).to_be();
+        let bound = libc::bind(
+            s,
+            (&addr as *const libc::sockaddr_in).cast(),
+            std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+        );
+        if bound != 0 || libc::listen(s, 1024) != 0 {
+            let err = errno();
+            libc::close(s);
+            return Err(err);
+        }
+        Ok(s)
+    }
+}
+
+/// Room for one descriptor's control message.
+#[repr(C)]
+union Cmsg {
+    buf: [u8; 64],
+    _align: libc::cmsghdr,
+}
+
+fn send_fd(sock: RawFd, fd: RawFd) -> Result<(), i32> {
+    // SAFETY: sendmsg(2) of one byte with one SCM_RIGHTS descriptor, all on the stack.
+    unsafe {
+        let mut byte = [0u8; 1];
+        let mut iov = libc::iovec {
+            iov_base: byte.as_mut_ptr().cast(),
+            iov_len: 1,
+        };
+        let mut cmsg: Cmsg = std::mem::zeroed();
+        let space = libc::CMSG_SPACE(std::mem::size_of::<RawFd>() as u32) as usize;
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = cmsg.buf.as_mut_ptr().cast();
+        msg.msg_controllen = space as _;
+        let c = libc::CMSG_FIRSTHDR(&msg);
+        (*c).cmsg_level = libc::SOL_SOCKET;
+        (*c).cmsg_type = libc::SCM_RIGHTS;
+        (*c).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<RawFd>() as u32) as _;
+        std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<RawFd>(), fd);
+        if libc::sendmsg(sock, &msg, 0) != 1 {
+            return Err(errno());
+        }
+    }
+    Ok(())
+}
+
+fn receive_fd(sock: RawFd) -> io::Result<RawFd> {
+    // SAFETY: recvmsg(2) into stack buffers; the descriptor is read only from a
+    // SCM_RIGHTS message of the right length.
+    unsafe {
+        let mut byte = [0u8; 1];
+        let mut iov = libc::iovec {
+            iov_base: byte.as_mut_ptr().cast(),
+            iov_len: 1,
+        };
+        let mut cmsg: Cmsg = std::mem::zeroed();
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = cmsg.buf.as_mut_ptr().cast();
+        msg.msg_controllen = std::mem::size_of::<Cmsg>() as _;
+        if libc::recvmsg(sock, &mut msg, libc::MSG_DONTWAIT | libc::MSG_CMSG_CLOEXEC) != 1 {
+            return Err(io::Error::last_os_error());
+        }
+        let c = libc::CMSG_FIRSTHDR(&msg);
+        if c.is_null() || (*c).cmsg_type != libc::SCM_RIGHTS {
+            return Err(io::Error::other(
+                "the contained program's listener did not come back",
+            ));
+        }
+        Ok(std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<RawFd>()))
+    }
+}
