@@ -112,18 +112,20 @@ fn probe() -> Result<(), String> {
     }
 }
 
-/// Enter a new network namespace: in a new user namespace first (no privilege needed),
-/// else (root in a container that forbids user namespaces) directly. The user namespace's
-/// ids are mapped once `unshare` says one was made (`Ok(true)`).
+/// Enter a new network namespace: as root, directly (the program keeps every user it
+/// may switch to); else in a new user namespace (no privilege needed), where it is its
+/// own user and group only. The user namespace's ids are mapped once `unshare` says one
+/// was made (`Ok(true)`).
 #[cfg(target_os = "linux")]
 fn unshare_net() -> Result<bool, i32> {
-    // SAFETY: unshare(2) changes only this process's namespaces.
-    if unsafe { libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET) } == 0 {
-        return Ok(true);
-    }
-    // SAFETY: as above.
-    if unsafe { libc::unshare(libc::CLONE_NEWNET) } == 0 {
-        return Ok(false);
+    // SAFETY: geteuid only reads; unshare(2) changes only this process's namespaces.
+    unsafe {
+        if libc::geteuid() == 0 && libc::unshare(libc::CLONE_NEWNET) == 0 {
+            return Ok(false);
+        }
+        if libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET) == 0 {
+            return Ok(true);
+        }
     }
     Err(errno())
 }
