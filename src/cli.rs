@@ -470,6 +470,12 @@ pub struct TestArgs {
     #[arg(long, value_name = "K/N", value_parser = crate::spec::Shard::parse)]
     pub shard: Option<crate::spec::Shard>,
 
+    /// A host the program may reach through the proxy in a replay too (a tool's web API
+    /// that needs no recording): `api.example.com`, `*.example.com`, `host:port`
+    /// (repeatable).
+    #[arg(long = "allow-host", value_name = "HOST", value_parser = crate::spec::HostPattern::parse)]
+    pub allow_hosts: Vec<crate::spec::HostPattern>,
+
     /// Contain the program on Linux: a network namespace of its own with only loopback,
     /// where the proxy is the only way out (auto: where the system allows it, else say why
     /// and intercept only; on: or fail; off: intercept only). See `agentproxy docs egress`.
@@ -592,6 +598,12 @@ pub struct SessionArgs {
     /// before matching. Repeatable. Example: 'today=\d{4}-\d{2}-\d{2}'.
     #[arg(long = "match-hole", value_name = "NAME[@POINTER]=REGEX", value_parser = parse_hole)]
     pub match_hole: Vec<Hole>,
+
+    /// A host the program may reach through the proxy in a replay too (a tool's web API
+    /// that needs no recording): `api.example.com`, `*.example.com`, `host:port`
+    /// (repeatable).
+    #[arg(long = "allow-host", value_name = "HOST", value_parser = crate::spec::HostPattern::parse)]
+    pub allow_hosts: Vec<crate::spec::HostPattern>,
 
     /// Contain the program on Linux: a network namespace of its own with only loopback,
     /// where the proxy is the only way out (auto: where the system allows it, else say why

@@ -135,7 +135,8 @@ fn produce(source: &Source) -> String {
 /// What varies from run to run: durations, and the port the proxy got; and from machine
 /// to machine: whether the program could be contained.
 fn mask(text: &str) -> String {
-    let level = Regex::new(r"egress: (contained \(network namespace\)|not contained: [^;\n]*)").unwrap();
+    let level =
+        Regex::new(r"egress: (contained \(network namespace\)|not contained: [^;\n]*)").unwrap();
     let text = level.replace_all(text, "egress: LEVEL");
     let seconds = Regex::new(r"\b\d+\.\d+s\b").unwrap();
     let millis = Regex::new(r"\b\d+ ?ms\b").unwrap();

@@ -617,5 +617,32 @@ async fn another_host_is_named_while_recording_and_refused_in_a_replay() {
         )),
         "{replayed}"
     );
+    // Allowed, the host is reached in a replay too, and listed as allowed.
+    let mut args: Vec<OsString> = vec![
+        "replay".into(),
+        "--cassette".into(),
+        cassette.clone().into_os_string(),
+    ];
+    args.extend(["--allow-host".into(), "127.0.0.1".into()]);
+    args.extend([
+        "--".into(),
+        python.clone().into_os_string(),
+        script("egress.py"),
+        port.to_string().into(),
+    ]);
+    let allowed = agentproxy(args, &[]).await;
+    assert!(allowed.status.success(), "{allowed}");
+    assert!(
+        allowed
+            .stdout
+            .contains("through the proxy: hello from the other host"),
+        "{allowed}"
+    );
+    assert!(
+        allowed.stderr.contains(&format!(
+            "agentproxy: allowed hosts the program reached through the proxy: {other}"
+        )),
+        "{allowed}"
+    );
     server.abort();
 }

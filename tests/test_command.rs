@@ -855,3 +855,78 @@ async fn a_case_cassette_names_its_case_mocks_and_faults_and_plain_replay_points
     );
     fake.stop().await;
 }
+
+/// `egress.require: contained`: a run that cannot contain its program (here `--contain
+/// off`) cannot certify the case, which fails saying so; contained where the machine
+/// allows it, the same case passes, and the reports record the level.
+#[test]
+fn a_required_containment_not_reached_fails_the_case_as_uncertified() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir_all(d.join("cassettes")).unwrap();
+    std::fs::copy(
+        repo().join("cassettes/examples/travel-agent/paris-weather.json"),
+        d.join("cassettes/paris.json"),
+    )
+    .unwrap();
+    let agent = repo().join("examples/travel-agent/agent.py");
+    let python = repo().join(".venv/bin/python");
+    std::fs::write(
+        d.join("s.yaml"),
+        format!(
+            "app:\n  command: [{}, {}]\ncassettes: cassettes\negress:\n  require: contained\n\
+             cases:\n  - name: paris\n    input: What's the weather in Paris?\n",
+            python.display(),
+            agent.display()
+        ),
+    )
+    .unwrap();
+    let off = run_in(
+        d,
+        &[
+            "test",
+            "s.yaml",
+            "--mode",
+            "replay",
+            "--contain",
+            "off",
+            "--report",
+            "json",
+            "-o",
+            "off.json",
+        ],
+    );
+    assert_eq!(off.code, 1, "{}", off.stderr);
+    assert!(
+        off.stderr.contains("cannot certify: the spec requires `egress.require: contained`, and this run reached intercepted (proxy variables; traffic that ignores them is not seen)"),
+        "{}",
+        off.stderr
+    );
+    assert!(
+        off.stderr
+            .contains("; egress: intercepted (proxy variables"),
+        "{}",
+        off.stderr
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("off.json")).unwrap()).unwrap();
+    assert_eq!(
+        json["cases"][0]["containment"],
+        "intercepted (proxy variables; traffic that ignores them is not seen)"
+    );
+    let auto = run_in(d, &["test", "s.yaml", "--mode", "replay"]);
+    if auto
+        .stderr
+        .contains("egress: contained (network namespace)")
+    {
+        assert_eq!(auto.code, 0, "{}", auto.stderr);
+    } else {
+        // This machine cannot contain: the level says why, and the case cannot pass.
+        assert!(
+            auto.stderr.contains("egress: not contained: "),
+            "{}",
+            auto.stderr
+        );
+        assert_eq!(auto.code, 1, "{}", auto.stderr);
+    }
+}

@@ -44,6 +44,7 @@ pub fn setup(args: &SessionArgs, existing: Option<Cassette>, usage: Use) -> Setu
         rerecord: Some(rerecord(args)),
         // A program agentproxy starts has the proxy as its only way out.
         intercept: !args.command.is_empty(),
+        allow: args.allow_hosts.clone(),
         ..Setup::new(args.cassette.clone(), existing, usage)
     }
 }
@@ -201,7 +202,11 @@ pub fn egress_lines(out: &crate::proxy::Outcome, level: Option<&Level>) -> Vec<S
             .map(|(host, e)| format!("{host} ({})", pick(e)))
             .collect()
     };
-    let (passed, refused) = (list(&|e| e.passed), list(&|e| e.refused));
+    let (passed, allowed, refused) = (
+        list(&|e| e.passed),
+        list(&|e| e.allowed),
+        list(&|e| e.refused),
+    );
     let mut lines: Vec<String> = level
         .map(|l| format!("agentproxy: egress: {l}"))
         .into_iter()
@@ -210,6 +215,12 @@ pub fn egress_lines(out: &crate::proxy::Outcome, level: Option<&Level>) -> Vec<S
         lines.push(format!(
             "agentproxy: other hosts the program reached through the proxy (not recorded; a replay refuses them): {}",
             passed.join(", ")
+        ));
+    }
+    if !allowed.is_empty() {
+        lines.push(format!(
+            "agentproxy: allowed hosts the program reached through the proxy: {}",
+            allowed.join(", ")
         ));
     }
     if !refused.is_empty() {

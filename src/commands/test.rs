@@ -179,6 +179,7 @@ fn select(
             mcp: args.mcp.iter().cloned().collect(),
             faults: args.fault.clone(),
             contain: args.contain,
+            allow_hosts: args.allow_hosts.clone(),
         };
         super::session::check_mcp_names(settings.mcp_servers(&sp).keys())?;
         if !sp.execution.reports.is_empty() {

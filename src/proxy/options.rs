@@ -72,6 +72,8 @@ pub struct Options {
     /// Serve as the program's forward proxy, intercepting the provider hosts' HTTPS with
     /// certificates of this authority (see `intercept`); `None`: `CONNECT` is refused.
     pub intercept: Option<Arc<super::intercept::Authority>>,
+    /// Other hosts a replay still lets the program reach through a tunnel.
+    pub allow: Vec<crate::spec::HostPattern>,
     /// Note the known clients (Claude Code) whose requests are recorded, so their
     /// volatile fields are tolerated in the cassette written.
     pub known_clients: bool,

@@ -14,7 +14,7 @@ use super::body::ProxyBody;
 use super::crash::Crash;
 use super::exchange::Exchange;
 use super::fault::{self, Faults};
-use super::intercept::Egress;
+use super::intercept::{Egress, Passage};
 use super::options::Options;
 use super::outcome::Outcome;
 use crate::cassette::format::Spoiled;
@@ -97,15 +97,15 @@ impl Proxy {
         }
     }
 
-    /// Note a tunnel to a host the proxy does not stand in for: passed through, or refused.
-    pub(super) fn note_egress(&self, host: &str, passed: bool) {
+    /// Note a tunnel to a host the proxy does not stand in for.
+    pub(super) fn note_egress(&self, host: &str, passage: Passage) {
         let mut st = self.lock();
         let e = st.egress.entry(host.to_owned()).or_default();
-        if passed {
-            e.passed += 1;
-        } else {
-            e.refused += 1;
-        }
+        *match passage {
+            Passage::Passed => &mut e.passed,
+            Passage::Allowed => &mut e.allowed,
+            Passage::Refused => &mut e.refused,
+        } += 1;
     }
 
     /// Stamp the exchanges that arrive from now on with this turn.

@@ -12,7 +12,7 @@ use hyper_util::rt::TokioIo;
 
 use super::body::ProxyBody;
 use super::conn::{self, Answer};
-use super::intercept::MAX_TUNNELS;
+use super::intercept::{Passage, MAX_TUNNELS};
 use super::state::Proxy;
 use crate::dialect;
 
@@ -71,18 +71,26 @@ pub(super) async fn connect(
         return text(StatusCode::OK, String::new());
     }
     let name = format!("{host}:{port}");
-    if proxy.opts.upstream.is_none() {
-        proxy.note_egress(&name, false);
+    let allowed = proxy.opts.allow.iter().any(|p| p.matches(&host, port));
+    if proxy.opts.upstream.is_none() && !allowed {
+        proxy.note_egress(&name, Passage::Refused);
         return text(
             StatusCode::FORBIDDEN,
-            format!("agentproxy: {name} is outside the cassette: a replay reaches no host but the model APIs it serves"),
+            format!("agentproxy: {name} is outside the cassette: a replay reaches no host but the model APIs it serves (allow it with --allow-host or the spec's egress.allow)"),
         );
     }
     let mut remote = match tokio::net::TcpStream::connect((host.as_str(), port)).await {
         Ok(s) => s,
         Err(e) => return text(StatusCode::BAD_GATEWAY, format!("CONNECT {name}: {e}")),
     };
-    proxy.note_egress(&name, true);
+    proxy.note_egress(
+        &name,
+        if allowed {
+            Passage::Allowed
+        } else {
+            Passage::Passed
+        },
+    );
     tokio::spawn(async move {
         let _permit = permit;
         let Ok(upgraded) = upgrade.await else { return };
@@ -107,7 +115,7 @@ pub(super) fn plain_elsewhere<B>(proxy: &Proxy, req: &Request<B>) -> Option<Resp
         return None;
     }
     let name = format!("{}:{}", target.host(), target.port_u16().unwrap_or(80));
-    proxy.note_egress(&name, false);
+    proxy.note_egress(&name, Passage::Refused);
     Some(text(
         StatusCode::FORBIDDEN,
         format!("agentproxy: {name} is outside the cassette: plain HTTP through the proxy reaches no host but the model APIs it serves"),

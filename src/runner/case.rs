@@ -41,6 +41,8 @@ pub struct Settings {
     pub faults: Vec<crate::fault::Fault>,
     /// `--contain`: how a `command:` program is contained.
     pub contain: super::contain::Contain,
+    /// `--allow-host`: other hosts a replay lets the program reach, beside the spec's.
+    pub allow_hosts: Vec<crate::spec::HostPattern>,
 }
 
 impl Settings {
@@ -171,6 +173,10 @@ pub(crate) fn setup(
         log_exchanges: true,
         // A program the case starts has the proxy as its only way out.
         intercept: matches!(spec.app.target, crate::spec::Target::Command(_)),
+        allow: (spec.egress.allow.iter())
+            .chain(&s.allow_hosts)
+            .cloned()
+            .collect(),
         recorded_by: Some(recorded_by(spec, case)),
         rerecord: Some(super::env::shell_line(&[
             "agentproxy",
@@ -257,6 +263,7 @@ pub(super) async fn run_inner(
         mocked: mocks.names().map(str::to_owned).collect(),
         mock_problems: mocks.problems(),
         fuzz,
+        require: spec.egress.require,
     });
     verdict.fill(report, &outcome);
     report.containment = driven.level.as_ref().map(ToString::to_string);

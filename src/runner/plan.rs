@@ -104,6 +104,8 @@ pub(crate) struct Setup {
     /// Serve as the program's forward proxy, intercepting the provider hosts' HTTPS (see
     /// `proxy::intercept`): on for a program agentproxy starts.
     pub intercept: bool,
+    /// Other hosts a replay still lets the program reach (`--allow-host`, `egress.allow`).
+    pub allow: Vec<crate::spec::HostPattern>,
     /// The secret the control prefix asks for (`serve` keeps one for all its tests);
     /// `None`: `AGENTPROXY_SECRET` of agentproxy's environment, else a fresh one.
     pub secret: Option<String>,
@@ -132,6 +134,7 @@ impl Setup {
             log_exchanges: false,
             known_clients: true,
             intercept: false,
+            allow: Vec::new(),
             secret: None,
         }
     }
@@ -240,6 +243,7 @@ pub(crate) fn plan(setup: Setup, fwd: &Forwarding) -> Result<Plan, PlanError> {
         fuzz: setup.fuzz,
         crash: setup.crash,
         known_clients: setup.known_clients,
+        allow: setup.allow,
         intercept: match setup.intercept {
             true => Some(Arc::new(Authority::new().map_err(PlanError::Ca)?)),
             false => None,

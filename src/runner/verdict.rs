@@ -5,13 +5,14 @@
 
 use std::collections::BTreeSet;
 
+use super::contain::Level;
 use super::crash;
 use super::driver::Driven;
 use super::evaluate;
 use crate::neutral::Usage;
 use crate::proxy::{FuzzCall, Outcome};
 use crate::report::{AssertionResult, CaseReport, CrashReport, TurnReport};
-use crate::spec::Case;
+use crate::spec::{Case, Require};
 
 /// What a run of a case produced, to be judged.
 pub(crate) struct Ran<'a> {
@@ -25,6 +26,8 @@ pub(crate) struct Ran<'a> {
     pub mock_problems: Vec<String>,
     /// A fuzz run's arguments.
     pub fuzz: Option<&'a FuzzCall>,
+    /// The containment the spec requires (`egress.require`).
+    pub require: Option<Require>,
 }
 
 /// The verdict on one run of a case.
@@ -88,6 +91,7 @@ pub(crate) fn judge(ran: Ran) -> Verdict {
     let mut warnings: Vec<String> = unused_mocks(case, outcome, &turns, &ran.mocked)
         .map(|name| format!("mocked tool `{name}` was never called"))
         .collect();
+    problems.extend(uncertified(ran.require, driven.level.as_ref()));
     // Traffic around the model APIs: refused in a replay (the case cannot be certified),
     // named while recording (a replay will refuse it).
     for (host, e) in &outcome.egress {
@@ -126,6 +130,25 @@ pub(crate) fn judge(ran: Ran) -> Verdict {
         warnings,
         usage,
     }
+}
+
+/// Why a run cannot certify what the spec asks (`egress.require`) at the containment it
+/// reached (`None`: no program of its own, as a `url:` app).
+fn uncertified(require: Option<Require>, level: Option<&Level>) -> Option<String> {
+    let require = require?;
+    let reached = match (require, level) {
+        (Require::Contained, Some(Level::Contained)) => return None,
+        (
+            Require::Intercepted,
+            Some(Level::Contained | Level::Intercepted | Level::NotContained(_)),
+        ) => return None,
+        (_, Some(level)) => level.to_string(),
+        (_, None) => "no program of its own was started, so nothing was contained".to_owned(),
+    };
+    Some(format!(
+        "cannot certify: the spec requires `egress.require: {}`, and this run reached {reached}",
+        require.as_str()
+    ))
 }
 
 /// Mocked tools the program never called, but for those the case forbids outright

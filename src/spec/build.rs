@@ -72,6 +72,11 @@ impl Builder<'_> {
             _ => None,
         }
         .unwrap_or_default();
+        let egress = match top.entry("egress") {
+            Some((k, v)) if !v.is_null() => errors.take(self.egress(v, k.at)),
+            _ => None,
+        }
+        .unwrap_or_default();
         let cases = match (top.get("cases"), &app) {
             (None, _) => {
                 errors.push(self.err_hint(
@@ -101,6 +106,7 @@ impl Builder<'_> {
                 tools,
                 mcp,
                 execution,
+                egress,
                 cases,
             }),
             _ => errors
@@ -484,6 +490,33 @@ impl Builder<'_> {
                 Some((k, v)) => self.reports(v, k.at, dir)?,
                 None => Vec::new(),
             },
+        })
+    }
+
+    fn egress(&self, node: &Node, owner: Pos) -> R<Egress> {
+        let f = self.fields(node, owner, "egress", "`egress`", EGRESS_KEYS)?;
+        let mut allow = Vec::new();
+        if let Some(list) = f.get("allow") {
+            for (i, n) in self
+                .list(list, "egress.allow", "host patterns")?
+                .iter()
+                .enumerate()
+            {
+                let path = index("egress.allow", i);
+                let text = self.non_empty_string(n, &path)?;
+                allow.push(
+                    HostPattern::parse(&text)
+                        .map_err(|e| self.err(n.at, format!("`{path}`: {e}")))?,
+                );
+            }
+        }
+        let levels: Vec<(&str, Require)> = Require::ALL.iter().map(|r| (r.as_str(), *r)).collect();
+        Ok(Egress {
+            allow,
+            require: f
+                .get("require")
+                .map(|n| self.word(n, "egress.require", &levels))
+                .transpose()?,
         })
     }
 

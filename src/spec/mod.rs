@@ -28,8 +28,8 @@ pub use error::SpecError;
 #[cfg(test)]
 pub use model::Pattern;
 pub use model::{
-    CallExpr, Case, Count, Crash, Expect, Expr, Fuzz, MockKind, MockRule, Mode, Order, Pos,
-    ReportFormat, Spec, Target, ToolMock, Turn, Verbosity,
+    CallExpr, Case, Count, Crash, Expect, Expr, Fuzz, HostPattern, MockKind, MockRule, Mode, Order,
+    Pos, ReportFormat, Require, Spec, Target, ToolMock, Turn, Verbosity,
 };
 pub use resolve::{is_ci, resolve, CliOverrides};
 pub use shard::{owner as shard_owner, Shard};

@@ -28,7 +28,7 @@ pub const SPEC_VERSION: u32 = 1;
 /// One spec file.
 ///
 /// Top-level keys: `version`, `name`, `app` (required), `cassettes`, `match`, `tools`,
-/// `execution`, `cases` (required, at least one).
+/// `mcp`, `execution`, `egress`, `cases` (required, at least one).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Spec {
     /// The file the spec was read from, as given (used in messages and reports).
@@ -56,6 +56,8 @@ pub struct Spec {
     pub mcp: BTreeMap<String, String>,
     /// `execution:`: run settings that the command line and the environment can override.
     pub execution: Execution,
+    /// `egress:`: the traffic around the model APIs a case's program may have.
+    pub egress: Egress,
     /// `cases:` (required, a non-empty list), in file order.
     pub cases: Vec<Case>,
 }
@@ -184,6 +186,90 @@ pub struct Execution {
     /// `reports:` (a mapping from a report format to a file, relative to the spec's
     /// directory): after each run, the report of this spec's cases in each format.
     pub reports: Vec<(ReportFormat, PathBuf)>,
+}
+
+/// `egress:` — what a program may reach besides the model APIs the proxy serves.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Egress {
+    /// `allow:` (list of host patterns): hosts a replay still lets the program reach
+    /// through the proxy (a tool's web API that needs no recording).
+    pub allow: Vec<HostPattern>,
+    /// `require:` (`contained` | `intercepted`): the level a run must reach, or it cannot
+    /// certify anything and fails.
+    pub require: Option<Require>,
+}
+
+/// The least containment a spec accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Require {
+    Contained,
+    Intercepted,
+}
+
+impl Require {
+    pub const ALL: [Require; 2] = [Require::Contained, Require::Intercepted];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Require::Contained => "contained",
+            Require::Intercepted => "intercepted",
+        }
+    }
+}
+
+/// A host a program may reach: `api.example.com`, `api.example.com:8443` (that port
+/// only), `*.example.com` (any host under the domain).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostPattern {
+    /// Lowercase; `*.` kept for a domain.
+    host: String,
+    port: Option<u16>,
+}
+
+impl HostPattern {
+    pub fn parse(text: &str) -> Result<HostPattern, String> {
+        let lower = text.trim().to_ascii_lowercase();
+        let (host, port) = match lower.rsplit_once(':') {
+            Some((h, p)) => (
+                h.to_owned(),
+                Some(
+                    p.parse::<u16>()
+                        .map_err(|_| format!("`{text}`: the port must be a number up to 65535"))?,
+                ),
+            ),
+            None => (lower, None),
+        };
+        let name = host.strip_prefix("*.").unwrap_or(&host);
+        let valid = !name.is_empty()
+            && name.split('.').all(|label| {
+                !label.is_empty() && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+            });
+        if !valid {
+            return Err(format!(
+                "`{text}` is not a host: give a name like api.example.com, *.example.com or api.example.com:8443"
+            ));
+        }
+        Ok(HostPattern { host, port })
+    }
+
+    /// Does `host:port` fall under this pattern?
+    pub fn matches(&self, host: &str, port: u16) -> bool {
+        let host = host.trim_end_matches('.').to_ascii_lowercase();
+        let by_name = match self.host.strip_prefix('*') {
+            Some(domain) => host.ends_with(domain) && host.len() > domain.len(),
+            None => host == self.host,
+        };
+        by_name && self.port.is_none_or(|p| p == port)
+    }
+}
+
+impl std::fmt::Display for HostPattern {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.port {
+            Some(p) => write!(f, "{}:{p}", self.host),
+            None => f.write_str(&self.host),
+        }
+    }
 }
 
 /// A report file's format (`--report`, `execution.reports`).

@@ -37,11 +37,13 @@ pub(super) const TOP_KEYS: &[&str] = &[
     "tools",
     "mcp",
     "execution",
+    "egress",
     "cases",
 ];
 pub(super) const APP_KEYS: &[&str] = &["command", "url", "env", "timeout", "reply_until", "cwd"];
 pub(super) const MATCH_KEYS: &[&str] = &["ignore", "holes", "repeat"];
 pub(super) const HOLE_KEYS: &[&str] = &["name", "regex", "in"];
+pub(super) const EGRESS_KEYS: &[&str] = &["allow", "require"];
 pub(super) const EXECUTION_KEYS: &[&str] = &[
     "mode",
     "parallel",

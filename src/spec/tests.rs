@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::model::{App, Count, Execution, MockRule, Pos, Turn};
+use super::model::{App, Count, Egress, Execution, MockRule, Pos, Require, Turn};
 use super::*;
 use crate::cassette::format::{Hole, MatchRules};
 use crate::fault::CrashPoint;
@@ -169,6 +169,7 @@ fn a_full_spec_parses_to_the_model() {
             max_age: None,
             reports: vec![],
         },
+        egress: Egress::default(),
         cases: vec![
             Case {
                 at: Pos::new(29, 5),
@@ -379,7 +380,7 @@ fn errors_point_at_file_line_and_column() {
         ),
         (
             "command: python app.py\n",
-            "specs/weather.yaml:1:1: unknown key `command` in the spec; expected one of: version, name, app, cassettes, match, tools, mcp, execution, cases\n  hint: `command` belongs under `app:`".into(),
+            "specs/weather.yaml:1:1: unknown key `command` in the spec; expected one of: version, name, app, cassettes, match, tools, mcp, execution, egress, cases\n  hint: `command` belongs under `app:`".into(),
         ),
         (
             &format!("{app}execution: {{mdoe: replay}}\n"),
@@ -391,7 +392,7 @@ fn errors_point_at_file_line_and_column() {
         ),
         (
             "app: {command: a}\ntimeout: 5s\n",
-            "specs/weather.yaml:2:1: unknown key `timeout` in the spec; expected one of: version, name, app, cassettes, match, tools, mcp, execution, cases\n  hint: `timeout` belongs under `execution:` (for a whole case) or `app:` (for one turn)".into(),
+            "specs/weather.yaml:2:1: unknown key `timeout` in the spec; expected one of: version, name, app, cassettes, match, tools, mcp, execution, egress, cases\n  hint: `timeout` belongs under `execution:` (for a whole case) or `app:` (for one turn)".into(),
         ),
         (
             "app: python app.py\n",
@@ -962,4 +963,32 @@ fn execution_reports_name_a_file_per_format_beside_the_spec() {
         e.contains("expected a mapping for `execution.reports`"),
         "{e}"
     );
+}
+
+#[test]
+fn egress_allows_host_patterns_and_requires_a_level() {
+    let spec = |egress: &str| {
+        parse(
+            &format!("app: {{command: a}}\negress: {egress}\ncases: [{{name: a, input: x}}]\n"),
+            Path::new("s.yaml"),
+        )
+    };
+    let s = spec("{allow: [api.example.test, '*.tools.test', 'db.test:5432'], require: contained}")
+        .unwrap();
+    assert_eq!(s.egress.require, Some(Require::Contained));
+    let allowed = |host: &str, port: u16| s.egress.allow.iter().any(|p| p.matches(host, port));
+    assert!(allowed("api.example.test", 443) && allowed("API.Example.test.", 80));
+    assert!(allowed("a.tools.test", 443) && allowed("x.y.tools.test", 443));
+    assert!(!allowed("tools.test", 443) && !allowed("eviltools.test", 443));
+    assert!(allowed("db.test", 5432) && !allowed("db.test", 443));
+    assert!(!allowed("example.test", 443));
+    for (egress, error) in [
+        ("{allow: [not a host]}", "s.yaml:2:18: `egress.allow[0]`: `not a host` is not a host"),
+        ("{allow: ['db.test:http']}", "s.yaml:2:18: `egress.allow[0]`: `db.test:http`: the port must be a number"),
+        ("{require: sealed}", "s.yaml:2:19: unknown value `sealed` for `egress.require`; expected one of contained, intercepted"),
+        ("{deny: [x.test]}", "s.yaml:2:10: unknown key `deny` in `egress`; expected one of: allow, require"),
+    ] {
+        let e = spec(egress).unwrap_err().to_string();
+        assert!(e.starts_with(error), "{egress}: {e}");
+    }
 }

@@ -11,10 +11,20 @@ use std::sync::Arc;
 /// Traffic to a host the proxy does not stand in for.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct Egress {
-    /// Tunnels passed through (while recording).
+    /// Tunnels passed through while recording.
     pub passed: usize,
+    /// Tunnels to a host the run allows (`--allow-host`, `egress.allow`), in any mode.
+    pub allowed: usize,
     /// Tunnels refused (in a replay).
     pub refused: usize,
+}
+
+/// What became of one tunnel to another host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Passage {
+    Passed,
+    Allowed,
+    Refused,
 }
 
 /// The most tunnels open at once; more are refused (a runaway client cannot exhaust the
