@@ -432,7 +432,9 @@ async fn ollama_records_and_replays_tools_streams_and_plain_http() {
 
 /// Semantic Kernel's OpenAI, Azure OpenAI and Ollama connectors, the kernel calling the
 /// tool itself (automatic function calling), streamed and not: recorded against the
-/// fakes, replayed with them stopped and no key, the same output.
+/// fakes, replayed with them stopped and no key, the same output. One Azure connector
+/// has an `https://…openai.azure.com` endpoint of its own (as HoloDeck gives it), which
+/// the proxy intercepts as the program's HTTPS proxy.
 #[tokio::test(flavor = "multi_thread")]
 async fn semantic_kernel_connectors_record_and_replay() {
     let Some(python) = python_in(".venv-sk") else {
@@ -462,14 +464,14 @@ async fn semantic_kernel_connectors_record_and_replay() {
     ];
     let recorded = agentproxy(args, &keys).await;
     assert!(recorded.status.success(), "record failed: {recorded}");
-    for connector in ["openai", "azure", "ollama"] {
+    for connector in ["openai", "azure", "azure-https", "ollama"] {
         for how in ["whole", "stream"] {
             let line = format!("{connector} {how} reply: It is 18°C and sunny in Paris.\n");
             assert!(recorded.stdout.contains(&line), "no {line:?}: {recorded}");
         }
     }
     let call = r#"tool call: get_weather {"city": "Paris", "unit": "celsius"}"#;
-    assert_eq!(recorded.stdout.matches(call).count(), 6, "{recorded}");
+    assert_eq!(recorded.stdout.matches(call).count(), 8, "{recorded}");
     let text = std::fs::read_to_string(&cassette).expect("no cassette");
     assert!(!text.contains(API_KEY), "the key reached the cassette");
     let written: serde_json::Value = serde_json::from_str(&text).unwrap();
@@ -490,7 +492,10 @@ async fn semantic_kernel_connectors_record_and_replay() {
     let native = ("ollama.chat", "/api/chat");
     assert_eq!(
         paths,
-        [chat, chat, chat, chat, azure, azure, azure, azure, native, native, native, native]
+        [
+            chat, chat, chat, chat, azure, azure, azure, azure, azure, azure, azure, azure, native,
+            native, native, native
+        ]
     );
     openai.stop().await;
     ollama.stop().await;

@@ -5,6 +5,9 @@ function calling, through three of its connectors, each not streamed, then strea
 - `AzureChatCompletion`: AZURE_OPENAI_BASE_URL, the deployment `weather-gpt-4o`.
   Semantic Kernel refuses an `http` AZURE_OPENAI_ENDPOINT, even when a base URL is given
   and the endpoint goes unused, so the script drops the endpoint agentproxy sets;
+- `AzureChatCompletion` again, the way HoloDeck's agent.yaml gives it: an `https://`
+  endpoint of its own (`weather-agent.openai.azure.com`), no base URL. It reaches the
+  proxy as its HTTPS forward proxy (HTTPS_PROXY), which intercepts the Azure host;
 - `OllamaChatCompletion`: the ollama client reads OLLAMA_HOST.
 
 agentproxy sets those variables. The kernel runs the tool (`weather-get_weather`, as
@@ -51,11 +54,19 @@ class Weather:
 
 def connectors():
     os.environ.pop("AZURE_OPENAI_ENDPOINT", None)
+    azure = AzureChatCompletion(deployment_name="weather-gpt-4o", api_version="2024-10-21")
+    # As HoloDeck configures it: its own https endpoint, which no variable overrides.
+    os.environ.pop("AZURE_OPENAI_BASE_URL", None)
+    azure_https = AzureChatCompletion(
+        deployment_name="weather-gpt-4o",
+        api_version="2024-10-21",
+        endpoint="https://weather-agent.openai.azure.com",
+    )
     return [
         ("openai", OpenAIChatCompletion(ai_model_id="gpt-4o-mini"),
          OpenAIChatPromptExecutionSettings),
-        ("azure", AzureChatCompletion(deployment_name="weather-gpt-4o", api_version="2024-10-21"),
-         AzureChatPromptExecutionSettings),
+        ("azure", azure, AzureChatPromptExecutionSettings),
+        ("azure-https", azure_https, AzureChatPromptExecutionSettings),
         ("ollama", OllamaChatCompletion(ai_model_id="llama3.2"),
          OllamaChatPromptExecutionSettings),
     ]
