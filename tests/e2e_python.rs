@@ -651,3 +651,69 @@ async fn another_host_is_named_while_recording_and_refused_in_a_replay() {
     );
     server.abort();
 }
+
+/// HTTP/2 through an intercepted tunnel (its TLS offers `h2`): httpx records and replays.
+#[tokio::test(flavor = "multi_thread")]
+async fn http2_through_an_intercepted_tunnel_records_and_replays() {
+    record_then_replay("http2_client.py", &["HTTP/2: "]).await;
+}
+
+/// The forward proxy's edge, probed by the program itself (`tests/e2e/tunnels.py`): plain
+/// text in a tunnel is closed, a WebSocket upgrade refused with a message, a client that
+/// trusts only its own roots fails with a word on pinning, and the open tunnels are
+/// bounded.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_forward_proxy_refuses_what_it_cannot_serve_and_bounds_its_tunnels() {
+    let Some(python) = python() else { return };
+    let cassette = repo().join("cassettes/examples/travel-agent/paris-weather.json");
+    let probe = |name: &str| {
+        let args: Vec<OsString> = vec![
+            "replay".into(),
+            "--cassette".into(),
+            cassette.clone().into_os_string(),
+            "--".into(),
+            python.clone().into_os_string(),
+            script("tunnels.py"),
+            name.into(),
+        ];
+        agentproxy(args, &[])
+    };
+    let plain = probe("plain").await;
+    assert!(
+        plain
+            .stdout
+            .contains("plain text in a tunnel: HTTP/1.1 200 OK; then closed"),
+        "{plain}"
+    );
+    assert!(
+        plain
+            .stderr
+            .contains("TLS with the program for api.openai.com failed"),
+        "{plain}"
+    );
+    let websocket = probe("websocket").await;
+    assert!(
+        websocket.stdout.contains("websocket: 501 agentproxy: GET /v1/realtime asks to switch to websocket: agentproxy records and replays HTTP exchanges only"),
+        "{websocket}"
+    );
+    let pinned = probe("pinned").await;
+    assert!(
+        pinned
+            .stdout
+            .contains("pinned client: CERTIFICATE_VERIFY_FAILED"),
+        "{pinned}"
+    );
+    assert!(
+        pinned
+            .stderr
+            .contains("(does it trust the session's CA, or pin certificates?)"),
+        "{pinned}"
+    );
+    let bounded = probe("bounded").await;
+    assert!(
+        bounded
+            .stdout
+            .contains("tunnels: 512 open, the next: HTTP/1.1 503 Service Unavailable"),
+        "{bounded}"
+    );
+}

@@ -148,7 +148,9 @@ fn dispatch(proxy: Arc<Proxy>, req: Request<Incoming>) -> Answer {
         return Box::pin(tunnel::connect(proxy, req, dispatch));
     }
     // A plain `http://` request sent through the proxy (absolute form) to another host.
-    if let Some(refused) = tunnel::plain_elsewhere(&proxy, &req) {
+    if let Some(refused) =
+        tunnel::upgrade_refused(&req).or_else(|| tunnel::plain_elsewhere(&proxy, &req))
+    {
         return Box::pin(std::future::ready(refused));
     }
     Box::pin(service::handle(proxy, req))

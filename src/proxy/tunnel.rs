@@ -10,7 +10,7 @@ use http::{Request, Response, StatusCode};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 
-use super::body::ProxyBody;
+use super::body::{ProxyBody, HEADER_READ_TIMEOUT};
 use super::conn::{self, Answer};
 use super::intercept::{Passage, MAX_TUNNELS};
 use super::state::Proxy;
@@ -50,12 +50,15 @@ pub(super) async fn connect(
         tokio::spawn(async move {
             let _permit = permit;
             let Ok(upgraded) = upgrade.await else { return };
-            let tls = match tokio_rustls::TlsAcceptor::from(config)
-                .accept(TokioIo::new(upgraded))
-                .await
-            {
-                Ok(tls) => tls,
-                Err(e) => {
+            let handshake = tokio_rustls::TlsAcceptor::from(config).accept(TokioIo::new(upgraded));
+            // A client that opens a tunnel and says nothing gives its place back.
+            let tls = match tokio::time::timeout(HEADER_READ_TIMEOUT, handshake).await {
+                Err(_) => {
+                    tracing::warn!("the program opened a tunnel to {host} and began no TLS within {HEADER_READ_TIMEOUT:?}");
+                    return;
+                }
+                Ok(Ok(tls)) => tls,
+                Ok(Err(e)) => {
                     // Most often a client that pins certificates or trusts only its own.
                     tracing::warn!("TLS with the program for {host} failed: {e} (does it trust the session's CA, or pin certificates?)");
                     return;
@@ -97,6 +100,25 @@ pub(super) async fn connect(
         let _ = tokio::io::copy_bidirectional(&mut TokioIo::new(upgraded), &mut remote).await;
     });
     text(StatusCode::OK, String::new())
+}
+
+/// A request that asks to switch protocols (a WebSocket, such as OpenAI's Realtime API):
+/// refused with a message, since agentproxy records and replays HTTP exchanges only.
+pub(super) fn upgrade_refused<B>(req: &Request<B>) -> Option<Response<ProxyBody>> {
+    let upgrade = req.headers().get(http::header::UPGRADE)?.to_str().ok()?;
+    // `h2c` (curl's HTTP/2 over plain HTTP) falls back to HTTP/1.1 when ignored.
+    if !upgrade.to_ascii_lowercase().contains("websocket") {
+        return None;
+    }
+    let what = upgrade;
+    Some(text(
+        StatusCode::NOT_IMPLEMENTED,
+        format!(
+            "agentproxy: {} {} asks to switch to {what}: agentproxy records and replays HTTP exchanges only (a WebSocket API is not supported)",
+            req.method(),
+            req.uri().path()
+        ),
+    ))
 }
 
 /// A plain `http://` request sent to the proxy as a forward proxy (its target in absolute
