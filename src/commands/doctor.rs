@@ -83,6 +83,7 @@ fn about(json: bool) -> Result<Exit> {
         &|name| std::env::var(name).ok(),
         kernel_release(),
         exe.map(|p| p.display().to_string()),
+        crate::runner::contain::available(),
     );
     if json {
         let text = serde_json::to_string_pretty(&report).map_err(Error::RenderReport)?;

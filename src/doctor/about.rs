@@ -20,6 +20,9 @@ pub struct About {
     pub executable: Option<String>,
     /// `AGENTPROXY_URL` of this environment: set under `agentproxy record|replay|test`.
     pub session: Option<String>,
+    /// Whether a program can be contained here (see `agentproxy docs egress`):
+    /// `available (network namespace)`, or `not available: REASON`.
+    pub containment: String,
     pub upstreams: Vec<Upstream>,
 }
 
@@ -40,6 +43,7 @@ pub fn about(
     env: &dyn Fn(&str) -> Option<String>,
     kernel: Option<String>,
     executable: Option<String>,
+    containment: Result<(), String>,
 ) -> About {
     let var = |name: &str| env(name).filter(|v| !v.trim().is_empty());
     let resolved = upstreams::resolve(&[], env);
@@ -70,6 +74,10 @@ pub fn about(
         kernel,
         executable,
         session: var("AGENTPROXY_URL"),
+        containment: match containment {
+            Ok(()) => "available (network namespace)".to_owned(),
+            Err(why) => format!("not available: {why}; programs are intercepted only"),
+        },
         upstreams,
     }
 }
@@ -91,6 +99,7 @@ pub fn render(a: &About) -> String {
         None => "none (AGENTPROXY_URL is not set)".to_owned(),
     };
     let _ = writeln!(out, "session     {session}");
+    let _ = writeln!(out, "containment {}", a.containment);
     out.push_str("upstreams   what `record` forwards to (--upstream PROVIDER=URL overrides)\n");
     let width = a
         .upstreams
@@ -120,7 +129,17 @@ mod tests {
             &env,
             Some("6.1.0".into()),
             Some("/usr/bin/agentproxy".into()),
+            Ok(()),
         )
+    }
+
+    #[test]
+    fn containment_that_the_system_forbids_says_why() {
+        let why = "the system does not let this user make a network namespace (unshare: Operation not permitted (os error 1))";
+        let a = about("0.1.0", &|_| None, None, None, Err(why.into()));
+        assert!(render(&a).contains(&format!(
+            "containment not available: {why}; programs are intercepted only\n"
+        )));
     }
 
     #[test]
@@ -138,6 +157,7 @@ mod tests {
             "  azure      none (no $AZURE_OPENAI_ENDPOINT or $AGENTPROXY_AZURE_UPSTREAM)\n",
             "  ollama     http://gpu.test:11434 ($OLLAMA_HOST)\n",
             "session     none (AGENTPROXY_URL is not set)\n",
+            "containment available (network namespace)\n",
             ", kernel 6.1.0\n",
             "executable  /usr/bin/agentproxy\n",
         ] {
