@@ -579,7 +579,7 @@ async fn another_host_is_named_while_recording_and_refused_in_a_replay() {
             .contains("through the proxy: hello from the other host"),
         "{recorded}"
     );
-    let other = format!("127.0.0.1:{port} (1)");
+    let other = format!("127.0.0.1:{port} ×1");
     assert!(
         recorded.stderr.contains(&format!("agentproxy: other hosts the program reached through the proxy (not recorded; a replay refuses them): {other}")),
         "{recorded}"

@@ -4,7 +4,7 @@
 use crate::cassette::{Cassette, MatchRules};
 use crate::cli::SessionArgs;
 use crate::error::{Error, Result};
-use crate::proxy::intercept::Egress;
+use crate::proxy::intercept::{self, Egress};
 use crate::proxy::{Options, Outcome, Session};
 use crate::runner::contain::Level;
 use crate::runner::plan::{Setup, Use};
@@ -199,7 +199,7 @@ pub fn egress_lines(out: &crate::proxy::Outcome, level: Option<&Level>) -> Vec<S
     let list = |pick: &dyn Fn(&Egress) -> usize| -> Vec<String> {
         (out.egress.iter())
             .filter(|(_, e)| pick(e) > 0)
-            .map(|(host, e)| format!("{host} ({})", pick(e)))
+            .map(|(host, e)| format!("{} ×{}", intercept::label(host), pick(e)))
             .collect()
     };
     let (passed, allowed, refused) = (

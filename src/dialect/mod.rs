@@ -16,6 +16,7 @@ pub mod openai_chat;
 pub mod openai_responses;
 mod provider;
 mod shared;
+mod telemetry;
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -33,6 +34,7 @@ pub use provider::{
 };
 pub(crate) use shared::delta_pieces;
 pub use shared::AssembleError;
+pub use telemetry::{telemetry_of, Telemetry, TELEMETRY};
 
 /// A route: the dialect and endpoint a request belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -2,7 +2,7 @@
 //! start offline, and the switches that stop SDK side traffic from going around the proxy.
 
 use crate::cassette::format::Upstreams;
-use crate::dialect::{Provider, PROVIDERS};
+use crate::dialect::{Provider, PROVIDERS, TELEMETRY};
 use crate::proxy::SECRET_VAR;
 
 /// One injected variable and why it was set.
@@ -42,7 +42,8 @@ pub fn injected(
         ));
     }
     if replay {
-        for v in PROVIDERS.iter().flat_map(|r| r.replay) {
+        let telemetry = TELEMETRY.iter().flat_map(|t| t.off);
+        for v in PROVIDERS.iter().flat_map(|r| r.replay).chain(telemetry) {
             if !is_set(v.name) {
                 out.push(var(v.name, v.value, v.why));
             }

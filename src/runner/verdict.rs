@@ -95,15 +95,16 @@ pub(crate) fn judge(ran: Ran) -> Verdict {
     // Traffic around the model APIs: refused in a replay (the case cannot be certified),
     // named while recording (a replay will refuse it).
     for (host, e) in &outcome.egress {
+        let host = crate::proxy::intercept::label(host);
         if e.refused > 0 {
             problems.push(format!(
-                "`{host}` is outside the cassette: the replay refused {} connection(s) to it",
+                "{host} is outside the cassette: the replay refused {} connection(s) to it",
                 e.refused
             ));
         }
         if e.passed > 0 {
             warnings.push(format!(
-                "the program reached `{host}` through the proxy ({} connection(s)); it is not recorded, and a replay refuses it",
+                "the program reached {host} through the proxy ({} connection(s)); it is not recorded, and a replay refuses it",
                 e.passed
             ));
         }

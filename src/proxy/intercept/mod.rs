@@ -19,6 +19,16 @@ pub struct Egress {
     pub refused: usize,
 }
 
+/// `host:port` as reports name it: with the telemetry service it belongs to, if known
+/// (`api.smith.langchain.com:443 (LangSmith telemetry)`).
+pub fn label(host_port: &str) -> String {
+    let host = host_port.rsplit_once(':').map_or(host_port, |(h, _)| h);
+    match crate::dialect::telemetry_of(host) {
+        Some(name) => format!("{host_port} ({name} telemetry)"),
+        None => host_port.to_owned(),
+    }
+}
+
 /// What became of one tunnel to another host.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Passage {
