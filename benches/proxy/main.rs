@@ -25,6 +25,7 @@ mod smoke;
 
 mod daemon;
 mod dialects;
+mod egress;
 mod load;
 mod miss;
 mod scenarios;
@@ -39,13 +40,13 @@ use std::time::Duration;
 use bytes::Bytes;
 use scenarios::{mb, Ctx};
 
-const SCENARIOS: [&str; 7] = [
-    "stages", "replay", "record", "stream", "startup", "streams", "miss",
+const SCENARIOS: [&str; 8] = [
+    "stages", "replay", "record", "stream", "startup", "streams", "miss", "egress",
 ];
 const SEED: u64 = 0x00A6_E7B0_0C5E;
 const USAGE: &str = "usage: cargo bench --bench proxy [-- OPTIONS]
   --quick                small sizes, one round (what `cargo test --all-targets` runs)
-  --scenario NAME        stages | replay | record | stream | startup | streams | miss
+  --scenario NAME        stages | replay | record | stream | startup | streams | miss | egress
                          (repeatable; default all)
   --rounds N             interleaved rounds per scenario; figures are medians (default 3)
   --requests N           distinct requests in the replay cassette (default 1000)
@@ -258,6 +259,7 @@ fn run(cfg: &Config) -> Result<usize, String> {
             "stream" => scenarios::stream(&mut ctx, &mut rss)?,
             "streams" => streams::run(&mut ctx, &mut rss)?,
             "miss" => miss::run(&mut ctx)?,
+            "egress" => egress::run(&mut ctx)?,
             _ => scenarios::startup(&mut ctx, &mut rss)?,
         }
     }
