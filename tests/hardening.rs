@@ -1228,3 +1228,77 @@ print("done")
     }
     fake.stop().await;
 }
+
+/// Containment as an unprivileged user (a user namespace, then the network namespace):
+/// the program keeps its own ids (mapped to themselves), its network has only loopback,
+/// and a server on the host's loopback is out of its reach. Where the system refuses the
+/// namespaces to that user, the run says why and the program still runs.
+#[test]
+fn an_unprivileged_user_is_contained_in_a_user_namespace_or_told_why_not() {
+    // SAFETY: geteuid only reads process state.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: switching to an unprivileged user needs root");
+        return;
+    }
+    let host = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = host.local_addr().unwrap().port();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let proxy = d.join("agentproxy");
+    std::fs::hard_link(bin(), &proxy)
+        .or_else(|_| std::fs::copy(bin(), &proxy).map(|_| ()))
+        .unwrap();
+    std::fs::write(d.join("c.json"), cassette_with("")).unwrap();
+    // The program: its ids inside, its interfaces, then a connection to the host's server.
+    let program = format!(
+        "cat /proc/self/uid_map; tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | tr '\\n' ' '; echo; \
+         (exec 3<>/dev/tcp/127.0.0.1/{port} && echo reached || echo unreachable) 2>/dev/null"
+    );
+    let out = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "env",
+            "-i",
+            "PATH=/usr/bin:/bin",
+        ])
+        .arg(&proxy)
+        .args([
+            "replay",
+            "--cassette",
+            "c.json",
+            "--",
+            "bash",
+            "-c",
+            &program,
+        ])
+        .current_dir(d)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    if stderr.contains("agentproxy: egress: contained (network namespace)") {
+        assert!(out.status.success(), "{stderr}");
+        let ids: Vec<&str> = stdout
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .split_whitespace()
+            .collect();
+        assert_eq!(ids, ["65534", "65534", "1"], "{stdout}");
+        assert!(stdout.contains("\nlo \n"), "only loopback: {stdout}");
+        assert!(stdout.contains("unreachable"), "{stdout}");
+    } else {
+        assert!(
+            stderr.contains("agentproxy: egress: not contained: the system does not let this user make a network namespace"),
+            "{stderr}"
+        );
+        assert!(stdout.contains("reached"), "{stdout}");
+    }
+    drop(host);
+}

@@ -87,14 +87,18 @@ fn probe() -> Result<(), String> {
     if !cfg!(target_os = "linux") {
         return Err("network namespaces are Linux's".to_owned());
     }
-    // SAFETY: the child calls only async-signal-safe functions (unshare, _exit).
+    let (uid_map, gid_map) = id_maps();
+    // SAFETY: the child makes only raw system calls on memory prepared before the fork,
+    // then leaves with _exit.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
         return Err(format!("fork: {}", io::Error::last_os_error()));
     }
     if pid == 0 {
-        let code = match unshare_net() {
-            Ok(_) => 0,
+        // All of it, as the program's start does: a system may allow `unshare` and refuse
+        // the id maps (Ubuntu's restriction of unprivileged user namespaces does).
+        let code = match isolate(&uid_map, &gid_map) {
+            Ok(()) => 0,
             Err(errno) => errno.clamp(1, 255),
         };
         // SAFETY: leaves the forked child at once.
@@ -106,10 +110,33 @@ fn probe() -> Result<(), String> {
     match libc::WEXITSTATUS(status) {
         0 => Ok(()),
         errno => Err(format!(
-            "the system does not let this user make a network namespace (unshare: {})",
+            "the system does not let this user make a network namespace ({})",
             io::Error::from_raw_os_error(errno)
         )),
     }
+}
+
+/// This process's user and group, each mapped to itself (what `/proc/self/uid_map` and
+/// `gid_map` take), made before a fork.
+fn id_maps() -> (Vec<u8>, Vec<u8>) {
+    // SAFETY: getuid and getgid cannot fail.
+    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+    (
+        format!("{uid} {uid} 1\n").into_bytes(),
+        format!("{gid} {gid} 1\n").into_bytes(),
+    )
+}
+
+/// In a forked child: a new network namespace with loopback up (and, in a new user
+/// namespace, the ids mapped).
+fn isolate(uid_map: &[u8], gid_map: &[u8]) -> Result<(), i32> {
+    if unshare_net()? {
+        // Mapping one's own ids needs no privilege once setgroups is denied.
+        let _ = write_file(c"/proc/self/setgroups", b"deny");
+        write_file(c"/proc/self/uid_map", uid_map)?;
+        write_file(c"/proc/self/gid_map", gid_map)?;
+    }
+    loopback_up()
 }
 
 /// Enter a new network namespace: as root, directly (the program keeps every user it
@@ -209,13 +236,7 @@ impl Jail {
 /// In the forked child: a new network namespace with loopback up, a listener on
 /// `127.0.0.1:port` in it, sent over `sock`.
 fn enter(sock: RawFd, port: u16, uid_map: &[u8], gid_map: &[u8]) -> Result<(), i32> {
-    if unshare_net()? {
-        // Mapping one's own ids needs no privilege once setgroups is denied.
-        let _ = write_file(c"/proc/self/setgroups", b"deny");
-        write_file(c"/proc/self/uid_map", uid_map)?;
-        write_file(c"/proc/self/gid_map", gid_map)?;
-    }
-    loopback_up()?;
+    isolate(uid_map, gid_map)?;
     let listener = listen(port)?;
     let sent = send_fd(sock, listener);
     // SAFETY: the parent has its own copy now (or the start fails).
