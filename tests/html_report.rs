@@ -147,14 +147,19 @@ fn failing_travel_spec(dir: &Path) -> PathBuf {
     spec
 }
 
+/// The report of the travel example's two specs and [`failing_travel_spec`], in `dir`.
+fn examples_report(dir: &Path) -> (i32, PathBuf) {
+    let failing = failing_travel_spec(dir);
+    let travel = repo().join("examples/travel-agent/travel.yaml");
+    let faults = repo().join("examples/travel-agent/faults.yaml");
+    report(dir, &[&travel, &faults, &failing])
+}
+
 #[test]
 fn the_examples_report_shows_the_failure_first_and_filters_in_a_browser() {
     let Some(chromium) = chromium() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let failing = failing_travel_spec(dir.path());
-    let travel = repo().join("examples/travel-agent/travel.yaml");
-    let faults = repo().join("examples/travel-agent/faults.yaml");
-    let (code, html) = report(dir.path(), &[&travel, &faults, &failing]);
+    let (code, html) = examples_report(dir.path());
     assert_eq!(code, 1);
     let size = std::fs::metadata(&html).unwrap().len();
     assert!(size < 200_000, "{size} bytes");
@@ -318,10 +323,7 @@ fn keys(chromium: &Path, file: &Path, steps: serde_json::Value) -> Vec<serde_jso
 fn the_report_works_from_the_keyboard() {
     let Some(chromium) = chromium() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let failing = failing_travel_spec(dir.path());
-    let travel = repo().join("examples/travel-agent/travel.yaml");
-    let faults = repo().join("examples/travel-agent/faults.yaml");
-    let (_, html) = report(dir.path(), &[&travel, &faults, &failing]);
+    let (_, html) = examples_report(dir.path());
     let focused =
         "(e => e.tagName + ' ' + e.textContent.trim().slice(0, 20))(document.activeElement)";
     let shown = "document.getElementById('shown').textContent";

@@ -219,8 +219,10 @@ async fn record_then_replay_with_mocks_and_a_broken_expectation() {
     fake.stop().await;
 }
 
-#[test]
-fn a_changed_input_misses_the_cassette_and_fails_with_the_nearest_recording() {
+/// A temp dir with `s.yaml`: the travel example's agent, the spec lines `top` (each
+/// ending in a newline), and one case `paris` whose `input:` is `input` (with what follows
+/// it), over a copy of the example's recorded Paris cassette.
+fn travel_paris(top: &str, input: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     std::fs::create_dir_all(d.join("cassettes")).unwrap();
@@ -234,13 +236,23 @@ fn a_changed_input_misses_the_cassette_and_fails_with_the_nearest_recording() {
     std::fs::write(
         d.join("s.yaml"),
         format!(
-            "app:\n  command: [{}, {}]\ncassettes: cassettes\nexecution:\n  reports: {{html: out/report.html, json: out/report.json}}\n\
-             tools:\n  get_time: {{result: {{time: noon}}}}\ncases:\n  - name: paris\n    input: What's the weather in Lyon?\n    expect:\n      calls: [get_weather]\n      reply: '18'\n",
+            "app:\n  command: [{}, {}]\ncassettes: cassettes\n{top}cases:\n  - name: paris\n    input: {input}\n",
             python.display(),
             agent.display()
         ),
     )
     .unwrap();
+    dir
+}
+
+#[test]
+fn a_changed_input_misses_the_cassette_and_fails_with_the_nearest_recording() {
+    let dir = travel_paris(
+        "execution:\n  reports: {html: out/report.html, json: out/report.json}\n\
+         tools:\n  get_time: {result: {time: noon}}\n",
+        "What's the weather in Lyon?\n    expect:\n      calls: [get_weather]\n      reply: '18'",
+    );
+    let d = dir.path();
     let r = run_in(d, &["test", "s.yaml", "--mode", "replay"]);
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(r.stderr.contains("Lyon"), "{}", r.stderr);
@@ -861,26 +873,11 @@ async fn a_case_cassette_names_its_case_mocks_and_faults_and_plain_replay_points
 /// allows it, the same case passes, and the reports record the level.
 #[test]
 fn a_required_containment_not_reached_fails_the_case_as_uncertified() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = travel_paris(
+        "egress:\n  require: contained\n",
+        "What's the weather in Paris?",
+    );
     let d = dir.path();
-    std::fs::create_dir_all(d.join("cassettes")).unwrap();
-    std::fs::copy(
-        repo().join("cassettes/examples/travel-agent/paris-weather.json"),
-        d.join("cassettes/paris.json"),
-    )
-    .unwrap();
-    let agent = repo().join("examples/travel-agent/agent.py");
-    let python = repo().join(".venv/bin/python");
-    std::fs::write(
-        d.join("s.yaml"),
-        format!(
-            "app:\n  command: [{}, {}]\ncassettes: cassettes\negress:\n  require: contained\n\
-             cases:\n  - name: paris\n    input: What's the weather in Paris?\n",
-            python.display(),
-            agent.display()
-        ),
-    )
-    .unwrap();
     let off = run_in(
         d,
         &[

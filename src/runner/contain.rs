@@ -326,21 +326,37 @@ union Cmsg {
     _align: libc::cmsghdr,
 }
 
+/// A message of the one byte in `byte` with `control` bytes of `cmsg` as its control
+/// data. Both must outlive the message's use.
+///
+/// # Safety
+/// The message points into `byte`, `iov` and `cmsg`; use it only while they live.
+unsafe fn message(
+    byte: &mut [u8; 1],
+    iov: &mut libc::iovec,
+    cmsg: &mut Cmsg,
+    control: usize,
+) -> libc::msghdr {
+    *iov = libc::iovec {
+        iov_base: byte.as_mut_ptr().cast(),
+        iov_len: 1,
+    };
+    // SAFETY: a zeroed msghdr is valid; its pointers are set to the live buffers given.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = iov;
+    msg.msg_iovlen = 1;
+    // SAFETY: every field of the union is plain bytes.
+    msg.msg_control = unsafe { cmsg.buf.as_mut_ptr().cast() };
+    msg.msg_controllen = control as _;
+    msg
+}
+
 fn send_fd(sock: RawFd, fd: RawFd) -> Result<(), i32> {
     // SAFETY: sendmsg(2) of one byte with one SCM_RIGHTS descriptor, all on the stack.
     unsafe {
-        let mut byte = [0u8; 1];
-        let mut iov = libc::iovec {
-            iov_base: byte.as_mut_ptr().cast(),
-            iov_len: 1,
-        };
-        let mut cmsg: Cmsg = std::mem::zeroed();
+        let (mut byte, mut iov, mut cmsg) = ([0u8; 1], std::mem::zeroed(), std::mem::zeroed());
         let space = libc::CMSG_SPACE(std::mem::size_of::<RawFd>() as u32) as usize;
-        let mut msg: libc::msghdr = std::mem::zeroed();
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = cmsg.buf.as_mut_ptr().cast();
-        msg.msg_controllen = space as _;
+        let msg = message(&mut byte, &mut iov, &mut cmsg, space);
         let c = libc::CMSG_FIRSTHDR(&msg);
         (*c).cmsg_level = libc::SOL_SOCKET;
         (*c).cmsg_type = libc::SCM_RIGHTS;
@@ -357,17 +373,8 @@ fn receive_fd(sock: RawFd) -> io::Result<RawFd> {
     // SAFETY: recvmsg(2) into stack buffers; the descriptor is read only from a
     // SCM_RIGHTS message of the right length.
     unsafe {
-        let mut byte = [0u8; 1];
-        let mut iov = libc::iovec {
-            iov_base: byte.as_mut_ptr().cast(),
-            iov_len: 1,
-        };
-        let mut cmsg: Cmsg = std::mem::zeroed();
-        let mut msg: libc::msghdr = std::mem::zeroed();
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = cmsg.buf.as_mut_ptr().cast();
-        msg.msg_controllen = std::mem::size_of::<Cmsg>() as _;
+        let (mut byte, mut iov, mut cmsg) = ([0u8; 1], std::mem::zeroed(), std::mem::zeroed());
+        let mut msg = message(&mut byte, &mut iov, &mut cmsg, std::mem::size_of::<Cmsg>());
         if libc::recvmsg(sock, &mut msg, libc::MSG_DONTWAIT | libc::MSG_CMSG_CLOEXEC) != 1 {
             return Err(io::Error::last_os_error());
         }
