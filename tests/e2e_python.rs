@@ -545,8 +545,9 @@ async fn other_host() -> (u16, tokio::task::JoinHandle<()>) {
 }
 
 /// Traffic to another host goes through while recording and is named; a replay refuses
-/// it, names it and fails. Contained (where the machine allows it), the program reaches
-/// that host only through the proxy: directly, the host's loopback is not its loopback.
+/// it, names it and fails; allowed, a replay lets it through. Contained (where the machine
+/// allows it), the program reaches that host only through the proxy (directly, the host's
+/// loopback is not its loopback) unless the allowed host is a loopback port, relayed.
 #[tokio::test(flavor = "multi_thread")]
 async fn another_host_is_named_while_recording_and_refused_in_a_replay() {
     let Some(python) = python() else { return };
@@ -628,7 +629,8 @@ async fn another_host_is_named_while_recording_and_refused_in_a_replay() {
         "--cassette".into(),
         cassette.clone().into_os_string(),
     ];
-    args.extend(["--allow-host".into(), "127.0.0.1".into()]);
+    // With its port, a loopback host is also relayed into a contained program's network.
+    args.extend(["--allow-host".into(), format!("127.0.0.1:{port}").into()]);
     args.extend([
         "--".into(),
         python.clone().into_os_string(),
@@ -647,6 +649,10 @@ async fn another_host_is_named_while_recording_and_refused_in_a_replay() {
         allowed.stderr.contains(&format!(
             "agentproxy: allowed hosts the program reached through the proxy: {other}"
         )),
+        "{allowed}"
+    );
+    assert!(
+        allowed.stdout.contains("directly: hello from the other host"),
         "{allowed}"
     );
     server.abort();

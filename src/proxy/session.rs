@@ -18,6 +18,8 @@ pub(crate) struct Session {
     bundle: Option<tempfile::NamedTempFile>,
     /// Listeners inside contained programs' namespaces (see `runner::contain`).
     more: std::sync::Mutex<Vec<Running>>,
+    /// Relays from inside those namespaces to ports of the host's loopback.
+    relays: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
 
 impl Session {
@@ -48,7 +50,41 @@ impl Session {
             running,
             bundle,
             more: std::sync::Mutex::default(),
+            relays: std::sync::Mutex::default(),
         })
+    }
+
+    /// The ports of the host's loopback a contained program may reach as its own: those
+    /// the run allows (`--allow-host 127.0.0.1:PORT`, a spec's `egress.allow`).
+    pub(crate) fn relayed_ports(&self) -> Vec<u16> {
+        let mut ports: Vec<u16> = (self.proxy.opts.allow.iter())
+            .filter_map(|p| p.loopback_port())
+            .filter(|p| *p != self.addr().port())
+            .collect();
+        ports.sort_unstable();
+        ports.dedup();
+        ports
+    }
+
+    /// Relay each connection to `listener` (inside a contained program's namespace) to
+    /// `port` of the host's loopback, until the session stops.
+    pub(crate) fn relay(&self, listener: std::net::TcpListener, port: u16) -> std::io::Result<()> {
+        let listener = tokio::net::TcpListener::from_std(listener)?;
+        let task = tokio::spawn(async move {
+            while let Ok((mut inside, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    if let Ok(mut host) = tokio::net::TcpStream::connect(("127.0.0.1", port)).await
+                    {
+                        let _ = tokio::io::copy_bidirectional(&mut inside, &mut host).await;
+                    }
+                });
+            }
+        });
+        self.relays
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(task);
+        Ok(())
     }
 
     /// Serve on `listener` too (one a contained program made in its namespace) until the
@@ -115,6 +151,9 @@ impl Session {
     pub(crate) async fn stop_unless(self, hurry: impl std::future::Future<Output = ()>) -> Outcome {
         // A request still held would keep its connection, and the drain, waiting.
         self.proxy.crash.release();
+        for relay in std::mem::take(&mut *self.relays.lock().unwrap_or_else(|p| p.into_inner())) {
+            relay.abort();
+        }
         let more = std::mem::take(&mut *self.more.lock().unwrap_or_else(|p| p.into_inner()));
         for running in more {
             running.stop().await;

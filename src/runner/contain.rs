@@ -69,10 +69,24 @@ pub(crate) fn spawn(
         }
         return Ok((cmd.spawn()?, Level::NotContained(why)));
     }
-    let jail = Jail::new(addr.port())?;
+    let relayed = session.relayed_ports();
+    let jail = Jail::new(
+        [addr.port()]
+            .into_iter()
+            .chain(relayed.iter().copied())
+            .collect(),
+    )?;
     jail.apply(cmd);
     let child = cmd.spawn()?;
-    session.serve_also(jail.listener()?)?;
+    let mut listeners = jail.listeners()?.into_iter();
+    session.serve_also(
+        listeners
+            .next()
+            .ok_or_else(|| io::Error::other("no listener"))?,
+    )?;
+    for (listener, port) in listeners.zip(relayed) {
+        session.relay(listener, port)?;
+    }
     Ok((child, Level::Contained))
 }
 
@@ -173,14 +187,16 @@ fn errno() -> i32 {
 pub struct Jail {
     parent: OwnedFd,
     child: OwnedFd,
-    port: u16,
+    /// The proxy's port, then each port relayed to the host's loopback.
+    ports: Vec<u16>,
     uid_map: Vec<u8>,
     gid_map: Vec<u8>,
 }
 
 impl Jail {
-    /// A jail whose listener is on `port` (the proxy's own) inside the namespace.
-    pub fn new(port: u16) -> io::Result<Jail> {
+    /// A jail whose listeners are on `ports` inside the namespace: the proxy's own
+    /// first, then those relayed to the host's loopback.
+    pub fn new(ports: Vec<u16>) -> io::Result<Jail> {
         let mut fds = [0; 2];
         // SAFETY: socketpair(2) fills two descriptors we then own.
         if unsafe {
@@ -197,51 +213,61 @@ impl Jail {
         // SAFETY: both descriptors were just made and are owned by nothing else.
         let (parent, child) =
             unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-        // SAFETY: getuid and getgid cannot fail.
-        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+        // The program keeps its own ids inside.
+        let (uid_map, gid_map) = id_maps();
         Ok(Jail {
             parent,
             child,
-            port,
-            // The program keeps its own ids inside.
-            uid_map: format!("{uid} {uid} 1\n").into_bytes(),
-            gid_map: format!("{gid} {gid} 1\n").into_bytes(),
+            ports,
+            uid_map,
+            gid_map,
         })
     }
 
     /// Make `cmd` start its program in the jail.
     pub fn apply(&self, cmd: &mut tokio::process::Command) {
         let child = self.child.as_raw_fd();
-        let port = self.port;
-        let (uid_map, gid_map) = (self.uid_map.clone(), self.gid_map.clone());
+        let (ports, uid_map, gid_map) = (
+            self.ports.clone(),
+            self.uid_map.clone(),
+            self.gid_map.clone(),
+        );
         // SAFETY: the closure runs between fork and exec and makes only raw system calls
         // on memory prepared before the fork.
         unsafe {
             cmd.pre_exec(move || {
-                enter(child, port, &uid_map, &gid_map).map_err(io::Error::from_raw_os_error)
+                enter(child, &ports, &uid_map, &gid_map).map_err(io::Error::from_raw_os_error)
             });
         }
     }
 
-    /// Once the program started: the listener the child made inside the namespace.
-    pub fn listener(self) -> io::Result<std::net::TcpListener> {
-        let fd = receive_fd(self.parent.as_raw_fd())?;
-        // SAFETY: the descriptor came to us over SCM_RIGHTS and is owned by nothing else.
-        let listener = unsafe { std::net::TcpListener::from_raw_fd(fd) };
-        listener.set_nonblocking(true)?;
-        Ok(listener)
+    /// Once the program started: the listeners the child made inside the namespace, in
+    /// the order of the ports.
+    pub fn listeners(self) -> io::Result<Vec<std::net::TcpListener>> {
+        (self.ports.iter())
+            .map(|_| {
+                let fd = receive_fd(self.parent.as_raw_fd())?;
+                // SAFETY: the descriptor came over SCM_RIGHTS and is owned by nothing else.
+                let listener = unsafe { std::net::TcpListener::from_raw_fd(fd) };
+                listener.set_nonblocking(true)?;
+                Ok(listener)
+            })
+            .collect()
     }
 }
 
 /// In the forked child: a new network namespace with loopback up, a listener on
-/// `127.0.0.1:port` in it, sent over `sock`.
-fn enter(sock: RawFd, port: u16, uid_map: &[u8], gid_map: &[u8]) -> Result<(), i32> {
+/// `127.0.0.1:PORT` in it for each of `ports`, each sent over `sock`.
+fn enter(sock: RawFd, ports: &[u16], uid_map: &[u8], gid_map: &[u8]) -> Result<(), i32> {
     isolate(uid_map, gid_map)?;
-    let listener = listen(port)?;
-    let sent = send_fd(sock, listener);
-    // SAFETY: the parent has its own copy now (or the start fails).
-    unsafe { libc::close(listener) };
-    sent
+    for &port in ports {
+        let listener = listen(port)?;
+        let sent = send_fd(sock, listener);
+        // SAFETY: the parent has its own copy now (or the start fails).
+        unsafe { libc::close(listener) };
+        sent?;
+    }
+    Ok(())
 }
 
 fn write_file(path: &std::ffi::CStr, data: &[u8]) -> Result<(), i32> {

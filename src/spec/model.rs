@@ -252,6 +252,13 @@ impl HostPattern {
         Ok(HostPattern { host, port })
     }
 
+    /// The port of the host's loopback this pattern names (`127.0.0.1:5432`,
+    /// `localhost:5432`), which a contained program reaches through a relay.
+    pub fn loopback_port(&self) -> Option<u16> {
+        self.port
+            .filter(|_| matches!(self.host.as_str(), "127.0.0.1" | "localhost"))
+    }
+
     /// Does `host:port` fall under this pattern?
     pub fn matches(&self, host: &str, port: u16) -> bool {
         let host = host.trim_end_matches('.').to_ascii_lowercase();
