@@ -512,7 +512,24 @@ async fn semantic_kernel_connectors_record_and_replay() {
 /// same output once the fake is stopped.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_hard_coded_provider_host_is_intercepted_recorded_and_replayed() {
-    record_then_replay("hardcoded_host.py", &["reply: "]).await;
+    let Some(python) = python() else { return };
+    let recording = record(&python, "hardcoded_host.py").await;
+    let replayed = replay(&python, &recording, "hardcoded_host.py", None).await;
+    assert!(replayed.status.success(), "{replayed}");
+    assert_eq!(replayed.stdout, recording.run.stdout);
+    assert!(
+        recording.run.stdout.contains("reply: "),
+        "{}",
+        recording.run
+    );
+    for run in [&recording.run, &replayed] {
+        assert!(
+            run.stderr
+                .contains("agentproxy: intercepted HTTPS to api.openai.com:443 ×"),
+            "{run}"
+        );
+    }
+    recording.fake.stop().await;
 }
 
 /// A server on the host's loopback answering every connection with one line, for as long
@@ -652,7 +669,9 @@ async fn another_host_is_named_while_recording_and_refused_in_a_replay() {
         "{allowed}"
     );
     assert!(
-        allowed.stdout.contains("directly: hello from the other host"),
+        allowed
+            .stdout
+            .contains("directly: hello from the other host"),
         "{allowed}"
     );
     server.abort();

@@ -202,7 +202,8 @@ pub fn egress_lines(out: &crate::proxy::Outcome, level: Option<&Level>) -> Vec<S
             .map(|(host, e)| format!("{} ×{}", intercept::label(host), pick(e)))
             .collect()
     };
-    let (passed, allowed, refused) = (
+    let (intercepted, passed, allowed, refused) = (
+        list(&|e| e.intercepted),
         list(&|e| e.passed),
         list(&|e| e.allowed),
         list(&|e| e.refused),
@@ -211,6 +212,12 @@ pub fn egress_lines(out: &crate::proxy::Outcome, level: Option<&Level>) -> Vec<S
         .map(|l| format!("agentproxy: egress: {l}"))
         .into_iter()
         .collect();
+    if !intercepted.is_empty() {
+        lines.push(format!(
+            "agentproxy: intercepted HTTPS to {} (served as the provider's base URL is)",
+            intercepted.join(", ")
+        ));
+    }
     if !passed.is_empty() {
         lines.push(format!(
             "agentproxy: other hosts the program reached through the proxy (not recorded; a replay refuses them): {}",

@@ -47,8 +47,8 @@ pub struct Outcome {
     pub fuzzed: bool,
     /// With a crash point: whether it passed, and the request it held.
     pub crash: Option<Crashed>,
-    /// Tunnels to hosts the proxy does not stand in for, by `host:port`: passed through
-    /// while recording, refused in a replay.
+    /// Tunnels through the forward proxy, by `host:port`: intercepted (a provider's
+    /// host), passed through while recording, allowed, or refused in a replay.
     pub egress: BTreeMap<String, Egress>,
     /// The known clients (`Claude Code`) whose requests were recorded.
     pub clients: BTreeSet<&'static str>,

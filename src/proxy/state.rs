@@ -64,7 +64,7 @@ pub(super) struct State {
     pub(super) mock_problems: Vec<String>,
     /// The known clients whose requests were recorded, by name.
     pub(super) clients: BTreeSet<&'static str>,
-    /// Tunnels to other hosts, by `host:port`.
+    /// Tunnels through the forward proxy, by `host:port`.
     pub(super) egress: BTreeMap<String, Egress>,
     /// Model requests so far, and per turn (faulted ones included).
     model_requests: usize,
@@ -97,11 +97,12 @@ impl Proxy {
         }
     }
 
-    /// Note a tunnel to a host the proxy does not stand in for.
+    /// Note a tunnel through the forward proxy.
     pub(super) fn note_egress(&self, host: &str, passage: Passage) {
         let mut st = self.lock();
         let e = st.egress.entry(host.to_owned()).or_default();
         *match passage {
+            Passage::Intercepted => &mut e.intercepted,
             Passage::Passed => &mut e.passed,
             Passage::Allowed => &mut e.allowed,
             Passage::Refused => &mut e.refused,

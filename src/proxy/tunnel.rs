@@ -47,6 +47,7 @@ pub(super) async fn connect(
             Ok(c) => c,
             Err(e) => return text(StatusCode::BAD_GATEWAY, format!("CONNECT {target}: {e}")),
         };
+        proxy.note_egress(&format!("{host}:{port}"), Passage::Intercepted);
         tokio::spawn(async move {
             let _permit = permit;
             let Ok(upgraded) = upgrade.await else { return };

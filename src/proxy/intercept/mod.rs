@@ -8,10 +8,12 @@ pub use ca::Authority;
 
 use std::sync::Arc;
 
-/// Traffic to a host the proxy does not stand in for.
+/// Tunnels through the forward proxy to one host.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct Egress {
-    /// Tunnels passed through while recording.
+    /// Tunnels to a provider's host, intercepted and served as its base URL is.
+    pub intercepted: usize,
+    /// Tunnels to another host passed through while recording.
     pub passed: usize,
     /// Tunnels to a host the run allows (`--allow-host`, `egress.allow`), in any mode.
     pub allowed: usize,
@@ -32,6 +34,7 @@ pub fn label(host_port: &str) -> String {
 /// What became of one tunnel to another host.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Passage {
+    Intercepted,
     Passed,
     Allowed,
     Refused,
