@@ -597,7 +597,14 @@ async fn another_host_is_named_while_recording_and_refused_in_a_replay() {
             .contains("through the proxy: hello from the other host"),
         "{recorded}"
     );
-    let other = format!("127.0.0.1:{port} ×1");
+    assert!(
+        recorded
+            .stdout
+            .contains("plain through the proxy: 200 hello from the other host"),
+        "{recorded}"
+    );
+    // Each run reaches it twice: a tunnel, and a plain request.
+    let other = format!("127.0.0.1:{port} ×2");
     assert!(
         recorded.stderr.contains(&format!("agentproxy: other hosts the program reached through the proxy (not recorded; a replay refuses them): {other}")),
         "{recorded}"
@@ -635,6 +642,12 @@ async fn another_host_is_named_while_recording_and_refused_in_a_replay() {
         "{replayed}"
     );
     assert!(
+        replayed.stdout.contains(&format!(
+            "plain through the proxy: 403 agentproxy: 127.0.0.1:{port} is outside the cassette"
+        )),
+        "{replayed}"
+    );
+    assert!(
         replayed.stderr.contains(&format!(
             "agentproxy: refused: {other} outside the cassette"
         )),
@@ -660,6 +673,12 @@ async fn another_host_is_named_while_recording_and_refused_in_a_replay() {
         allowed
             .stdout
             .contains("through the proxy: hello from the other host"),
+        "{allowed}"
+    );
+    assert!(
+        allowed
+            .stdout
+            .contains("plain through the proxy: 200 hello from the other host"),
         "{allowed}"
     );
     assert!(

@@ -120,7 +120,7 @@ pub(super) async fn handle(
 }
 
 /// Why a request body could not be read.
-enum BodyError {
+pub(super) enum BodyError {
     TooLarge,
     /// Nothing arrived for [`HEADER_READ_TIMEOUT`]: a client that sent half a body does not
     /// hold its connection for ever.
@@ -130,7 +130,7 @@ enum BodyError {
 
 /// The request body, at most `max` bytes, waiting at most [`HEADER_READ_TIMEOUT`] for each
 /// chunk. A body of one chunk (most are) is passed on without a copy.
-async fn read_request_body(body: Incoming, max: usize) -> Result<Bytes, BodyError> {
+pub(super) async fn read_request_body(body: Incoming, max: usize) -> Result<Bytes, BodyError> {
     let mut body = Limited::new(body, max);
     let mut chunks: Vec<Bytes> = Vec::new();
     loop {

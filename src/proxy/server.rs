@@ -147,13 +147,17 @@ fn dispatch(proxy: Arc<Proxy>, req: Request<Incoming>) -> Answer {
     if req.method() == http::Method::CONNECT {
         return Box::pin(tunnel::connect(proxy, req, dispatch));
     }
-    // A plain `http://` request sent through the proxy (absolute form) to another host.
-    if let Some(refused) =
-        tunnel::upgrade_refused(&req).or_else(|| tunnel::plain_elsewhere(&proxy, &req))
-    {
+    if let Some(refused) = tunnel::upgrade_refused(&req) {
         return Box::pin(std::future::ready(refused));
     }
-    Box::pin(service::handle(proxy, req))
+    // A plain `http://` request sent through the proxy (absolute form) to another host.
+    match tunnel::plain_elsewhere(&proxy, &req) {
+        Some(tunnel::Plain::Refused(refused)) => Box::pin(std::future::ready(refused)),
+        Some(tunnel::Plain::Forward(name, passage)) => {
+            Box::pin(tunnel::forward_plain(proxy, req, (name, passage)))
+        }
+        None => Box::pin(service::handle(proxy, req)),
+    }
 }
 
 /// Accept connections and answer each request with `handler` until `shutdown` resolves,

@@ -45,6 +45,7 @@ impl Session {
             )
         })
         .await?;
+        let _ = proxy.port.set(running.addr().port());
         Ok(Session {
             proxy,
             running,

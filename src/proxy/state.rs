@@ -39,6 +39,9 @@ pub struct Proxy {
     pub(super) crash: Crash,
     /// Bounds the forward proxy's open tunnels (see `intercept`).
     pub(super) tunnels: Arc<tokio::sync::Semaphore>,
+    /// The port the session listens on, once bound: a request in absolute form to it on
+    /// loopback is for the proxy itself.
+    pub(super) port: std::sync::OnceLock<u16>,
 }
 
 #[derive(Default)]
@@ -94,6 +97,7 @@ impl Proxy {
             faults,
             crash,
             tunnels: super::intercept::tunnels(),
+            port: std::sync::OnceLock::new(),
         }
     }
 

@@ -7,6 +7,7 @@
 use std::sync::Arc;
 
 use http::{Request, Response, StatusCode};
+use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 
@@ -14,6 +15,8 @@ use super::body::{ProxyBody, HEADER_READ_TIMEOUT};
 use super::conn::{self, Answer};
 use super::intercept::{Passage, MAX_TUNNELS};
 use super::state::Proxy;
+use super::upstream::Upstream;
+use crate::cassette::format::Upstreams;
 use crate::dialect;
 
 /// Answer a `CONNECT host:port`; an intercepted tunnel's requests are answered by `serve`.
@@ -122,27 +125,83 @@ pub(super) fn upgrade_refused<B>(req: &Request<B>) -> Option<Response<ProxyBody>
     ))
 }
 
-/// A plain `http://` request sent to the proxy as a forward proxy (its target in absolute
-/// form) for a host that is not a provider's: refused and named, in every mode (plain HTTP
-/// to other hosts is not forwarded). `None` for any other request.
-pub(super) fn plain_elsewhere<B>(proxy: &Proxy, req: &Request<B>) -> Option<Response<ProxyBody>> {
+/// What becomes of a plain `http://` request sent to the proxy as a forward proxy (its
+/// target in absolute form) for a host that is not a provider's.
+pub(super) enum Plain {
+    /// Forwarded to `host:port` as it is (while recording, or to an allowed host), and
+    /// named as it passes.
+    Forward(String, Passage),
+    /// Refused: the answer, the host named.
+    Refused(Response<ProxyBody>),
+}
+
+/// [`Plain`] for a request in absolute form to another host; `None` for any other
+/// request (origin form, a provider's host, the proxy's own loopback address).
+pub(super) fn plain_elsewhere<B>(proxy: &Proxy, req: &Request<B>) -> Option<Plain> {
     let target = req.uri().authority()?;
     // HTTP/2 names its target in every request; the proxy's own loopback address is
     // its base URL.
     let host = target.host().trim_start_matches('[').trim_end_matches(']');
+    let port = target.port_u16().unwrap_or(80);
     let loopback = host.eq_ignore_ascii_case("localhost")
         || host
             .parse::<std::net::IpAddr>()
             .is_ok_and(|ip| ip.is_loopback());
-    if loopback || dialect::provider_of_host(host).is_some() {
+    let own = loopback && proxy.port.get().is_none_or(|p| *p == port);
+    if own || dialect::provider_of_host(host).is_some() {
         return None;
     }
-    let name = format!("{}:{}", target.host(), target.port_u16().unwrap_or(80));
+    let name = format!("{}:{port}", target.host());
+    if proxy.opts.allow.iter().any(|p| p.matches(host, port)) {
+        return Some(Plain::Forward(name, Passage::Allowed));
+    }
+    if proxy.opts.upstream.is_some() {
+        return Some(Plain::Forward(name, Passage::Passed));
+    }
     proxy.note_egress(&name, Passage::Refused);
-    Some(text(
+    Some(Plain::Refused(text(
         StatusCode::FORBIDDEN,
-        format!("agentproxy: {name} is outside the cassette: plain HTTP through the proxy reaches no host but the model APIs it serves"),
-    ))
+        format!("agentproxy: {name} is outside the cassette: a replay reaches no host but the model APIs it serves"),
+    )))
+}
+
+/// Forward a plain `http://` request to another host (`name`) as it is: not recorded,
+/// named (as a tunnel is) as `passage` says.
+pub(super) async fn forward_plain(
+    proxy: Arc<Proxy>,
+    req: Request<Incoming>,
+    (name, passage): (String, Passage),
+) -> Response<ProxyBody> {
+    // A replay has no upstream client: an allowed host gets one of its own.
+    let own;
+    let up = match proxy.opts.upstream.as_ref() {
+        Some(up) => up,
+        None => match Upstream::new(&Upstreams::default(), HEADER_READ_TIMEOUT) {
+            Ok(up) => {
+                own = up;
+                &own
+            }
+            Err(e) => return text(StatusCode::BAD_GATEWAY, format!("agentproxy: {e}")),
+        },
+    };
+    let (parts, body) = req.into_parts();
+    let body = match super::api::read_request_body(body, proxy.opts.max_body).await {
+        Ok(b) => b,
+        Err(_) => {
+            return text(
+                StatusCode::BAD_REQUEST,
+                format!(
+                "agentproxy: the request to {name} could not be read (or was over --max-body-size)"
+            ),
+            )
+        }
+    };
+    proxy.note_egress(&name, passage);
+    let url = parts.uri.to_string();
+    match up.send(parts.method, &url, &parts.headers, body).await {
+        Ok(resp) => resp.map(|b| b.map_err(std::io::Error::other).boxed()),
+        Err(e) => text(StatusCode::BAD_GATEWAY, format!("agentproxy: {e}")),
+    }
 }
 
 /// A plain-text answer.

@@ -1,7 +1,7 @@
 """chat_tools.py, then a tool that calls a web API of its own, around the model: a server
 the test started on the host's loopback at PORT (standing in for another host), reached
-through a CONNECT tunnel of HTTPS_PROXY as a client configured with a proxy does, then
-directly, as a client that ignores the proxy does. Prints what came back, or the error.
+through a CONNECT tunnel of HTTPS_PROXY as a client configured with a proxy does, with
+plain HTTP through HTTP_PROXY, then directly, as a client that ignores the proxy does. Prints what came back, or the error.
 
 Usage: egress.py PORT
 """
@@ -29,6 +29,15 @@ def main():
     except OSError as e:
         print(f"through the proxy: {e}")
         code = 1
+    # Plain HTTP through HTTP_PROXY: the request in absolute form, to the proxy.
+    proxy = urllib.parse.urlsplit(os.environ["HTTP_PROXY"])
+    conn = http.client.HTTPConnection(proxy.hostname, proxy.port, timeout=10)
+    try:
+        conn.request("GET", f"http://127.0.0.1:{port}/")
+        r = conn.getresponse()
+        print(f"plain through the proxy: {r.status} {r.read().decode()}")
+    except OSError as e:
+        print(f"plain through the proxy: {e}")
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
             s.sendall(b"GET / HTTP/1.0\r\n\r\n")
