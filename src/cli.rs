@@ -61,7 +61,11 @@ their recordings in order. A request with no recording gets an HTTP 400 in the p
 agentproxy_cassette_miss, not retried by SDKs) and a report on stderr naming the nearest recorded request and \
 the first difference; the run then exits 1. Streamed recordings are served as streams, and converted when the \
 program asks for the other kind. Placeholder API keys are injected when the program has none, and known SDK \
-side traffic (tracing upload, price-map download) is switched off; -v lists what was set.",
+side traffic (tracing upload, price-map download) and telemetry are switched off; -v lists what was set.\n\n\
+A program it starts also gets the proxy as its HTTPS and HTTP proxy: a provider's host is intercepted and \
+served from the cassette; a connection to any other host is refused, named, and fails the run (exit 1) unless \
+--allow-host allows it. On Linux the program runs contained (--contain), in a network namespace where the \
+proxy is its only way out (`agentproxy docs egress`).",
         after_help = "Examples:\n  agentproxy replay --cassette cassettes/demo.json -- python app.py\n  agentproxy replay --match-ignore /user --repeat last -- pytest tests/"
     )]
     Replay(ReplayArgs),
@@ -78,7 +82,10 @@ and each case's `expect:` is checked: tool calls (ordered subsequence by default
 and `crash:` (the program killed at a point and started again; no tool may run twice).\n\n\
 Modes: replay (cassettes only, never the network; the default when CI is set), record (always re-record), \
 auto (record what has no cassette, replay the rest; the default otherwise), update (replay what matches, \
-record what misses). Settings come from the flags, then the spec's `execution:`, then AGENTPROXY_MODE, \
+record what misses). A `command:` program gets the proxy as its HTTPS and HTTP proxy too (a provider's host \
+is intercepted; other hosts are named, and refused in replay) and on Linux runs contained (--contain), \
+where the proxy is its only way out; each case records the level reached (`agentproxy docs egress`). \
+Settings come from the flags, then the spec's `execution:`, then AGENTPROXY_MODE, \
 AGENTPROXY_PARALLEL, AGENTPROXY_TIMEOUT, AGENTPROXY_VERBOSITY and AGENTPROXY_CASSETTE_DIR, then defaults.\n\n\
 Exit codes: 0 all cases passed; 1 an assertion failed or a request missed its cassette; 2 a spec or flag \
 is invalid (file:line:column and a hint); 3 a program crashed or timed out, or the upstream failed while \
@@ -263,6 +270,10 @@ With `-- COMMAND`, the proxy listens on 127.0.0.1 (a free port), starts COMMAND 
 (every provider's base-URL variable; -v lists them with what each is for), waits for it, writes the cassette \
 atomically and exits with the command's status. Without a command it runs as a daemon: it prints the URL and \
 the `export` lines, and on SIGINT/SIGTERM drains in-flight requests and writes the cassette.\n\n\
+A program it starts also gets the proxy as its HTTPS and HTTP proxy: HTTPS to a provider's host (a hard-coded \
+https://api.openai.com/v1) is intercepted with a certificate authority made for the session and recorded as \
+base-URL traffic is; other hosts are passed through and named. On Linux the program runs contained (--contain), \
+in a network namespace where the proxy is its only way out (`agentproxy docs egress`).\n\n\
 The program's own credentials are forwarded upstream and never written; values of environment variables whose \
 names contain KEY, TOKEN, SECRET, PASSWORD or CREDENTIAL are written as ${{NAME}}; a cassette that still holds \
 a key-shaped string is refused. A run that sent no request through the proxy fails and writes nothing.",
