@@ -42,8 +42,9 @@ pub fn setup(args: &SessionArgs, existing: Option<Cassette>, usage: Use) -> Setu
         print_misses: !args.quiet,
         known_clients: !args.no_client_tolerances,
         rerecord: Some(rerecord(args)),
-        // A program agentproxy starts has the proxy as its only way out.
-        intercept: !args.command.is_empty(),
+        // A program agentproxy starts has the proxy as its only way out; on a listener
+        // others can reach, the proxy is no forward proxy (no relay for them).
+        intercept: !args.command.is_empty() && args.listen.ip().is_loopback(),
         allow: args.allow_hosts.clone(),
         ..Setup::new(args.cassette.clone(), existing, usage)
     }

@@ -303,6 +303,17 @@ pub fn provider_of_host(host: &str) -> Option<Provider> {
         .map(|r| r.provider)
 }
 
+/// Is some provider's host `domain` itself or under it (as a `NO_PROXY` entry covers its
+/// subdomains)?
+pub fn provider_host_under(domain: &str) -> bool {
+    let domain = domain.trim_end_matches('.').to_ascii_lowercase();
+    let domain = domain.trim_start_matches("*.").trim_start_matches('.');
+    (PROVIDERS.iter().flat_map(|r| r.hosts)).any(|h| {
+        let h = h.trim_start_matches("*.").trim_start_matches('.');
+        h == domain || h.ends_with(&format!(".{domain}"))
+    }) || provider_of_host(domain).is_some()
+}
+
 /// Is `path` under one of the providers' prefixes?
 pub fn is_api_path(path: &str) -> bool {
     PROVIDERS

@@ -14,6 +14,7 @@ use serde_json::Value;
 use super::body::{json_response, ProxyBody, HEADER_READ_TIMEOUT};
 use super::exchange::Exchange;
 use super::fault::{Due, Recorded};
+use super::intercept::Intercepted;
 use super::replay::Replay;
 use super::state::Proxy;
 use super::{miss, record, replay};
@@ -30,13 +31,25 @@ pub(super) struct Head {
     /// What is stored, shown and matched: the path without credentials in its query, and
     /// secret values in the rest of it redacted as in bodies.
     pub stored_path: String,
-    /// The provider family, for the shape of an error the proxy answers.
+    /// The provider family, for the shape of an error the proxy answers and the upstream
+    /// a recording goes to: the intercepted host's, else the one the path names.
     pub provider: Provider,
+    /// For a request through an intercepted tunnel: the host it was sent to, as a base URL.
+    pub origin: Option<String>,
 }
 
 impl Head {
-    pub(super) fn of(proxy: &Proxy, method: Method, path: String, headers: &HeaderMap) -> Head {
-        let provider = dialect::provider_of(&path, headers);
+    pub(super) fn of(
+        proxy: &Proxy,
+        method: Method,
+        path: String,
+        headers: &HeaderMap,
+        intercepted: Option<&Intercepted>,
+    ) -> Head {
+        let provider = match intercepted {
+            Some(i) => i.provider,
+            None => dialect::provider_of(&path, headers),
+        };
         let stored_path = dialect::without_credentials(&path);
         let stored_path = (proxy.opts.secrets.redact_path(&stored_path)).unwrap_or(stored_path);
         Head {
@@ -44,6 +57,7 @@ impl Head {
             path,
             stored_path,
             provider,
+            origin: intercepted.map(|i| i.origin.clone()),
         }
     }
 }
@@ -191,6 +205,7 @@ async fn answer_request(
         turn: proxy.current_turn(),
         route,
         provider: head.provider,
+        origin: head.origin,
         method: head.method,
         path: head.stored_path,
         forward_path: head.path,
@@ -249,6 +264,7 @@ async fn answer(proxy: &Arc<Proxy>, ex: Exchange) -> Response<ProxyBody> {
                 path: ex.forward_path,
                 stored_path: ex.path,
                 provider: ex.provider,
+                origin: ex.origin,
             };
             let why = "no cassette and no upstream".to_owned();
             refuse(

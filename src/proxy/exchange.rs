@@ -15,6 +15,8 @@ pub(super) struct Exchange {
     pub turn: Option<usize>,
     pub route: Route,
     pub provider: Provider,
+    /// For a request through an intercepted tunnel: the host it was sent to, as a base URL.
+    pub origin: Option<String>,
     pub method: Method,
     /// The path and query, credentials (`?key=…`) removed: what is stored and matched.
     pub path: String,

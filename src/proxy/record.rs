@@ -49,8 +49,8 @@ pub(super) async fn forward(
     let started = Instant::now();
     // Messages name the URL as stored (`path`): no credential, no secret value.
     let (forward_url, url) = match (
-        up.url_for(ex.provider, &ex.forward_path),
-        up.url_for(ex.provider, &ex.path),
+        up.url_for(ex.provider, ex.origin.as_deref(), &ex.forward_path),
+        up.url_for(ex.provider, ex.origin.as_deref(), &ex.path),
     ) {
         (Ok(forward), Ok(url)) => (forward, url),
         (Err(e), _) | (_, Err(e)) => return upstream_failed(proxy, &ex, e),

@@ -19,7 +19,14 @@ pub async fn handle(proxy: Arc<Proxy>, req: Request<hyper::body::Incoming>) -> R
     let path = (parts.uri.path_and_query())
         .map(|p| p.as_str().to_owned())
         .unwrap_or_else(|| "/".into());
-    let head = Head::of(&proxy, parts.method.clone(), path, &parts.headers);
+    let intercepted = parts.extensions.get::<super::intercept::Intercepted>();
+    let head = Head::of(
+        &proxy,
+        parts.method.clone(),
+        path,
+        &parts.headers,
+        intercepted,
+    );
     let request = || format!("{} {}", head.method, head.stored_path);
     let turn = proxy.current_turn();
     if let Some(held) = proxy.crash.hold(request, turn, proxy.arrivals()).await {

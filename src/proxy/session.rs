@@ -4,6 +4,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use super::intercept::TRUST_VARS;
 use super::options::Options;
 use super::outcome::Outcome;
 use super::server::{self, BindError, Running};
@@ -26,10 +27,21 @@ impl Session {
     /// Bind `listen` and serve a proxy built from `options` on it.
     pub(crate) async fn start(options: Options, listen: SocketAddr) -> Result<Session, BindError> {
         let bundle = match &options.intercept {
-            Some(ca) => Some(write_bundle(&ca.bundle()).map_err(|source| BindError {
-                addr: listen,
-                source,
-            })?),
+            Some(ca) => {
+                // The trust stores agentproxy's own environment names stay trusted.
+                let own: Vec<std::path::PathBuf> = (TRUST_VARS.iter())
+                    .filter_map(std::env::var_os)
+                    .map(std::path::PathBuf::from)
+                    .collect();
+                let (pem, roots) = ca.bundle(&own);
+                if roots.is_none() {
+                    tracing::warn!("no system root certificates found: the program trusts only the session's CA and the files {} name, so TLS to hosts it does not intercept fails", TRUST_VARS.join(", "));
+                }
+                Some(write_bundle(&pem).map_err(|source| BindError {
+                    addr: listen,
+                    source,
+                })?)
+            }
             None => None,
         };
         let proxy = Arc::new(Proxy::new(options));

@@ -1,8 +1,10 @@
-//! The proxy as the program's forward proxy (`HTTPS_PROXY`, `HTTP_PROXY`): a `CONNECT` to
-//! a provider's host (the provider table's `hosts`) is answered with a certificate of the
-//! session's authority and the decrypted requests are served exactly as base-URL traffic
-//! is (recorded, replayed, mocked, faulted); a tunnel to any other host is passed through
-//! while recording and refused in a replay, and named either way.
+//! The proxy as the program's forward proxy (`HTTPS_PROXY`, `HTTP_PROXY`), in a session
+//! that started the program on loopback (elsewhere it is no forward proxy): a `CONNECT`
+//! to a provider's host (the provider table's `hosts`) is answered with a certificate of
+//! the session's authority and the decrypted requests are served exactly as base-URL
+//! traffic is (recorded, replayed, mocked, faulted), as that provider's; a tunnel to any
+//! other host is passed through while recording or when the run allows the host, refused
+//! in a replay otherwise, and named either way.
 
 use std::sync::Arc;
 
@@ -13,7 +15,7 @@ use hyper_util::rt::TokioIo;
 
 use super::body::{ProxyBody, HEADER_READ_TIMEOUT};
 use super::conn::{self, Answer};
-use super::intercept::{Passage, MAX_TUNNELS};
+use super::intercept::{Intercepted, Passage, MAX_TUNNELS};
 use super::state::Proxy;
 use super::upstream::Upstream;
 use crate::cassette::format::Upstreams;
@@ -31,7 +33,8 @@ pub(super) async fn connect(
             "CONNECT needs host:port".to_owned(),
         );
     };
-    let (host, port) = (target.host().to_owned(), target.port_u16().unwrap_or(443));
+    let host = (target.host().trim_start_matches('[').trim_end_matches(']')).to_owned();
+    let port = target.port_u16().unwrap_or(443);
     let Some(authority) = proxy.opts.intercept.clone() else {
         return text(
             StatusCode::METHOD_NOT_ALLOWED,
@@ -45,7 +48,12 @@ pub(super) async fn connect(
         );
     };
     let upgrade = hyper::upgrade::on(&mut req);
-    if dialect::provider_of_host(&host).is_some() {
+    if let Some(provider) = dialect::provider_of_host(&host) {
+        let origin = match port {
+            443 => format!("https://{host}"),
+            _ => format!("https://{host}:{port}"),
+        };
+        let mark = Intercepted { provider, origin };
         let config = match authority.server_config(&host) {
             Ok(c) => c,
             Err(e) => return text(StatusCode::BAD_GATEWAY, format!("CONNECT {target}: {e}")),
@@ -68,7 +76,11 @@ pub(super) async fn connect(
                     return;
                 }
             };
-            let svc = conn::answering(move |req| serve(proxy.clone(), req));
+            // Each request is the provider's whose host it was sent to, whatever its path.
+            let svc = conn::answering(move |mut req: Request<Incoming>| {
+                req.extensions_mut().insert(mark.clone());
+                serve(proxy.clone(), req)
+            });
             let builder = conn::builder();
             let conn = builder.serve_connection_with_upgrades(TokioIo::new(tls), svc);
             if let Err(e) = conn.await {
@@ -142,7 +154,11 @@ pub(super) fn plain_elsewhere<B>(proxy: &Proxy, req: &Request<B>) -> Option<Plai
     // HTTP/2 names its target in every request; the proxy's own loopback address is
     // its base URL.
     let host = target.host().trim_start_matches('[').trim_end_matches(']');
-    let port = target.port_u16().unwrap_or(80);
+    let default_port = match req.uri().scheme_str() {
+        Some("https") => 443,
+        _ => 80,
+    };
+    let port = target.port_u16().unwrap_or(default_port);
     let loopback = host.eq_ignore_ascii_case("localhost")
         || host
             .parse::<std::net::IpAddr>()
@@ -152,6 +168,13 @@ pub(super) fn plain_elsewhere<B>(proxy: &Proxy, req: &Request<B>) -> Option<Plai
         return None;
     }
     let name = format!("{}:{port}", target.host());
+    if proxy.opts.intercept.is_none() {
+        // Not a session that started a program: no forward proxy, no relay for anyone.
+        return Some(Plain::Refused(text(
+            StatusCode::METHOD_NOT_ALLOWED,
+            format!("agentproxy: {name}: this session is not a forward proxy"),
+        )));
+    }
     if proxy.opts.allow.iter().any(|p| p.matches(host, port)) {
         return Some(Plain::Forward(name, Passage::Allowed));
     }

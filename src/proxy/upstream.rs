@@ -1,5 +1,8 @@
 //! The upstream client: a pooled hyper client with rustls, fixed base URLs chosen at start
-//! (a request can never pick its own upstream: no open relay), and a header timeout.
+//! (a request can never pick its own upstream: no open relay; the forward proxy of a
+//! session that started a program, `proxy::tunnel`, reaches the hosts the provider table
+//! names, and others only for that program, while recording or when allowed), and a
+//! header timeout.
 
 use std::time::Duration;
 
@@ -66,6 +69,14 @@ fn missing_how(provider: Provider) -> String {
     match &row.fallback {
         crate::dialect::Fallback::Env { var, .. } => format!("{flag} or set {var}"),
         crate::dialect::Fallback::Url(_) => flag,
+    }
+}
+
+/// The upstream a provider records from when nothing gives one (`""`: none).
+fn default_base(provider: Provider) -> &'static str {
+    match provider.row().fallback {
+        crate::dialect::Fallback::Url(url) => url,
+        crate::dialect::Fallback::Env { or, .. } => or.unwrap_or_default(),
     }
 }
 
@@ -155,18 +166,24 @@ impl Upstream {
     }
 
     /// The full upstream URL for a request path: the provider's base joined with the path,
-    /// so a base with a prefix (`https://host/api`) keeps it.
+    /// so a base with a prefix (`https://host/api`) keeps it. A request through an
+    /// intercepted tunnel (`origin`, the provider's host it was sent to) goes to that host
+    /// unless the provider's upstream was given (a flag or a variable, not its default).
     pub fn url_for(
         &self,
         provider: Provider,
+        origin: Option<&str>,
         path_and_query: &str,
     ) -> Result<String, UpstreamError> {
-        match self.bases.of(provider) {
-            "" => Err(UpstreamError::Missing {
+        let base = self.bases.of(provider);
+        let given = !base.is_empty() && base != default_base(provider);
+        match (origin, base) {
+            (Some(origin), _) if !given => Ok(format!("{origin}{path_and_query}")),
+            (_, "") => Err(UpstreamError::Missing {
                 title: provider.row().title,
                 how: missing_how(provider),
             }),
-            base => Ok(format!("{base}{path_and_query}")),
+            (_, base) => Ok(format!("{base}{path_and_query}")),
         }
     }
 
@@ -242,4 +259,53 @@ fn error_chain(e: &dyn std::error::Error) -> String {
         cur = c.source();
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An intercepted request goes to the host it was sent to, unless the provider's
+    /// upstream was given; a base-URL request to the provider's upstream.
+    #[test]
+    fn an_intercepted_request_goes_to_its_host_unless_the_upstream_was_given() {
+        let mut bases = Upstreams::default();
+        bases.set(Provider::OpenAi, "https://api.openai.com");
+        bases.set(Provider::Azure, "http://127.0.0.1:9");
+        bases.set(Provider::Ollama, "http://127.0.0.1:11434");
+        let up = Upstream::new(&bases, Duration::from_secs(1)).unwrap();
+        let path = "/v1/chat/completions";
+        let url = |p, origin| up.url_for(p, origin, path).unwrap();
+        // OpenAI's upstream is its default: the host asked for (a gateway of the table).
+        assert_eq!(
+            url(Provider::OpenAi, Some("https://api.openai.com")),
+            "https://api.openai.com/v1/chat/completions"
+        );
+        assert_eq!(
+            url(Provider::OpenAi, None),
+            "https://api.openai.com/v1/chat/completions"
+        );
+        // Given (a flag or a variable): it wins, as for a fake in a test.
+        assert_eq!(
+            url(Provider::Azure, Some("https://res.openai.azure.com")),
+            "http://127.0.0.1:9/v1/chat/completions"
+        );
+        // Ollama's default is the local server; ollama.com asked for goes to ollama.com.
+        assert_eq!(
+            url(Provider::Ollama, Some("https://ollama.com")),
+            "https://ollama.com/v1/chat/completions"
+        );
+        assert_eq!(
+            url(Provider::Ollama, None),
+            "http://127.0.0.1:11434/v1/chat/completions"
+        );
+        // No upstream at all: the host asked for, or the missing one named.
+        let none = Upstream::new(&Upstreams::default(), Duration::from_secs(1)).unwrap();
+        assert_eq!(
+            none.url_for(Provider::Azure, Some("https://res.openai.azure.com"), path)
+                .unwrap(),
+            "https://res.openai.azure.com/v1/chat/completions"
+        );
+        assert!(none.url_for(Provider::Azure, None, path).is_err());
+    }
 }

@@ -171,8 +171,10 @@ pub(crate) fn setup(
         crash: case.crash.as_ref().map(|c| c.after.clone()),
         fuzz: fuzz.cloned(),
         log_exchanges: true,
-        // A program the case starts has the proxy as its only way out.
-        intercept: matches!(spec.app.target, crate::spec::Target::Command(_)),
+        // A program the case starts has the proxy as its only way out; on a listener
+        // others can reach, the proxy is no forward proxy (no relay for them).
+        intercept: matches!(spec.app.target, crate::spec::Target::Command(_))
+            && s.listen.ip().is_loopback(),
         allow: (spec.egress.allow.iter())
             .chain(&s.allow_hosts)
             .cloned()

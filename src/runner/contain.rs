@@ -77,21 +77,29 @@ pub(crate) fn spawn(
             .collect(),
     )?;
     jail.apply(cmd);
-    let child = cmd.spawn()?;
-    let mut listeners = jail.listeners()?.into_iter();
-    session.serve_also(
+    let mut child = cmd.spawn()?;
+    let served = jail.listeners().and_then(|listeners| {
+        let mut listeners = listeners.into_iter();
+        session.serve_also(
+            listeners
+                .next()
+                .ok_or_else(|| io::Error::other("no listener"))?,
+        )?;
         listeners
-            .next()
-            .ok_or_else(|| io::Error::other("no listener"))?,
-    )?;
-    for (listener, port) in listeners.zip(relayed) {
-        session.relay(listener, port)?;
+            .zip(relayed)
+            .try_for_each(|(listener, port)| session.relay(listener, port))
+    });
+    if let Err(e) = served {
+        // Nothing serves its namespace: the program may not run on in it.
+        let _ = child.start_kill();
+        return Err(e);
     }
     Ok((child, Level::Contained))
 }
 
-/// Can this process make a network namespace for a child? Tried once, in a child that
-/// only calls `unshare` and exits; `Err` says why not.
+/// Can this process make a network namespace for a child? Tried once, in a forked child
+/// that does what a contained start does before its listeners (`unshare`, the id maps,
+/// loopback up) and exits; `Err` says why not.
 pub fn available() -> Result<(), String> {
     static PROBE: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
     PROBE.get_or_init(probe).clone()
@@ -119,8 +127,26 @@ fn probe() -> Result<(), String> {
         unsafe { libc::_exit(code) };
     }
     let mut status = 0;
-    // SAFETY: waits for the child forked above.
-    unsafe { libc::waitpid(pid, &mut status, 0) };
+    let waited = loop {
+        // SAFETY: waits for the child forked above.
+        let r = unsafe { libc::waitpid(pid, &mut status, 0) };
+        if r != -1 || errno() != libc::EINTR {
+            break r;
+        }
+    };
+    if waited != pid {
+        return Err(format!(
+            "waiting for the probe: {}",
+            io::Error::last_os_error()
+        ));
+    }
+    if !libc::WIFEXITED(status) {
+        // Killed (a seccomp filter's SIGSYS, say): not available either.
+        return Err(format!(
+            "the system stopped a probe that made a network namespace (signal {})",
+            libc::WTERMSIG(status)
+        ));
+    }
     match libc::WEXITSTATUS(status) {
         0 => Ok(()),
         errno => Err(format!(

@@ -75,7 +75,12 @@ pub fn forward_proxy(
             .into_iter()
             .flat_map(|n| n.split(','))
             .map(str::trim)
-            .filter(|h| !h.is_empty() && !["localhost", "127.0.0.1", "::1"].contains(h)),
+            .filter(|h| !h.is_empty() && !["localhost", "127.0.0.1", "::1", "*"].contains(h))
+            // An entry that covers a provider's host would let the program go around.
+            .filter(|h| {
+                let host = h.rsplit_once(':').map_or(*h, |(name, _)| name);
+                !crate::dialect::provider_host_under(host)
+            }),
     );
     let direct = direct.join(",");
     let mut out: Vec<Injected> = ["HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"]
@@ -84,12 +89,7 @@ pub fn forward_proxy(
         .collect();
     out.push(var("NO_PROXY", &direct, WHY_DIRECT));
     out.push(var("no_proxy", &direct, WHY_DIRECT));
-    for name in [
-        "SSL_CERT_FILE",
-        "REQUESTS_CA_BUNDLE",
-        "CURL_CA_BUNDLE",
-        "NODE_EXTRA_CA_CERTS",
-    ] {
+    for name in crate::proxy::intercept::TRUST_VARS {
         out.push(var(name, &bundle, WHY_CA));
     }
     out.push(var(
@@ -225,6 +225,39 @@ pub fn export_lines(vars: &[Injected]) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn the_forward_proxy_keeps_loopback_direct_and_no_way_around_it() {
+        let bundle = std::path::Path::new("/tmp/agentproxy-ca-x.pem");
+        let vars = forward_proxy(
+            "http://127.0.0.1:4000",
+            bundle,
+            Some("*, corp.test,.openai.azure.com, api.openai.com:443 ,azure.com,db.test"),
+        );
+        let get = |name: &str| {
+            vars.iter()
+                .find(|v| v.name == name)
+                .map(|v| v.value.as_str())
+        };
+        for name in ["HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"] {
+            assert_eq!(get(name), Some("http://127.0.0.1:4000"), "{name}");
+        }
+        // `*` and entries that cover a provider's host would bypass the proxy: dropped.
+        assert_eq!(
+            get("NO_PROXY"),
+            Some("localhost,127.0.0.1,::1,corp.test,db.test")
+        );
+        assert_eq!(get("no_proxy"), get("NO_PROXY"));
+        for name in [
+            "SSL_CERT_FILE",
+            "REQUESTS_CA_BUNDLE",
+            "CURL_CA_BUNDLE",
+            "NODE_EXTRA_CA_CERTS",
+        ] {
+            assert_eq!(get(name), Some("/tmp/agentproxy-ca-x.pem"), "{name}");
+        }
+        assert_eq!(get("NODE_USE_ENV_PROXY"), Some("1"));
+    }
 
     #[test]
     fn agentproxy_s_directory_goes_last_on_path_when_none_is_there() {

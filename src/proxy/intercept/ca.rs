@@ -52,18 +52,22 @@ impl Authority {
     }
 
     /// What the program is told to trust (`SSL_CERT_FILE` and the like): this authority's
-    /// certificate, then the system's roots (which that variable replaces), so the hosts
-    /// it does not intercept still verify.
-    pub fn bundle(&self) -> String {
+    /// certificate, then the system's roots (which that variable replaces), then the
+    /// certificates in `own` (the files the environment named for that, such as a
+    /// corporate CA), so the hosts it does not intercept still verify. `None` for the roots
+    /// when no system file was found.
+    pub fn bundle(&self, own: &[std::path::PathBuf]) -> (String, Option<&'static str>) {
         let mut out = self.pem();
-        if let Some(roots) = SYSTEM_ROOTS
+        let roots = SYSTEM_ROOTS
             .iter()
-            .find_map(|p| std::fs::read_to_string(p).ok())
-        {
+            .find_map(|p| Some((*p, std::fs::read_to_string(p).ok()?)));
+        let found = roots.as_ref().map(|(p, _)| *p);
+        let texts = roots.map(|(_, t)| t).into_iter();
+        for text in texts.chain(own.iter().filter_map(|p| std::fs::read_to_string(p).ok())) {
             out.push('\n');
-            out.push_str(&roots);
+            out.push_str(&text);
         }
-        out
+        (out, found)
     }
 
     /// The TLS configuration that presents `host` a certificate of this authority (made on

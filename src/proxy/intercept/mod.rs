@@ -21,6 +21,25 @@ pub struct Egress {
     pub refused: usize,
 }
 
+/// The variables that name a trust store, and the clients that read them: OpenSSL and
+/// httpx, requests, curl, Node (added to its own roots). The program's are the session's
+/// bundle; the files agentproxy's own name are in it.
+pub const TRUST_VARS: [&str; 4] = [
+    "SSL_CERT_FILE",
+    "REQUESTS_CA_BUNDLE",
+    "CURL_CA_BUNDLE",
+    "NODE_EXTRA_CA_CERTS",
+];
+
+/// The mark of a request that came through an intercepted tunnel: the provider whose
+/// host it was sent to, and that host as a base URL (`https://host[:port]`), which the
+/// request is recorded from unless the provider's upstream was given.
+#[derive(Debug, Clone)]
+pub struct Intercepted {
+    pub provider: crate::dialect::Provider,
+    pub origin: String,
+}
+
 /// `host:port` as reports name it: with the telemetry service it belongs to, if known
 /// (`api.smith.langchain.com:443 (LangSmith telemetry)`).
 pub fn label(host_port: &str) -> String {
