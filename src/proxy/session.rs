@@ -167,10 +167,13 @@ impl Session {
         for relay in std::mem::take(&mut *self.relays.lock().unwrap_or_else(|p| p.into_inner())) {
             relay.abort();
         }
+        // The contained programs are gone by now: their listeners close at once, together
+        // (the exchanges still in flight are the main listener's drain to wait for).
         let more = std::mem::take(&mut *self.more.lock().unwrap_or_else(|p| p.into_inner()));
-        for running in more {
-            running.stop().await;
-        }
+        futures_util::future::join_all(
+            (more.into_iter()).map(|r| r.stop_unless(std::future::ready(()))),
+        )
+        .await;
         self.running.stop_unless(hurry).await;
         self.proxy.outcome()
     }
