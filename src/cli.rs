@@ -63,9 +63,10 @@ the first difference; the run then exits 1. Streamed recordings are served as st
 program asks for the other kind. Placeholder API keys are injected when the program has none, and known SDK \
 side traffic (tracing upload, price-map download) and telemetry are switched off; -v lists what was set.\n\n\
 A program it starts also gets the proxy as its HTTPS and HTTP proxy: a provider's host is intercepted and \
-served from the cassette; a connection to any other host is refused, named, and fails the run (exit 1) unless \
---allow-host allows it. On Linux the program runs contained (--contain), in a network namespace where the \
-proxy is its only way out (`agentproxy docs egress`).",
+served from the cassette, as is another host whose traffic was recorded (record --record-other-hosts); a \
+connection to any other host is refused, named, and fails the run (exit 1) unless --allow-host allows it. On \
+Linux the program runs contained (--contain), in a network namespace where the proxy is its only way out \
+(`agentproxy docs egress`).",
         after_help = "Examples:\n  agentproxy replay --cassette cassettes/demo.json -- python app.py\n  agentproxy replay --match-ignore /user --repeat last -- pytest tests/"
     )]
     Replay(ReplayArgs),
@@ -83,7 +84,8 @@ and `crash:` (the program killed at a point and started again; no tool may run t
 Modes: replay (cassettes only, never the network; the default when CI is set), record (always re-record), \
 auto (record what has no cassette, replay the rest; the default otherwise), update (replay what matches, \
 record what misses). A `command:` program gets the proxy as its HTTPS and HTTP proxy too (a provider's host \
-is intercepted; other hosts are named, and refused in replay) and on Linux runs contained (--contain), \
+is intercepted; other hosts are named, and refused in replay unless recorded with egress.record or \
+--record-other-hosts) and on Linux runs contained (--contain), \
 where the proxy is its only way out; each case records the level reached (`agentproxy docs egress`). \
 Settings come from the flags, then the spec's `execution:`, then AGENTPROXY_MODE, \
 AGENTPROXY_PARALLEL, AGENTPROXY_TIMEOUT, AGENTPROXY_VERBOSITY and AGENTPROXY_CASSETTE_DIR, then defaults.\n\n\
@@ -272,7 +274,8 @@ atomically and exits with the command's status. Without a command it runs as a d
 the `export` lines, and on SIGINT/SIGTERM drains in-flight requests and writes the cassette.\n\n\
 A program it starts also gets the proxy as its HTTPS and HTTP proxy: HTTPS to a provider's host (a hard-coded \
 https://api.openai.com/v1) is intercepted with a certificate authority made for the session and recorded as \
-base-URL traffic is; other hosts are passed through and named. On Linux the program runs contained (--contain), \
+base-URL traffic is; other hosts are passed through and named, or recorded as plain HTTP with \
+--record-other-hosts. On Linux the program runs contained (--contain), \
 in a network namespace where the proxy is its only way out (`agentproxy docs egress`).\n\n\
 The program's own credentials are forwarded upstream and never written; values of environment variables whose \
 names contain KEY, TOKEN, SECRET, PASSWORD or CREDENTIAL are written as ${{NAME}}; a cassette that still holds \
@@ -487,6 +490,12 @@ pub struct TestArgs {
     #[arg(long = "allow-host", value_name = "HOST", value_parser = crate::spec::HostPattern::parse)]
     pub allow_hosts: Vec<crate::spec::HostPattern>,
 
+    /// While recording, record the program's traffic to other hosts too (a tool's web
+    /// API), as plain HTTP under its whole URL, so a replay serves it; as a spec's
+    /// `egress.record: true` does.
+    #[arg(long)]
+    pub record_other_hosts: bool,
+
     /// Contain the program on Linux: a network namespace of its own with only loopback,
     /// where the proxy is the only way out (auto: where the system allows it, else say why
     /// and intercept only; on: or fail; off: intercept only). See `agentproxy docs egress`.
@@ -693,6 +702,12 @@ pub struct RecordArgs {
     /// aborted, and the run exits 3.
     #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_duration)]
     pub upstream_timeout: Duration,
+
+    /// Record the program's traffic to other hosts too (a tool's web API), as plain HTTP
+    /// under its whole URL, so a replay serves it instead of refusing it. Its HTTPS is
+    /// intercepted with the session's CA, as a provider's is.
+    #[arg(long)]
+    pub record_other_hosts: bool,
 }
 
 #[derive(Debug, Args)]

@@ -525,7 +525,7 @@ async fn a_hard_coded_provider_host_is_intercepted_recorded_and_replayed() {
     for run in [&recording.run, &replayed] {
         assert!(
             run.stderr
-                .contains("agentproxy: intercepted HTTPS to api.openai.com:443 ×"),
+                .contains("agentproxy: intercepted api.openai.com:443 ×"),
             "{run}"
         );
     }
@@ -606,7 +606,7 @@ async fn another_host_is_named_while_recording_and_refused_in_a_replay() {
     // Each run reaches it twice: a tunnel, and a plain request.
     let other = format!("127.0.0.1:{port} ×2");
     assert!(
-        recorded.stderr.contains(&format!("agentproxy: other hosts the program reached through the proxy (not recorded; a replay refuses them): {other}")),
+        recorded.stderr.contains(&format!("agentproxy: other hosts the program reached through the proxy (not recorded, so a replay refuses them; --record-other-hosts records them): {other}")),
         "{recorded}"
     );
     if recorded
@@ -696,6 +696,184 @@ async fn another_host_is_named_while_recording_and_refused_in_a_replay() {
     server.abort();
 }
 
+/// With `--record-other-hosts`, another host's traffic (through a tunnel and as plain
+/// HTTP) is recorded under its whole URL and a replay serves it with the host stopped;
+/// a request the cassette does not hold is a miss that fails the replay.
+#[tokio::test(flavor = "multi_thread")]
+async fn other_hosts_are_recorded_and_replayed_with_record_other_hosts() {
+    let Some(python) = python() else { return };
+    let (port, server) = other_host().await;
+    let dir = tempfile::tempdir().unwrap();
+    let cassette = dir.path().join("c.json");
+    let fake = FakeOpenAi::start().await;
+    let run = |mode: &str, extra: Vec<OsString>, port_arg: u16| {
+        let mut args: Vec<OsString> = vec![
+            mode.into(),
+            "--cassette".into(),
+            cassette.clone().into_os_string(),
+        ];
+        args.extend(extra);
+        args.extend([
+            "--".into(),
+            python.clone().into_os_string(),
+            script("egress.py"),
+            port_arg.to_string().into(),
+        ]);
+        agentproxy(args, &[("OPENAI_API_KEY", API_KEY)])
+    };
+    let extra = vec![
+        "--record-other-hosts".into(),
+        "--upstream".into(),
+        fake.url().into(),
+    ];
+    let recorded = run("record", extra, port).await;
+    assert!(recorded.status.success(), "{recorded}");
+    for line in [
+        "through the proxy: hello from the other host",
+        "plain through the proxy: 200 hello from the other host",
+    ] {
+        assert!(recorded.stdout.contains(line), "{recorded}");
+    }
+    let other = format!("127.0.0.1:{port}");
+    assert!(
+        recorded
+            .stderr
+            .contains(&format!("{other} ×2 (recorded and replayed")),
+        "{recorded}"
+    );
+    assert!(!recorded.stderr.contains("not recorded"), "{recorded}");
+    let text = std::fs::read_to_string(&cassette).unwrap();
+    let c: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let paths: Vec<&str> = (c["interactions"].as_array().unwrap().iter())
+        .filter(|i| i["route"] == "http")
+        .map(|i| i["request"]["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        paths,
+        [format!("http://{other}/"), format!("http://{other}/")],
+        "{text}"
+    );
+    // The host is gone: the replay serves both requests from the cassette.
+    server.abort();
+    fake.stop().await;
+    let replayed = run("replay", vec![], port).await;
+    assert!(replayed.status.success(), "{replayed}");
+    for line in [
+        "through the proxy: hello from the other host",
+        "plain through the proxy: 200 hello from the other host",
+    ] {
+        assert!(replayed.stdout.contains(line), "{replayed}");
+    }
+    assert!(!replayed.stderr.contains("refused"), "{replayed}");
+    // Another host the cassette does not hold is still refused (the program names the
+    // port to the model too: that is tolerated here).
+    let tolerate = vec!["--match-ignore".into(), "/messages/1/content".into()];
+    let elsewhere = run("replay", tolerate, port + 1).await;
+    assert_eq!(elsewhere.status.code(), Some(1), "{elsewhere}");
+    assert!(
+        elsewhere.stderr.contains("outside the cassette"),
+        "{elsewhere}"
+    );
+}
+
+/// An HTTPS server on the host's loopback, its certificate (for 127.0.0.1) signed by a CA
+/// of its own whose PEM is returned, answering each request with a forecast for as long
+/// as the returned task runs: another host with a private CA.
+async fn other_https_host() -> (u16, String, tokio::task::JoinHandle<()>) {
+    use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
+    let mut ca = CertificateParams::default();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca = CertifiedIssuer::self_signed(ca, KeyPair::generate().unwrap()).unwrap();
+    let key = KeyPair::generate().unwrap();
+    let leaf = CertificateParams::new(vec!["127.0.0.1".to_owned()])
+        .unwrap()
+        .signed_by(&key, &ca)
+        .unwrap();
+    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into());
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(vec![leaf.der().clone()], key)
+        .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(config));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let task = tokio::spawn(async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        // Bounded: the test makes one connection.
+        for _ in 0..8 {
+            let Ok((s, _)) = listener.accept().await else {
+                return;
+            };
+            let Ok(mut s) = acceptor.accept(s).await else {
+                continue;
+            };
+            let mut buf = [0u8; 4096];
+            let _ = s.read(&mut buf).await;
+            let body = "sunny in Paris";
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = s.write_all(format!("{head}{body}").as_bytes()).await;
+            let _ = s.shutdown().await;
+        }
+    });
+    (port, ca.pem(), task)
+}
+
+/// With `--record-other-hosts`, another host's HTTPS is intercepted with the session's CA
+/// and recorded from that host (whose private CA agentproxy trusts through its own
+/// `SSL_CERT_FILE`); a replay serves it with the host stopped.
+#[tokio::test(flavor = "multi_thread")]
+async fn another_hosts_https_is_recorded_and_replayed_with_record_other_hosts() {
+    let Some(python) = python() else { return };
+    let (port, ca, server) = other_https_host().await;
+    let dir = tempfile::tempdir().unwrap();
+    let cassette = dir.path().join("c.json");
+    let trusted = dir.path().join("ca.pem");
+    std::fs::write(&trusted, ca).unwrap();
+    let run = |mode: &str, extra: &[&str]| {
+        let mut args: Vec<OsString> = vec![
+            mode.into(),
+            "--cassette".into(),
+            cassette.clone().into_os_string(),
+        ];
+        args.extend(extra.iter().map(OsString::from));
+        args.extend([
+            "--".into(),
+            python.clone().into_os_string(),
+            script("other_https.py"),
+            port.to_string().into(),
+        ]);
+        let trusted = trusted.to_str().unwrap().to_owned();
+        async move { agentproxy(args, &[("SSL_CERT_FILE", &trusted)]).await }
+    };
+    let recorded = run("record", &["--record-other-hosts"]).await;
+    assert!(recorded.status.success(), "{recorded}");
+    assert!(
+        recorded.stdout.contains("forecast: 200 sunny in Paris"),
+        "{recorded}"
+    );
+    let text = std::fs::read_to_string(&cassette).unwrap();
+    assert!(
+        text.contains(&format!("\"https://127.0.0.1:{port}/forecast?city=Paris\"")),
+        "{text}"
+    );
+    server.abort();
+    let replayed = run("replay", &[]).await;
+    assert!(replayed.status.success(), "{replayed}");
+    assert_eq!(replayed.stdout, recorded.stdout, "{replayed}");
+    assert!(
+        replayed
+            .stderr
+            .contains(&format!("agentproxy: intercepted 127.0.0.1:{port} ×1")),
+        "{replayed}"
+    );
+}
+
 /// HTTP/2 through an intercepted tunnel (its TLS offers `h2`): httpx records and replays.
 #[tokio::test(flavor = "multi_thread")]
 async fn http2_through_an_intercepted_tunnel_records_and_replays() {
@@ -703,7 +881,7 @@ async fn http2_through_an_intercepted_tunnel_records_and_replays() {
 }
 
 /// The forward proxy's edge, probed by the program itself (`tests/e2e/tunnels.py`): plain
-/// text in a tunnel is closed, a WebSocket upgrade refused with a message, a client that
+/// HTTP in a tunnel is answered as the host's, a WebSocket upgrade refused with a message, a client that
 /// trusts only its own roots fails with a word on pinning, and the open tunnels are
 /// bounded.
 #[tokio::test(flavor = "multi_thread")]
@@ -726,15 +904,16 @@ async fn the_forward_proxy_refuses_what_it_cannot_serve_and_bounds_its_tunnels()
     assert!(
         plain
             .stdout
-            .contains("plain text in a tunnel: HTTP/1.1 200 OK; then closed"),
+            .contains("plain text in a tunnel: HTTP/1.1 200 OK; then HTTP/1.1 400 Bad Request"),
         "{plain}"
     );
     assert!(
         plain
             .stderr
-            .contains("TLS with the program for api.openai.com failed"),
+            .contains("agentproxy: cassette miss: GET /v1/models (http) has no recording"),
         "{plain}"
     );
+    assert_eq!(plain.status.code(), Some(1), "{plain}");
     let websocket = probe("websocket").await;
     assert!(
         websocket.stdout.contains("websocket: 501 agentproxy: GET /v1/realtime asks to switch to websocket: agentproxy records and replays HTTP exchanges only"),

@@ -6,7 +6,7 @@ use crate::cli::RecordArgs;
 use crate::dialect::provider_of;
 use crate::error::{Error, Exit, Result, EXIT_OK};
 use crate::runner::env;
-use crate::runner::plan::{self, Forwarding, Plan, Use};
+use crate::runner::plan::{self, Forwarding, Plan, Setup, Use};
 
 use super::session;
 
@@ -24,7 +24,13 @@ pub async fn run(args: RecordArgs) -> Result<Exit> {
         match_rules,
         writer,
         ..
-    } = plan::plan(session::setup(s, None, Use::Record), &fwd)?;
+    } = plan::plan(
+        Setup {
+            record_other_hosts: args.record_other_hosts,
+            ..session::setup(s, None, Use::Record)
+        },
+        &fwd,
+    )?;
     let banner = format!(
         "recording to {} from {}",
         s.cassette.display(),

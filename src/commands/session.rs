@@ -215,13 +215,13 @@ pub fn egress_lines(out: &crate::proxy::Outcome, level: Option<&Level>) -> Vec<S
         .collect();
     if !intercepted.is_empty() {
         lines.push(format!(
-            "agentproxy: intercepted HTTPS to {} (served as the provider's base URL is)",
+            "agentproxy: intercepted {} (recorded and replayed as base-URL traffic is)",
             intercepted.join(", ")
         ));
     }
     if !passed.is_empty() {
         lines.push(format!(
-            "agentproxy: other hosts the program reached through the proxy (not recorded; a replay refuses them): {}",
+            "agentproxy: other hosts the program reached through the proxy (not recorded, so a replay refuses them; --record-other-hosts records them): {}",
             passed.join(", ")
         ));
     }

@@ -180,6 +180,7 @@ fn select(
             faults: args.fault.clone(),
             contain: args.contain,
             allow_hosts: args.allow_hosts.clone(),
+            record_other_hosts: args.record_other_hosts,
         };
         super::session::check_mcp_names(settings.mcp_servers(&sp).keys())?;
         if !sp.execution.reports.is_empty() {

@@ -26,7 +26,8 @@ use crate::neutral::ToolCall;
 /// What is known of a request before its body is read.
 pub(super) struct Head {
     pub method: Method,
-    /// The path and query as the program sent them, for the upstream.
+    /// The path and query as the program sent them, for the upstream; for another host's
+    /// request (`elsewhere`), its whole URL.
     pub path: String,
     /// What is stored, shown and matched: the path without credentials in its query, and
     /// secret values in the rest of it redacted as in bodies.
@@ -36,6 +37,9 @@ pub(super) struct Head {
     pub provider: Provider,
     /// For a request through an intercepted tunnel: the host it was sent to, as a base URL.
     pub origin: Option<String>,
+    /// A request to another host than the providers' (see [`Intercepted`]): plain HTTP,
+    /// stored and matched under its whole URL, which is where a recording sends it.
+    pub elsewhere: bool,
 }
 
 impl Head {
@@ -46,9 +50,19 @@ impl Head {
         headers: &HeaderMap,
         intercepted: Option<&Intercepted>,
     ) -> Head {
-        let provider = match intercepted {
-            Some(i) => i.provider,
-            None => dialect::provider_of(&path, headers),
+        let (path, provider, origin) = match intercepted {
+            Some(Intercepted {
+                provider: Some(p),
+                origin,
+            }) => (path, *p, Some(origin.clone())),
+            Some(Intercepted {
+                provider: None,
+                origin,
+            }) => (format!("{origin}{path}"), Provider::OpenAi, None),
+            None => {
+                let provider = dialect::provider_of(&path, headers);
+                (path, provider, None)
+            }
         };
         let stored_path = dialect::without_credentials(&path);
         let stored_path = (proxy.opts.secrets.redact_path(&stored_path)).unwrap_or(stored_path);
@@ -57,7 +71,8 @@ impl Head {
             path,
             stored_path,
             provider,
-            origin: intercepted.map(|i| i.origin.clone()),
+            origin,
+            elsewhere: intercepted.is_some_and(|i| i.provider.is_none()),
         }
     }
 }
@@ -123,7 +138,10 @@ pub(super) async fn handle(
             );
         }
     };
-    let route = Route::of(&head.method, &head.path);
+    let route = match head.elsewhere {
+        true => Route::Http,
+        false => Route::of(&head.method, &head.path),
+    };
     let counted = route.requires_json().then(|| proxy.count_model_request());
     let due = counted.and_then(|c| proxy.faults.due(c.nth, c.turn, c.nth_in_turn));
     let resp = answer_request(proxy, head, headers, (seq, route, raw), due).await;
@@ -265,6 +283,7 @@ async fn answer(proxy: &Arc<Proxy>, ex: Exchange) -> Response<ProxyBody> {
                 stored_path: ex.path,
                 provider: ex.provider,
                 origin: ex.origin,
+                elsewhere: false,
             };
             let why = "no cassette and no upstream".to_owned();
             refuse(

@@ -74,6 +74,9 @@ pub struct Options {
     pub intercept: Option<Arc<super::intercept::Authority>>,
     /// Other hosts a replay still lets the program reach through a tunnel.
     pub allow: Vec<crate::spec::HostPattern>,
+    /// While recording, intercept the traffic to other hosts too and record it as plain
+    /// HTTP under its whole URL (`--record-other-hosts`), so a replay serves it.
+    pub record_other_hosts: bool,
     /// Note the known clients (Claude Code) whose requests are recorded, so their
     /// volatile fields are tolerated in the cassette written.
     pub known_clients: bool,

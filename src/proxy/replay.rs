@@ -2,7 +2,7 @@
 //! the answer from a recorded interaction, converting between streamed and whole bodies
 //! when the program asks for the other kind than was recorded.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
@@ -11,6 +11,7 @@ use http::{HeaderValue, Response, StatusCode};
 
 use super::body::{chunks, full, paced_chunks, ProxyBody};
 use super::exchange::Exchange;
+use super::intercept::host_port;
 use crate::cassette::{Body, Interaction};
 use crate::dialect::Route;
 use crate::matching::index::{ByPosition, Index, Lookup, Repeat};
@@ -30,6 +31,9 @@ pub struct Replay {
     by_position: Option<Mutex<ByPosition>>,
     /// Each recording's request sketch, built at the first miss (see [`Replay::sketches`]).
     sketches: OnceLock<Vec<Option<Sketch>>>,
+    /// The other hosts (`host:port`) whose requests the cassette holds under their whole
+    /// URL (`--record-other-hosts`): a replay intercepts them and serves their recordings.
+    other_hosts: HashSet<String>,
 }
 
 impl Replay {
@@ -37,7 +41,11 @@ impl Replay {
     pub fn new(interactions: Vec<Interaction>, repeat: Repeat, realtime: bool) -> Replay {
         let index = Index::new(interactions.iter().map(|i| i.key.as_str()), repeat);
         let mut by_digest = HashMap::new();
+        let mut other_hosts = HashSet::new();
         for (pos, it) in interactions.iter().enumerate() {
+            if let Some(host) = host_port(&it.request.path) {
+                other_hosts.insert(host);
+            }
             let digest = it.request.body_xxh3.as_deref();
             if let Some(d) = digest.and_then(key::parse_digest) {
                 by_digest.entry(d).or_insert(pos);
@@ -50,7 +58,13 @@ impl Replay {
             realtime,
             by_position: None,
             sketches: OnceLock::new(),
+            other_hosts,
         }
+    }
+
+    /// Does the cassette hold requests to the other host `host:port`?
+    pub fn holds_host(&self, host_port: &str) -> bool {
+        self.other_hosts.contains(host_port)
     }
 
     /// Each recording's request sketch, in cassette order (`None`: a body that is not

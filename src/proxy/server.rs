@@ -156,6 +156,11 @@ fn dispatch(proxy: Arc<Proxy>, req: Request<Incoming>) -> Answer {
         Some(tunnel::Plain::Forward(name, passage)) => {
             Box::pin(tunnel::forward_plain(proxy, req, (name, passage)))
         }
+        Some(tunnel::Plain::Serve(mark)) => {
+            let mut req = req;
+            req.extensions_mut().insert(mark);
+            Box::pin(service::handle(proxy, req))
+        }
         None => Box::pin(service::handle(proxy, req)),
     }
 }

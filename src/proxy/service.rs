@@ -52,7 +52,12 @@ pub async fn handle(proxy: Arc<Proxy>, req: Request<hyper::body::Incoming>) -> R
             .insert(LOOP_HEADER, http::HeaderValue::from_static("1"));
         return refused;
     }
-    match Target::of(&head.path) {
+    // Another host's request is plain HTTP whatever its path.
+    let target = match head.elsewhere {
+        true => Target::Api,
+        false => Target::of(&head.path),
+    };
+    match target {
         Target::McpStdio(_) if !secret::presents(&parts.headers, &proxy.opts.secret) => {
             let why = format!(
                 "{} {} needs this session's secret",

@@ -12,10 +12,11 @@ use http::{Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
+use tokio::io::AsyncBufReadExt;
 
 use super::body::{ProxyBody, HEADER_READ_TIMEOUT};
 use super::conn::{self, Answer};
-use super::intercept::{Intercepted, Passage, MAX_TUNNELS};
+use super::intercept::{self, Intercepted, Passage, MAX_TUNNELS};
 use super::state::Proxy;
 use super::upstream::Upstream;
 use crate::cassette::format::Upstreams;
@@ -48,75 +49,147 @@ pub(super) async fn connect(
         );
     };
     let upgrade = hyper::upgrade::on(&mut req);
-    if let Some(provider) = dialect::provider_of_host(&host) {
-        let origin = match port {
-            443 => format!("https://{host}"),
-            _ => format!("https://{host}:{port}"),
-        };
-        let mark = Intercepted { provider, origin };
-        let config = match authority.server_config(&host) {
-            Ok(c) => c,
-            Err(e) => return text(StatusCode::BAD_GATEWAY, format!("CONNECT {target}: {e}")),
-        };
-        proxy.note_egress(&format!("{host}:{port}"), Passage::Intercepted);
-        tokio::spawn(async move {
-            let _permit = permit;
-            let Ok(upgraded) = upgrade.await else { return };
-            let handshake = tokio_rustls::TlsAcceptor::from(config).accept(TokioIo::new(upgraded));
-            // A client that opens a tunnel and says nothing gives its place back.
-            let tls = match tokio::time::timeout(HEADER_READ_TIMEOUT, handshake).await {
-                Err(_) => {
-                    tracing::warn!("the program opened a tunnel to {host} and began no TLS within {HEADER_READ_TIMEOUT:?}");
-                    return;
-                }
-                Ok(Ok(tls)) => tls,
-                Ok(Err(e)) => {
-                    // Most often a client that pins certificates or trusts only its own.
-                    tracing::warn!("TLS with the program for {host} failed: {e} (does it trust the session's CA, or pin certificates?)");
-                    return;
-                }
-            };
-            // Each request is the provider's whose host it was sent to, whatever its path.
-            let svc = conn::answering(move |mut req: Request<Incoming>| {
-                req.extensions_mut().insert(mark.clone());
-                serve(proxy.clone(), req)
-            });
-            let builder = conn::builder();
-            let conn = builder.serve_connection_with_upgrades(TokioIo::new(tls), svc);
-            if let Err(e) = conn.await {
-                tracing::debug!("intercepted connection to {host} ended with an error: {e}");
-            }
-        });
-        return text(StatusCode::OK, String::new());
-    }
     let name = format!("{host}:{port}");
-    let allowed = proxy.opts.allow.iter().any(|p| p.matches(&host, port));
-    if proxy.opts.upstream.is_none() && !allowed {
-        proxy.note_egress(&name, Passage::Refused);
-        return text(
-            StatusCode::FORBIDDEN,
-            format!("agentproxy: {name} is outside the cassette: a replay reaches no host but the model APIs it serves (allow it with --allow-host or the spec's egress.allow)"),
-        );
+    match fate(&proxy, target.host(), port) {
+        Fate::Intercept(provider) => {
+            let config = match authority.server_config(&host) {
+                Ok(c) => c,
+                Err(e) => return text(StatusCode::BAD_GATEWAY, format!("CONNECT {target}: {e}")),
+            };
+            proxy.note_egress(&name, Passage::Intercepted);
+            let uri_host = target.host().to_owned();
+            tokio::spawn(async move {
+                let _permit = permit;
+                let Ok(upgraded) = upgrade.await else { return };
+                let tunnel = Tunnel {
+                    proxy,
+                    serve,
+                    host,
+                    mark: move |scheme: &str| Intercepted {
+                        provider,
+                        origin: intercept::origin(scheme, &uri_host, port),
+                    },
+                };
+                tunnel.serve(upgraded, config).await;
+            });
+            text(StatusCode::OK, String::new())
+        }
+        Fate::Refuse => {
+            proxy.note_egress(&name, Passage::Refused);
+            text(StatusCode::FORBIDDEN, outside(&name))
+        }
+        Fate::Pass(passage) => {
+            let mut remote = match tokio::net::TcpStream::connect((host.as_str(), port)).await {
+                Ok(s) => s,
+                Err(e) => return text(StatusCode::BAD_GATEWAY, format!("CONNECT {name}: {e}")),
+            };
+            proxy.note_egress(&name, passage);
+            tokio::spawn(async move {
+                let _permit = permit;
+                let Ok(upgraded) = upgrade.await else { return };
+                let _ = tokio::io::copy_bidirectional(&mut TokioIo::new(upgraded), &mut remote).await;
+            });
+            text(StatusCode::OK, String::new())
+        }
     }
-    let mut remote = match tokio::net::TcpStream::connect((host.as_str(), port)).await {
-        Ok(s) => s,
-        Err(e) => return text(StatusCode::BAD_GATEWAY, format!("CONNECT {name}: {e}")),
-    };
-    proxy.note_egress(
-        &name,
-        if allowed {
-            Passage::Allowed
-        } else {
-            Passage::Passed
-        },
-    );
-    tokio::spawn(async move {
-        let _permit = permit;
-        let Ok(upgraded) = upgrade.await else { return };
-        let _ = tokio::io::copy_bidirectional(&mut TokioIo::new(upgraded), &mut remote).await;
-    });
-    text(StatusCode::OK, String::new())
 }
+
+/// What becomes of traffic to `host` (as a URI writes it) at `port`.
+enum Fate {
+    /// Served by the proxy: a provider's host as that provider's base URL; another host
+    /// (`None`) as plain HTTP under its whole URL, recorded (`--record-other-hosts`) or
+    /// replayed from the cassette.
+    Intercept(Option<dialect::Provider>),
+    /// Passed through as it is, not recorded: while recording, or to an allowed host.
+    Pass(Passage),
+    /// Refused: a replay reaches no other host.
+    Refuse,
+}
+
+fn fate(proxy: &Proxy, host: &str, port: u16) -> Fate {
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    if let Some(provider) = dialect::provider_of_host(bare) {
+        return Fate::Intercept(Some(provider));
+    }
+    if proxy.opts.allow.iter().any(|p| p.matches(bare, port)) {
+        return Fate::Pass(Passage::Allowed);
+    }
+    let recording = proxy.opts.upstream.is_some();
+    let replayed = (proxy.opts.replay.as_ref()).is_some_and(|rp| rp.holds_host(&format!("{host}:{port}")));
+    if replayed || (recording && proxy.opts.record_other_hosts) {
+        return Fate::Intercept(None);
+    }
+    match recording {
+        true => Fate::Pass(Passage::Passed),
+        false => Fate::Refuse,
+    }
+}
+
+/// The refusal of another host in a replay.
+fn outside(name: &str) -> String {
+    format!("agentproxy: {name} is outside the cassette: a replay reaches no host but the model APIs it serves (allow it with --allow-host or the spec's egress.allow, or record it with --record-other-hosts)")
+}
+
+/// An intercepted tunnel: its requests are served by `serve`, each marked as `mark` says
+/// for the scheme the program spoke in it.
+struct Tunnel<M> {
+    proxy: Arc<Proxy>,
+    serve: fn(Arc<Proxy>, Request<Incoming>) -> Answer,
+    host: String,
+    mark: M,
+}
+
+impl<M: Fn(&str) -> Intercepted + Send + Sync + 'static> Tunnel<M> {
+    /// Serve what the program says in the tunnel: TLS (its first byte a handshake record)
+    /// answered with the session's certificate for the host, else plain HTTP (a client
+    /// that tunnels `http://`).
+    async fn serve(self, upgraded: hyper::upgrade::Upgraded, config: Arc<rustls::ServerConfig>) {
+        let host = self.host.clone();
+        let mut io = tokio::io::BufReader::new(TokioIo::new(upgraded));
+        // A client that opens a tunnel and says nothing gives its place back.
+        let first = match tokio::time::timeout(HEADER_READ_TIMEOUT, io.fill_buf()).await {
+            Ok(Ok([first, ..])) => *first,
+            Ok(_) => return,
+            Err(_) => {
+                tracing::warn!("the program opened a tunnel to {host} and said nothing within {HEADER_READ_TIMEOUT:?}");
+                return;
+            }
+        };
+        if first != TLS_HANDSHAKE {
+            return self.http(io, "http").await;
+        }
+        let handshake = tokio_rustls::TlsAcceptor::from(config).accept(io);
+        match tokio::time::timeout(HEADER_READ_TIMEOUT, handshake).await {
+            Ok(Ok(tls)) => self.http(tls, "https").await,
+            Err(_) => tracing::warn!("the program began TLS with {host} and did not finish it within {HEADER_READ_TIMEOUT:?}"),
+            // Most often a client that pins certificates or trusts only its own.
+            Ok(Err(e)) => tracing::warn!("TLS with the program for {host} failed: {e} (does it trust the session's CA, or pin certificates?)"),
+        }
+    }
+
+    /// Serve HTTP on `io`, each request marked as sent over `scheme`.
+    async fn http<I>(self, io: I, scheme: &str)
+    where
+        I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        let mark = (self.mark)(scheme);
+        let proxy = self.proxy;
+        let serve = self.serve;
+        // Each request is the provider's whose host it was sent to, whatever its path.
+        let svc = conn::answering(move |mut req: Request<Incoming>| {
+            req.extensions_mut().insert(mark.clone());
+            serve(proxy.clone(), req)
+        });
+        let builder = conn::builder();
+        let conn = builder.serve_connection_with_upgrades(TokioIo::new(io), svc);
+        if let Err(e) = conn.await {
+            tracing::debug!("intercepted connection to {} ended with an error: {e}", self.host);
+        }
+    }
+}
+
+/// The first byte of a TLS connection (a handshake record).
+const TLS_HANDSHAKE: u8 = 0x16;
 
 /// A request that asks to switch protocols (a WebSocket, such as OpenAI's Realtime API):
 /// refused with a message, since agentproxy records and replays HTTP exchanges only.
@@ -143,6 +216,9 @@ pub(super) enum Plain {
     /// Forwarded to `host:port` as it is (while recording, or to an allowed host), and
     /// named as it passes.
     Forward(String, Passage),
+    /// Served by the proxy as plain HTTP under its whole URL (recorded or replayed), with
+    /// this mark.
+    Serve(Intercepted),
     /// Refused: the answer, the host named.
     Refused(Response<ProxyBody>),
 }
@@ -154,11 +230,11 @@ pub(super) fn plain_elsewhere<B>(proxy: &Proxy, req: &Request<B>) -> Option<Plai
     // HTTP/2 names its target in every request; the proxy's own loopback address is
     // its base URL.
     let host = target.host().trim_start_matches('[').trim_end_matches(']');
-    let default_port = match req.uri().scheme_str() {
-        Some("https") => 443,
+    let scheme = req.uri().scheme_str().unwrap_or("http");
+    let port = target.port_u16().unwrap_or(match scheme {
+        "https" => 443,
         _ => 80,
-    };
-    let port = target.port_u16().unwrap_or(default_port);
+    });
     let loopback = host.eq_ignore_ascii_case("localhost")
         || host
             .parse::<std::net::IpAddr>()
@@ -167,7 +243,7 @@ pub(super) fn plain_elsewhere<B>(proxy: &Proxy, req: &Request<B>) -> Option<Plai
     if own || dialect::provider_of_host(host).is_some() {
         return None;
     }
-    let name = format!("{}:{port}", target.host());
+    let name = format!("{host}:{port}");
     if proxy.opts.intercept.is_none() {
         // Not a session that started a program: no forward proxy, no relay for anyone.
         return Some(Plain::Refused(text(
@@ -175,17 +251,20 @@ pub(super) fn plain_elsewhere<B>(proxy: &Proxy, req: &Request<B>) -> Option<Plai
             format!("agentproxy: {name}: this session is not a forward proxy"),
         )));
     }
-    if proxy.opts.allow.iter().any(|p| p.matches(host, port)) {
-        return Some(Plain::Forward(name, Passage::Allowed));
-    }
-    if proxy.opts.upstream.is_some() {
-        return Some(Plain::Forward(name, Passage::Passed));
-    }
-    proxy.note_egress(&name, Passage::Refused);
-    Some(Plain::Refused(text(
-        StatusCode::FORBIDDEN,
-        format!("agentproxy: {name} is outside the cassette: a replay reaches no host but the model APIs it serves"),
-    )))
+    Some(match fate(proxy, target.host(), port) {
+        Fate::Intercept(provider) => {
+            proxy.note_egress(&name, Passage::Intercepted);
+            Plain::Serve(Intercepted {
+                provider,
+                origin: intercept::origin(scheme, target.host(), port),
+            })
+        }
+        Fate::Pass(passage) => Plain::Forward(name, passage),
+        Fate::Refuse => {
+            proxy.note_egress(&name, Passage::Refused);
+            Plain::Refused(text(StatusCode::FORBIDDEN, outside(&name)))
+        }
+    })
 }
 
 /// Forward a plain `http://` request to another host (`name`) as it is: not recorded,

@@ -4,6 +4,7 @@
 //! names, and others only for that program, while recording or when allowed), and a
 //! header timeout.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -96,6 +97,27 @@ impl UpstreamError {
     }
 }
 
+/// The certificates a recording trusts upstream: the built-in web roots, and those of
+/// the file `SSL_CERT_FILE` names in agentproxy's environment (a private CA, a company's
+/// TLS-inspecting proxy), as OpenSSL-based clients trust them.
+fn roots() -> rustls::RootCertStore {
+    use rustls::pki_types::{pem::PemObject, CertificateDer};
+    let mut roots = rustls::RootCertStore::empty();
+    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    let Some(file) = std::env::var_os("SSL_CERT_FILE").filter(|f| !f.is_empty()) else {
+        return roots;
+    };
+    let certs: Result<Vec<_>, _> =
+        CertificateDer::pem_file_iter(&file).and_then(|certs| certs.collect());
+    let added = certs.map(|c| roots.add_parsable_certificates(c));
+    match added {
+        Ok((n, _)) if n > 0 => {}
+        Ok(_) => eprintln!("agentproxy: warning: SSL_CERT_FILE={}: no certificate in it; recording trusts the built-in roots only", file.to_string_lossy()),
+        Err(e) => eprintln!("agentproxy: warning: SSL_CERT_FILE={}: {e}; recording trusts the built-in roots only", file.to_string_lossy()),
+    }
+    roots
+}
+
 #[derive(Debug, thiserror::Error)]
 #[error("invalid upstream URL `{url}`: {reason}")]
 pub struct InvalidUpstream {
@@ -129,8 +151,18 @@ impl Upstream {
         // Streams are many small writes: Nagle would hold back every other SSE chunk.
         http.set_nodelay(true);
         http.enforce_http(false);
+        let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .map_err(|e| InvalidUpstream {
+            url: String::new(),
+            reason: e.to_string(),
+        })?
+        .with_root_certificates(roots())
+        .with_no_client_auth();
         let connector = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_webpki_roots()
+            .with_tls_config(tls)
             .https_or_http()
             .enable_http1()
             .enable_http2()
@@ -169,12 +201,16 @@ impl Upstream {
     /// so a base with a prefix (`https://host/api`) keeps it. A request through an
     /// intercepted tunnel (`origin`, the provider's host it was sent to) goes to that host
     /// unless the provider's upstream was given (a flag or a variable, not its default).
+    /// Another host's request, whose path is its whole URL, goes there.
     pub fn url_for(
         &self,
         provider: Provider,
         origin: Option<&str>,
         path_and_query: &str,
     ) -> Result<String, UpstreamError> {
+        if path_and_query.starts_with("https://") || path_and_query.starts_with("http://") {
+            return Ok(path_and_query.to_owned());
+        }
         let base = self.bases.of(provider);
         let given = !base.is_empty() && base != default_base(provider);
         match (origin, base) {

@@ -43,6 +43,8 @@ pub struct Settings {
     pub contain: super::contain::Contain,
     /// `--allow-host`: other hosts a replay lets the program reach, beside the spec's.
     pub allow_hosts: Vec<crate::spec::HostPattern>,
+    /// `--record-other-hosts`: record other hosts' traffic, as `egress.record` does.
+    pub record_other_hosts: bool,
 }
 
 impl Settings {
@@ -179,6 +181,7 @@ pub(crate) fn setup(
             .chain(&s.allow_hosts)
             .cloned()
             .collect(),
+        record_other_hosts: spec.egress.record || s.record_other_hosts,
         recorded_by: Some(recorded_by(spec, case)),
         rerecord: Some(super::env::shell_line(&[
             "agentproxy",

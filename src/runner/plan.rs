@@ -106,6 +106,8 @@ pub(crate) struct Setup {
     pub intercept: bool,
     /// Other hosts a replay still lets the program reach (`--allow-host`, `egress.allow`).
     pub allow: Vec<crate::spec::HostPattern>,
+    /// Record other hosts' traffic as plain HTTP (`--record-other-hosts`, `egress.record`).
+    pub record_other_hosts: bool,
     /// The secret the control prefix asks for (`serve` keeps one for all its tests);
     /// `None`: `AGENTPROXY_SECRET` of agentproxy's environment, else a fresh one.
     pub secret: Option<String>,
@@ -135,6 +137,7 @@ impl Setup {
             known_clients: true,
             intercept: false,
             allow: Vec::new(),
+            record_other_hosts: false,
             secret: None,
         }
     }
@@ -244,6 +247,7 @@ pub(crate) fn plan(setup: Setup, fwd: &Forwarding) -> Result<Plan, PlanError> {
         crash: setup.crash,
         known_clients: setup.known_clients,
         allow: setup.allow,
+        record_other_hosts: setup.record_other_hosts,
         intercept: match setup.intercept {
             true => Some(Arc::new(Authority::new().map_err(PlanError::Ca)?)),
             false => None,

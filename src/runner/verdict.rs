@@ -104,7 +104,7 @@ pub(crate) fn judge(ran: Ran) -> Verdict {
         }
         if e.passed > 0 {
             warnings.push(format!(
-                "the program reached {host} through the proxy ({} connection(s)); it is not recorded, and a replay refuses it",
+                "the program reached {host} through the proxy ({} connection(s)); it is not recorded, and a replay refuses it (`egress.record: true` records it)",
                 e.passed
             ));
         }

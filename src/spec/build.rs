@@ -513,6 +513,10 @@ impl Builder<'_> {
         let levels: Vec<(&str, Require)> = Require::ALL.iter().map(|r| (r.as_str(), *r)).collect();
         Ok(Egress {
             allow,
+            record: match f.get("record") {
+                Some(n) => self.boolean(n, "egress.record")?,
+                None => false,
+            },
             require: f
                 .get("require")
                 .map(|n| self.word(n, "egress.require", &levels))

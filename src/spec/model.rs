@@ -194,6 +194,9 @@ pub struct Egress {
     /// `allow:` (list of host patterns): hosts a replay still lets the program reach
     /// through the proxy (a tool's web API that needs no recording).
     pub allow: Vec<HostPattern>,
+    /// `record:` (boolean, default false): while recording, record the traffic to other
+    /// hosts too, as plain HTTP under its whole URL, so a replay serves it.
+    pub record: bool,
     /// `require:` (`contained` | `intercepted`): the level a run must reach, or it cannot
     /// certify anything and fails.
     pub require: Option<Require>,

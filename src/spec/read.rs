@@ -43,7 +43,7 @@ pub(super) const TOP_KEYS: &[&str] = &[
 pub(super) const APP_KEYS: &[&str] = &["command", "url", "env", "timeout", "reply_until", "cwd"];
 pub(super) const MATCH_KEYS: &[&str] = &["ignore", "holes", "repeat"];
 pub(super) const HOLE_KEYS: &[&str] = &["name", "regex", "in"];
-pub(super) const EGRESS_KEYS: &[&str] = &["allow", "require"];
+pub(super) const EGRESS_KEYS: &[&str] = &["allow", "record", "require"];
 pub(super) const EXECUTION_KEYS: &[&str] = &[
     "mode",
     "parallel",

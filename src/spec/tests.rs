@@ -982,11 +982,14 @@ fn egress_allows_host_patterns_and_requires_a_level() {
     assert!(!allowed("tools.test", 443) && !allowed("eviltools.test", 443));
     assert!(allowed("db.test", 5432) && !allowed("db.test", 443));
     assert!(!allowed("example.test", 443));
+    assert!(!s.egress.record);
+    assert!(spec("{record: true}").unwrap().egress.record);
     for (egress, error) in [
         ("{allow: [not a host]}", "s.yaml:2:18: `egress.allow[0]`: `not a host` is not a host"),
         ("{allow: ['db.test:http']}", "s.yaml:2:18: `egress.allow[0]`: `db.test:http`: the port must be a number"),
         ("{require: sealed}", "s.yaml:2:19: unknown value `sealed` for `egress.require`; expected one of contained, intercepted"),
-        ("{deny: [x.test]}", "s.yaml:2:10: unknown key `deny` in `egress`; expected one of: allow, require"),
+        ("{deny: [x.test]}", "s.yaml:2:10: unknown key `deny` in `egress`; expected one of: allow, record, require"),
+        ("{record: yes please}", "s.yaml:2:18: expected `true` or `false` for `egress.record`, found a string"),
     ] {
         let e = spec(egress).unwrap_err().to_string();
         assert!(e.starts_with(error), "{egress}: {e}");

@@ -1,7 +1,8 @@
 """Probes of the proxy's forward-proxy edge, run as the program under agentproxy (which
 sets HTTPS_PROXY and the certificate bundle). Each prints one line:
 
-- plain text sent into a tunnel to a provider's host (no TLS): the proxy closes it;
+- plain HTTP sent into a tunnel to a provider's host (no TLS): the proxy answers it as
+  that provider's (here a miss: the cassette holds no `GET /v1/models`);
 - a WebSocket upgrade through an intercepted tunnel: refused with a message;
 - a client that trusts only its own roots (as one that pins certificates): the handshake
   fails, and agentproxy names pinning;
@@ -36,18 +37,19 @@ def connect(timeout=10):
 
 def plain_text_in_a_tunnel():
     s, status = connect()
-    s.sendall(b"GET /v1/models HTTP/1.1\r\nHost: api.openai.com\r\n\r\n")
-    # At most a TLS alert comes back, then the end.
-    closed = False
+    s.sendall(b"GET /v1/models HTTP/1.1\r\nHost: api.openai.com\r\nConnection: close\r\n\r\n")
+    answer = b""
     try:
-        while not closed:
-            closed = s.recv(4096) == b""
-    except ConnectionResetError:
-        closed = True
-    except socket.timeout:
+        while b"\r\n" not in answer:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            answer += chunk
+    except OSError:
         pass
     s.close()
-    print(f"plain text in a tunnel: {status}; then {'closed' if closed else 'still open'}")
+    line = answer.split(b"\r\n", 1)[0].decode() or "closed"
+    print(f"plain text in a tunnel: {status}; then {line}")
 
 
 def websocket():

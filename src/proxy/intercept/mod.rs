@@ -11,7 +11,9 @@ use std::sync::Arc;
 /// Tunnels through the forward proxy to one host.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct Egress {
-    /// Tunnels to a provider's host, intercepted and served as its base URL is.
+    /// Tunnels (and plain requests) intercepted and served by the proxy: to a provider's
+    /// host, served as its base URL is; to another host whose traffic is recorded
+    /// (`--record-other-hosts`) or replayed from the cassette, as plain HTTP.
     pub intercepted: usize,
     /// Tunnels to another host passed through while recording.
     pub passed: usize,
@@ -31,13 +33,38 @@ pub const TRUST_VARS: [&str; 4] = [
     "NODE_EXTRA_CA_CERTS",
 ];
 
-/// The mark of a request that came through an intercepted tunnel: the provider whose
-/// host it was sent to, and that host as a base URL (`https://host[:port]`), which the
-/// request is recorded from unless the provider's upstream was given.
+/// The mark of a request that came through an intercepted tunnel (or in absolute form to
+/// another host whose traffic is recorded): the provider whose host it was sent to, and
+/// that host as a base URL (`https://host[:port]`), which the request is recorded from
+/// unless the provider's upstream was given. `provider: None`: another host's request,
+/// recorded and replayed as plain HTTP under its whole URL.
 #[derive(Debug, Clone)]
 pub struct Intercepted {
-    pub provider: crate::dialect::Provider,
+    pub provider: Option<crate::dialect::Provider>,
     pub origin: String,
+}
+
+/// The base URL of `host` (as a URI writes it: an IPv6 address in brackets) at `port`
+/// over `scheme`, its default port left out.
+pub fn origin(scheme: &str, host: &str, port: u16) -> String {
+    match (scheme, port) {
+        ("https", 443) | ("http", 80) => format!("{scheme}://{host}"),
+        _ => format!("{scheme}://{host}:{port}"),
+    }
+}
+
+/// The `host:port` of a request recorded under its whole URL (another host's, see
+/// [`Intercepted`]); `None` for a path, as requests to the proxy itself are recorded.
+pub fn host_port(path: &str) -> Option<String> {
+    if !(path.starts_with("https://") || path.starts_with("http://")) {
+        return None;
+    }
+    let uri = path.parse::<http::Uri>().ok()?;
+    let port = uri.port_u16().unwrap_or(match uri.scheme_str() {
+        Some("https") => 443,
+        _ => 80,
+    });
+    Some(format!("{}:{port}", uri.host()?))
 }
 
 /// `host:port` as reports name it: with the telemetry service it belongs to, if known
@@ -66,4 +93,25 @@ pub const MAX_TUNNELS: usize = 512;
 /// The semaphore that bounds the open tunnels.
 pub(crate) fn tunnels() -> Arc<tokio::sync::Semaphore> {
     Arc::new(tokio::sync::Semaphore::new(MAX_TUNNELS))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_whole_url_names_its_host_and_port_and_a_path_none() {
+        for (path, host) in [
+            ("https://api.weather.test/v1?q=1", Some("api.weather.test:443")),
+            ("http://127.0.0.1:8080/", Some("127.0.0.1:8080")),
+            ("http://db.test/x", Some("db.test:80")),
+            ("https://[::1]:9/x", Some("[::1]:9")),
+            ("/v1/chat/completions", None),
+            ("httpx://odd.test/", None),
+        ] {
+            assert_eq!(host_port(path).as_deref(), host, "{path}");
+        }
+        assert_eq!(origin("https", "a.test", 443), "https://a.test");
+        assert_eq!(origin("http", "[::1]", 8080), "http://[::1]:8080");
+    }
 }
