@@ -874,6 +874,78 @@ async fn another_hosts_https_is_recorded_and_replayed_with_record_other_hosts() 
     );
 }
 
+/// Contained, a program that ignores the proxy variables is still seen: its name lookups
+/// are answered with its own loopback and named, its HTTPS to a provider's host is
+/// intercepted by server name (recorded, then replayed with the fake stopped), its HTTPS
+/// to another host is refused and named (a replay fails for it), and a server on the
+/// host's loopback stays out of reach. Where the machine cannot contain, `--contain on`
+/// says why and the program never starts.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_contained_program_that_ignores_the_proxy_is_intercepted_or_named() {
+    let Some(python) = python() else { return };
+    let (port, server) = other_host().await;
+    let dir = tempfile::tempdir().unwrap();
+    let cassette = dir.path().join("c.json");
+    let fake = FakeOpenAi::start().await;
+    let run = |mode: &str, upstream: Option<String>| {
+        let mut args: Vec<OsString> = vec![
+            mode.into(),
+            "--contain".into(),
+            "on".into(),
+            "--cassette".into(),
+            cassette.clone().into_os_string(),
+        ];
+        if let Some(u) = upstream {
+            args.extend(["--upstream".into(), u.into()]);
+        }
+        args.extend([
+            "--".into(),
+            python.clone().into_os_string(),
+            script("direct.py"),
+            port.to_string().into(),
+        ]);
+        agentproxy(args, &[("OPENAI_API_KEY", API_KEY)])
+    };
+    let recorded = run("record", Some(fake.url())).await;
+    if recorded.stderr.contains("--contain on: ") {
+        // The machine cannot contain: said, and nothing ran.
+        assert_eq!(recorded.status.code(), Some(2), "{recorded}");
+        assert!(recorded.stdout.is_empty(), "{recorded}");
+        eprintln!("this machine cannot contain a program: {}", recorded.stderr);
+        return;
+    }
+    assert!(recorded.status.success(), "{recorded}");
+    for line in [
+        "reply: ",
+        "weather: ConnectError",
+        "other host: Connection refused",
+    ] {
+        assert!(recorded.stdout.contains(line), "{line}: {recorded}");
+    }
+    assert!(!fake.requests().is_empty(), "{recorded}");
+    for line in [
+        "agentproxy: intercepted api.openai.com:443 ×",
+        "agentproxy: refused direct connections (the program ignored the proxy variables; contained, it reaches only the proxy): api.weather.test:443 ×1",
+        "agentproxy: names the program looked up itself (ignoring the proxy variables; contained, each was answered with its own loopback): api.openai.com ×",
+        "api.weather.test ×",
+        "other-host.test ×",
+    ] {
+        assert!(recorded.stderr.contains(line), "{line}: {recorded}");
+    }
+    fake.stop().await;
+    server.abort();
+    let replayed = run("replay", None).await;
+    // The model's part replays as recorded; the refused connection fails the run.
+    assert_eq!(replayed.status.code(), Some(1), "{replayed}");
+    assert_eq!(replayed.stdout, recorded.stdout, "{replayed}");
+    assert!(
+        replayed
+            .stderr
+            .contains("agentproxy: refused direct connections"),
+        "{replayed}"
+    );
+}
+
 /// HTTP/2 through an intercepted tunnel (its TLS offers `h2`): httpx records and replays.
 #[tokio::test(flavor = "multi_thread")]
 async fn http2_through_an_intercepted_tunnel_records_and_replays() {

@@ -72,7 +72,7 @@ pub async fn run(args: ReplayArgs) -> Result<Exit> {
             eprintln!("{line}");
         }
     }
-    let refused: usize = out.egress.values().map(|e| e.refused).sum();
+    let refused: usize = out.egress.values().map(|e| e.refused + e.direct).sum();
     if s.quiet {
         // Quiet still says why the run failed: one line per miss.
         for miss in &out.misses {

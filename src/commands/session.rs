@@ -209,6 +209,7 @@ pub fn egress_lines(out: &crate::proxy::Outcome, level: Option<&Level>) -> Vec<S
         list(&|e| e.allowed),
         list(&|e| e.refused),
     );
+    let (direct, looked_up) = (list(&|e| e.direct), list(&|e| e.looked_up));
     let mut lines: Vec<String> = level
         .map(|l| format!("agentproxy: egress: {l}"))
         .into_iter()
@@ -235,6 +236,18 @@ pub fn egress_lines(out: &crate::proxy::Outcome, level: Option<&Level>) -> Vec<S
         lines.push(format!(
             "agentproxy: refused: {} outside the cassette (a replay reaches no host but the model APIs it serves); exit 1",
             refused.join(", ")
+        ));
+    }
+    if !direct.is_empty() {
+        lines.push(format!(
+            "agentproxy: refused direct connections (the program ignored the proxy variables; contained, it reaches only the proxy): {}",
+            direct.join(", ")
+        ));
+    }
+    if !looked_up.is_empty() {
+        lines.push(format!(
+            "agentproxy: names the program looked up itself (ignoring the proxy variables; contained, each was answered with its own loopback): {}",
+            looked_up.join(", ")
         ));
     }
     lines

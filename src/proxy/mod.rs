@@ -3,11 +3,14 @@
 //! `mcp_http`), `serve`'s control endpoint (`switch`) or a refusal; a model request is
 //! answered through the fault layer (`fault`) from the cassette (`replay`) or the
 //! upstream (`record`). The session's state is in `state`, its options in `options`.
+//! The proxy is also the program's forward proxy (`tunnel`, `intercept`), and watches
+//! what a contained program does around it (`direct`).
 
 mod api;
 pub(crate) mod body;
 mod conn;
 pub(crate) mod crash;
+mod direct;
 mod exchange;
 mod fault;
 pub mod intercept;

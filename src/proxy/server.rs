@@ -143,7 +143,7 @@ pub(crate) async fn serve_more(
 
 /// A request to the proxy: a `CONNECT` opens a tunnel (whose requests come back here),
 /// anything else is served.
-fn dispatch(proxy: Arc<Proxy>, req: Request<Incoming>) -> Answer {
+pub(super) fn dispatch(proxy: Arc<Proxy>, req: Request<Incoming>) -> Answer {
     if req.method() == http::Method::CONNECT {
         return Box::pin(tunnel::connect(proxy, req, dispatch));
     }

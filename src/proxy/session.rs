@@ -4,6 +4,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use super::direct;
 use super::intercept::TRUST_VARS;
 use super::options::Options;
 use super::outcome::Outcome;
@@ -97,6 +98,31 @@ impl Session {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .push(task);
+        Ok(())
+    }
+
+    /// Watch what a contained program does around the proxy variables (see `direct`): its
+    /// name lookups, on `names`, and its direct connections, on each listener's port,
+    /// until the session stops.
+    pub(crate) fn watch_direct(
+        &self,
+        names: Option<std::net::UdpSocket>,
+        direct: Vec<(u16, std::net::TcpListener)>,
+    ) -> std::io::Result<()> {
+        let mut tasks = Vec::new();
+        if let Some(names) = names {
+            let names = tokio::net::UdpSocket::from_std(names)?;
+            tasks.push(tokio::spawn(direct::answer_names(
+                self.proxy.clone(),
+                names,
+            )));
+        }
+        for (port, listener) in direct {
+            let listener = tokio::net::TcpListener::from_std(listener)?;
+            let watch = direct::watch(self.proxy.clone(), listener, port, server::dispatch);
+            tasks.push(tokio::spawn(watch));
+        }
+        (self.relays.lock().unwrap_or_else(|p| p.into_inner())).extend(tasks);
         Ok(())
     }
 

@@ -110,6 +110,8 @@ impl Proxy {
             Passage::Passed => &mut e.passed,
             Passage::Allowed => &mut e.allowed,
             Passage::Refused => &mut e.refused,
+            Passage::Direct => &mut e.direct,
+            Passage::LookedUp => &mut e.looked_up,
         } += 1;
     }
 

@@ -87,7 +87,8 @@ pub(super) async fn connect(
             tokio::spawn(async move {
                 let _permit = permit;
                 let Ok(upgraded) = upgrade.await else { return };
-                let _ = tokio::io::copy_bidirectional(&mut TokioIo::new(upgraded), &mut remote).await;
+                let _ =
+                    tokio::io::copy_bidirectional(&mut TokioIo::new(upgraded), &mut remote).await;
             });
             text(StatusCode::OK, String::new())
         }
@@ -95,7 +96,7 @@ pub(super) async fn connect(
 }
 
 /// What becomes of traffic to `host` (as a URI writes it) at `port`.
-enum Fate {
+pub(super) enum Fate {
     /// Served by the proxy: a provider's host as that provider's base URL; another host
     /// (`None`) as plain HTTP under its whole URL, recorded (`--record-other-hosts`) or
     /// replayed from the cassette.
@@ -106,7 +107,7 @@ enum Fate {
     Refuse,
 }
 
-fn fate(proxy: &Proxy, host: &str, port: u16) -> Fate {
+pub(super) fn fate(proxy: &Proxy, host: &str, port: u16) -> Fate {
     let bare = host.trim_start_matches('[').trim_end_matches(']');
     if let Some(provider) = dialect::provider_of_host(bare) {
         return Fate::Intercept(Some(provider));
@@ -115,7 +116,8 @@ fn fate(proxy: &Proxy, host: &str, port: u16) -> Fate {
         return Fate::Pass(Passage::Allowed);
     }
     let recording = proxy.opts.upstream.is_some();
-    let replayed = (proxy.opts.replay.as_ref()).is_some_and(|rp| rp.holds_host(&format!("{host}:{port}")));
+    let replayed =
+        (proxy.opts.replay.as_ref()).is_some_and(|rp| rp.holds_host(&format!("{host}:{port}")));
     if replayed || (recording && proxy.opts.record_other_hosts) {
         return Fate::Intercept(None);
     }
@@ -132,11 +134,11 @@ fn outside(name: &str) -> String {
 
 /// An intercepted tunnel: its requests are served by `serve`, each marked as `mark` says
 /// for the scheme the program spoke in it.
-struct Tunnel<M> {
-    proxy: Arc<Proxy>,
-    serve: fn(Arc<Proxy>, Request<Incoming>) -> Answer,
-    host: String,
-    mark: M,
+pub(super) struct Tunnel<M> {
+    pub proxy: Arc<Proxy>,
+    pub serve: fn(Arc<Proxy>, Request<Incoming>) -> Answer,
+    pub host: String,
+    pub mark: M,
 }
 
 impl<M: Fn(&str) -> Intercepted + Send + Sync + 'static> Tunnel<M> {
@@ -168,7 +170,7 @@ impl<M: Fn(&str) -> Intercepted + Send + Sync + 'static> Tunnel<M> {
     }
 
     /// Serve HTTP on `io`, each request marked as sent over `scheme`.
-    async fn http<I>(self, io: I, scheme: &str)
+    pub(super) async fn http<I>(self, io: I, scheme: &str)
     where
         I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
     {
@@ -183,13 +185,16 @@ impl<M: Fn(&str) -> Intercepted + Send + Sync + 'static> Tunnel<M> {
         let builder = conn::builder();
         let conn = builder.serve_connection_with_upgrades(TokioIo::new(io), svc);
         if let Err(e) = conn.await {
-            tracing::debug!("intercepted connection to {} ended with an error: {e}", self.host);
+            tracing::debug!(
+                "intercepted connection to {} ended with an error: {e}",
+                self.host
+            );
         }
     }
 }
 
 /// The first byte of a TLS connection (a handshake record).
-const TLS_HANDSHAKE: u8 = 0x16;
+pub(super) const TLS_HANDSHAKE: u8 = 0x16;
 
 /// A request that asks to switch protocols (a WebSocket, such as OpenAI's Realtime API):
 /// refused with a message, since agentproxy records and replays HTTP exchanges only.
@@ -307,7 +312,7 @@ pub(super) async fn forward_plain(
 }
 
 /// A plain-text answer.
-fn text(status: StatusCode, body: String) -> Response<ProxyBody> {
+pub(super) fn text(status: StatusCode, body: String) -> Response<ProxyBody> {
     let mut resp = Response::new(super::body::full(body.into()));
     *resp.status_mut() = status;
     resp

@@ -4,6 +4,13 @@
 //! over a socket pair (`SCM_RIGHTS`): the program reaches the proxy at the same URL, and
 //! nothing else. Its children, MCP servers among them, inherit the namespace.
 //!
+//! A program that ignores the proxy variables is named where it can be: the namespace's
+//! name lookups go to agentproxy (its `/etc/resolv.conf`, in a mount namespace of its
+//! own, names `127.0.0.1`, where agentproxy answers every name with loopback), and
+//! agentproxy listens on ports 443 and 80 there, so a direct connection to a provider's
+//! host is intercepted by its server name and any other is refused and named (see
+//! `proxy::direct`).
+//!
 //! Everything the child does between `fork` and `exec` is a raw system call on memory
 //! prepared before the fork: no allocation, no lock.
 
@@ -78,8 +85,8 @@ pub(crate) fn spawn(
     )?;
     jail.apply(cmd);
     let mut child = cmd.spawn()?;
-    let served = jail.listeners().and_then(|listeners| {
-        let mut listeners = listeners.into_iter();
+    let served = jail.receive().and_then(|inside| {
+        let mut listeners = inside.listeners.into_iter();
         session.serve_also(
             listeners
                 .next()
@@ -87,7 +94,8 @@ pub(crate) fn spawn(
         )?;
         listeners
             .zip(relayed)
-            .try_for_each(|(listener, port)| session.relay(listener, port))
+            .try_for_each(|(listener, port)| session.relay(listener, port))?;
+        session.watch_direct(inside.names, inside.direct)
     });
     if let Err(e) = served {
         // Nothing serves its namespace: the program may not run on in it.
@@ -120,7 +128,7 @@ fn probe() -> Result<(), String> {
         // All of it, as the program's start does: a system may allow `unshare` and refuse
         // the id maps (Ubuntu's restriction of unprivileged user namespaces does).
         let code = match isolate(&uid_map, &gid_map) {
-            Ok(()) => 0,
+            Ok(_) => 0,
             Err(errno) => errno.clamp(1, 255),
         };
         // SAFETY: leaves the forked child at once.
@@ -168,37 +176,81 @@ fn id_maps() -> (Vec<u8>, Vec<u8>) {
 }
 
 /// In a forked child: a new network namespace with loopback up (and, in a new user
-/// namespace, the ids mapped).
-fn isolate(uid_map: &[u8], gid_map: &[u8]) -> Result<(), i32> {
-    if unshare_net()? {
+/// namespace, the ids mapped), in a mount namespace of its own where the system allows
+/// one (`Ok(true)`).
+fn isolate(uid_map: &[u8], gid_map: &[u8]) -> Result<bool, i32> {
+    let (user, mounts) = unshare_net()?;
+    if user {
         // Mapping one's own ids needs no privilege once setgroups is denied.
         let _ = write_file(c"/proc/self/setgroups", b"deny");
         write_file(c"/proc/self/uid_map", uid_map)?;
         write_file(c"/proc/self/gid_map", gid_map)?;
     }
-    loopback_up()
+    loopback_up()?;
+    Ok(mounts)
 }
 
 /// Enter a new network namespace: as root, directly (the program keeps every user it
 /// may switch to); else in a new user namespace (no privilege needed), where it is its
-/// own user and group only. The user namespace's ids are mapped once `unshare` says one
-/// was made (`Ok(true)`).
+/// own user and group only. A mount namespace comes with it where the system allows
+/// (for the resolver's file). Says whether a user namespace was made (its ids are then
+/// to be mapped) and whether a mount namespace was.
 #[cfg(target_os = "linux")]
-fn unshare_net() -> Result<bool, i32> {
+fn unshare_net() -> Result<(bool, bool), i32> {
     // SAFETY: geteuid only reads; unshare(2) changes only this process's namespaces.
     unsafe {
-        if libc::geteuid() == 0 && libc::unshare(libc::CLONE_NEWNET) == 0 {
-            return Ok(false);
+        let user = libc::geteuid() != 0;
+        let net = match user {
+            true => libc::CLONE_NEWUSER | libc::CLONE_NEWNET,
+            false => libc::CLONE_NEWNET,
+        };
+        if libc::unshare(net | libc::CLONE_NEWNS) == 0 {
+            return Ok((user, true));
         }
-        if libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET) == 0 {
-            return Ok(true);
+        if libc::unshare(net) == 0 {
+            return Ok((user, false));
+        }
+        if !user && libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET) == 0 {
+            return Ok((true, false));
         }
     }
     Err(errno())
 }
 
 #[cfg(not(target_os = "linux"))]
-fn unshare_net() -> Result<bool, i32> {
+fn unshare_net() -> Result<(bool, bool), i32> {
+    Err(libc::ENOSYS)
+}
+
+/// In the child's own mount namespace: its `/etc/resolv.conf` becomes `resolv` (which
+/// names `127.0.0.1`), the host's untouched (the namespace's mounts no longer propagate
+/// back first).
+#[cfg(target_os = "linux")]
+fn divert_names(resolv: &std::ffi::CStr) -> Result<(), i32> {
+    // SAFETY: mount(2) on NUL-terminated paths, in this process's own mount namespace.
+    unsafe {
+        let none = std::ptr::null();
+        let slave = libc::MS_REC | libc::MS_SLAVE;
+        if libc::mount(none, c"/".as_ptr(), none, slave, std::ptr::null()) != 0 {
+            return Err(errno());
+        }
+        let target = c"/etc/resolv.conf".as_ptr();
+        if libc::mount(
+            resolv.as_ptr(),
+            target,
+            none,
+            libc::MS_BIND,
+            std::ptr::null(),
+        ) != 0
+        {
+            return Err(errno());
+        }
+    }
+    Ok(())
+}
+
+#[cfg(not(target_os = "linux"))]
+fn divert_names(_: &std::ffi::CStr) -> Result<(), i32> {
     Err(libc::ENOSYS)
 }
 
@@ -215,9 +267,32 @@ pub struct Jail {
     child: OwnedFd,
     /// The proxy's port, then each port relayed to the host's loopback.
     ports: Vec<u16>,
+    /// The ports of the direct connections agentproxy watches inside (443, 80), but
+    /// those in `ports`.
+    direct: Vec<u16>,
+    /// The namespace's resolver file (`nameserver 127.0.0.1`), removed once the program
+    /// has started (its mount keeps it).
+    resolv: tempfile::TempPath,
+    resolv_path: std::ffi::CString,
     uid_map: Vec<u8>,
     gid_map: Vec<u8>,
 }
+
+/// What a contained program's namespace handed back: the listeners of [`Jail::new`]'s
+/// ports, in their order; the socket its name lookups come to, if its resolver could be
+/// diverted; and the listeners of the direct connections watched, by port.
+pub struct Inside {
+    pub listeners: Vec<std::net::TcpListener>,
+    pub names: Option<std::net::UdpSocket>,
+    pub direct: Vec<(u16, std::net::TcpListener)>,
+}
+
+/// The ports a program that ignores the proxy variables connects to directly, watched
+/// inside its namespace.
+const DIRECT_PORTS: [u16; 2] = [443, 80];
+
+/// The resolver configuration of a contained program: agentproxy, at once.
+const RESOLV_CONF: &str = "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n";
 
 impl Jail {
     /// A jail whose listeners are on `ports` inside the namespace: the proxy's own
@@ -241,10 +316,24 @@ impl Jail {
             unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
         // The program keeps its own ids inside.
         let (uid_map, gid_map) = id_maps();
+        let mut resolv = tempfile::Builder::new()
+            .prefix("agentproxy-resolv-")
+            .tempfile()?;
+        io::Write::write_all(&mut resolv, RESOLV_CONF.as_bytes())?;
+        let resolv = resolv.into_temp_path();
+        let resolv_path = std::ffi::CString::new(resolv.as_os_str().as_encoded_bytes())
+            .map_err(io::Error::other)?;
+        let direct = (DIRECT_PORTS.iter())
+            .filter(|p| !ports.contains(p))
+            .copied()
+            .collect();
         Ok(Jail {
             parent,
             child,
             ports,
+            direct,
+            resolv,
+            resolv_path,
             uid_map,
             gid_map,
         })
@@ -252,48 +341,91 @@ impl Jail {
 
     /// Make `cmd` start its program in the jail.
     pub fn apply(&self, cmd: &mut tokio::process::Command) {
-        let child = self.child.as_raw_fd();
-        let (ports, uid_map, gid_map) = (
-            self.ports.clone(),
-            self.uid_map.clone(),
-            self.gid_map.clone(),
-        );
+        let sock = self.child.as_raw_fd();
+        let plan = Plan {
+            ports: self.ports.clone(),
+            direct: self.direct.clone(),
+            resolv: self.resolv_path.clone(),
+            uid_map: self.uid_map.clone(),
+            gid_map: self.gid_map.clone(),
+        };
         // SAFETY: the closure runs between fork and exec and makes only raw system calls
         // on memory prepared before the fork.
         unsafe {
-            cmd.pre_exec(move || {
-                enter(child, &ports, &uid_map, &gid_map).map_err(io::Error::from_raw_os_error)
-            });
+            cmd.pre_exec(move || enter(sock, &plan).map_err(io::Error::from_raw_os_error));
         }
     }
 
-    /// Once the program started: the listeners the child made inside the namespace, in
-    /// the order of the ports.
-    pub fn listeners(self) -> io::Result<Vec<std::net::TcpListener>> {
-        (self.ports.iter())
+    /// Once the program started: what the child made inside the namespace.
+    pub fn receive(self) -> io::Result<Inside> {
+        let parent = self.parent.as_raw_fd();
+        let tcp = |fd: RawFd| {
+            // SAFETY: the descriptor came over SCM_RIGHTS and is owned by nothing else.
+            let listener = unsafe { std::net::TcpListener::from_raw_fd(fd) };
+            listener.set_nonblocking(true).map(|()| listener)
+        };
+        let listeners = (self.ports.iter())
             .map(|_| {
-                let fd = receive_fd(self.parent.as_raw_fd())?;
-                // SAFETY: the descriptor came over SCM_RIGHTS and is owned by nothing else.
-                let listener = unsafe { std::net::TcpListener::from_raw_fd(fd) };
-                listener.set_nonblocking(true)?;
-                Ok(listener)
+                let fd = receive_fd(parent)?.ok_or_else(|| {
+                    io::Error::other("the contained program's listener did not come back")
+                })?;
+                tcp(fd)
             })
-            .collect()
+            .collect::<io::Result<Vec<_>>>()?;
+        // SAFETY: as above.
+        let names = receive_fd(parent)?.map(|fd| unsafe { std::net::UdpSocket::from_raw_fd(fd) });
+        if let Some(names) = &names {
+            names.set_nonblocking(true)?;
+        }
+        let mut direct = Vec::new();
+        for &port in &self.direct {
+            if let Some(fd) = receive_fd(parent)? {
+                direct.push((port, tcp(fd)?));
+            }
+        }
+        drop(self.resolv);
+        Ok(Inside {
+            listeners,
+            names,
+            direct,
+        })
     }
 }
 
+/// What the child does in [`enter`], prepared before the fork.
+struct Plan {
+    ports: Vec<u16>,
+    direct: Vec<u16>,
+    resolv: std::ffi::CString,
+    uid_map: Vec<u8>,
+    gid_map: Vec<u8>,
+}
+
 /// In the forked child: a new network namespace with loopback up, a listener on
-/// `127.0.0.1:PORT` in it for each of `ports`, each sent over `sock`.
-fn enter(sock: RawFd, ports: &[u16], uid_map: &[u8], gid_map: &[u8]) -> Result<(), i32> {
-    isolate(uid_map, gid_map)?;
-    for &port in ports {
-        let listener = listen(port)?;
-        let sent = send_fd(sock, listener);
-        // SAFETY: the parent has its own copy now (or the start fails).
-        unsafe { libc::close(listener) };
-        sent?;
+/// `127.0.0.1:PORT` in it for each of the plan's ports, each sent over `sock`; then, each
+/// where it can be made (an empty message where not), the socket its name lookups come to
+/// and the listeners of the direct connections watched.
+fn enter(sock: RawFd, plan: &Plan) -> Result<(), i32> {
+    let mounts = isolate(&plan.uid_map, &plan.gid_map)?;
+    for &port in &plan.ports {
+        give(sock, Some(listen(port)?))?;
+    }
+    let names = mounts && divert_names(&plan.resolv).is_ok();
+    give(sock, names.then(|| datagram(53).ok()).flatten())?;
+    for &port in &plan.direct {
+        give(sock, listen(port).ok())?;
     }
     Ok(())
+}
+
+/// Send `fd` (or, for `None`, an empty message) over `sock`, and close it here.
+fn give(sock: RawFd, fd: Option<RawFd>) -> Result<(), i32> {
+    let sent = send_fd(sock, fd);
+    if let Some(fd) = fd {
+        // SAFETY: the parent has its own copy now (or the start fails).
+        unsafe { libc::close(fd) };
+    }
+    sent
 }
 
 fn write_file(path: &std::ffi::CStr, data: &[u8]) -> Result<(), i32> {
@@ -339,9 +471,28 @@ fn loopback_up() -> Result<(), i32> {
 }
 
 fn listen(port: u16) -> Result<RawFd, i32> {
-    // SAFETY: a TCP socket bound to 127.0.0.1:port from a zeroed `sockaddr_in`.
+    let s = bound(libc::SOCK_STREAM, port)?;
+    // SAFETY: listen(2) on the socket just bound, closed on failure.
     unsafe {
-        let s = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        if libc::listen(s, 1024) != 0 {
+            let err = errno();
+            libc::close(s);
+            return Err(err);
+        }
+    }
+    Ok(s)
+}
+
+/// A datagram socket bound to `127.0.0.1:port`.
+fn datagram(port: u16) -> Result<RawFd, i32> {
+    bound(libc::SOCK_DGRAM, port)
+}
+
+/// A socket of `kind` bound to `127.0.0.1:port`.
+fn bound(kind: libc::c_int, port: u16) -> Result<RawFd, i32> {
+    // SAFETY: a socket bound to 127.0.0.1:port from a zeroed `sockaddr_in`.
+    unsafe {
+        let s = libc::socket(libc::AF_INET, kind | libc::SOCK_CLOEXEC, 0);
         if s < 0 {
             return Err(errno());
         }
@@ -362,7 +513,7 @@ fn listen(port: u16) -> Result<RawFd, i32> {
             (&addr as *const libc::sockaddr_in).cast(),
             std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
         );
-        if bound != 0 || libc::listen(s, 1024) != 0 {
+        if bound != 0 {
             let err = errno();
             libc::close(s);
             return Err(err);
@@ -403,17 +554,27 @@ unsafe fn message(
     msg
 }
 
-fn send_fd(sock: RawFd, fd: RawFd) -> Result<(), i32> {
-    // SAFETY: sendmsg(2) of one byte with one SCM_RIGHTS descriptor, all on the stack.
+/// Send one message over `sock`: its byte says whether it carries `fd` (SCM_RIGHTS).
+fn send_fd(sock: RawFd, fd: Option<RawFd>) -> Result<(), i32> {
+    // SAFETY: sendmsg(2) of one byte with at most one SCM_RIGHTS descriptor, all on the
+    // stack.
     unsafe {
         let (mut byte, mut iov, mut cmsg) = ([0u8; 1], std::mem::zeroed(), std::mem::zeroed());
-        let space = libc::CMSG_SPACE(std::mem::size_of::<RawFd>() as u32) as usize;
-        let msg = message(&mut byte, &mut iov, &mut cmsg, space);
-        let c = libc::CMSG_FIRSTHDR(&msg);
-        (*c).cmsg_level = libc::SOL_SOCKET;
-        (*c).cmsg_type = libc::SCM_RIGHTS;
-        (*c).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<RawFd>() as u32) as _;
-        std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<RawFd>(), fd);
+        let space = match fd {
+            Some(_) => libc::CMSG_SPACE(std::mem::size_of::<RawFd>() as u32) as usize,
+            None => 0,
+        };
+        byte[0] = u8::from(fd.is_some());
+        let mut msg = message(&mut byte, &mut iov, &mut cmsg, space);
+        if let Some(fd) = fd {
+            let c = libc::CMSG_FIRSTHDR(&msg);
+            (*c).cmsg_level = libc::SOL_SOCKET;
+            (*c).cmsg_type = libc::SCM_RIGHTS;
+            (*c).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<RawFd>() as u32) as _;
+            std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<RawFd>(), fd);
+        } else {
+            msg.msg_control = std::ptr::null_mut();
+        }
         if libc::sendmsg(sock, &msg, 0) != 1 {
             return Err(errno());
         }
@@ -421,7 +582,8 @@ fn send_fd(sock: RawFd, fd: RawFd) -> Result<(), i32> {
     Ok(())
 }
 
-fn receive_fd(sock: RawFd) -> io::Result<RawFd> {
+/// One message of [`send_fd`]: its descriptor, if it carries one.
+fn receive_fd(sock: RawFd) -> io::Result<Option<RawFd>> {
     // SAFETY: recvmsg(2) into stack buffers; the descriptor is read only from a
     // SCM_RIGHTS message of the right length.
     unsafe {
@@ -431,11 +593,15 @@ fn receive_fd(sock: RawFd) -> io::Result<RawFd> {
             return Err(io::Error::last_os_error());
         }
         let c = libc::CMSG_FIRSTHDR(&msg);
-        if c.is_null() || (*c).cmsg_type != libc::SCM_RIGHTS {
-            return Err(io::Error::other(
-                "the contained program's listener did not come back",
-            ));
+        let carries = !c.is_null() && (*c).cmsg_type == libc::SCM_RIGHTS;
+        match (byte[0], carries) {
+            (0, false) => Ok(None),
+            (1, true) => Ok(Some(std::ptr::read_unaligned(
+                libc::CMSG_DATA(c).cast::<RawFd>(),
+            ))),
+            _ => Err(io::Error::other(
+                "the contained program's namespace sent an unexpected message",
+            )),
         }
-        Ok(std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<RawFd>()))
     }
 }

@@ -102,6 +102,18 @@ pub(crate) fn judge(ran: Ran) -> Verdict {
                 e.refused
             ));
         }
+        if e.direct > 0 {
+            problems.push(format!(
+                "the program ignored the proxy variables and connected to {host} directly ({} time(s)): contained, it was refused",
+                e.direct
+            ));
+        }
+        if e.looked_up > 0 {
+            warnings.push(format!(
+                "the program looked up {host} itself ({} time(s)), ignoring the proxy variables: contained, it was answered with its own loopback",
+                e.looked_up
+            ));
+        }
         if e.passed > 0 {
             warnings.push(format!(
                 "the program reached {host} through the proxy ({} connection(s)); it is not recorded, and a replay refuses it (`egress.record: true` records it)",

@@ -21,6 +21,12 @@ pub struct Egress {
     pub allowed: usize,
     /// Tunnels refused (in a replay).
     pub refused: usize,
+    /// Connections a contained program made directly, ignoring the proxy variables,
+    /// refused (those to a host the proxy serves are intercepted).
+    pub direct: usize,
+    /// Address lookups of this name by a contained program (each answered with its
+    /// loopback): traffic that did not go through the proxy variables.
+    pub looked_up: usize,
 }
 
 /// The variables that name a trust store, and the clients that read them: OpenSSL and
@@ -84,6 +90,8 @@ pub enum Passage {
     Passed,
     Allowed,
     Refused,
+    Direct,
+    LookedUp,
 }
 
 /// The most tunnels open at once; more are refused (a runaway client cannot exhaust the
@@ -102,7 +110,10 @@ mod tests {
     #[test]
     fn a_whole_url_names_its_host_and_port_and_a_path_none() {
         for (path, host) in [
-            ("https://api.weather.test/v1?q=1", Some("api.weather.test:443")),
+            (
+                "https://api.weather.test/v1?q=1",
+                Some("api.weather.test:443"),
+            ),
             ("http://127.0.0.1:8080/", Some("127.0.0.1:8080")),
             ("http://db.test/x", Some("db.test:80")),
             ("https://[::1]:9/x", Some("[::1]:9")),
