@@ -60,9 +60,15 @@ async fn agentproxy(args: Vec<OsString>, env: &[(&str, &str)]) -> Run {
     command.args(args).current_dir(repo()).kill_on_drop(true);
     for (name, _) in std::env::vars_os() {
         let text = name.to_string_lossy();
-        if ["OPENAI_", "AGENTPROXY_", "NODE_", "HTTPS_PROXY", "HTTP_PROXY"]
-            .iter()
-            .any(|p| text.to_ascii_uppercase().starts_with(p))
+        if [
+            "OPENAI_",
+            "AGENTPROXY_",
+            "NODE_",
+            "HTTPS_PROXY",
+            "HTTP_PROXY",
+        ]
+        .iter()
+        .any(|p| text.to_ascii_uppercase().starts_with(p))
         {
             command.env_remove(&name);
         }
@@ -105,7 +111,9 @@ async fn node_fetch_through_node_use_env_proxy_records_and_replays() {
         args.extend([
             "--".into(),
             node.clone().into_os_string(),
-            repo().join("tests/node/hardcoded_fetch.mjs").into_os_string(),
+            repo()
+                .join("tests/node/hardcoded_fetch.mjs")
+                .into_os_string(),
         ]);
         agentproxy(args, &[("OPENAI_API_KEY", API_KEY)])
     };
@@ -117,7 +125,10 @@ async fn node_fetch_through_node_use_env_proxy_records_and_replays() {
         return;
     }
     assert_eq!(recorded.code, Some(0), "{recorded}");
-    assert!(recorded.stdout.contains("status: 200\nreply: "), "{recorded}");
+    assert!(
+        recorded.stdout.contains("status: 200\nreply: "),
+        "{recorded}"
+    );
     assert_eq!(fake.requests().len(), 1, "{recorded}");
     assert!(
         recorded

@@ -953,13 +953,27 @@ async fn http2_through_an_intercepted_tunnel_records_and_replays() {
 }
 
 /// The forward proxy's edge, probed by the program itself (`tests/e2e/tunnels.py`): plain
-/// HTTP in a tunnel is answered as the host's, a WebSocket upgrade refused with a message, a client that
+/// HTTP in a tunnel is answered as the host's, a client certificate is not asked for, a WebSocket upgrade refused with a message, a client that
 /// trusts only its own roots fails with a word on pinning, and the open tunnels are
 /// bounded.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_forward_proxy_refuses_what_it_cannot_serve_and_bounds_its_tunnels() {
     let Some(python) = python() else { return };
     let cassette = repo().join("cassettes/examples/travel-agent/paris-weather.json");
+    // A client certificate of the program's own (for the probe that presents one).
+    let dir = tempfile::tempdir().unwrap();
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert = rcgen::CertificateParams::new(vec!["client.test".to_owned()])
+        .unwrap()
+        .self_signed(&key)
+        .unwrap();
+    let (cert_file, key_file) = (dir.path().join("client.pem"), dir.path().join("client.key"));
+    std::fs::write(&cert_file, cert.pem()).unwrap();
+    std::fs::write(&key_file, key.serialize_pem()).unwrap();
+    let (cert_file, key_file) = (
+        cert_file.to_str().unwrap().to_owned(),
+        key_file.to_str().unwrap().to_owned(),
+    );
     let probe = |name: &str| {
         let args: Vec<OsString> = vec![
             "replay".into(),
@@ -970,7 +984,14 @@ async fn the_forward_proxy_refuses_what_it_cannot_serve_and_bounds_its_tunnels()
             script("tunnels.py"),
             name.into(),
         ];
-        agentproxy(args, &[])
+        let env = [
+            ("CLIENT_CERT", cert_file.clone()),
+            ("CLIENT_KEY", key_file.clone()),
+        ];
+        async move {
+            let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            agentproxy(args, &env).await
+        }
     };
     let plain = probe("plain").await;
     assert!(
@@ -1003,6 +1024,12 @@ async fn the_forward_proxy_refuses_what_it_cannot_serve_and_bounds_its_tunnels()
             .stderr
             .contains("(does it trust the session's CA, or pin certificates?)"),
         "{pinned}"
+    );
+    let client = probe("client_certificate").await;
+    // Answered (here a miss: the cassette holds no `GET /v1/models`).
+    assert!(
+        client.stdout.contains("client certificate: 400"),
+        "{client}"
     );
     let bounded = probe("bounded").await;
     assert!(

@@ -6,6 +6,7 @@ sets HTTPS_PROXY and the certificate bundle). Each prints one line:
 - a WebSocket upgrade through an intercepted tunnel: refused with a message;
 - a client that trusts only its own roots (as one that pins certificates): the handshake
   fails, and agentproxy names pinning;
+- a client with a certificate of its own: the proxy asks for none, and answers;
 - 512 tunnels open at once, then one more: the last is refused. This probe limits its
   own descriptors first (RLIMIT_NOFILE), so it cannot exhaust the machine's.
 """
@@ -76,6 +77,17 @@ def pinned():
         print(f"pinned client: {e.reason}")
 
 
+def client_certificate():
+    """TLS with a client certificate (CLIENT_CERT, CLIENT_KEY: PEM files): the proxy asks
+    for none, so the handshake completes and the request is answered."""
+    ctx = ssl.create_default_context(cafile=os.environ["SSL_CERT_FILE"])
+    ctx.load_cert_chain(os.environ["CLIENT_CERT"], os.environ["CLIENT_KEY"])
+    conn = http.client.HTTPSConnection(PROXY.hostname, PROXY.port, context=ctx, timeout=10)
+    conn.set_tunnel(HOST, 443)
+    conn.request("GET", "/v1/models")
+    print(f"client certificate: {conn.getresponse().status}")
+
+
 def bounded():
     resource.setrlimit(resource.RLIMIT_NOFILE, (700, 700))
     held = []
@@ -96,4 +108,4 @@ def bounded():
 
 if __name__ == "__main__":
     {"plain": plain_text_in_a_tunnel, "websocket": websocket, "pinned": pinned,
-     "bounded": bounded}[sys.argv[1]]()
+     "client_certificate": client_certificate, "bounded": bounded}[sys.argv[1]]()
