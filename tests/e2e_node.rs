@@ -10,12 +10,11 @@ mod support;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use support::fake_openai::FakeOpenAi;
+use support::run::agentproxy;
 
 const API_KEY: &str = "sk-e2e-not-a-real-key-000000000000000000";
-const CHILD_TIMEOUT: Duration = Duration::from_secs(120);
 
 fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -34,55 +33,6 @@ fn node() -> Option<PathBuf> {
         node.display()
     );
     Some(node)
-}
-
-/// One finished `agentproxy` run: its exit status, stdout and stderr.
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-impl std::fmt::Display for Run {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "exit {:?}\n--- stdout ---\n{}--- stderr ---\n{}",
-            self.code, self.stdout, self.stderr
-        )
-    }
-}
-
-/// Runs the agentproxy binary with `args`, cleaned of the variables that could steer it
-/// from the developer's shell, with `env` set.
-async fn agentproxy(args: Vec<OsString>, env: &[(&str, &str)]) -> Run {
-    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentproxy"));
-    command.args(args).current_dir(repo()).kill_on_drop(true);
-    for (name, _) in std::env::vars_os() {
-        let text = name.to_string_lossy();
-        if [
-            "OPENAI_",
-            "AGENTPROXY_",
-            "NODE_",
-            "HTTPS_PROXY",
-            "HTTP_PROXY",
-        ]
-        .iter()
-        .any(|p| text.to_ascii_uppercase().starts_with(p))
-        {
-            command.env_remove(&name);
-        }
-    }
-    command.envs(env.iter().copied());
-    let output = tokio::time::timeout(CHILD_TIMEOUT, command.output())
-        .await
-        .unwrap_or_else(|_| panic!("agentproxy did not finish within {CHILD_TIMEOUT:?}"))
-        .expect("failed to start the agentproxy binary");
-    Run {
-        code: output.status.code(),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
 }
 
 /// Node's own fetch to a hard-coded `https://api.openai.com/v1` goes through the proxy
@@ -119,12 +69,12 @@ async fn node_fetch_through_node_use_env_proxy_records_and_replays() {
     };
     let recorded = run("record", Some(fake.url())).await;
     if recorded.stderr.contains("--contain on: ") {
-        assert_eq!(recorded.code, Some(2), "{recorded}");
+        assert_eq!(recorded.status.code(), Some(2), "{recorded}");
         assert!(recorded.stdout.is_empty(), "{recorded}");
         eprintln!("this machine cannot contain a program: {}", recorded.stderr);
         return;
     }
-    assert_eq!(recorded.code, Some(0), "{recorded}");
+    assert_eq!(recorded.status.code(), Some(0), "{recorded}");
     assert!(
         recorded.stdout.contains("status: 200\nreply: "),
         "{recorded}"
@@ -142,7 +92,7 @@ async fn node_fetch_through_node_use_env_proxy_records_and_replays() {
     assert!(!written.contains(API_KEY), "{written}");
     fake.stop().await;
     let replayed = run("replay", None).await;
-    assert_eq!(replayed.code, Some(0), "{replayed}");
+    assert_eq!(replayed.status.code(), Some(0), "{replayed}");
     assert_eq!(replayed.stdout, recorded.stdout, "{replayed}");
     assert!(!replayed.stderr.contains("looked up"), "{replayed}");
 }

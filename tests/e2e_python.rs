@@ -10,19 +10,15 @@
 mod support;
 
 use std::ffi::OsString;
-use std::fmt;
 use std::path::{Path, PathBuf};
-use std::process::ExitStatus;
-use std::time::Duration;
 
 use support::fake_ollama::FakeOllama;
 use support::fake_openai::FakeOpenAi;
+use support::run::{agentproxy, Run};
 
 /// The key the record runs use. It has the `sk-` shape on purpose: the proxy must redact
 /// it, and the tests check that it never reaches the cassette.
 const API_KEY: &str = "sk-e2e-not-a-real-key-000000000000000000";
-/// Generous: four Python interpreters may start at once on a 2-core CI machine.
-const CHILD_TIMEOUT: Duration = Duration::from_secs(120);
 
 fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -51,55 +47,6 @@ fn python_in(venv: &str) -> Option<PathBuf> {
 
 fn script(name: &str) -> OsString {
     repo().join("tests/e2e").join(name).into_os_string()
-}
-
-/// One finished `agentproxy` run.
-struct Run {
-    status: ExitStatus,
-    stdout: String,
-    stderr: String,
-}
-
-impl fmt::Display for Run {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}\n--- stdout ---\n{}--- stderr ---\n{}",
-            self.status, self.stdout, self.stderr
-        )
-    }
-}
-
-/// Runs the agentproxy binary in an environment cleaned of anything that could steer it or
-/// the SDK from the developer's shell, with `env` (the keys) set.
-async fn agentproxy(args: Vec<OsString>, env: &[(&str, &str)]) -> Run {
-    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentproxy"));
-    command.args(args).current_dir(repo()).kill_on_drop(true);
-    for (name, _) in std::env::vars_os() {
-        let name_text = name.to_string_lossy();
-        if ["OPENAI_", "AGENTPROXY_", "AZURE_", "OLLAMA_"]
-            .iter()
-            .any(|p| name_text.starts_with(p))
-        {
-            command.env_remove(&name);
-        }
-    }
-    command.envs(env.iter().copied());
-    // Unbuffered, so a child killed by the timeout still shows how far it got; UTF-8,
-    // because the replies contain "°"; no bytecode files written into tests/e2e.
-    command
-        .env("PYTHONUNBUFFERED", "1")
-        .env("PYTHONIOENCODING", "utf-8")
-        .env("PYTHONDONTWRITEBYTECODE", "1");
-    let output = tokio::time::timeout(CHILD_TIMEOUT, command.output())
-        .await
-        .unwrap_or_else(|_| panic!("agentproxy did not finish within {CHILD_TIMEOUT:?}"))
-        .expect("failed to start the agentproxy binary");
-    Run {
-        status: output.status,
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
 }
 
 /// A recorded cassette, and the fake that served it (still running, to catch a replay

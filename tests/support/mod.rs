@@ -9,4 +9,5 @@ pub mod fake_ollama;
 pub mod fake_openai;
 pub mod http;
 pub mod proxy;
+pub mod run;
 pub mod server;
