@@ -782,7 +782,7 @@ fn start_test(
     mode: &str,
     headers: &[(&str, &str)],
 ) -> support::http::Reply {
-    let body = serde_json::json!({"protocol": 2, "name": "t", "cassette": cassette, "mode": mode});
+    let body = serde_json::json!({"protocol": 3, "name": "t", "cassette": cassette, "mode": mode});
     let mut all = vec![("content-type", "application/json")];
     all.extend_from_slice(headers);
     support::http::request(
@@ -879,6 +879,49 @@ fn serves_control_asks_for_its_secret_and_keeps_cassettes_in_its_root() {
     let r = start("notes.json", &with);
     assert!(r.text().contains("is not a cassette"), "{}", r.text());
     assert!(!r.text().contains("PRIVATE-NOTE"), "{}", r.text());
+    drop(serve.stdin.take());
+    serve.wait().unwrap();
+}
+
+/// A check (`POST test/check`) and a start's tolerances (`match`) are read with the
+/// spec's rules: a mistake is a 400 naming it, and what only a started program has
+/// (`exit`, `output`) is refused.
+#[test]
+fn serves_checks_and_tolerances_are_read_as_a_spec_and_refused_when_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = format!("--root={}", dir.path().display());
+    let (mut serve, url, secret) = serve(&[&root], &[]);
+    let with = [
+        ("x-agentproxy-secret", secret.as_str()),
+        ("content-type", "application/json"),
+    ];
+    let post = |path: &str, body: serde_json::Value| {
+        support::http::request(&url, "POST", path, &with, body.to_string().as_bytes())
+    };
+    let bad_match = serde_json::json!({"protocol": 3, "name": "t", "cassette": "c.json",
+        "mode": "record", "match": {"ignore": ["user"]}});
+    let r = post("/_agentproxy/test", bad_match);
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert!(r.text().contains("match.ignore[0]"), "{}", r.text());
+    let r = start_test(&url, "c.json", "record", &with[..1]);
+    assert_eq!(r.status, 200, "{}", r.text());
+    for (check, error) in [
+        (serde_json::json!({"cals": ["x"]}), "unknown key `cals`"),
+        (serde_json::json!({"exit": 0}), "`exit` and `output` are about a program"),
+    ] {
+        let r = post("/_agentproxy/test/check", check);
+        assert_eq!(r.status, 400, "{}", r.text());
+        assert!(r.text().contains(error), "{}", r.text());
+    }
+    // Nothing happened yet: `calls: []` holds, a call asked for fails in the runner's words.
+    let r = post("/_agentproxy/test/check", serde_json::json!({"calls": []}));
+    assert_eq!(r.json()["failures"], serde_json::json!([]), "{}", r.text());
+    let r = post("/_agentproxy/test/check", serde_json::json!({"calls": ["get_weather"]}));
+    let failures = r.json()["failures"].clone();
+    assert!(
+        failures[0].as_str().unwrap().contains("missing call: get_weather"),
+        "{failures}"
+    );
     drop(serve.stdin.take());
     serve.wait().unwrap();
 }

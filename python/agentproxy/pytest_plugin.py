@@ -11,6 +11,7 @@ docs/pytest.md documents every option.
 import json
 import os
 import re
+import shlex
 import subprocess
 import urllib.error
 import urllib.request
@@ -42,6 +43,9 @@ def pytest_addoption(parser):
                   type="linelist", default=[])
     parser.addini("agentproxy_anthropic_upstream", "default --agentproxy-anthropic-upstream",
                   default=None)
+    parser.addini("agentproxy_match",
+                  "tolerances of every test, the `match:` block of a spec as JSON "
+                  '(e.g. {"ignore": ["/user"]}); a marker\'s match= adds to it', default=None)
     parser.addini("agentproxy_cassette_dir",
                   "where cassettes go, relative to the rootdir "
                   "(default: cassettes/ next to each test file)", default=None)
@@ -76,7 +80,7 @@ def _session_mode(config):
 
 
 # The version of `agentproxy serve`'s control protocol this plugin speaks (docs/pytest.md).
-PROTOCOL = 2
+PROTOCOL = 3
 # What serve's control endpoint asks every request to present, and where the plugin finds it.
 SECRET_HEADER = "x-agentproxy-secret"
 SECRET_VAR = "AGENTPROXY_SECRET"
@@ -131,6 +135,7 @@ class _Proxy:
         self.unused = []
 
     def control(self, method, path, body=None):
+        __tracebackhide__ = True
         data = None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(
             f"{self.url}/_agentproxy/{path}", data=data, method=method,
@@ -156,7 +161,8 @@ class AgentProxyError(Exception):
 
 def pytest_configure(config):
     config.addinivalue_line(
-        "markers", "agentproxy(cassette=None, mode=None): this test's cassette and mode")
+        "markers", "agentproxy(cassette=None, mode=None, match=None): this test's cassette, "
+                   "mode and tolerances (a spec's `match:` block)")
     if hasattr(config, "_agentproxy") or config.option.help:
         return
     # Under pytest-xdist the workers run the tests, each with its own proxy.
@@ -213,12 +219,27 @@ def _cassette_path(item, marker):
     return base / module.stem / f"{_slug(item.name)}.json"
 
 
-def _subset(expected, actual):
-    """Partial match, like a spec's bare values: every key given must match."""
-    if isinstance(expected, dict):
-        return isinstance(actual, dict) and all(
-            k in actual and _subset(v, actual[k]) for k, v in expected.items())
-    return expected == actual
+def _match(item, marker):
+    """The test's tolerances: the ini's `agentproxy_match`, then its marker's `match=`."""
+    rules = {"ignore": [], "holes": []}
+    ini = item.config.getini("agentproxy_match")
+    for source, block in (("agentproxy_match in the ini file", ini),
+                          ("the marker's match=", marker.kwargs.get("match") if marker else None)):
+        if isinstance(block, str):
+            try:
+                block = json.loads(block)
+            except json.JSONDecodeError as e:
+                raise pytest.UsageError(f"{source} is not JSON: {e}") from None
+        if block is None:
+            continue
+        if not isinstance(block, dict):
+            raise pytest.UsageError(f"{source} must be a mapping (a spec's `match:` block)")
+        for key, value in block.items():
+            if key in rules and isinstance(value, list):
+                rules[key].extend(value)
+            else:
+                rules[key] = value
+    return {k: v for k, v in rules.items() if v != []} or None
 
 
 class ToolCall:
@@ -242,34 +263,56 @@ class AgentProxy:
         self._mocks = {}
 
     def _trajectory(self):
+        __tracebackhide__ = True
         return self._proxy.control("GET", "test")
 
     def calls(self, name=None):
         """The tool calls the model asked for so far, optionally only those to `name`."""
+        __tracebackhide__ = True
         calls = [ToolCall(c) for c in self._trajectory()["calls"]]
         return [c for c in calls if name is None or c.name == name]
 
-    def assert_called(self, name, **arguments):
-        """Some call to `name` has these arguments (others may be present too)."""
-        calls = self.calls()
-        if not any(c.name == name and _subset(arguments, c.arguments) for c in calls):
-            wanted = f"{name}({', '.join(f'{k}={v!r}' for k, v in arguments.items())})"
-            made = ", ".join(f"{c.name}({c.arguments})" for c in calls) or "no tool calls"
-            raise AssertionError(f"expected a call {wanted}; the model asked for: {made}")
+    def executions(self):
+        """The tool calls MCP servers executed so far, each {"server", "tool", "arguments"}."""
+        __tracebackhide__ = True
+        return self._trajectory()["executions"]
 
-    def assert_not_called(self, name):
-        made = [c for c in self.calls() if c.name == name]
-        if made:
-            raise AssertionError(f"`{name}` was called: {made}")
+    def failures(self, **expect):
+        """What fails of a spec's `expect:` block (calls, order, strict, allow, never,
+        executed, not_executed, count, requests, reply) against the test so far, as the
+        runner words it; an empty list when it all holds."""
+        __tracebackhide__ = True
+        return self._proxy.control("POST", "test/check", expect)["failures"]
+
+    def assert_expect(self, **expect):
+        """A spec's `expect:` block holds (see `failures`)."""
+        __tracebackhide__ = True
+        failures = self.failures(**expect)
+        if failures:
+            raise AssertionError("\n".join(failures))
+
+    def assert_called(self, name, **arguments):
+        """Some call to `name` has arguments matching these: bare values as a spec's
+        (partial), or its matchers ({"regex": …}, {"contains": …}, …)."""
+        __tracebackhide__ = True
+        self.assert_expect(calls=[{name: arguments or None}])
+
+    def assert_not_called(self, name, **arguments):
+        """No call to `name` (with arguments matching these, when given)."""
+        __tracebackhide__ = True
+        self.assert_expect(never=[{name: arguments or None}])
 
     @property
     def reply(self):
         """The last assistant text of the test, or None."""
+        __tracebackhide__ = True
         return self._trajectory()["reply"]
 
     @property
     def requests(self):
-        """How many model requests reached the proxy in this test."""
+        """The requests the proxy answered in this test, in order: each {"method", "path",
+        "route", "body"} (secrets redacted)."""
+        __tracebackhide__ = True
         return self._trajectory()["requests"]
 
     def mock_tool(self, name, result=_MISSING, results=None, when=None):
@@ -308,9 +351,17 @@ def agentproxy(request):
     if proxy.mode == "replay" and _ci() and mode != "replay":
         mode = "replay"  # in CI only the command line chooses a mode that records
     cassette = _cassette_path(request.node, marker)
-    started = proxy.control("POST", "test", {
-        "protocol": PROTOCOL, "name": request.node.nodeid, "cassette": str(cassette),
-        "mode": mode})
+    start = {"protocol": PROTOCOL, "name": request.node.nodeid, "cassette": str(cassette),
+             "mode": mode, "match": _match(request.node, marker),
+             "rerecord": f"pytest {shlex.quote(request.node.nodeid)} --agentproxy-mode=record"}
+    try:
+        started = proxy.control("POST", "test", start)
+    except AgentProxyError as e:
+        # No cassette to replay, a bad tolerance: the test fails saying so, in a line
+        # (pytest_runtest_call), instead of erroring in its setup.
+        request.node._agentproxy_refused = f"agentproxy: {e}"
+        yield None
+        return
     fixture = AgentProxy(proxy, cassette, started["mode"])
     request.node._agentproxy_active = True
     yield fixture
@@ -334,6 +385,9 @@ def _end(item):
 def pytest_runtest_call(item):
     """A test whose model request missed its cassette fails with the near-miss report,
     whatever the SDK raised about it."""
+    refused = getattr(item, "_agentproxy_refused", None)
+    if refused:
+        raise pytest.fail.Exception(refused, pytrace=False)
     try:
         result = yield
         raised = None

@@ -16,7 +16,7 @@ use serde_json::Value;
 use crate::cassette::Interaction;
 
 /// The version of the control protocol. It grows when a request or an answer changes.
-pub const PROTOCOL: u64 = 2;
+pub const PROTOCOL: u64 = 3;
 
 /// The line `serve` prints on stdout once it listens.
 #[derive(Debug, Serialize)]
@@ -41,12 +41,41 @@ pub struct Started {
 /// The answer to `GET test`: what the test's model traffic says so far.
 #[derive(Debug, Serialize)]
 pub struct SoFar {
-    /// Requests that reached the proxy, served or not.
-    pub requests: usize,
+    /// The requests the proxy answered from the cassette or the upstream, in order (one
+    /// that missed is in `misses` instead).
+    pub requests: Vec<Request>,
     /// The tool calls the model asked for, in order.
     pub calls: Vec<Call>,
+    /// The tool calls MCP servers executed (through `agentproxy mcp` or `--mcp`), in order.
+    pub executions: Vec<Executed>,
     /// The last reply text, if the model gave one.
     pub reply: Option<String>,
+}
+
+/// One request the proxy answered, as it is stored (secrets redacted).
+#[derive(Debug, Serialize)]
+pub struct Request {
+    pub method: String,
+    pub path: String,
+    /// Dialect and endpoint (`openai.chat`, …), `mcp`, or `http`.
+    pub route: String,
+    /// The body: JSON as it is, anything else as text; `null` when there was none.
+    pub body: Option<Value>,
+}
+
+/// One tool call an MCP server executed.
+#[derive(Debug, Serialize)]
+pub struct Executed {
+    pub server: String,
+    pub tool: String,
+    pub arguments: Value,
+}
+
+/// The answer to `POST test/check`: the expectations that failed, each as the runner
+/// words it (what, why, expected, actual, where, nearest); none when all hold.
+#[derive(Debug, Serialize)]
+pub struct Checked {
+    pub failures: Vec<String>,
 }
 
 /// One tool call the model asked for.
@@ -87,13 +116,21 @@ pub struct Refused {
 impl SoFar {
     /// What `exchanges` (a test's, in arrival order) say, `requests` having reached the
     /// proxy.
-    pub fn of(exchanges: &[Interaction], requests: usize) -> SoFar {
+    pub fn of(exchanges: &[Interaction]) -> SoFar {
         let calls: Vec<_> = (exchanges.iter())
             .filter_map(Interaction::model_call)
             .collect();
         let reply = (calls.iter().rev()).find_map(|c| c.reply.clone().filter(|r| !r.is_empty()));
         SoFar {
-            requests,
+            requests: (exchanges.iter()).map(Request::of).collect(),
+            executions: (exchanges.iter())
+                .filter_map(Interaction::execution)
+                .map(|x| Executed {
+                    server: x.server,
+                    tool: x.tool,
+                    arguments: x.arguments,
+                })
+                .collect(),
             calls: (calls.into_iter())
                 .flat_map(|c| c.tool_calls)
                 .map(|t| Call {
@@ -102,6 +139,23 @@ impl SoFar {
                 })
                 .collect(),
             reply,
+        }
+    }
+}
+
+impl Request {
+    fn of(it: &Interaction) -> Request {
+        let body = it.request.body.as_ref().map(|b| match b {
+            crate::cassette::Body::Json(_) => b.as_json().cloned().unwrap_or_default(),
+            crate::cassette::Body::Text(t) | crate::cassette::Body::Base64(t) => {
+                Value::String(t.clone())
+            }
+        });
+        Request {
+            method: it.request.method.clone(),
+            path: it.request.path.clone(),
+            route: it.route.clone(),
+            body,
         }
     }
 }
@@ -146,11 +200,17 @@ mod tests {
     fn the_answers_have_the_documented_keys() {
         let ended = Ended {
             so_far: SoFar {
-                requests: 2,
+                requests: vec![Request {
+                    method: "POST".into(),
+                    path: "/v1/chat/completions".into(),
+                    route: "openai.chat".into(),
+                    body: Some(json!({"model": "m"})),
+                }],
                 calls: vec![Call {
                     name: "get_weather".into(),
                     arguments: json!({"city": "Paris"}),
                 }],
+                executions: vec![],
                 reply: Some("18°C".into()),
             },
             mode: "replay",
@@ -170,6 +230,7 @@ mod tests {
             [
                 "calls",
                 "cassette",
+                "executions",
                 "misses",
                 "mock_problems",
                 "mode",
@@ -184,6 +245,10 @@ mod tests {
         assert_eq!(
             v["calls"][0],
             json!({"name": "get_weather", "arguments": {"city": "Paris"}})
+        );
+        assert_eq!(
+            v["requests"][0],
+            json!({"method": "POST", "path": "/v1/chat/completions", "route": "openai.chat", "body": {"model": "m"}})
         );
         let listening = Listening {
             url: "http://127.0.0.1:1".into(),

@@ -18,7 +18,7 @@ use crate::runner::mocks::{tools_from_json, MockSet};
 use crate::runner::plan::{self, Forwarding, Plan, PlanError, Setup, Use};
 use crate::spec::{Mode, ToolMock};
 
-use super::control::{self, Ended, Listening, Refused, SoFar, Started};
+use super::control::{self, Checked, Ended, Listening, Refused, SoFar, Started};
 
 /// What a test asked for when it started.
 #[derive(Clone)]
@@ -27,6 +27,11 @@ struct TestSpec {
     cassette: PathBuf,
     mode: Mode,
     tools: std::collections::BTreeMap<String, ToolMock>,
+    /// Its tolerances (`match`, the spec's grammar).
+    match_rules: crate::cassette::MatchRules,
+    repeat: crate::matching::index::Repeat,
+    /// The command that records this test again, for the miss report's hint.
+    rerecord: Option<String>,
 }
 
 /// The test being served.
@@ -133,9 +138,10 @@ impl Harness {
             (Method::POST, "test") => self.start(&body).await,
             (Method::PUT, "test/mocks") => self.set_mocks(&body).await,
             (Method::GET, "test") => {
-                let (exchanges, requests) = self.switch.so_far();
-                (StatusCode::OK, answer(&SoFar::of(&exchanges, requests)))
+                let (exchanges, _) = self.switch.so_far();
+                (StatusCode::OK, answer(&SoFar::of(&exchanges)))
             }
+            (Method::POST, "test/check") => self.check(&body),
             (Method::DELETE, "test") => match self.end().await {
                 Ok(ended) => (StatusCode::OK, answer(&ended)),
                 Err(e) => e,
@@ -145,6 +151,27 @@ impl Harness {
                 format!("no control endpoint {method} /_agentproxy/{path}; see `agentproxy docs pytest`"),
             ),
         }
+    }
+
+    /// Judge an `expect:` block (the spec's grammar, as JSON) against the test so far.
+    fn check(&self, body: &Value) -> (StatusCode, Value) {
+        let expect = match crate::spec::expect_from_json(body) {
+            Ok(e) => e,
+            Err(e) => return error(StatusCode::BAD_REQUEST, e),
+        };
+        if expect.exit.is_some() || expect.output.is_some() {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "`exit` and `output` are about a program `agentproxy test` starts; check them in the test itself",
+            );
+        }
+        let (exchanges, requests) = self.switch.so_far();
+        let failures = crate::runner::evaluate::check_exchanges(&expect, &exchanges, requests)
+            .iter()
+            .filter(|a| !a.passed)
+            .map(crate::report::failure)
+            .collect();
+        (StatusCode::OK, answer(&Checked { failures }))
     }
 
     async fn start(&self, body: &Value) -> (StatusCode, Value) {
@@ -198,13 +225,11 @@ impl Harness {
         })?;
         let setup = Setup {
             tools: spec.tools.clone(),
+            match_rules: spec.match_rules.clone(),
+            repeat: spec.repeat,
             log_exchanges: true,
             secret: Some(self.secret.to_string()),
-            rerecord: Some(crate::runner::env::shell_line(&[
-                "pytest",
-                &spec.name,
-                "--agentproxy-mode=record",
-            ])),
+            rerecord: spec.rerecord.clone(),
             ..Setup::new(spec.cassette.clone(), existing, usage)
         };
         let Plan {
@@ -289,7 +314,7 @@ impl Harness {
         let mut mock_problems = a.mocks.problems();
         mock_problems.extend(outcome.mock_problems);
         Ok(Ended {
-            so_far: SoFar::of(&outcome.exchanges, outcome.requests),
+            so_far: SoFar::of(&outcome.exchanges),
             mode: a.usage.name(),
             cassette: a.spec.cassette,
             written,
@@ -302,8 +327,8 @@ impl Harness {
     }
 }
 
-/// A test's start request: `{"protocol", "name", "cassette", "mode", "mocks"?}`, in the
-/// protocol version this binary speaks.
+/// A test's start request: `{"protocol", "name", "cassette", "mode", "mocks"?, "match"?,
+/// "rerecord"?}`, in the protocol version this binary speaks.
 fn test_spec(body: &Value) -> std::result::Result<TestSpec, String> {
     if let Some(why) = control::refuse_version(&body["protocol"]) {
         return Err(why);
@@ -319,6 +344,10 @@ fn test_spec(body: &Value) -> std::result::Result<TestSpec, String> {
         .into_iter()
         .find(|m| m.as_str() == mode)
         .ok_or_else(|| format!("unknown mode `{mode}`; expected replay, record, auto or update"))?;
+    let (match_rules, repeat) = match &body["match"] {
+        Value::Null => Default::default(),
+        m => crate::spec::match_from_json(m)?,
+    };
     Ok(TestSpec {
         name: text("name")?.to_owned(),
         cassette: PathBuf::from(text("cassette")?),
@@ -326,6 +355,13 @@ fn test_spec(body: &Value) -> std::result::Result<TestSpec, String> {
         tools: match body.get("mocks") {
             None | Some(Value::Null) => Default::default(),
             Some(m) => tools_from_json(m)?,
+        },
+        match_rules,
+        repeat,
+        rerecord: match &body["rerecord"] {
+            Value::Null => None,
+            Value::String(s) if !s.is_empty() => Some(s.clone()),
+            _ => return Err("`rerecord` must be a non-empty string (the command that records the test again)".to_owned()),
         },
     })
 }

@@ -65,16 +65,7 @@ fn failure_lines<'a>(
     for (turn, a) in failures {
         out.push_str(&text::cause(&Cause::Assertion(turn, a)));
         out.push('\n');
-        for (label, value) in [
-            ("expected", &a.expected),
-            ("actual", &a.actual),
-            ("path", &a.path),
-            ("nearest", &a.nearest),
-        ] {
-            if let Some(v) = value {
-                out.push_str(&format!("    {label}: {}\n", v.replace('\n', "\n      ")));
-            }
-        }
+        out.push_str(&text::details(a));
     }
 }
 

@@ -21,6 +21,7 @@ use crate::neutral::Usage;
 use crate::spec::Shard;
 
 pub use formats::{render, Format};
+pub(crate) use text::failure;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunReport {

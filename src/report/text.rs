@@ -5,7 +5,9 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use super::{CaseReport, Cause, CrashReport, FuzzReport, FuzzRun, RunReport, Summary};
+use super::{
+    AssertionResult, CaseReport, Cause, CrashReport, FuzzReport, FuzzRun, RunReport, Summary,
+};
 
 /// What the MCP boundary saw of a call, as a few words: `executed by mail`, `executed by
 /// mail with {"to":"x"}` (when the server got other arguments than the model gave),
@@ -169,6 +171,35 @@ pub(crate) fn spec_order(cases: &[CaseReport]) -> Vec<&str> {
 /// The cause in one line: the first line of a miss report, `turn 2: reply: {regex:
 /// '6[0-9]'}: the turn has no reply` (`case: ` for the whole conversation), the
 /// problem, `2 fuzz runs failed`.
+/// An assertion's failure in full: what was asserted and why it failed, then its
+/// expected and actual values, path and nearest call, one labelled line each.
+pub(crate) fn failure(a: &AssertionResult) -> String {
+    let mut out = match a.message.is_empty() {
+        true => a.what.clone(),
+        false => format!("{}: {}", a.what, a.message),
+    };
+    out.push('\n');
+    out.push_str(&details(a));
+    out.trim_end().to_owned()
+}
+
+/// An assertion's expected and actual values, path and nearest call: a line each, those
+/// it has, indented.
+pub(crate) fn details(a: &AssertionResult) -> String {
+    let mut out = String::new();
+    for (label, value) in [
+        ("expected", &a.expected),
+        ("actual", &a.actual),
+        ("path", &a.path),
+        ("nearest", &a.nearest),
+    ] {
+        if let Some(v) = value {
+            out.push_str(&format!("    {label}: {}\n", v.replace('\n', "\n      ")));
+        }
+    }
+    out
+}
+
 pub(crate) fn cause(cause: &Cause) -> String {
     match cause {
         Cause::Miss(report) => report.lines().next().unwrap_or_default().to_owned(),

@@ -65,10 +65,7 @@ pub fn evaluate(
 ) -> (Vec<TurnReport>, Vec<AssertionResult>) {
     let calls = model_calls(exchanges);
     let executions = Executions::pair(exchanges);
-    let schemas: HashMap<String, Value> = (calls.iter())
-        .flat_map(|(_, c, _)| c.tools.iter())
-        .map(|t| (t.name.clone(), t.parameters.clone()))
-        .collect();
+    let schemas = schemas(&calls);
     let origins = origins(exchanges);
     let traces = traces(case.turns.len(), calls, &executions);
     let seen = Seen {
@@ -107,6 +104,37 @@ pub fn evaluate(
         }
     };
     (turns, case_assertions)
+}
+
+/// Check an `expect:` block against a harness's test (`agentproxy serve`) as one scope:
+/// its `exchanges`, and the `requests` that reached the proxy. `exit` and `output` are
+/// about a program the runner starts: the caller refuses them.
+pub fn check_exchanges(
+    e: &Expect,
+    exchanges: &[Interaction],
+    requests: usize,
+) -> Vec<AssertionResult> {
+    let calls = model_calls(exchanges);
+    let executions = Executions::pair(exchanges);
+    let schemas = schemas(&calls);
+    let trace = traces(1, calls, &executions).pop().unwrap_or_default();
+    let did = Did {
+        calls: &trace.calls,
+        executed: &trace.executed,
+        reply: trace.reply.as_deref(),
+        output: "",
+        requests,
+        exit: None,
+    };
+    check(e, &did, &schemas)
+}
+
+/// The parameters schema of each tool the model was offered, by name.
+fn schemas(calls: &[(usize, ModelCall, u64)]) -> HashMap<String, Value> {
+    (calls.iter())
+        .flat_map(|(_, c, _)| c.tools.iter())
+        .map(|t| (t.name.clone(), t.parameters.clone()))
+        .collect()
 }
 
 /// The tool calls whose results did not come from the program's own tool, by call id:

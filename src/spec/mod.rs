@@ -46,6 +46,33 @@ pub fn parse(src: &str, file: &Path) -> Result<Spec, SpecError> {
     read::Builder::new(file).spec(&root)
 }
 
+/// An `expect:` block given as JSON (a test harness's check through `agentproxy serve`),
+/// read by the same rules as in a spec; an error names the block and its place in the
+/// JSON text.
+pub fn expect_from_json(value: &serde_json::Value) -> Result<Expect, String> {
+    let (root, file) = json_node(value, "expect")?;
+    let expect = read::Builder::new(&file).expect(&root, "expect");
+    expect
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| "the expectations are empty (null)".to_owned())
+}
+
+/// A `match:` block given as JSON (a test's tolerances through `agentproxy serve`), read
+/// by the same rules as in a spec.
+pub fn match_from_json(
+    value: &serde_json::Value,
+) -> Result<(crate::cassette::MatchRules, crate::matching::index::Repeat), String> {
+    let (root, file) = json_node(value, "match")?;
+    (read::Builder::new(&file).match_block(&root, root.at)).map_err(|e| e.to_string())
+}
+
+/// The node tree of a JSON value (JSON is YAML), and the name its errors give as file.
+fn json_node(value: &serde_json::Value, what: &str) -> Result<(yaml::Node, PathBuf), String> {
+    let text = serde_json::to_string(value).map_err(|e| e.to_string())?;
+    let root = yaml::parse(&text).map_err(|e| format!("{what}: {}", e.message))?;
+    Ok((root, PathBuf::from(what)))
+}
+
 /// Read, parse and validate one spec file.
 pub fn load(path: &Path) -> Result<Spec, SpecError> {
     let src = std::fs::read_to_string(path).map_err(|e| read_error(path, e))?;

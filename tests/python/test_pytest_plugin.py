@@ -81,7 +81,8 @@ def test_openai(agentproxy):
     assert ask_openai("What's the weather in Paris?") == "It is 18°C and sunny in Paris."
     agentproxy.assert_called("get_weather", city="Paris")
     agentproxy.assert_not_called("get_time")
-    assert agentproxy.requests == 2
+    assert [r["route"] for r in agentproxy.requests] == ["openai.chat", "openai.chat"]
+    assert agentproxy.requests[0]["body"]["messages"][0]["content"] == "What's the weather in Paris?"
     assert agentproxy.reply == "It is 18°C and sunny in Paris."
 
 
@@ -120,6 +121,29 @@ def test_too_late(agentproxy):
     ask_openai("What's the weather in Paris?")
     with pytest.raises(Exception, match="mock tools before the agent runs"):
         agentproxy.mock_tool("get_weather", result={})
+'''
+
+
+MATCHERS = AGENT + '''
+
+def test_matchers(agentproxy):
+    ask_openai("What's the weather in Paris?")
+    agentproxy.assert_called("get_weather", city={"regex": "^Par"})
+    agentproxy.assert_not_called("get_weather", city={"regex": "^Rome"})
+    agentproxy.assert_expect(calls=["get_weather"], count=1, requests=2,
+                             reply={"contains": "sunny"})
+    assert agentproxy.failures(never=["get_weather"])
+
+
+def test_a_failing_matcher_says_why(agentproxy):
+    ask_openai("What's the weather in Paris?")
+    agentproxy.assert_called("get_weather", city={"regex": "^Rome"})
+
+
+@pytest.mark.agentproxy(match={"holes": [{"name": "run", "regex": "run-[0-9]+"}]})
+def test_tolerated(agentproxy):
+    ask_openai(f"What's the weather in Paris? ({os.environ['RUN_ID']})")
+    agentproxy.assert_called("get_weather", city="Paris")
 '''
 
 
@@ -189,10 +213,12 @@ def test_a_miss_fails_the_test_with_the_near_miss_report(pytester, env):
     # The hint gives the command that records this test again.
     assert "re-record (`pytest test_agent.py::test_openai --agentproxy-mode=record`)" in out
     assert "recordings not used" not in out
-    # A test with no cassette at all says how to record it.
+    # A test with no cassette at all fails saying how to record it, in a few lines.
     result = replay(pytester, env, "-k", "anthropic")
-    result.assert_outcomes(errors=1, deselected=3)
-    assert "--agentproxy-mode=record" in result.stdout.str()
+    result.assert_outcomes(failed=1, deselected=3)
+    out = result.stdout.str()
+    assert "agentproxy: no cassette" in out and "--agentproxy-mode=record" in out, out
+    assert "pytest_plugin.py" not in out, out
 
 
 def test_mocks_answer_in_record_and_replay(pytester, env):
@@ -215,7 +241,7 @@ def test_a_binary_of_another_protocol_stops_the_session_saying_what_to_install(p
     assert result.ret != 0
     err = result.stderr.str()
     assert f"{old} speaks control protocol no version (a release older than this plugin); " \
-        "this plugin speaks version 2" in err, err
+        "this plugin speaks version 3" in err, err
 
 
 def test_a_plugin_of_another_protocol_is_refused_at_its_first_test():
@@ -225,7 +251,7 @@ def test_a_plugin_of_another_protocol_is_refused_at_its_first_test():
                              stdout=subprocess.PIPE)
     try:
         hello = json.loads(serve.stdout.readline())
-        assert hello["protocol"] == 2
+        assert hello["protocol"] == 3
         body = json.dumps({"name": "t", "cassette": "c.json", "mode": "replay"}).encode()
 
         def refused(headers):
@@ -242,7 +268,7 @@ def test_a_plugin_of_another_protocol_is_refused_at_its_first_test():
         assert code == 400
         assert error.startswith("the client speaks control protocol no version (a plugin "
                                 "older than this binary); agentproxy "), error
-        assert "speaks version 2: install the agentproxy wheel of the same release" in error
+        assert "speaks version 3: install the agentproxy wheel of the same release" in error
     finally:
         serve.stdin.close()
         serve.wait(timeout=60)
@@ -261,7 +287,7 @@ def test_marked(agentproxy):
 ''')
     # The marker's mode is replay in CI: nothing to replay, nothing recorded.
     result = pytester.runpytest_subprocess("-p", "agentproxy.pytest_plugin")
-    result.assert_outcomes(errors=1)
+    result.assert_outcomes(failed=1)
     assert "test_marked.json to replay" in result.stdout.str(), result.stdout.str()
     assert not (pytester.path / "cassettes").exists()
 
@@ -303,3 +329,22 @@ def test_ask(agentproxy, q):
     result = pytester.runpytest_subprocess("-p", "agentproxy.pytest_plugin", "--co")
     assert result.ret != 0
     assert "would share the cassette" in result.stderr.str(), result.stderr.str()
+
+
+def test_matchers_are_the_runners_and_tolerances_come_from_the_marker_and_the_ini(pytester, env):
+    pytester.makepyfile(test_matchers=MATCHERS)
+    pytester.makeini('[pytest]\nagentproxy_match = {"ignore": ["/user"]}\n')
+    env.setenv("RUN_ID", "run-1")
+    result = record(pytester, env)
+    result.assert_outcomes(passed=2, failed=1)
+    recorded = json.loads((pytester.path / "cassettes/test_matchers/test_tolerated.json").read_text())
+    assert recorded["match"] == {"ignore": ["/user"],
+                                 "holes": [{"name": "run", "regex": "run-[0-9]+"}]}, recorded
+    env.setenv("RUN_ID", "run-2")
+    result = replay(pytester, env)
+    result.assert_outcomes(passed=2, failed=1)
+    out = result.stdout.str()
+    # The runner's words for a failed expectation, and none of the plugin's frames.
+    assert "missing call: get_weather {city: regex /^Rome/}" in out, out
+    assert 'expected regex /^Rome/, got "Paris"' in out, out
+    assert "pytest_plugin.py" not in out, out
