@@ -96,3 +96,221 @@ async fn node_fetch_through_node_use_env_proxy_records_and_replays() {
     assert_eq!(replayed.stdout, recorded.stdout, "{replayed}");
     assert!(!replayed.stderr.contains("looked up"), "{replayed}");
 }
+
+/// The npm packages made from this binary by `scripts/build-npm.sh`, installed with
+/// vitest, jest and the openai SDK (the versions `tests/node` pins) into a fresh project
+/// from npm's cache (`--offline`: the setup script's install filled it; no network), with
+/// the tests of `tests/node/project` copied in.
+fn fresh_project(node: &Path) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let packs = dir.path().join("packs");
+    let binary = format!("linux-x64={}", env!("CARGO_BIN_EXE_agentproxy"));
+    let built = std::process::Command::new(repo().join("scripts/build-npm.sh"))
+        .arg(&packs)
+        .arg(&binary)
+        .output()
+        .unwrap();
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let pinned: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(repo().join("tests/node/package.json")).unwrap(),
+    )
+    .unwrap();
+    let pin = |name: &str| pinned["devDependencies"][name].as_str().unwrap().to_owned();
+    let version = |name: &str| {
+        let mut packs = std::fs::read_dir(&packs)
+            .unwrap()
+            .map(|e| e.unwrap().path());
+        packs
+            .find(|p| p.file_name().unwrap().to_string_lossy().starts_with(name))
+            .unwrap()
+    };
+    let app = dir.path().join("app");
+    copy_dir(&repo().join("tests/node/project"), &app);
+    let manifest = serde_json::json!({
+        "name": "fresh-agent-project",
+        "private": true,
+        "devDependencies": {
+            "agentproxy": format!("file:{}", version("agentproxy-0").display()),
+            "@agentproxy/linux-x64": format!("file:{}", version("agentproxy-linux-x64").display()),
+            "openai": pin("openai"),
+            "vitest": pin("vitest"),
+            "jest": pin("jest"),
+        }
+    });
+    std::fs::write(app.join("package.json"), manifest.to_string()).unwrap();
+    let installed = std::process::Command::new("npm")
+        .args([
+            "install",
+            "--offline",
+            "--no-audit",
+            "--no-fund",
+            "--loglevel=error",
+        ])
+        .current_dir(&app)
+        .env("PATH", no_cargo_path(node))
+        .output()
+        .unwrap();
+    assert!(
+        installed.status.success(),
+        "npm install --offline (run scripts/setup-node.sh to fill npm's cache): {}",
+        String::from_utf8_lossy(&installed.stderr)
+    );
+    dir
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// A PATH with Node 24 and the system's tools, and no cargo: the package must not need a
+/// Rust toolchain.
+fn no_cargo_path(node: &Path) -> OsString {
+    let mut path = OsString::from(node.parent().unwrap());
+    path.push(":/usr/local/bin:/usr/bin:/bin");
+    path
+}
+
+/// One run of a test runner of the fresh project (`vitest run ARGS` or `jest ARGS`), with
+/// `env` and nothing of the developer's shell that could steer it.
+fn run_tests(
+    app: &Path,
+    node: &Path,
+    runner: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (Option<i32>, String) {
+    let script = match runner {
+        "vitest" => vec!["node_modules/vitest/vitest.mjs", "run"],
+        _ => vec!["node_modules/jest/bin/jest.js", "--ci"],
+    };
+    let mut command = std::process::Command::new(node);
+    command.args(script).args(args).current_dir(app);
+    for (name, _) in std::env::vars_os() {
+        let upper = name.to_string_lossy().to_ascii_uppercase();
+        if ["OPENAI_", "AGENTPROXY_", "CI", "NODE_", "VITEST", "JEST"]
+            .iter()
+            .any(|p| upper.starts_with(p))
+        {
+            command.env_remove(&name);
+        }
+    }
+    command
+        .env("PATH", no_cargo_path(node))
+        .env("NO_COLOR", "1")
+        .envs(env.iter().copied());
+    let out = command.output().unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.code(), text)
+}
+
+/// `npm install agentproxy` with no Rust toolchain: vitest and jest suites of an agent on
+/// the openai Node SDK record against the fake and replay with it stopped; a changed
+/// question fails its test with the near-miss report; two tests of one cassette name are
+/// refused; under CI a test without a cassette fails saying how to record it; and
+/// `npx agentproxy` runs the binary.
+#[tokio::test(flavor = "multi_thread")]
+async fn vitest_and_jest_helpers_from_the_packed_tarball_record_and_replay() {
+    let Some(node) = node() else { return };
+    let project = fresh_project(&node);
+    let app = project.path().join("app");
+    let fake = FakeOpenAi::start().await;
+    let upstream = fake.url();
+    let record = [
+        ("AGENTPROXY_MODE", "record"),
+        ("AGENTPROXY_UPSTREAM", upstream.as_str()),
+        ("OPENAI_API_KEY", API_KEY),
+    ];
+    for runner in ["vitest", "jest"] {
+        let filter = if runner == "vitest" {
+            "vitest/agent"
+        } else {
+            "jest/"
+        };
+        let (code, out) = run_tests(&app, &node, runner, &[filter], &record);
+        assert_eq!(code, Some(0), "{runner} record: {out}");
+    }
+    for cassette in [
+        "vitest/cassettes/agent.test/weather-paris.json",
+        "vitest/cassettes/agent.test/weather-mocked.json",
+        "jest/cassettes/agent.test/weather-paris.json",
+    ] {
+        let text = std::fs::read_to_string(app.join(cassette))
+            .unwrap_or_else(|e| panic!("{cassette}: {e}"));
+        assert!(!text.contains(API_KEY), "{text}");
+    }
+    fake.stop().await;
+    // CI, no key, the fake stopped: every test replays.
+    let ci = [("CI", "true")];
+    for runner in ["vitest", "jest"] {
+        let filter = if runner == "vitest" {
+            "vitest/agent"
+        } else {
+            "jest/"
+        };
+        let (code, out) = run_tests(&app, &node, runner, &[filter], &ci);
+        assert_eq!(code, Some(0), "{runner} replay: {out}");
+    }
+    // A changed question: the test fails with the near-miss report and how to re-record.
+    let changed = [
+        ("CI", "true"),
+        ("QUESTION", "What's the weather in Paris today?"),
+    ];
+    let (code, out) = run_tests(
+        &app,
+        &node,
+        "vitest",
+        &["vitest/agent", "-t", "paris"],
+        &changed,
+    );
+    assert_eq!(code, Some(1), "{out}");
+    for line in [
+        "cassette miss: POST /v1/chat/completions (openai.chat) has no recording",
+        "+ What's the weather in Paris today?",
+        "AGENTPROXY_MODE=record npx vitest run vitest/agent.test.mjs -t 'weather > paris'",
+    ] {
+        assert!(out.contains(line), "{line}: {out}");
+    }
+    let (code, out) = run_tests(&app, &node, "jest", &["jest/", "-t", "paris"], &changed);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("cassette miss: POST /v1/chat/completions"),
+        "{out}"
+    );
+    // Two tests, one cassette name: the second is refused, naming both.
+    let (code, out) = run_tests(&app, &node, "vitest", &["vitest/collide"], &[]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("would share the cassette"), "{out}");
+    // Under CI, a test without a cassette fails saying how to record it.
+    std::fs::remove_dir_all(app.join("vitest/cassettes")).unwrap();
+    let (code, out) = run_tests(&app, &node, "vitest", &["vitest/agent", "-t", "paris"], &ci);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("no cassette") && out.contains("to replay"),
+        "{out}"
+    );
+    // The launcher runs the binary.
+    let version = std::process::Command::new(&node)
+        .arg(app.join("node_modules/agentproxy/bin/agentproxy.js"))
+        .arg("--version")
+        .env("PATH", no_cargo_path(&node))
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&version.stdout).starts_with("agentproxy "),
+        "{version:?}"
+    );
+}

@@ -907,7 +907,10 @@ fn serves_checks_and_tolerances_are_read_as_a_spec_and_refused_when_wrong() {
     assert_eq!(r.status, 200, "{}", r.text());
     for (check, error) in [
         (serde_json::json!({"cals": ["x"]}), "unknown key `cals`"),
-        (serde_json::json!({"exit": 0}), "`exit` and `output` are about a program"),
+        (
+            serde_json::json!({"exit": 0}),
+            "`exit` and `output` are about a program",
+        ),
     ] {
         let r = post("/_agentproxy/test/check", check);
         assert_eq!(r.status, 400, "{}", r.text());
@@ -916,10 +919,16 @@ fn serves_checks_and_tolerances_are_read_as_a_spec_and_refused_when_wrong() {
     // Nothing happened yet: `calls: []` holds, a call asked for fails in the runner's words.
     let r = post("/_agentproxy/test/check", serde_json::json!({"calls": []}));
     assert_eq!(r.json()["failures"], serde_json::json!([]), "{}", r.text());
-    let r = post("/_agentproxy/test/check", serde_json::json!({"calls": ["get_weather"]}));
+    let r = post(
+        "/_agentproxy/test/check",
+        serde_json::json!({"calls": ["get_weather"]}),
+    );
     let failures = r.json()["failures"].clone();
     assert!(
-        failures[0].as_str().unwrap().contains("missing call: get_weather"),
+        failures[0]
+            .as_str()
+            .unwrap()
+            .contains("missing call: get_weather"),
         "{failures}"
     );
     drop(serve.stdin.take());

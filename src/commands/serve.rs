@@ -361,7 +361,10 @@ fn test_spec(body: &Value) -> std::result::Result<TestSpec, String> {
         rerecord: match &body["rerecord"] {
             Value::Null => None,
             Value::String(s) if !s.is_empty() => Some(s.clone()),
-            _ => return Err("`rerecord` must be a non-empty string (the command that records the test again)".to_owned()),
+            _ => return Err(
+                "`rerecord` must be a non-empty string (the command that records the test again)"
+                    .to_owned(),
+            ),
         },
     })
 }

@@ -1,0 +1,263 @@
+"use strict";
+// What the vitest and jest helpers share: the session's mode, a cassette per test, the
+// test's start and end at serve, and the `agentproxy` object a test asks about its
+// trajectory (and the matchers over it). Each framework wires these into its own hooks.
+
+const path = require("node:path");
+const { Serve, AgentProxyError, PROTOCOL } = require("./serve.js");
+
+const MODES = ["replay", "record", "auto", "update"];
+
+/** Is `CI` set (to anything but "", "0" or "false")? */
+function isCI(env = process.env) {
+  const value = (env.CI ?? "").trim().toLowerCase();
+  return !["", "0", "false"].includes(value);
+}
+
+/** The session's mode: AGENTPROXY_MODE, else replay under CI and auto elsewhere. */
+function sessionMode(env = process.env) {
+  const asked = (env.AGENTPROXY_MODE ?? "").trim();
+  if (asked && !MODES.includes(asked)) {
+    throw new AgentProxyError(`AGENTPROXY_MODE=${asked}: expected one of ${MODES.join(", ")}`);
+  }
+  return asked || (isCI(env) ? "replay" : "auto");
+}
+
+/** `agentproxy serve`'s arguments for a session in `mode` over `root`. */
+function serveArgs(root, mode, env = process.env) {
+  const args = ["--root", root];
+  if (mode === "replay") {
+    args.push("--replay-env");
+  } else if (isCI(env)) {
+    // Only AGENTPROXY_MODE, the environment of this run, may choose to record under CI.
+    args.push("--allow-ci-recording");
+  }
+  return args;
+}
+
+/** A test name as a file name: what is not a letter, digit, `.`, `_` or `-` becomes `-`. */
+function slug(text) {
+  return text.replace(/[^A-Za-z0-9._-]+/g, "-").replace(/^-+|-+$/g, "") || "test";
+}
+
+/**
+ * The cassette of the test `name` (its full name, with its describe blocks) in `file`:
+ * `cassettes/<file name without its extension>/<name>.json` next to the file, or under
+ * AGENTPROXY_CASSETTE_DIR (relative to `root`).
+ */
+function cassettePath(root, file, name, env = process.env) {
+  const stem = path.basename(file).replace(/\.[^.]+$/, "");
+  const dir = env.AGENTPROXY_CASSETTE_DIR
+    ? path.resolve(root, env.AGENTPROXY_CASSETTE_DIR)
+    : path.join(path.dirname(file), "cassettes");
+  return path.join(dir, stem, `${slug(name)}.json`);
+}
+
+/** Every test's tolerances: AGENTPROXY_MATCH, a spec's `match:` block as JSON. */
+function projectMatch(env = process.env) {
+  const text = (env.AGENTPROXY_MATCH ?? "").trim();
+  if (!text) {
+    return null;
+  }
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw new AgentProxyError(`AGENTPROXY_MATCH is not JSON: ${e.message}`);
+  }
+}
+
+/** A word quoted for a POSIX shell. */
+function shellQuote(word) {
+  return /^[A-Za-z0-9_./=:@%+-]+$/.test(word) ? word : `'${word.replace(/'/g, "'\\''")}'`;
+}
+
+/** The tests of one session at serve: the one active, and which test owns which cassette. */
+class Session {
+  constructor(serve, mode, root) {
+    this.serve = serve;
+    this.mode = mode;
+    this.root = root;
+    this.owners = new Map();
+    this.active = null;
+  }
+
+  /** Start a session over `root`: serve started, its variables put in `process.env`. */
+  static async start(root, env = process.env) {
+    const mode = sessionMode(env);
+    const serve = await Serve.start(serveArgs(root, mode, env), env);
+    for (const [name, value] of Object.entries(serve.env)) {
+      process.env[name] = value;
+    }
+    return new Session(serve, mode, root);
+  }
+
+  /** Start the test `name` of `file`; `rerecord` is the command that records it again. */
+  async begin({ file, name, rerecord }) {
+    const cassette = cassettePath(this.root, file, name);
+    const owner = this.owners.get(cassette);
+    const id = `${file} > ${name}`;
+    if (owner !== undefined && owner !== id) {
+      throw new AgentProxyError(
+        `tests "${owner}" and "${id}" would share the cassette ${cassette}; rename one`,
+      );
+    }
+    this.owners.set(cassette, id);
+    const started = await this.serve.control("POST", "test", {
+      protocol: PROTOCOL,
+      name: id,
+      cassette,
+      mode: this.mode,
+      rerecord,
+      match: projectMatch(),
+    });
+    this.active = new Test(this.serve, started.cassette, started.mode);
+    return this.active;
+  }
+
+  /** End the active test: what makes it fail (its misses' near-miss reports, failed
+   * upstream requests, mocks that could not answer), if anything. */
+  async end() {
+    if (!this.active) {
+      return [];
+    }
+    this.active = null;
+    const ended = await this.serve.control("DELETE", "test");
+    return [...ended.misses, ...ended.upstream_errors, ...ended.mock_problems];
+  }
+}
+
+/** One test at serve: its cassette and mode, and what its model traffic says so far. */
+class Test {
+  constructor(serve, cassette, mode) {
+    this.serve = serve;
+    this.cassette = cassette;
+    this.mode = mode;
+    this.mocks = {};
+  }
+
+  /** `{requests, calls, executions, reply}` so far. */
+  trajectory() {
+    return this.serve.control("GET", "test");
+  }
+
+  /** The tool calls the model asked for so far, each `{name, arguments}`; those to `name`. */
+  async toolCalls(name) {
+    const { calls } = await this.trajectory();
+    return name === undefined ? calls : calls.filter((c) => c.name === name);
+  }
+
+  /** The requests answered so far, each `{method, path, route, body}`. */
+  async requests() {
+    return (await this.trajectory()).requests;
+  }
+
+  /** The tool calls MCP servers executed so far, each `{server, tool, arguments}`. */
+  async executions() {
+    return (await this.trajectory()).executions;
+  }
+
+  /** The last reply text, or null. */
+  async reply() {
+    return (await this.trajectory()).reply;
+  }
+
+  /** What fails of a spec's `expect:` block over the test so far, in the runner's words. */
+  async failures(expect) {
+    return (await this.serve.control("POST", "test/check", expect)).failures;
+  }
+
+  /** What the model is told `name` returned: `{result}`, `{results: [...]}`, or
+   * `{when, result}` (several building rules in order), as a spec's `tools:`. */
+  async mockTool(name, mock) {
+    const { result, results, when } = mock ?? {};
+    if ((result === undefined) === (results === undefined)) {
+      throw new TypeError("mockTool needs exactly one of result or results");
+    }
+    let entry;
+    if (results !== undefined) {
+      if (when !== undefined) {
+        throw new TypeError("results takes no when; give one mockTool per rule");
+      }
+      entry = { results };
+    } else if (when === undefined && !(name in this.mocks)) {
+      entry = { result };
+    } else {
+      const old = this.mocks[name] ?? {};
+      let rules = old.rules ?? ("result" in old ? [{ when: null, result: old.result }] : []);
+      const rule = { when: when ?? null, result };
+      // A rule without `when` answers everything left: it goes last.
+      rules = [...rules.filter((r) => r.when !== null), rule, ...rules.filter((r) => r.when === null)];
+      entry = { rules };
+    }
+    this.mocks[name] = entry;
+    await this.serve.control("PUT", "test/mocks", { mocks: this.mocks });
+  }
+}
+
+/** The matchers both frameworks get (`expect.extend`), over the `agentproxy` object. */
+const matchers = {
+  /** Some call to `name` has arguments matching `args` (a spec's `calls:` entry). */
+  async toHaveCalledTool(received, name, args) {
+    const call = { [name]: args ?? null };
+    const failures = await received.failures({ calls: [call] });
+    const shown = args === undefined ? name : `${name} ${JSON.stringify(args)}`;
+    return {
+      pass: failures.length === 0,
+      message: () =>
+        failures.length === 0 ? `expected no call ${shown}, but the model made one` : failures.join("\n"),
+    };
+  },
+  /** A spec's whole `expect:` block holds over the test so far. */
+  async toMeetExpectations(received, expect) {
+    const failures = await received.failures(expect);
+    return {
+      pass: failures.length === 0,
+      message: () =>
+        failures.length === 0
+          ? `expected these expectations to fail: ${JSON.stringify(expect)}`
+          : failures.join("\n"),
+    };
+  },
+};
+
+/**
+ * The `agentproxy` object tests import: the active test's cassette, mode, trajectory and
+ * mocks. Outside a test (or before serve started) it throws, saying so.
+ */
+function facade(session) {
+  const active = () => {
+    const test = session()?.active;
+    if (!test) {
+      throw new AgentProxyError("no agentproxy test is active: use `agentproxy` inside a test");
+    }
+    return test;
+  };
+  return {
+    get cassette() {
+      return active().cassette;
+    },
+    get mode() {
+      return active().mode;
+    },
+    trajectory: () => active().trajectory(),
+    toolCalls: (name) => active().toolCalls(name),
+    requests: () => active().requests(),
+    executions: () => active().executions(),
+    reply: () => active().reply(),
+    failures: (expect) => active().failures(expect),
+    mockTool: (name, mock) => active().mockTool(name, mock),
+  };
+}
+
+module.exports = {
+  AgentProxyError,
+  Session,
+  cassettePath,
+  facade,
+  isCI,
+  matchers,
+  serveArgs,
+  sessionMode,
+  shellQuote,
+  slug,
+};

@@ -1,0 +1,9 @@
+"use strict";
+// agentproxy's npm package: the binary (`npx agentproxy`, bin/agentproxy.js), and the
+// pieces its vitest and jest helpers are made of, for other harnesses.
+
+const { binary } = require("./binary.js");
+const { Serve, AgentProxyError, PROTOCOL } = require("./serve.js");
+const { Session, cassettePath, sessionMode } = require("./harness.js");
+
+module.exports = { binary, Serve, Session, AgentProxyError, PROTOCOL, cassettePath, sessionMode };

@@ -1,0 +1,22 @@
+"use strict";
+// jest's global setup for agentproxy (the preset's): one `agentproxy serve` per worker,
+// started in jest's own process before any worker, each worker told its own through
+// the environment (lib/jest.js picks it by JEST_WORKER_ID).
+
+const { Serve } = require("./serve.js");
+const { serveArgs, sessionMode } = require("./harness.js");
+
+module.exports = async function agentproxyGlobalSetup(globalConfig) {
+  const root = globalConfig.rootDir;
+  const mode = sessionMode();
+  const workers = Math.max(1, globalConfig.maxWorkers || 1);
+  const serves = await Promise.all(
+    Array.from({ length: workers }, () => Serve.start(serveArgs(root, mode))),
+  );
+  globalThis.__agentproxyServes = serves;
+  process.env.AGENTPROXY_JEST = JSON.stringify({
+    mode,
+    root,
+    serves: serves.map((s) => ({ url: s.url, env: s.env, protocol: 3 })),
+  });
+};

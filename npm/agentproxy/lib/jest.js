@@ -1,0 +1,50 @@
+"use strict";
+// agentproxy for jest: `preset: "agentproxy"` in the jest config (or this file in
+// `setupFilesAfterEnv` with the preset's global setup and teardown). Each test replays (or
+// records) its own cassette through this worker's `agentproxy serve`; a miss fails the
+// test with the near-miss report.
+//
+//   const { agentproxy } = require("agentproxy/jest");
+//   test("paris", async () => {
+//     await runAgent("What's the weather in Paris?");
+//     await expect(agentproxy).toHaveCalledTool("get_weather", { city: "Paris" });
+//   });
+
+const path = require("node:path");
+const { Serve } = require("./serve.js");
+const { AgentProxyError, Session, facade, matchers, shellQuote } = require("./harness.js");
+
+const setup = JSON.parse(process.env.AGENTPROXY_JEST ?? "null");
+if (!setup) {
+  throw new AgentProxyError(
+    'agentproxy/jest needs its global setup: use `preset: "agentproxy"` in the jest config',
+  );
+}
+const worker = Number(process.env.JEST_WORKER_ID ?? 1);
+const hello = setup.serves[(worker - 1) % setup.serves.length];
+// Before the test file imports its SDK clients.
+for (const [name, value] of Object.entries(hello.env)) {
+  process.env[name] = value;
+}
+const session = new Session(Serve.attach(hello), setup.mode, setup.root);
+
+expect.extend(matchers);
+
+beforeEach(async () => {
+  const { testPath, currentTestName } = expect.getState();
+  const relative = path.relative(process.cwd(), testPath);
+  const rerecord = ["AGENTPROXY_MODE=record", "npx", "jest", relative, "-t", currentTestName]
+    .map((w, i) => (i === 0 ? w : shellQuote(w)))
+    .join(" ");
+  await session.begin({ file: testPath, name: currentTestName, rerecord });
+});
+
+afterEach(async () => {
+  const problems = await session.end();
+  if (problems.length > 0) {
+    throw new Error(`agentproxy:\n${problems.join("\n")}`);
+  }
+});
+
+/** The active test's cassette, mode, trajectory and mocks. */
+exports.agentproxy = facade(() => session);

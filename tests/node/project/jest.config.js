@@ -1,0 +1,5 @@
+module.exports = {
+  preset: "agentproxy",
+  testEnvironment: "node",
+  testMatch: ["**/jest/**/*.test.js"],
+};

@@ -1,0 +1,6 @@
+export default {
+  test: {
+    setupFiles: ["agentproxy/vitest"],
+    include: ["vitest/**/*.test.mjs"],
+  },
+};
