@@ -7,7 +7,7 @@ use crate::cli::DocsArgs;
 use crate::error::{Error, Exit, Result};
 
 /// Every page: its topic name (the file name under `docs/` without `.md`) and its text.
-pub const PAGES: [(&str, &str); 17] = [
+pub const PAGES: [(&str, &str); 18] = [
     ("readme", include_str!("../../README.md")),
     ("install", include_str!("../../docs/install.md")),
     (
@@ -31,6 +31,7 @@ pub const PAGES: [(&str, &str); 17] = [
     ("mcp", include_str!("../../docs/mcp.md")),
     ("egress", include_str!("../../docs/egress.md")),
     ("pytest", include_str!("../../docs/pytest.md")),
+    ("vitest", include_str!("../../docs/vitest.md")),
     ("ci", include_str!("../../docs/ci.md")),
     (
         "doctor-and-determinism",
