@@ -139,6 +139,10 @@ fn fresh_project(node: &Path) -> tempfile::TempDir {
             "openai": pin("openai"),
             "vitest": pin("vitest"),
             "jest": pin("jest"),
+            "ai": pin("ai"),
+            "@ai-sdk/openai": pin("@ai-sdk/openai"),
+            "@openai/agents": pin("@openai/agents"),
+            "zod": pin("zod"),
         }
     });
     std::fs::write(app.join("package.json"), manifest.to_string()).unwrap();
@@ -183,6 +187,14 @@ fn no_cargo_path(node: &Path) -> OsString {
     path
 }
 
+/// The suites a runner of the fresh project records and replays.
+fn suites(runner: &str) -> &'static [&'static str] {
+    match runner {
+        "vitest" => &["vitest/agent", "vitest/sdks"],
+        _ => &["jest/"],
+    }
+}
+
 /// One run of a test runner of the fresh project (`vitest run ARGS` or `jest ARGS`), with
 /// `env` and nothing of the developer's shell that could steer it.
 fn run_tests(
@@ -207,9 +219,11 @@ fn run_tests(
             command.env_remove(&name);
         }
     }
+    // The Agents SDK uploads traces to api.openai.com unless told not to.
     command
         .env("PATH", no_cargo_path(node))
         .env("NO_COLOR", "1")
+        .env("OPENAI_AGENTS_DISABLE_TRACING", "1")
         .envs(env.iter().copied());
     let out = command.output().unwrap();
     let text =
@@ -235,17 +249,20 @@ async fn vitest_and_jest_helpers_from_the_packed_tarball_record_and_replay() {
         ("OPENAI_API_KEY", API_KEY),
     ];
     for runner in ["vitest", "jest"] {
-        let filter = if runner == "vitest" {
-            "vitest/agent"
-        } else {
-            "jest/"
-        };
-        let (code, out) = run_tests(&app, &node, runner, &[filter], &record);
+        let (code, out) = run_tests(&app, &node, runner, suites(runner), &record);
         assert_eq!(code, Some(0), "{runner} record: {out}");
+        let all = match runner {
+            "vitest" => "Tests  7 passed (7)",
+            _ => "Tests:       1 passed, 1 total",
+        };
+        assert!(out.contains(all), "{runner} record: {out}");
     }
     for cassette in [
         "vitest/cassettes/agent.test/weather-paris.json",
         "vitest/cassettes/agent.test/weather-mocked.json",
+        "vitest/cassettes/sdks.test/ai-sdk-chat-tool-loop.json",
+        "vitest/cassettes/sdks.test/ai-sdk-responses-streamed-tool-loop.json",
+        "vitest/cassettes/sdks.test/openai-agents-tool-loop.json",
         "jest/cassettes/agent.test/weather-paris.json",
     ] {
         let text = std::fs::read_to_string(app.join(cassette))
@@ -256,12 +273,7 @@ async fn vitest_and_jest_helpers_from_the_packed_tarball_record_and_replay() {
     // CI, no key, the fake stopped: every test replays.
     let ci = [("CI", "true")];
     for runner in ["vitest", "jest"] {
-        let filter = if runner == "vitest" {
-            "vitest/agent"
-        } else {
-            "jest/"
-        };
-        let (code, out) = run_tests(&app, &node, runner, &[filter], &ci);
+        let (code, out) = run_tests(&app, &node, runner, suites(runner), &ci);
         assert_eq!(code, Some(0), "{runner} replay: {out}");
     }
     // A changed question: the test fails with the near-miss report and how to re-record.
