@@ -97,11 +97,12 @@ async fn node_fetch_through_node_use_env_proxy_records_and_replays() {
     assert!(!replayed.stderr.contains("looked up"), "{replayed}");
 }
 
-/// The npm packages made from this binary by `scripts/build-npm.sh`, installed with
-/// vitest, jest and the openai SDK (the versions `tests/node` pins) into a fresh project
-/// from npm's cache (`--offline`: the setup script's install filled it; no network), with
-/// the tests of `tests/node/project` copied in.
-fn fresh_project(node: &Path) -> tempfile::TempDir {
+/// The project at `source` (a directory with its package.json) copied into a temporary
+/// directory (`app/` in it) and installed from npm's cache (`--offline`: the setup
+/// script's install filled it; no network), its `agentproxy` being the npm packages made
+/// from this binary by `scripts/build-npm.sh`. Its other dependencies must be the
+/// versions `tests/node` pins (the ones in the cache).
+fn fresh_project(node: &Path, source: &Path) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let packs = dir.path().join("packs");
     let binary = format!("linux-x64={}", env!("CARGO_BIN_EXE_agentproxy"));
@@ -115,36 +116,33 @@ fn fresh_project(node: &Path) -> tempfile::TempDir {
         "{}",
         String::from_utf8_lossy(&built.stderr)
     );
-    let pinned: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(repo().join("tests/node/package.json")).unwrap(),
-    )
-    .unwrap();
-    let pin = |name: &str| pinned["devDependencies"][name].as_str().unwrap().to_owned();
-    let version = |name: &str| {
+    let read = |path: &Path| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    };
+    let pinned = read(&repo().join("tests/node/package.json"));
+    let pack = |name: &str| {
         let mut packs = std::fs::read_dir(&packs)
             .unwrap()
             .map(|e| e.unwrap().path());
-        packs
-            .find(|p| p.file_name().unwrap().to_string_lossy().starts_with(name))
-            .unwrap()
+        let found = packs.find(|p| p.file_name().unwrap().to_string_lossy().starts_with(name));
+        format!("file:{}", found.unwrap().display())
     };
     let app = dir.path().join("app");
-    copy_dir(&repo().join("tests/node/project"), &app);
-    let manifest = serde_json::json!({
-        "name": "fresh-agent-project",
-        "private": true,
-        "devDependencies": {
-            "agentproxy": format!("file:{}", version("agentproxy-0").display()),
-            "@agentproxy/linux-x64": format!("file:{}", version("agentproxy-linux-x64").display()),
-            "openai": pin("openai"),
-            "vitest": pin("vitest"),
-            "jest": pin("jest"),
-            "ai": pin("ai"),
-            "@ai-sdk/openai": pin("@ai-sdk/openai"),
-            "@openai/agents": pin("@openai/agents"),
-            "zod": pin("zod"),
+    copy_dir(source, &app);
+    let mut manifest = read(&app.join("package.json"));
+    let deps = manifest["devDependencies"].as_object_mut().unwrap();
+    for (name, version) in deps.iter() {
+        if name != "agentproxy" {
+            assert_eq!(
+                Some(version),
+                pinned["devDependencies"].get(name),
+                "{}: {name} must be the version tests/node/package.json pins",
+                source.display()
+            );
         }
-    });
+    }
+    deps.insert("agentproxy".into(), pack("agentproxy-0").into());
+    deps.insert("@agentproxy/linux-x64".into(), pack("agentproxy-linux-x64").into());
     std::fs::write(app.join("package.json"), manifest.to_string()).unwrap();
     let installed = std::process::Command::new("npm")
         .args([
@@ -239,7 +237,7 @@ fn run_tests(
 #[tokio::test(flavor = "multi_thread")]
 async fn vitest_and_jest_helpers_from_the_packed_tarball_record_and_replay() {
     let Some(node) = node() else { return };
-    let project = fresh_project(&node);
+    let project = fresh_project(&node, &repo().join("tests/node/project"));
     let app = project.path().join("app");
     let fake = FakeOpenAi::start().await;
     let upstream = fake.url();
@@ -325,4 +323,40 @@ async fn vitest_and_jest_helpers_from_the_packed_tarball_record_and_replay() {
         String::from_utf8_lossy(&version.stdout).starts_with("agentproxy "),
         "{version:?}"
     );
+}
+
+/// The TypeScript example replays from its committed cassettes, as its README says (CI,
+/// no key, no upstream).
+#[test]
+fn the_typescript_example_replays_its_committed_cassettes() {
+    let Some(node) = node() else { return };
+    let example = repo().join("examples/ts-agent");
+    let project = fresh_project(&node, &example);
+    let app = project.path().join("app");
+    let (code, out) = run_tests(&app, &node, "vitest", &[], &[("CI", "true")]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("Tests  2 passed (2)"), "{out}");
+}
+
+/// Records the TypeScript example's cassettes again, against the scripted upstream:
+/// `cargo test --test e2e_node -- --ignored`.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "re-records examples/ts-agent/cassettes"]
+async fn re_record_the_typescript_example() {
+    let Some(node) = node() else { return };
+    let example = repo().join("examples/ts-agent");
+    let project = fresh_project(&node, &example);
+    let app = project.path().join("app");
+    let fake = FakeOpenAi::start().await;
+    let upstream = fake.url();
+    let env = [
+        ("AGENTPROXY_MODE", "record"),
+        ("AGENTPROXY_UPSTREAM", upstream.as_str()),
+        ("OPENAI_API_KEY", API_KEY),
+    ];
+    let (code, out) = run_tests(&app, &node, "vitest", &[], &env);
+    assert_eq!(code, Some(0), "{out}");
+    let _ = std::fs::remove_dir_all(example.join("cassettes"));
+    copy_dir(&app.join("cassettes"), &example.join("cassettes"));
+    fake.stop().await;
 }

@@ -1,0 +1,5 @@
+export default {
+  test: {
+    setupFiles: ["agentproxy/vitest"],
+  },
+};
