@@ -345,6 +345,13 @@ pub struct ServeArgs {
     #[arg(long)]
     pub replay_env: bool,
 
+    /// Also give placeholder API keys (each unless already set), for a session whose
+    /// tests mostly replay but may record (the harnesses' auto mode): an SDK that insists
+    /// on a key starts, and a request that would record with a placeholder is not sent
+    /// upstream but fails, naming the variable to set.
+    #[arg(long)]
+    pub placeholder_keys: bool,
+
     /// Under CI, let a control request pick a mode that records (record, auto, update).
     /// Without it, under CI only replay is served: a harness passes this when its own
     /// command line chose a recording mode (the pytest plugin: --agentproxy-mode).

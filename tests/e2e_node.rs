@@ -142,7 +142,10 @@ fn fresh_project(node: &Path, source: &Path) -> tempfile::TempDir {
         }
     }
     deps.insert("agentproxy".into(), pack("agentproxy-0").into());
-    deps.insert("@agentproxy/linux-x64".into(), pack("agentproxy-linux-x64").into());
+    deps.insert(
+        "@agentproxy/linux-x64".into(),
+        pack("agentproxy-linux-x64").into(),
+    );
     std::fs::write(app.join("package.json"), manifest.to_string()).unwrap();
     let installed = std::process::Command::new("npm")
         .args([

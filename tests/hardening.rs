@@ -935,6 +935,46 @@ fn serves_checks_and_tolerances_are_read_as_a_spec_and_refused_when_wrong() {
     serve.wait().unwrap();
 }
 
+/// A request carrying agentproxy's placeholder key is never sent upstream: recording it
+/// fails at once, naming the variable to set.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_placeholder_key_is_never_sent_upstream() {
+    let fake = support::fake_openai::FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = fake.url();
+    let d = Daemon::start(
+        &["record", "--cassette", "c.json", "--upstream", &upstream],
+        dir.path(),
+    );
+    let url = d.url.clone();
+    let r = tokio::task::spawn_blocking(move || {
+        let body =
+            serde_json::json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]});
+        support::http::request(
+            &url,
+            "POST",
+            "/v1/chat/completions",
+            &[
+                ("content-type", "application/json"),
+                ("authorization", "Bearer agentproxy-replay-placeholder"),
+            ],
+            body.to_string().as_bytes(),
+        )
+    })
+    .await
+    .unwrap();
+    assert_eq!(r.status, 401, "{}", r.text());
+    assert!(
+        r.text().contains("placeholder key") && r.text().contains("set OPENAI_API_KEY to record"),
+        "{}",
+        r.text()
+    );
+    assert_eq!(fake.request_count(), 0);
+    let (code, stderr) = d.interrupt();
+    assert_eq!(code, 3, "{stderr}");
+    fake.stop().await;
+}
+
 /// An upstream that is the proxy itself: the request that comes back is refused at once
 /// (no loop until descriptors run out), and the recording fails naming why.
 #[test]

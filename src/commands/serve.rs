@@ -411,9 +411,11 @@ pub async fn run(args: ServeArgs) -> Result<Exit> {
     };
     let server = Switched::start(args.listen, switch, control, secret.clone()).await?;
     let base = format!("http://{}", server.addr());
-    let env = env::injected(&base, Some(&secret), args.replay_env, &|name| {
-        std::env::var_os(name).is_some()
-    });
+    let is_set = |name: &str| std::env::var_os(name).is_some();
+    let mut env = env::injected(&base, Some(&secret), args.replay_env, &is_set);
+    if args.placeholder_keys && !args.replay_env {
+        env.extend(env::placeholder_keys(&is_set));
+    }
     let listening = Listening {
         url: base,
         env: env.into_iter().map(|v| (v.name, v.value)).collect(),

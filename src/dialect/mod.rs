@@ -29,8 +29,9 @@ use crate::sse::{Framing, SseEvent};
 pub(crate) use contract::Dialect;
 pub use contract::{ErrorFault, Spoil, INJECTED};
 pub use provider::{
-    is_api_path, known_clients, prefixes, provider_host_under, provider_of, provider_of_host,
-    BaseVar, Fallback, KnownClient, Provider, ReplayVar, Row, PROVIDERS,
+    carries_placeholder, is_api_path, key_vars, known_clients, prefixes, provider_host_under,
+    provider_of, provider_of_host, BaseVar, Fallback, KnownClient, Provider, ReplayVar, Row,
+    PLACEHOLDER, PROVIDERS,
 };
 pub(crate) use shared::delta_pieces;
 pub use shared::AssembleError;

@@ -93,7 +93,9 @@ pub struct ReplayVar {
     pub why: &'static str,
 }
 
-const PLACEHOLDER: &str = "agentproxy-replay-placeholder";
+/// The key agentproxy gives an SDK that has none, so it starts offline; never sent
+/// upstream (see [`carries_placeholder`]).
+pub const PLACEHOLDER: &str = "agentproxy-replay-placeholder";
 const PLACEHOLDER_WHY: &str = "placeholder key so the SDK starts offline";
 
 /// API versions only Google uses (`/v1` is everyone's).
@@ -291,6 +293,26 @@ pub fn provider_of(path: &str, headers: &HeaderMap) -> Provider {
         .map_or(Provider::OpenAi, |r| r.provider)
 }
 
+/// Does a request carry agentproxy's placeholder key (in a header, or in its query as
+/// Gemini's `?key=`)? Then it cannot be recorded: the real API would refuse it.
+pub fn carries_placeholder(headers: &HeaderMap, path_and_query: &str) -> bool {
+    path_and_query.contains(PLACEHOLDER)
+        || (headers.values()).any(|v| {
+            v.as_bytes()
+                .windows(PLACEHOLDER.len())
+                .any(|w| w == PLACEHOLDER.as_bytes())
+        })
+}
+
+/// The variables a provider's SDKs read their key from, where agentproxy puts a
+/// placeholder (`OPENAI_API_KEY`, …).
+pub fn key_vars(provider: Provider) -> Vec<&'static str> {
+    (provider.row().replay.iter())
+        .filter(|v| v.value == PLACEHOLDER)
+        .map(|v| v.name)
+        .collect()
+}
+
 /// The provider whose API `host` (without its port) is, if any.
 pub fn provider_of_host(host: &str) -> Option<Provider> {
     let host = host.trim_end_matches('.').to_ascii_lowercase();
@@ -469,5 +491,24 @@ mod tests {
             "http://example.test:1234/prefix"
         );
         assert_eq!(ollama_host("https://example.test"), "https://example.test");
+    }
+
+    #[test]
+    fn the_placeholder_is_found_in_any_header_or_the_query_and_named_by_its_variables() {
+        let mut h = HeaderMap::new();
+        assert!(!carries_placeholder(&h, "/v1/chat/completions"));
+        h.insert(
+            "authorization",
+            format!("Bearer {PLACEHOLDER}").parse().unwrap(),
+        );
+        assert!(carries_placeholder(&h, "/v1/chat/completions"));
+        let query = format!("/v1beta/models/m:generateContent?key={PLACEHOLDER}");
+        assert!(carries_placeholder(&HeaderMap::new(), &query));
+        assert_eq!(key_vars(Provider::OpenAi), ["OPENAI_API_KEY"]);
+        assert_eq!(
+            key_vars(Provider::Anthropic),
+            ["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"]
+        );
+        assert!(key_vars(Provider::Ollama).is_empty());
     }
 }

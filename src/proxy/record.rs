@@ -47,6 +47,15 @@ pub(super) async fn forward(
     ex: Exchange,
 ) -> Response<ProxyBody> {
     let started = Instant::now();
+    if dialect::carries_placeholder(&ex.headers, &ex.forward_path) {
+        let vars = dialect::key_vars(ex.provider).join(" or ");
+        let vars = if vars.is_empty() {
+            "the provider's key".to_owned()
+        } else {
+            vars
+        };
+        return upstream_failed(proxy, &ex, UpstreamError::Placeholder { vars });
+    }
     // Messages name the URL as stored (`path`): no credential, no secret value.
     let (forward_url, url) = match (
         up.url_for(ex.provider, ex.origin.as_deref(), &ex.forward_path),
@@ -341,6 +350,7 @@ fn upstream_failed(proxy: &Proxy, ex: &Exchange, e: UpstreamError) -> Response<P
             StatusCode::BAD_GATEWAY
         }
         UpstreamError::Loop { .. } => StatusCode::LOOP_DETECTED,
+        UpstreamError::Placeholder { .. } => StatusCode::UNAUTHORIZED,
     };
     let message = e.to_string();
     let named = format!("{} {}: {message}", ex.method, ex.path);

@@ -61,6 +61,9 @@ pub enum UpstreamError {
     Missing { title: &'static str, how: String },
     #[error("upstream {url} is this proxy itself: the request came back to it (point the upstream elsewhere)")]
     Loop { url: String },
+    /// The request carries agentproxy's placeholder key: not sent.
+    #[error("the request carries agentproxy's placeholder key (given because the environment had none), so it was not sent to the real API: set {vars} to record")]
+    Placeholder { vars: String },
 }
 
 /// How to give `provider` an upstream: its flag, and the variable it falls back to.
@@ -91,7 +94,9 @@ impl UpstreamError {
             UpstreamError::Unreachable { message, .. } => {
                 UpstreamError::Unreachable { url, message }
             }
-            missing @ UpstreamError::Missing { .. } => missing,
+            unnamed @ (UpstreamError::Missing { .. } | UpstreamError::Placeholder { .. }) => {
+                unnamed
+            }
             UpstreamError::Loop { .. } => UpstreamError::Loop { url },
         }
     }

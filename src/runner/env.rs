@@ -52,6 +52,16 @@ pub fn injected(
     out
 }
 
+/// Each provider's placeholder key the environment has not set (`is_set`): what a session
+/// that may record still gives, so SDKs that insist on a key start; a request carrying
+/// one is never sent upstream (it fails saying which variable to set).
+pub fn placeholder_keys(is_set: &dyn Fn(&str) -> bool) -> Vec<Injected> {
+    (PROVIDERS.iter().flat_map(|r| r.replay))
+        .filter(|v| v.value == crate::dialect::PLACEHOLDER && !is_set(v.name))
+        .map(|v| var(v.name, v.value, v.why))
+        .collect()
+}
+
 /// The variables that make the proxy at `base` the program's forward proxy, trusted with
 /// the certificates in `bundle`: the proxy variables in both cases (read by curl, Python's
 /// requests, httpx and urllib, Go, and Node 24's fetch with `NODE_USE_ENV_PROXY`), loopback
@@ -384,5 +394,18 @@ mod tests {
     fn export_lines_quote() {
         let s = export_lines(&[var("A", "it's", "x")]);
         assert_eq!(s, "export A='it'\\''s'\n");
+    }
+
+    #[test]
+    fn placeholder_keys_are_only_the_keys_the_environment_lacks() {
+        let v = placeholder_keys(&|n| n == "OPENAI_API_KEY");
+        let names: Vec<&str> = v.iter().map(|i| i.name.as_str()).collect();
+        assert!(!names.contains(&"OPENAI_API_KEY"), "{names:?}");
+        assert!(names.contains(&"ANTHROPIC_API_KEY"), "{names:?}");
+        assert!(
+            !names.contains(&"OPENAI_AGENTS_DISABLE_TRACING"),
+            "{names:?}"
+        );
+        assert!(v.iter().all(|i| i.value == crate::dialect::PLACEHOLDER));
     }
 }

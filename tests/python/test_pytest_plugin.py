@@ -348,3 +348,18 @@ def test_matchers_are_the_runners_and_tolerances_come_from_the_marker_and_the_in
     assert "missing call: get_weather {city: regex /^Rome/}" in out, out
     assert 'expected regex /^Rome/, got "Paris"' in out, out
     assert "pytest_plugin.py" not in out, out
+
+
+def test_auto_mode_without_a_key_replays_what_is_recorded_and_names_the_key_to_record(pytester, env):
+    """Placeholder keys in auto mode: clients made at import time start with no key; the
+    tests with a cassette replay, one without fails naming the variable to set."""
+    pytester.makepyfile(test_agent=TESTS)
+    record(pytester, env, "-k", "openai").assert_outcomes(passed=1, deselected=3)
+    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+        env.delenv(name, raising=False)
+    result = pytester.runpytest_subprocess(
+        "-p", "agentproxy.pytest_plugin", "--agentproxy-upstream", STOPPED,
+        "--agentproxy-anthropic-upstream", STOPPED, "-k", "openai or anthropic")
+    result.assert_outcomes(passed=1, failed=1, deselected=2)
+    out = result.stdout.str()
+    assert "set ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN to record" in out, out
