@@ -8,6 +8,7 @@ pub mod fake_gemini;
 pub mod fake_ollama;
 pub mod fake_openai;
 pub mod http;
+pub mod npm;
 pub mod proxy;
 pub mod run;
 pub mod server;
