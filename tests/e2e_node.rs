@@ -143,12 +143,13 @@ async fn vitest_and_jest_helpers_from_the_packed_tarball_record_and_replay() {
         ("AGENTPROXY_MODE", "record"),
         ("AGENTPROXY_UPSTREAM", upstream.as_str()),
         ("OPENAI_API_KEY", API_KEY),
+        ("RUN_ID", "run-1"),
     ];
     for runner in ["vitest", "jest"] {
         let (code, out) = run_tests(&app, &node, runner, suites(runner), &record);
         assert_eq!(code, Some(0), "{runner} record: {out}");
         let all = match runner {
-            "vitest" => "Tests  7 passed (7)",
+            "vitest" => "Tests  8 passed (8)",
             _ => "Tests:       1 passed, 1 total",
         };
         assert!(out.contains(all), "{runner} record: {out}");
@@ -166,8 +167,8 @@ async fn vitest_and_jest_helpers_from_the_packed_tarball_record_and_replay() {
         assert!(!text.contains(API_KEY), "{text}");
     }
     fake.stop().await;
-    // CI, no key, the fake stopped: every test replays.
-    let ci = [("CI", "true")];
+    // CI, no key, the fake stopped, another run id (tolerated): every test replays.
+    let ci = [("CI", "true"), ("RUN_ID", "run-2")];
     for runner in ["vitest", "jest"] {
         let (code, out) = run_tests(&app, &node, runner, suites(runner), &ci);
         assert_eq!(code, Some(0), "{runner} replay: {out}");

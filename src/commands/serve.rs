@@ -136,7 +136,17 @@ impl Harness {
     ) -> (StatusCode, Value) {
         match (method, path.as_str()) {
             (Method::POST, "test") => self.start(&body).await,
-            (Method::PUT, "test/mocks") => self.set_mocks(&body).await,
+            (Method::PUT, "test/mocks") => match tools_from_json(&body["mocks"]) {
+                Ok(tools) => self.amend(|spec| spec.tools = tools).await,
+                Err(e) => error(StatusCode::BAD_REQUEST, e),
+            },
+            (Method::PUT, "test/match") => match crate::spec::match_from_json(&body["match"]) {
+                Ok((rules, repeat)) => {
+                    self.amend(|spec| (spec.match_rules, spec.repeat) = (rules, repeat))
+                        .await
+                }
+                Err(e) => error(StatusCode::BAD_REQUEST, e),
+            },
             (Method::GET, "test") => {
                 let (exchanges, _) = self.switch.so_far();
                 (StatusCode::OK, answer(&SoFar::of(&exchanges)))
@@ -249,13 +259,10 @@ impl Harness {
         })
     }
 
-    /// New mocks for the active test: allowed before its first request only, since the
-    /// requests already answered were answered without them.
-    async fn set_mocks(&self, body: &Value) -> (StatusCode, Value) {
-        let tools = match tools_from_json(&body["mocks"]) {
-            Ok(t) => t,
-            Err(e) => return error(StatusCode::BAD_REQUEST, e),
-        };
+    /// Change what the active test asked for (its mocks, its tolerances): allowed before
+    /// its first request only, since the requests already answered were answered without
+    /// the change.
+    async fn amend(&self, change: impl FnOnce(&mut TestSpec)) -> (StatusCode, Value) {
         let mut active = self.active.lock().await;
         let Some(current) = active.take() else {
             return error(StatusCode::CONFLICT, "no test is active");
@@ -266,11 +273,11 @@ impl Harness {
             *active = Some(current);
             return error(
                 StatusCode::CONFLICT,
-                format!("test `{name}` already made {requests} model request(s); mock tools before the agent runs"),
+                format!("test `{name}` already made {requests} model request(s); mock tools and set tolerances before the agent runs"),
             );
         }
         let mut spec = current.spec.clone();
-        spec.tools = tools;
+        change(&mut spec);
         // Its writer's lock is released before the test is planned again.
         drop(current);
         if let Err(e) = self.idle().await {

@@ -119,7 +119,7 @@ def test_when_rules(agentproxy):
 
 def test_too_late(agentproxy):
     ask_openai("What's the weather in Paris?")
-    with pytest.raises(Exception, match="mock tools before the agent runs"):
+    with pytest.raises(Exception, match="mock tools and set tolerances before the agent runs"):
         agentproxy.mock_tool("get_weather", result={})
 '''
 

@@ -171,6 +171,19 @@ class Test {
     return (await this.serve.control("POST", "test/check", expect)).failures;
   }
 
+  /** This test's tolerances (a spec's `match:` block: `ignore`, `holes`, `repeat`), over
+   * AGENTPROXY_MATCH's. Before the agent's first model request. */
+  async tolerate(match) {
+    const project = projectMatch() ?? {};
+    const merged = { ...project, ...match };
+    for (const key of ["ignore", "holes"]) {
+      if (project[key] || match[key]) {
+        merged[key] = [...(project[key] ?? []), ...(match[key] ?? [])];
+      }
+    }
+    await this.serve.control("PUT", "test/match", { match: merged });
+  }
+
   /** What the model is told `name` returned: `{result}`, `{results: [...]}`, or
    * `{when, result}` (several building rules in order), as a spec's `tools:`. */
   async mockTool(name, mock) {
@@ -251,6 +264,7 @@ function facade(session) {
     reply: () => active().reply(),
     failures: (expect) => active().failures(expect),
     mockTool: (name, mock) => active().mockTool(name, mock),
+    tolerate: (match) => active().tolerate(match),
   };
 }
 

@@ -46,6 +46,14 @@ export interface Expectations {
   reply?: unknown;
 }
 
+/** A spec's `match:` block: what differences between a request and its recording do
+ * not matter. */
+export interface MatchRules {
+  ignore?: string[];
+  holes?: { name: string; regex: string; in?: string }[];
+  repeat?: "none" | "last";
+}
+
 /** What the model is told a tool returned, as a spec's `tools:`. */
 export type ToolMock =
   | { result: unknown; when?: Record<string, unknown> }
@@ -67,6 +75,9 @@ export interface AgentProxy {
   failures(expect: Expectations): Promise<string[]>;
   /** Before the agent's first model request. */
   mockTool(name: string, mock: ToolMock): Promise<void>;
+  /** This test's tolerances, a spec's `match:` block (added to AGENTPROXY_MATCH's).
+   * Before the agent's first model request. */
+  tolerate(match: MatchRules): Promise<void>;
 }
 
 /** The matchers the helpers add to `expect`. Await them. */

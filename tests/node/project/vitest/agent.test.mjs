@@ -14,6 +14,12 @@ describe("weather", () => {
     expect(await agentproxy.reply()).toBe(reply);
   });
 
+  test("tolerated", async () => {
+    await agentproxy.tolerate({ holes: [{ name: "run", regex: "run-[0-9]+" }] });
+    const reply = await agent.ask(`What's the weather in Paris? (${process.env.RUN_ID})`);
+    expect(reply).toBe("It is 18°C and sunny in Paris.");
+  });
+
   test("mocked", async () => {
     await agentproxy.mockTool("get_weather", { result: { city: "Oslo", temp_c: -5, sky: "snowy" } });
     expect(await agent.ask("What's the weather in Oslo?")).toBe("It is -5°C and snowy in Oslo.");
