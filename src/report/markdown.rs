@@ -184,12 +184,7 @@ fn assertion_item(out: &mut String, scope: &str, a: &AssertionResult) {
         let _ = write!(line, ": {}", inline(&a.message));
     }
     let _ = writeln!(out, "{line}");
-    for (label, value) in [
-        ("expected", &a.expected),
-        ("actual", &a.actual),
-        ("path", &a.path),
-        ("nearest", &a.nearest),
-    ] {
+    for (label, value) in a.labelled() {
         if let Some(v) = value {
             value_item(out, "  ", label, v, true);
         }

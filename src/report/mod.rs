@@ -357,6 +357,18 @@ pub struct AssertionResult {
     pub nearest: Option<String>,
 }
 
+impl AssertionResult {
+    /// Its labelled values, in the order reports show them.
+    pub fn labelled(&self) -> [(&'static str, &Option<String>); 4] {
+        [
+            ("expected", &self.expected),
+            ("actual", &self.actual),
+            ("path", &self.path),
+            ("nearest", &self.nearest),
+        ]
+    }
+}
+
 impl CaseReport {
     /// A passing report with nothing in it yet; the cassette path is shown normalized
     /// (`examples/x/../../cassettes/a.json` as `cassettes/a.json`).

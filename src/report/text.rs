@@ -187,12 +187,7 @@ pub(crate) fn failure(a: &AssertionResult) -> String {
 /// it has, indented.
 pub(crate) fn details(a: &AssertionResult) -> String {
     let mut out = String::new();
-    for (label, value) in [
-        ("expected", &a.expected),
-        ("actual", &a.actual),
-        ("path", &a.path),
-        ("nearest", &a.nearest),
-    ] {
+    for (label, value) in a.labelled() {
         if let Some(v) = value {
             out.push_str(&format!("    {label}: {}\n", v.replace('\n', "\n      ")));
         }

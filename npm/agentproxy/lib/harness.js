@@ -131,6 +131,29 @@ class Session {
   }
 }
 
+/**
+ * The hooks every test gets from a framework whose `expect` is `expect` and whose command
+ * line for one test is `command(file, name)` (without the mode): before, the test starts
+ * on its cassette, named by its file and full name; after, it ends, failing with what
+ * went wrong (its misses' near-miss reports and how to record it again, …).
+ */
+function hooks(session, expect, command) {
+  return {
+    async before() {
+      const { testPath, currentTestName } = expect.getState();
+      const relative = path.relative(process.cwd(), testPath);
+      const rerecord = ["AGENTPROXY_MODE=record", ...command(relative, currentTestName).map(shellQuote)].join(" ");
+      await session.begin({ file: testPath, name: currentTestName, rerecord });
+    },
+    async after() {
+      const problems = await session.end();
+      if (problems.length > 0) {
+        throw new Error(`agentproxy:\n${problems.join("\n")}`);
+      }
+    },
+  };
+}
+
 /** One test at serve: its cassette and mode, and what its model traffic says so far. */
 class Test {
   constructor(serve, cassette, mode) {
@@ -273,10 +296,8 @@ module.exports = {
   Session,
   cassettePath,
   facade,
-  isCI,
+  hooks,
   matchers,
   serveArgs,
   sessionMode,
-  shellQuote,
-  slug,
 };

@@ -10,9 +10,8 @@
 //     await expect(agentproxy).toHaveCalledTool("get_weather", { city: "Paris" });
 //   });
 
-const path = require("node:path");
 const { Serve } = require("./serve.js");
-const { AgentProxyError, Session, facade, matchers, shellQuote } = require("./harness.js");
+const { AgentProxyError, Session, facade, hooks, matchers } = require("./harness.js");
 
 const setup = JSON.parse(process.env.AGENTPROXY_JEST ?? "null");
 if (!setup) {
@@ -30,21 +29,9 @@ const session = new Session(Serve.attach(hello), setup.mode, setup.root);
 
 expect.extend(matchers);
 
-beforeEach(async () => {
-  const { testPath, currentTestName } = expect.getState();
-  const relative = path.relative(process.cwd(), testPath);
-  const rerecord = ["AGENTPROXY_MODE=record", "npx", "jest", relative, "-t", currentTestName]
-    .map((w, i) => (i === 0 ? w : shellQuote(w)))
-    .join(" ");
-  await session.begin({ file: testPath, name: currentTestName, rerecord });
-});
-
-afterEach(async () => {
-  const problems = await session.end();
-  if (problems.length > 0) {
-    throw new Error(`agentproxy:\n${problems.join("\n")}`);
-  }
-});
+const { before, after } = hooks(session, expect, (file, name) => ["npx", "jest", file, "-t", name]);
+beforeEach(before);
+afterEach(after);
 
 /** The active test's cassette, mode, trajectory and mocks. */
 exports.agentproxy = facade(() => session);
