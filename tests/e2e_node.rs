@@ -130,7 +130,7 @@ fn run_tests(
 /// `npm install agentproxy` with no Rust toolchain: vitest and jest suites of an agent on
 /// the openai Node SDK record against the fake and replay with it stopped; a changed
 /// question fails its test with the near-miss report; two tests of one cassette name are
-/// refused; under CI a test without a cassette fails saying how to record it; and
+/// refused, and so are tests run concurrently in one file; under CI a test without a cassette fails saying how to record it; and
 /// `npx agentproxy` runs the binary.
 #[tokio::test(flavor = "multi_thread")]
 async fn vitest_and_jest_helpers_from_the_packed_tarball_record_and_replay() {
@@ -189,7 +189,7 @@ async fn vitest_and_jest_helpers_from_the_packed_tarball_record_and_replay() {
     for line in [
         "cassette miss: POST /v1/chat/completions (openai.chat) has no recording",
         "+ What's the weather in Paris today?",
-        "AGENTPROXY_MODE=record npx vitest run vitest/agent.test.mjs -t 'weather > paris'",
+        "AGENTPROXY_MODE=record npx vitest run vitest/agent.test.mjs -t '^weather > paris$'",
     ] {
         assert!(out.contains(line), "{line}: {out}");
     }
@@ -199,10 +199,25 @@ async fn vitest_and_jest_helpers_from_the_packed_tarball_record_and_replay() {
         out.contains("cassette miss: POST /v1/chat/completions"),
         "{out}"
     );
+    assert!(
+        out.contains("AGENTPROXY_MODE=record npx jest jest/agent.test.js -t '^weather paris$'"),
+        "{out}"
+    );
+    // The hints' patterns select exactly their test.
+    let (code, out) = run_tests(&app, &node, "vitest", &["-t", "^weather > paris$"], &ci);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("Tests  1 passed | 11 skipped (12)"), "{out}");
+    let (code, out) = run_tests(&app, &node, "jest", &["-t", "^weather paris$"], &ci);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("Tests:       1 passed, 1 total"), "{out}");
     // Two tests, one cassette name: the second is refused, naming both.
     let (code, out) = run_tests(&app, &node, "vitest", &["vitest/collide"], &[]);
     assert_eq!(code, Some(1), "{out}");
     assert!(out.contains("would share the cassette"), "{out}");
+    assert!(
+        out.contains("tests that run concurrently in one file (test.concurrent) are not supported yet"),
+        "{out}"
+    );
     // Under CI, a test without a cassette fails saying how to record it.
     std::fs::remove_dir_all(app.join("vitest/cassettes")).unwrap();
     let (code, out) = run_tests(&app, &node, "vitest", &["vitest/agent", "-t", "paris"], &ci);

@@ -58,6 +58,11 @@ function cassettePath(root, file, name, env = process.env) {
   return path.join(dir, stem, `${slug(name)}.json`);
 }
 
+/** A `-t` pattern (a regular expression) that selects exactly the test `name`. */
+function pattern(name) {
+  return `^${name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}$`;
+}
+
 /** Every test's tolerances: AGENTPROXY_MATCH, a spec's `match:` block as JSON. */
 function projectMatch(env = process.env) {
   const text = (env.AGENTPROXY_MATCH ?? "").trim();
@@ -98,31 +103,45 @@ class Session {
 
   /** Start the test `name` of `file`; `rerecord` is the command that records it again. */
   async begin({ file, name, rerecord }) {
+    const id = `${file} > ${name}`;
+    if (this.active) {
+      throw new AgentProxyError(
+        `"${name}" started while "${this.active.id.split(" > ").slice(1).join(" > ")}" was still running: ` +
+          "agentproxy serves one test at a time per worker, so tests that run concurrently in one file " +
+          "(test.concurrent) are not supported yet",
+      );
+    }
     const cassette = cassettePath(this.root, file, name);
     const owner = this.owners.get(cassette);
-    const id = `${file} > ${name}`;
     if (owner !== undefined && owner !== id) {
       throw new AgentProxyError(
         `tests "${owner}" and "${id}" would share the cassette ${cassette}; rename one`,
       );
     }
     this.owners.set(cassette, id);
-    const started = await this.serve.control("POST", "test", {
-      protocol: PROTOCOL,
-      name: id,
-      cassette,
-      mode: this.mode,
-      rerecord,
-      match: projectMatch(),
-    });
-    this.active = new Test(this.serve, started.cassette, started.mode);
+    // Taken at once, before serve answers: a test that starts meanwhile is refused.
+    this.active = { id };
+    try {
+      const started = await this.serve.control("POST", "test", {
+        protocol: PROTOCOL,
+        name: id,
+        cassette,
+        mode: this.mode,
+        rerecord,
+        match: projectMatch(),
+      });
+      this.active = new Test(this.serve, id, started.cassette, started.mode);
+    } catch (e) {
+      this.active = null;
+      throw e;
+    }
     return this.active;
   }
 
-  /** End the active test: what makes it fail (its misses' near-miss reports, failed
-   * upstream requests, mocks that could not answer), if anything. */
-  async end() {
-    if (!this.active) {
+  /** End the test `name` of `file`, if it is the one running: what makes it fail (its
+   * misses' near-miss reports, failed upstream requests, mocks that could not answer). */
+  async end({ file, name }) {
+    if (!(this.active instanceof Test) || this.active.id !== `${file} > ${name}`) {
       return [];
     }
     this.active = null;
@@ -132,21 +151,22 @@ class Session {
 }
 
 /**
- * The hooks every test gets from a framework whose `expect` is `expect` and whose command
- * line for one test is `command(file, name)` (without the mode): before, the test starts
- * on its cassette, named by its file and full name; after, it ends, failing with what
- * went wrong (its misses' near-miss reports and how to record it again, …).
+ * The hooks every test gets from a framework where `current(context)` names the test a
+ * hook runs for (`{file, name}`: its file and full name) and `command(file, name)` is the
+ * command line that runs one test (without the mode): before, the test starts on its
+ * cassette; after, it ends, failing with what went wrong (its misses' near-miss reports
+ * and how to record it again, …).
  */
-function hooks(session, expect, command) {
+function hooks(session, current, command) {
   return {
-    async before() {
-      const { testPath, currentTestName } = expect.getState();
-      const relative = path.relative(process.cwd(), testPath);
-      const rerecord = ["AGENTPROXY_MODE=record", ...command(relative, currentTestName).map(shellQuote)].join(" ");
-      await session.begin({ file: testPath, name: currentTestName, rerecord });
+    async before(context) {
+      const { file, name } = current(context);
+      const relative = path.relative(process.cwd(), file);
+      const rerecord = ["AGENTPROXY_MODE=record", ...command(relative, name).map(shellQuote)].join(" ");
+      await session.begin({ file, name, rerecord });
     },
-    async after() {
-      const problems = await session.end();
+    async after(context) {
+      const problems = await session.end(current(context));
       if (problems.length > 0) {
         throw new Error(`agentproxy:\n${problems.join("\n")}`);
       }
@@ -156,8 +176,9 @@ function hooks(session, expect, command) {
 
 /** One test at serve: its cassette and mode, and what its model traffic says so far. */
 class Test {
-  constructor(serve, cassette, mode) {
+  constructor(serve, id, cassette, mode) {
     this.serve = serve;
+    this.id = id;
     this.cassette = cassette;
     this.mode = mode;
     this.mocks = {};
@@ -298,6 +319,7 @@ module.exports = {
   facade,
   hooks,
   matchers,
+  pattern,
   serveArgs,
   sessionMode,
 };

@@ -11,7 +11,7 @@
 //   });
 
 const { Serve } = require("./serve.js");
-const { AgentProxyError, Session, facade, hooks, matchers } = require("./harness.js");
+const { AgentProxyError, Session, facade, hooks, matchers, pattern } = require("./harness.js");
 
 const setup = JSON.parse(process.env.AGENTPROXY_JEST ?? "null");
 if (!setup) {
@@ -29,9 +29,15 @@ const session = new Session(Serve.attach(hello), setup.mode, setup.root);
 
 expect.extend(matchers);
 
-const { before, after } = hooks(session, expect, (file, name) => ["npx", "jest", file, "-t", name]);
-beforeEach(before);
-afterEach(after);
+// The test a hook runs for (jest runs one test at a time per worker unless asked).
+const current = () => {
+  const { testPath, currentTestName } = expect.getState();
+  return { file: testPath, name: currentTestName };
+};
+const { before, after } = hooks(session, current, (file, name) => ["npx", "jest", file, "-t", pattern(name)]);
+// Without parameters: jest would wait for a `done` callback.
+beforeEach(() => before());
+afterEach(() => after());
 
 /** The active test's cassette, mode, trajectory and mocks. */
 exports.agentproxy = facade(() => session);

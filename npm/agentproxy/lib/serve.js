@@ -117,7 +117,7 @@ class Serve {
   /** Stop serve (one this process started): it writes what a test still active
    * recorded, then exits. */
   async stop() {
-    if (!this.child || this.child.exitCode !== null) {
+    if (!this.child || this.child.exitCode !== null || this.child.signalCode !== null) {
       return;
     }
     const exited = new Promise((resolve) => this.child.once("exit", resolve));

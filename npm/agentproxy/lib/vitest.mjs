@@ -10,7 +10,7 @@
 import { afterEach, beforeEach, expect } from "vitest";
 import harness from "./harness.js";
 
-const { Session, facade, hooks, matchers } = harness;
+const { Session, facade, hooks, matchers, pattern } = harness;
 
 // One session per worker process, whatever the number of test files it runs.
 const KEY = Symbol.for("agentproxy.vitest.session");
@@ -19,7 +19,15 @@ const session = globalThis[KEY];
 
 expect.extend(matchers);
 
-const { before, after } = hooks(session, expect, (file, name) => ["npx", "vitest", "run", file, "-t", name]);
+// The test a hook runs for, from its own context (tests may overlap: test.concurrent).
+const current = ({ task }) => {
+  const names = [task.name];
+  for (let suite = task.suite; suite && !suite.filepath; suite = suite.suite) {
+    names.unshift(suite.name);
+  }
+  return { file: task.file.filepath, name: names.join(" > ") };
+};
+const { before, after } = hooks(session, current, (file, name) => ["npx", "vitest", "run", file, "-t", pattern(name)]);
 beforeEach(before);
 afterEach(after);
 
