@@ -4,7 +4,8 @@
 # `@agentproxy/PLATFORM`, carrying that platform's binary, an optional dependency of the
 # main one (the layout of esbuild and biome: npm installs only the one whose os and cpu
 # match). Each is packed into OUT_DIR as a tarball `npm publish` takes; the version is
-# Cargo.toml's.
+# Cargo.toml's. In GitHub Actions each names its repository (GITHUB_SERVER_URL,
+# GITHUB_REPOSITORY), which npm's provenance requires.
 #
 # Usage: scripts/build-npm.sh OUT_DIR PLATFORM=BINARY...
 #   PLATFORM is Node's name for it: linux-x64, linux-arm64, darwin-x64 or darwin-arm64.
@@ -21,6 +22,18 @@ shift
 version="$(sed -n 's/^version = "\(.*\)"$/\1/p' "$root/Cargo.toml" | head -n 1)"
 stage="$(mktemp -d)"
 trap 'rm -rf "$stage"' EXIT
+
+# The repository a package names, when the build runs in GitHub Actions.
+repository() {
+    [[ -n "${GITHUB_REPOSITORY:-}" ]] || return 0
+    URL="${GITHUB_SERVER_URL:-https://github.com}/$GITHUB_REPOSITORY" node -e '
+const fs = require("fs");
+const file = process.argv[1];
+const pkg = JSON.parse(fs.readFileSync(file, "utf8"));
+pkg.repository = { type: "git", url: `git+${process.env.URL}.git` };
+fs.writeFileSync(file, JSON.stringify(pkg, null, 2) + "\n");
+' "$1"
+}
 
 platforms=()
 for pair in "$@"; do
@@ -56,6 +69,7 @@ for pair in "$@"; do
   "preferUnplugged": true
 }
 JSON
+    repository "$dir/package.json"
     cp "$root/LICENSE" "$dir/"
 done
 
@@ -72,6 +86,7 @@ pkg.optionalDependencies = Object.fromEntries(
   process.env.PLATFORMS.split(" ").map((p) => [`@agentproxy/${p}`, process.env.VERSION]));
 fs.writeFileSync(file, JSON.stringify(pkg, null, 2) + "\n");
 ' "$main/package.json"
+repository "$main/package.json"
 
 for dir in "$main" "${platforms[@]/#/$stage/}"; do
     (cd "$dir" && npm pack --silent --pack-destination "$out" >/dev/null)

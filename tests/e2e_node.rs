@@ -215,7 +215,9 @@ async fn vitest_and_jest_helpers_from_the_packed_tarball_record_and_replay() {
     assert_eq!(code, Some(1), "{out}");
     assert!(out.contains("would share the cassette"), "{out}");
     assert!(
-        out.contains("tests that run concurrently in one file (test.concurrent) are not supported yet"),
+        out.contains(
+            "tests that run concurrently in one file (test.concurrent) are not supported yet"
+        ),
         "{out}"
     );
     // Under CI, a test without a cassette fails saying how to record it.

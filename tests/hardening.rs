@@ -975,6 +975,61 @@ async fn a_placeholder_key_is_never_sent_upstream() {
     fake.stop().await;
 }
 
+/// With `--record-other-hosts`, a tunnel to another host that does not carry HTTP (a
+/// server that speaks first, as mail and databases do) is passed through, not recorded.
+#[test]
+fn a_tunnel_that_is_not_http_passes_through_while_recording_other_hosts() {
+    use std::io::Write;
+    let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = server.local_addr().unwrap().port();
+    let banner = std::thread::spawn(move || {
+        let (mut conn, _) = server.accept().unwrap();
+        conn.write_all(b"220 mail.test ready\r\n").unwrap();
+    });
+    let client = format!(
+        r#"
+import os, socket, urllib.parse
+proxy = urllib.parse.urlsplit(os.environ["HTTPS_PROXY"])
+s = socket.create_connection((proxy.hostname, proxy.port), timeout=10)
+s.sendall(b"CONNECT 127.0.0.1:{port} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n")
+head = b""
+while b"\r\n\r\n" not in head:
+    head += s.recv(1)
+print(s.recv(100).decode().strip())
+"#
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(bin())
+        .args([
+            "record",
+            "--record-other-hosts",
+            "--cassette",
+            "c.json",
+            "--upstream",
+            "http://127.0.0.1:9",
+            "--",
+            "python3",
+            "-c",
+            &client,
+        ])
+        .current_dir(dir.path())
+        .env_remove("CI")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    banner.join().unwrap();
+    assert_eq!(stdout.trim(), "220 mail.test ready", "{stderr}");
+    // Nothing was recorded of it.
+    assert!(
+        stderr.contains("the program made no request through the proxy"),
+        "{stderr}"
+    );
+    assert!(!dir.path().join("c.json").exists());
+}
+
 /// An upstream that is the proxy itself: the request that comes back is refused at once
 /// (no loop until descriptors run out), and the recording fails naming why.
 #[test]

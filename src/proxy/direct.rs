@@ -122,6 +122,7 @@ async fn connection(
         proxy,
         serve,
         host: host.clone(),
+        other: None,
         mark: move |scheme: &str| Intercepted {
             provider,
             origin: intercept::origin(scheme, &host, port),

@@ -58,6 +58,10 @@ pub(super) async fn connect(
             };
             proxy.note_egress(&name, Passage::Intercepted);
             let uri_host = target.host().to_owned();
+            // Another host's tunnel that turns out not to carry HTTP is passed through
+            // while recording (a database, a mail server).
+            let recording = proxy.opts.upstream.is_some();
+            let other = (provider.is_none() && recording).then(|| (host.clone(), port));
             tokio::spawn(async move {
                 let _permit = permit;
                 let Ok(upgraded) = upgrade.await else { return };
@@ -65,6 +69,7 @@ pub(super) async fn connect(
                     proxy,
                     serve,
                     host,
+                    other,
                     mark: move |scheme: &str| Intercepted {
                         provider,
                         origin: intercept::origin(scheme, &uri_host, port),
@@ -116,8 +121,11 @@ pub(super) fn fate(proxy: &Proxy, host: &str, port: u16) -> Fate {
         return Fate::Pass(Passage::Allowed);
     }
     let recording = proxy.opts.upstream.is_some();
-    let replayed =
-        (proxy.opts.replay.as_ref()).is_some_and(|rp| rp.holds_host(&format!("{host}:{port}")));
+    if recording && intercept::never_recorded(bare) {
+        return Fate::Pass(Passage::Passed);
+    }
+    let replayed = (proxy.opts.replay.as_ref())
+        .is_some_and(|rp| rp.holds_host(&format!("{}:{port}", host.to_ascii_lowercase())));
     if replayed || (recording && proxy.opts.record_other_hosts) {
         return Fate::Intercept(None);
     }
@@ -138,6 +146,9 @@ pub(super) struct Tunnel<M> {
     pub proxy: Arc<Proxy>,
     pub serve: fn(Arc<Proxy>, Request<Incoming>) -> Answer,
     pub host: String,
+    /// Another host's `host:port`, recorded: where the tunnel is passed through when what
+    /// the program says in it is not HTTP (nor TLS).
+    pub other: Option<(String, u16)>,
     pub mark: M,
 }
 
@@ -148,17 +159,36 @@ impl<M: Fn(&str) -> Intercepted + Send + Sync + 'static> Tunnel<M> {
     async fn serve(self, upgraded: hyper::upgrade::Upgraded, config: Arc<rustls::ServerConfig>) {
         let host = self.host.clone();
         let mut io = tokio::io::BufReader::new(TokioIo::new(upgraded));
-        // A client that opens a tunnel and says nothing gives its place back.
-        let first = match tokio::time::timeout(HEADER_READ_TIMEOUT, io.fill_buf()).await {
-            Ok(Ok([first, ..])) => *first,
+        // A client that opens a tunnel and says nothing gives its place back; to another
+        // host, it may wait for the server to speak first: passed through soon.
+        let wait = match self.other {
+            Some(_) => OTHER_FIRST_BYTE,
+            None => HEADER_READ_TIMEOUT,
+        };
+        let first = match tokio::time::timeout(wait, io.fill_buf()).await {
+            Ok(Ok([first, ..])) => Some(*first),
             Ok(_) => return,
+            Err(_) if self.other.is_some() => None,
             Err(_) => {
                 tracing::warn!("the program opened a tunnel to {host} and said nothing within {HEADER_READ_TIMEOUT:?}");
                 return;
             }
         };
-        if first != TLS_HANDSHAKE {
-            return self.http(io, "http").await;
+        let speaks_http = first.is_some_and(|b| b.is_ascii_uppercase());
+        match (first, &self.other) {
+            (Some(TLS_HANDSHAKE), _) => {}
+            (_, Some((other, port))) if !speaks_http => {
+                // Not HTTP: as it is, not recorded.
+                let name = format!("{other}:{port}");
+                self.proxy.note_egress(&name, Passage::Passed);
+                if let Ok(mut remote) =
+                    tokio::net::TcpStream::connect((other.as_str(), *port)).await
+                {
+                    let _ = tokio::io::copy_bidirectional(&mut io, &mut remote).await;
+                }
+                return;
+            }
+            _ => return self.http(io, "http").await,
         }
         let handshake = tokio_rustls::TlsAcceptor::from(config).accept(io);
         match tokio::time::timeout(HEADER_READ_TIMEOUT, handshake).await {
@@ -192,6 +222,10 @@ impl<M: Fn(&str) -> Intercepted + Send + Sync + 'static> Tunnel<M> {
         }
     }
 }
+
+/// How long a tunnel to another host, recorded, waits for the program's first byte before
+/// it is taken for a protocol whose server speaks first, and passed through.
+const OTHER_FIRST_BYTE: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// The first byte of a TLS connection (a handshake record).
 pub(super) const TLS_HANDSHAKE: u8 = 0x16;

@@ -105,7 +105,13 @@ impl UpstreamError {
 /// The certificates a recording trusts upstream: the built-in web roots, and those of
 /// the file `SSL_CERT_FILE` names in agentproxy's environment (a private CA, a company's
 /// TLS-inspecting proxy), as OpenSSL-based clients trust them.
-fn roots() -> rustls::RootCertStore {
+fn roots() -> Arc<rustls::RootCertStore> {
+    static ROOTS: std::sync::OnceLock<Arc<rustls::RootCertStore>> = std::sync::OnceLock::new();
+    ROOTS.get_or_init(|| Arc::new(read_roots())).clone()
+}
+
+/// [`roots`], read (once per process).
+fn read_roots() -> rustls::RootCertStore {
     use rustls::pki_types::{pem::PemObject, CertificateDer};
     let mut roots = rustls::RootCertStore::empty();
     roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());

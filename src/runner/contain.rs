@@ -320,6 +320,10 @@ impl Jail {
             .prefix("agentproxy-resolv-")
             .tempfile()?;
         io::Write::write_all(&mut resolv, RESOLV_CONF.as_bytes())?;
+        // Readable by the program whatever user it becomes.
+        let readable =
+            <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o644);
+        resolv.as_file().set_permissions(readable)?;
         let resolv = resolv.into_temp_path();
         let resolv_path = std::ffi::CString::new(resolv.as_os_str().as_encoded_bytes())
             .map_err(io::Error::other)?;
@@ -410,8 +414,21 @@ fn enter(sock: RawFd, plan: &Plan) -> Result<(), i32> {
     for &port in &plan.ports {
         give(sock, Some(listen(port)?))?;
     }
-    let names = mounts && divert_names(&plan.resolv).is_ok();
-    give(sock, names.then(|| datagram(53).ok()).flatten())?;
+    // The name server's socket first: the resolver is diverted only to a server that is
+    // there.
+    let names = match mounts {
+        true => datagram(53).ok(),
+        false => None,
+    };
+    let names = names.filter(|fd| match divert_names(&plan.resolv) {
+        Ok(()) => true,
+        Err(_) => {
+            // SAFETY: the socket was made above and is not used again.
+            unsafe { libc::close(*fd) };
+            false
+        }
+    });
+    give(sock, names)?;
     for &port in &plan.direct {
         give(sock, listen(port).ok())?;
     }
@@ -594,14 +611,19 @@ fn receive_fd(sock: RawFd) -> io::Result<Option<RawFd>> {
         }
         let c = libc::CMSG_FIRSTHDR(&msg);
         let carries = !c.is_null() && (*c).cmsg_type == libc::SCM_RIGHTS;
-        match (byte[0], carries) {
-            (0, false) => Ok(None),
-            (1, true) => Ok(Some(std::ptr::read_unaligned(
-                libc::CMSG_DATA(c).cast::<RawFd>(),
-            ))),
-            _ => Err(io::Error::other(
-                "the contained program's namespace sent an unexpected message",
-            )),
+        let fd = carries.then(|| std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<RawFd>()));
+        let truncated = msg.msg_flags & libc::MSG_CTRUNC != 0;
+        match (byte[0], fd) {
+            (0, None) if !truncated => Ok(None),
+            (1, Some(fd)) if !truncated => Ok(Some(fd)),
+            (_, fd) => {
+                if let Some(fd) = fd {
+                    libc::close(fd);
+                }
+                Err(io::Error::other(
+                    "the contained program's namespace sent an unexpected message",
+                ))
+            }
         }
     }
 }

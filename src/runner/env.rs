@@ -56,8 +56,13 @@ pub fn injected(
 /// that may record still gives, so SDKs that insist on a key start; a request carrying
 /// one is never sent upstream (it fails saying which variable to set).
 pub fn placeholder_keys(is_set: &dyn Fn(&str) -> bool) -> Vec<Injected> {
-    (PROVIDERS.iter().flat_map(|r| r.replay))
-        .filter(|v| v.value == crate::dialect::PLACEHOLDER && !is_set(v.name))
+    let keys = |r: &crate::dialect::Row| crate::dialect::key_vars(r.provider);
+    // A provider with any key of its own set gets none: its SDK would send the
+    // placeholder beside the real one (Anthropic's reads both of its variables).
+    (PROVIDERS.iter())
+        .filter(|r| !keys(r).iter().any(|name| is_set(name)))
+        .flat_map(|r| r.replay)
+        .filter(|v| v.value == crate::dialect::PLACEHOLDER)
         .map(|v| var(v.name, v.value, v.why))
         .collect()
 }
@@ -398,10 +403,12 @@ mod tests {
 
     #[test]
     fn placeholder_keys_are_only_the_keys_the_environment_lacks() {
-        let v = placeholder_keys(&|n| n == "OPENAI_API_KEY");
+        let v = placeholder_keys(&|n| n == "OPENAI_API_KEY" || n == "ANTHROPIC_AUTH_TOKEN");
         let names: Vec<&str> = v.iter().map(|i| i.name.as_str()).collect();
         assert!(!names.contains(&"OPENAI_API_KEY"), "{names:?}");
-        assert!(names.contains(&"ANTHROPIC_API_KEY"), "{names:?}");
+        // One of Anthropic's keys is set: the other gets no placeholder either.
+        assert!(!names.contains(&"ANTHROPIC_API_KEY"), "{names:?}");
+        assert!(names.contains(&"GEMINI_API_KEY"), "{names:?}");
         assert!(
             !names.contains(&"OPENAI_AGENTS_DISABLE_TRACING"),
             "{names:?}"

@@ -95,3 +95,24 @@ export declare function binary(): string;
 export declare const PROTOCOL: number;
 
 export declare class AgentProxyError extends Error {}
+
+/** One `agentproxy serve` and its control endpoint (docs/pytest.md, "The control
+ * endpoint of agentproxy serve"). */
+export declare class Serve {
+  /** Start `agentproxy serve ARGS` and wait for its listening line. */
+  static start(args: string[], env?: Record<string, string | undefined>): Promise<Serve>;
+  /** `http://127.0.0.1:PORT`. */
+  readonly url: string;
+  /** The variables a program needs to reach it. */
+  readonly env: Record<string, string>;
+  /** `METHOD /_agentproxy/PATH` with a JSON body: its JSON answer. */
+  control(method: string, path: string, body?: unknown): Promise<any>;
+  /** Stop it; it writes what a test still active recorded. */
+  stop(): Promise<void>;
+}
+
+/** The session's mode: AGENTPROXY_MODE, else replay under CI and auto elsewhere. */
+export declare function sessionMode(): "replay" | "record" | "auto" | "update";
+
+/** The cassette of the test `name` (its full name) in `file`. */
+export declare function cassettePath(root: string, file: string, name: string): string;

@@ -4,6 +4,6 @@
 
 const { binary } = require("./binary.js");
 const { Serve, AgentProxyError, PROTOCOL } = require("./serve.js");
-const { Session, cassettePath, sessionMode } = require("./harness.js");
+const { cassettePath, sessionMode } = require("./harness.js");
 
-module.exports = { binary, Serve, Session, AgentProxyError, PROTOCOL, cassettePath, sessionMode };
+module.exports = { binary, Serve, AgentProxyError, PROTOCOL, cassettePath, sessionMode };

@@ -53,10 +53,31 @@ pub struct Intercepted {
 /// The base URL of `host` (as a URI writes it: an IPv6 address in brackets) at `port`
 /// over `scheme`, its default port left out.
 pub fn origin(scheme: &str, host: &str, port: u16) -> String {
+    // Host names are compared lowercased (a TLS server name and a name lookup come so).
+    let host = host.to_ascii_lowercase();
     match (scheme, port) {
         ("https", 443) | ("http", 80) => format!("{scheme}://{host}"),
         _ => format!("{scheme}://{host}:{port}"),
     }
+}
+
+/// Hosts whose traffic holds credentials in its bodies (OAuth token endpoints, cloud
+/// metadata services): `--record-other-hosts` passes them through instead of writing the
+/// tokens into a cassette.
+const NEVER_RECORDED: [&str; 7] = [
+    "oauth2.googleapis.com",
+    "accounts.google.com",
+    "login.microsoftonline.com",
+    "sts.amazonaws.com",
+    "metadata.google.internal",
+    "169.254.169.254",
+    "fd00:ec2::254",
+];
+
+/// Is `host` one whose traffic is never recorded (see [`NEVER_RECORDED`])?
+pub fn never_recorded(host: &str) -> bool {
+    let host = host.trim_end_matches('.').to_ascii_lowercase();
+    NEVER_RECORDED.contains(&host.as_str()) || host.ends_with(".sts.amazonaws.com")
 }
 
 /// The `host:port` of a request recorded under its whole URL (another host's, see
@@ -70,7 +91,7 @@ pub fn host_port(path: &str) -> Option<String> {
         Some("https") => 443,
         _ => 80,
     });
-    Some(format!("{}:{port}", uri.host()?))
+    Some(format!("{}:{port}", uri.host()?.to_ascii_lowercase()))
 }
 
 /// `host:port` as reports name it: with the telemetry service it belongs to, if known
@@ -117,12 +138,18 @@ mod tests {
             ("http://127.0.0.1:8080/", Some("127.0.0.1:8080")),
             ("http://db.test/x", Some("db.test:80")),
             ("https://[::1]:9/x", Some("[::1]:9")),
+            ("https://API.Weather.test/x", Some("api.weather.test:443")),
             ("/v1/chat/completions", None),
             ("httpx://odd.test/", None),
         ] {
             assert_eq!(host_port(path).as_deref(), host, "{path}");
         }
         assert_eq!(origin("https", "a.test", 443), "https://a.test");
+        assert!(never_recorded("OAuth2.googleapis.com.") && never_recorded("169.254.169.254"));
+        assert!(
+            never_recorded("sts.us-east-1.sts.amazonaws.com")
+                && !never_recorded("api.weather.test")
+        );
         assert_eq!(origin("http", "[::1]", 8080), "http://[::1]:8080");
     }
 }
