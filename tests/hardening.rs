@@ -1022,9 +1022,15 @@ print(s.recv(100).decode().strip())
     );
     banner.join().unwrap();
     assert_eq!(stdout.trim(), "220 mail.test ready", "{stderr}");
-    // Nothing was recorded of it.
+    // Nothing was recorded of it; it is named as passed through.
     assert!(
         stderr.contains("the program made no request through the proxy"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!(
+            "--record-other-hosts records them): 127.0.0.1:{port} ×1"
+        )),
         "{stderr}"
     );
     assert!(!dir.path().join("c.json").exists());

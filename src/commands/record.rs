@@ -43,6 +43,12 @@ pub async fn run(args: RecordArgs) -> Result<Exit> {
     let out = &ended.outcome;
     let child_failed = ended.child.filter(|c| *c != EXIT_OK);
     if out.recorded.is_empty() {
+        // What the program reached around the proxy may say why nothing came through it.
+        if !s.quiet {
+            for line in session::egress_lines(out, ended.level.as_ref()) {
+                eprintln!("{line}");
+            }
+        }
         if let Some(code) = child_failed.filter(|_| out.upstream_errors.is_empty()) {
             eprintln!("agentproxy: the program exited with status {code} before any request was recorded; no cassette written");
             return Ok(Exit::Program(code));
