@@ -16,7 +16,7 @@ use tokio::io::AsyncBufReadExt;
 
 use super::body::HEADER_READ_TIMEOUT;
 use super::conn::{self, Answer};
-use super::intercept::{self, Intercepted, Passage};
+use super::intercept::{Intercepted, Passage};
 use super::state::Proxy;
 use super::tunnel::{self, Fate, Tunnel};
 
@@ -123,10 +123,7 @@ async fn connection(
         serve,
         host: host.clone(),
         other: None,
-        mark: move |scheme: &str| Intercepted {
-            provider,
-            origin: intercept::origin(scheme, &host, port),
-        },
+        mark: move |scheme: &str| Intercepted::of(provider, scheme, &host, port),
     };
     match tokio::time::timeout(HEADER_READ_TIMEOUT, start.into_stream(config)).await {
         Ok(Ok(tls)) => tunnel.http(tls, "https").await,
@@ -156,10 +153,7 @@ async fn plain<I>(
         match tunnel::fate(&proxy, &host, port) {
             Fate::Intercept(provider) => {
                 proxy.note_egress(&name, Passage::Intercepted);
-                req.extensions_mut().insert(Intercepted {
-                    provider,
-                    origin: intercept::origin("http", &host, port),
-                });
+                (req.extensions_mut()).insert(Intercepted::of(provider, "http", &host, port));
                 serve(proxy.clone(), req)
             }
             _ => {

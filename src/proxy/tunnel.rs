@@ -70,10 +70,7 @@ pub(super) async fn connect(
                     serve,
                     host,
                     other,
-                    mark: move |scheme: &str| Intercepted {
-                        provider,
-                        origin: intercept::origin(scheme, &uri_host, port),
-                    },
+                    mark: move |scheme: &str| Intercepted::of(provider, scheme, &uri_host, port),
                 };
                 tunnel.serve(upgraded, config).await;
             });
@@ -293,10 +290,7 @@ pub(super) fn plain_elsewhere<B>(proxy: &Proxy, req: &Request<B>) -> Option<Plai
     Some(match fate(proxy, target.host(), port) {
         Fate::Intercept(provider) => {
             proxy.note_egress(&name, Passage::Intercepted);
-            Plain::Serve(Intercepted {
-                provider,
-                origin: intercept::origin(scheme, target.host(), port),
-            })
+            Plain::Serve(Intercepted::of(provider, scheme, target.host(), port))
         }
         Fate::Pass(passage) => Plain::Forward(name, passage),
         Fate::Refuse => {

@@ -50,9 +50,29 @@ pub struct Intercepted {
     pub origin: String,
 }
 
+impl Intercepted {
+    /// The mark of traffic to `host` (as a URI writes it) at `port`, which the program
+    /// spoke over `scheme`: another host's is recorded from where it went; a provider's
+    /// always over HTTPS (port 80 as 443), so its key never crosses the network in
+    /// plain text, whatever the program did.
+    pub fn of(
+        provider: Option<crate::dialect::Provider>,
+        scheme: &str,
+        host: &str,
+        port: u16,
+    ) -> Intercepted {
+        let origin = match (provider, port) {
+            (None, _) => origin(scheme, host, port),
+            (Some(_), 80) => origin("https", host, 443),
+            (Some(_), _) => origin("https", host, port),
+        };
+        Intercepted { provider, origin }
+    }
+}
+
 /// The base URL of `host` (as a URI writes it: an IPv6 address in brackets) at `port`
 /// over `scheme`, its default port left out.
-pub fn origin(scheme: &str, host: &str, port: u16) -> String {
+fn origin(scheme: &str, host: &str, port: u16) -> String {
     // Host names are compared lowercased (a TLS server name and a name lookup come so).
     let host = host.to_ascii_lowercase();
     match (scheme, port) {
@@ -151,5 +171,18 @@ mod tests {
                 && !never_recorded("api.weather.test")
         );
         assert_eq!(origin("http", "[::1]", 8080), "http://[::1]:8080");
+        let openai = Some(crate::dialect::Provider::OpenAi);
+        assert_eq!(
+            Intercepted::of(openai, "http", "api.openai.com", 80).origin,
+            "https://api.openai.com"
+        );
+        assert_eq!(
+            Intercepted::of(openai, "http", "api.openai.com", 443).origin,
+            "https://api.openai.com"
+        );
+        assert_eq!(
+            Intercepted::of(None, "http", "db.test", 8080).origin,
+            "http://db.test:8080"
+        );
     }
 }
