@@ -86,7 +86,7 @@ async fn node_fetch_through_node_use_env_proxy_records_and_replays() {
 /// The suites a runner of the fresh project records and replays.
 fn suites(runner: &str) -> &'static [&'static str] {
     match runner {
-        "vitest" => &["vitest/agent", "vitest/sdks"],
+        "vitest" => &["vitest/agent", "vitest/sdks", "vitest/concurrent"],
         _ => &["jest/"],
     }
 }
@@ -130,7 +130,7 @@ fn run_tests(
 /// `npm install agentproxy` with no Rust toolchain: vitest and jest suites of an agent on
 /// the openai Node SDK record against the fake and replay with it stopped; a changed
 /// question fails its test with the near-miss report; two tests of one cassette name are
-/// refused, and so are tests run concurrently in one file; under CI a test without a cassette fails saying how to record it; and
+/// refused; tests that run concurrently in one file each get their own; under CI a test without a cassette fails saying how to record it; and
 /// `npx agentproxy` runs the binary.
 #[tokio::test(flavor = "multi_thread")]
 async fn vitest_and_jest_helpers_from_the_packed_tarball_record_and_replay() {
@@ -149,7 +149,7 @@ async fn vitest_and_jest_helpers_from_the_packed_tarball_record_and_replay() {
         let (code, out) = run_tests(&app, &node, runner, suites(runner), &record);
         assert_eq!(code, Some(0), "{runner} record: {out}");
         let all = match runner {
-            "vitest" => "Tests  8 passed (8)",
+            "vitest" => "Tests  11 passed (11)",
             _ => "Tests:       1 passed, 1 total",
         };
         assert!(out.contains(all), "{runner} record: {out}");
@@ -160,11 +160,22 @@ async fn vitest_and_jest_helpers_from_the_packed_tarball_record_and_replay() {
         "vitest/cassettes/sdks.test/ai-sdk-chat-tool-loop.json",
         "vitest/cassettes/sdks.test/ai-sdk-responses-streamed-tool-loop.json",
         "vitest/cassettes/sdks.test/openai-agents-tool-loop.json",
+        "vitest/cassettes/concurrent.test/weather-in-Tokyo.json",
         "jest/cassettes/agent.test/weather-paris.json",
     ] {
         let text = std::fs::read_to_string(app.join(cassette))
             .unwrap_or_else(|e| panic!("{cassette}: {e}"));
         assert!(!text.contains(API_KEY), "{text}");
+    }
+    // Each concurrent test's requests went to its own cassette.
+    for (city, others) in [("Paris", ["Tokyo", "Lima"]), ("Tokyo", ["Paris", "Lima"])] {
+        let cassette = format!("vitest/cassettes/concurrent.test/weather-in-{city}.json");
+        let text = std::fs::read_to_string(app.join(cassette)).unwrap();
+        assert!(
+            text.contains(&format!("What's the weather in {city}?")),
+            "{text}"
+        );
+        assert!(others.iter().all(|o| !text.contains(o)), "{text}");
     }
     fake.stop().await;
     // CI, no key, the fake stopped, another run id (tolerated): every test replays.
@@ -206,7 +217,7 @@ async fn vitest_and_jest_helpers_from_the_packed_tarball_record_and_replay() {
     // The hints' patterns select exactly their test.
     let (code, out) = run_tests(&app, &node, "vitest", &["-t", "^weather > paris$"], &ci);
     assert_eq!(code, Some(0), "{out}");
-    assert!(out.contains("Tests  1 passed | 11 skipped (12)"), "{out}");
+    assert!(out.contains("Tests  1 passed | 12 skipped (13)"), "{out}");
     let (code, out) = run_tests(&app, &node, "jest", &["-t", "^weather paris$"], &ci);
     assert_eq!(code, Some(0), "{out}");
     assert!(out.contains("Tests:       1 passed, 1 total"), "{out}");
@@ -214,12 +225,6 @@ async fn vitest_and_jest_helpers_from_the_packed_tarball_record_and_replay() {
     let (code, out) = run_tests(&app, &node, "vitest", &["vitest/collide"], &[]);
     assert_eq!(code, Some(1), "{out}");
     assert!(out.contains("would share the cassette"), "{out}");
-    assert!(
-        out.contains(
-            "tests that run concurrently in one file (test.concurrent) are not supported yet"
-        ),
-        "{out}"
-    );
     // Under CI, a test without a cassette fails saying how to record it.
     std::fs::remove_dir_all(app.join("vitest/cassettes")).unwrap();
     let (code, out) = run_tests(&app, &node, "vitest", &["vitest/agent", "-t", "paris"], &ci);

@@ -935,6 +935,62 @@ fn serves_checks_and_tolerances_are_read_as_a_spec_and_refused_when_wrong() {
     serve.wait().unwrap();
 }
 
+/// Several tests at once in one serve (a harness's concurrent tests): each request names
+/// its test in `x-agentproxy-test`; one that names none while several run is refused, as
+/// is a control request that could be about any of them.
+#[test]
+fn serve_runs_tests_at_once_each_request_naming_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = format!("--root={}", dir.path().display());
+    let (mut serve, url, secret) = serve(&[&root, "--upstream", "http://127.0.0.1:9"], &[]);
+    let control = |method: &str, path: &str, test: Option<&str>, body: &str| {
+        let mut headers = vec![
+            ("x-agentproxy-secret", secret.as_str()),
+            ("content-type", "application/json"),
+        ];
+        headers.extend(test.map(|t| ("x-agentproxy-test", t)));
+        support::http::request(&url, method, path, &headers, body.as_bytes())
+    };
+    for name in ["a b", "c"] {
+        let body = serde_json::json!({"protocol": 3, "name": name,
+            "cassette": format!("{name}.json"), "mode": "record"});
+        let r = control("POST", "/_agentproxy/test", None, &body.to_string());
+        assert_eq!(r.status, 200, "{}", r.text());
+    }
+    let r = control("GET", "/_agentproxy/test", None, "");
+    assert_eq!(r.status, 409, "{}", r.text());
+    assert!(
+        r.text()
+            .contains("2 tests are running and this request names none"),
+        "{}",
+        r.text()
+    );
+    let chat = r#"{"model": "m", "messages": [{"role": "user", "content": "hi"}]}"#;
+    let r = control("POST", "/v1/chat/completions", None, chat);
+    assert_eq!(r.status, 409, "{}", r.text());
+    // Named (percent-encoded), the request is its test's: here a failed upstream.
+    let r = control("POST", "/v1/chat/completions", Some("a%20b"), chat);
+    assert_eq!(r.status, 502, "{}", r.text());
+    let r = control("GET", "/_agentproxy/test", Some("c"), "");
+    assert_eq!(r.json()["requests"], serde_json::json!([]), "{}", r.text());
+    let r = control("DELETE", "/_agentproxy/test", Some("a%20b"), "");
+    assert_eq!(
+        r.json()["upstream_errors"].as_array().unwrap().len(),
+        1,
+        "{}",
+        r.text()
+    );
+    // One left: a request that names none is its.
+    let r = control("DELETE", "/_agentproxy/test", None, "");
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(
+        r.json()["cassette"].as_str().unwrap().rsplit('/').next(),
+        Some("c.json")
+    );
+    drop(serve.stdin.take());
+    serve.wait().unwrap();
+}
+
 /// A request carrying agentproxy's placeholder key is never sent upstream: recording it
 /// fails at once, naming the variable to set.
 #[tokio::test(flavor = "multi_thread")]

@@ -2,6 +2,7 @@
 //! cassette, mode and tool mocks each test switches through the control endpoint, so SDK
 //! clients made once, at import time, keep working. See docs/pytest.md for the protocol.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -11,7 +12,7 @@ use serde_json::{json, Value};
 use crate::cassette::{store, CassetteError, Writer};
 use crate::cli::ServeArgs;
 use crate::error::{Error, Exit, Result};
-use crate::proxy::switch::{Control, Switch, Switched};
+use crate::proxy::switch::{Control, Switch, Switched, TEST_HEADER};
 use crate::proxy::Options;
 use crate::runner::env;
 use crate::runner::mocks::{tools_from_json, MockSet};
@@ -34,7 +35,7 @@ struct TestSpec {
     rerecord: Option<String>,
 }
 
-/// The test being served.
+/// A test being served.
 struct Active {
     spec: TestSpec,
     usage: Use,
@@ -46,7 +47,9 @@ struct Active {
 struct Harness {
     switch: Arc<Switch>,
     fwd: Forwarding,
-    active: tokio::sync::Mutex<Option<Active>>,
+    /// The tests being served, by name (several at once when a harness runs tests
+    /// concurrently and names each request's test).
+    active: tokio::sync::Mutex<BTreeMap<String, Active>>,
     /// What every control request and every stand-in presents, for all tests.
     secret: Arc<str>,
     /// The directory the cassettes must be in, its links resolved.
@@ -127,32 +130,58 @@ fn answer(value: &impl serde::Serialize) -> Value {
     serde_json::to_value(value).unwrap_or_default()
 }
 
+/// The test a control request is about: the one it names, else the only one running.
+fn which(
+    active: &BTreeMap<String, Active>,
+    named: Option<String>,
+) -> std::result::Result<String, (StatusCode, Value)> {
+    let conflict = |why: String| Err(error(StatusCode::CONFLICT, why));
+    match named {
+        Some(name) if active.contains_key(&name) => Ok(name),
+        Some(name) => conflict(format!("test `{name}` is not running")),
+        None => match active.len() {
+            0 => conflict("no test is active".to_owned()),
+            1 => Ok(active.keys().next().cloned().unwrap_or_default()),
+            n => conflict(format!(
+                "{n} tests are running and this request names none of them ({TEST_HEADER}: NAME)"
+            )),
+        },
+    }
+}
+
 impl Harness {
     async fn control(
         self: Arc<Self>,
         method: Method,
         path: String,
+        named: Option<String>,
         body: Value,
     ) -> (StatusCode, Value) {
+        if (method.clone(), path.as_str()) == (Method::POST, "test") {
+            return self.start(&body).await;
+        }
+        let test = match which(&*self.active.lock().await, named) {
+            Ok(t) => t,
+            Err(e) => return e,
+        };
         match (method, path.as_str()) {
-            (Method::POST, "test") => self.start(&body).await,
             (Method::PUT, "test/mocks") => match tools_from_json(&body["mocks"]) {
-                Ok(tools) => self.amend(|spec| spec.tools = tools).await,
+                Ok(tools) => self.amend(&test, |spec| spec.tools = tools).await,
                 Err(e) => error(StatusCode::BAD_REQUEST, e),
             },
             (Method::PUT, "test/match") => match crate::spec::match_from_json(&body["match"]) {
                 Ok((rules, repeat)) => {
-                    self.amend(|spec| (spec.match_rules, spec.repeat) = (rules, repeat))
+                    self.amend(&test, |spec| (spec.match_rules, spec.repeat) = (rules, repeat))
                         .await
                 }
                 Err(e) => error(StatusCode::BAD_REQUEST, e),
             },
             (Method::GET, "test") => {
-                let (exchanges, _) = self.switch.so_far();
+                let (exchanges, _) = self.switch.so_far(&test);
                 (StatusCode::OK, answer(&SoFar::of(&exchanges)))
             }
-            (Method::POST, "test/check") => self.check(&body),
-            (Method::DELETE, "test") => match self.end().await {
+            (Method::POST, "test/check") => self.check(&test, &body),
+            (Method::DELETE, "test") => match self.end(&test).await {
                 Ok(ended) => (StatusCode::OK, answer(&ended)),
                 Err(e) => e,
             },
@@ -164,7 +193,7 @@ impl Harness {
     }
 
     /// Judge an `expect:` block (the spec's grammar, as JSON) against the test so far.
-    fn check(&self, body: &Value) -> (StatusCode, Value) {
+    fn check(&self, test: &str, body: &Value) -> (StatusCode, Value) {
         let expect = match crate::spec::expect_from_json(body) {
             Ok(e) => e,
             Err(e) => return error(StatusCode::BAD_REQUEST, e),
@@ -175,7 +204,7 @@ impl Harness {
                 "`exit` and `output` are about a program `agentproxy test` starts; check them in the test itself",
             );
         }
-        let (exchanges, requests) = self.switch.so_far();
+        let (exchanges, requests) = self.switch.so_far(test);
         let failures = crate::runner::evaluate::check_exchanges(&expect, &exchanges, requests)
             .iter()
             .filter(|a| !a.passed)
@@ -190,22 +219,22 @@ impl Harness {
             Err(e) => return error(StatusCode::BAD_REQUEST, e),
         };
         let mut active = self.active.lock().await;
-        if let Some(a) = active.as_ref() {
+        if active.contains_key(&spec.name) {
             return error(
                 StatusCode::CONFLICT,
                 format!(
                     "test `{}` is still active; end it (DELETE /_agentproxy/test) first",
-                    a.spec.name
+                    spec.name
                 ),
             );
         }
-        match self.begin(spec).await {
+        match self.begin(spec) {
             Ok(a) => {
                 let started = Started {
                     mode: a.usage.name(),
                     cassette: a.spec.cassette.clone(),
                 };
-                *active = Some(a);
+                active.insert(a.spec.name.clone(), a);
                 (StatusCode::OK, answer(&started))
             }
             Err(e) => error(StatusCode::BAD_REQUEST, e),
@@ -213,7 +242,7 @@ impl Harness {
     }
 
     /// Plan the test and put its proxy in place.
-    async fn begin(&self, mut spec: TestSpec) -> std::result::Result<Active, String> {
+    fn begin(&self, mut spec: TestSpec) -> std::result::Result<Active, String> {
         if self.replay_only && spec.mode != Mode::Replay {
             return Err(format!(
                 "CI is set, and test `{}` asks for mode `{}`, which may call the real model from CI; in CI only a command line may choose a mode that records (pytest --agentproxy-mode {}, which starts serve with --allow-ci-recording)",
@@ -249,7 +278,7 @@ impl Harness {
             mocks,
             ..
         } = plan::plan(setup, &self.fwd).map_err(|e| e.to_string())?;
-        self.switch.replace(options).await;
+        self.switch.start(&spec.name, options);
         Ok(Active {
             spec,
             usage,
@@ -259,52 +288,47 @@ impl Harness {
         })
     }
 
-    /// Change what the active test asked for (its mocks, its tolerances): allowed before
+    /// Change what the test `name` asked for (its mocks, its tolerances): allowed before
     /// its first request only, since the requests already answered were answered without
     /// the change.
-    async fn amend(&self, change: impl FnOnce(&mut TestSpec)) -> (StatusCode, Value) {
+    async fn amend(&self, name: &str, change: impl FnOnce(&mut TestSpec)) -> (StatusCode, Value) {
         let mut active = self.active.lock().await;
-        let Some(current) = active.take() else {
-            return error(StatusCode::CONFLICT, "no test is active");
-        };
-        let (_, requests) = self.switch.so_far();
+        let (_, requests) = self.switch.so_far(name);
         if requests > 0 {
-            let name = current.spec.name.clone();
-            *active = Some(current);
             return error(
                 StatusCode::CONFLICT,
                 format!("test `{name}` already made {requests} model request(s); mock tools and set tolerances before the agent runs"),
             );
         }
+        let Some(current) = active.remove(name) else {
+            return error(
+                StatusCode::CONFLICT,
+                format!("test `{name}` is not running"),
+            );
+        };
         let mut spec = current.spec.clone();
         change(&mut spec);
         // Its writer's lock is released before the test is planned again.
         drop(current);
-        if let Err(e) = self.idle().await {
-            return e;
-        }
-        match self.begin(spec).await {
+        self.switch.end(name).await;
+        match self.begin(spec) {
             Ok(a) => {
-                *active = Some(a);
+                active.insert(name.to_owned(), a);
                 (StatusCode::OK, json!({}))
             }
             Err(e) => error(StatusCode::BAD_REQUEST, e),
         }
     }
 
-    /// Serve no test: drain the test's proxy and take its outcome.
-    async fn idle(&self) -> std::result::Result<crate::proxy::Outcome, (StatusCode, Value)> {
-        let options = idle(&self.fwd, &self.secret)
-            .map_err(|e| error(StatusCode::INTERNAL_SERVER_ERROR, e))?;
-        Ok(self.switch.replace(options).await)
-    }
-
-    /// End the active test: drain, write its cassette when recording, say what happened.
-    async fn end(&self) -> std::result::Result<Ended, (StatusCode, Value)> {
-        let Some(a) = self.active.lock().await.take() else {
-            return Err(error(StatusCode::CONFLICT, "no test is active"));
+    /// End the test `name`: drain, write its cassette when recording, say what happened.
+    async fn end(&self, name: &str) -> std::result::Result<Ended, (StatusCode, Value)> {
+        let Some(a) = self.active.lock().await.remove(name) else {
+            return Err(error(
+                StatusCode::CONFLICT,
+                format!("test `{name}` is not running"),
+            ));
         };
-        let outcome = self.idle().await?;
+        let outcome = self.switch.end(name).await.unwrap_or_default();
         let written = match &a.writer {
             Some(w) => plan::save(
                 w,
@@ -414,7 +438,9 @@ pub async fn run(args: ServeArgs) -> Result<Exit> {
     });
     let control: Control = {
         let harness = harness.clone();
-        Arc::new(move |method, path, body| Box::pin(harness.clone().control(method, path, body)))
+        Arc::new(move |method, path, named, body| {
+            Box::pin(harness.clone().control(method, path, named, body))
+        })
     };
     let server = Switched::start(args.listen, switch, control, secret.clone()).await?;
     let base = format!("http://{}", server.addr());
@@ -445,11 +471,14 @@ pub async fn run(args: ServeArgs) -> Result<Exit> {
         _ = tokio::signal::ctrl_c() => {}
     }
     // A test still active keeps what it recorded.
-    if let Some(ended) = harness.end().await.ok().filter(|e| e.written) {
-        eprintln!(
-            "agentproxy serve: wrote {} for the test that was still active",
-            ended.cassette.display()
-        );
+    let still: Vec<String> = harness.active.lock().await.keys().cloned().collect();
+    for name in still {
+        if let Some(ended) = harness.end(&name).await.ok().filter(|e| e.written) {
+            eprintln!(
+                "agentproxy serve: wrote {} for the test that was still active",
+                ended.cassette.display()
+            );
+        }
     }
     server.stop().await;
     Ok(Exit::Ok)

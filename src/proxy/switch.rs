@@ -1,8 +1,11 @@
 //! A proxy whose session is switched while it keeps its address: `agentproxy serve`, for
 //! test harnesses whose SDK clients are made once (at import time) and used by many tests.
 //! Requests under [`CONTROL_PREFIX`](super::route::CONTROL_PREFIX) go to a control handler given from above; every other
-//! request is served by the current [`Proxy`], which the control handler replaces.
+//! request is served by the [`Proxy`] of the test it belongs to, which the control handler
+//! starts and ends: the test its [`TEST_HEADER`] names, else the only one running (none
+//! running: a proxy where every request misses).
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -26,40 +29,69 @@ use crate::cassette::Interaction;
 /// The largest control request body.
 const CONTROL_MAX_BODY: usize = 1 << 20;
 
-/// A control request: method, path (after the prefix) and its JSON body (`Null` when
-/// empty); answered with a status and a JSON body.
+/// A control request: method, path (after the prefix), the test its [`TEST_HEADER`]
+/// names and its JSON body (`Null` when empty); answered with a status and a JSON body.
 pub type Control = Arc<
-    dyn Fn(Method, String, Value) -> Pin<Box<dyn Future<Output = (StatusCode, Value)> + Send>>
+    dyn Fn(
+            Method,
+            String,
+            Option<String>,
+            Value,
+        ) -> Pin<Box<dyn Future<Output = (StatusCode, Value)> + Send>>
         + Send
         + Sync,
 >;
 
-/// The proxy now serving.
+/// The header that names the test a request belongs to (its `name` in the start request,
+/// percent-encoded), on model requests and control requests alike, when several tests run
+/// at once.
+pub const TEST_HEADER: &str = "x-agentproxy-test";
+
+/// The proxies of the tests running, by name, and the one between tests.
 pub struct Switch {
-    current: RwLock<Arc<Proxy>>,
+    idle: Arc<Proxy>,
+    tests: RwLock<BTreeMap<String, Arc<Proxy>>>,
 }
 
 impl Switch {
-    pub fn new(first: Options) -> Switch {
+    /// A switch with no test running, serving `idle` (every request misses).
+    pub fn new(idle: Options) -> Switch {
         Switch {
-            current: RwLock::new(Arc::new(Proxy::new(first))),
+            idle: Arc::new(Proxy::new(idle)),
+            tests: RwLock::default(),
         }
     }
 
-    fn current(&self) -> Arc<Proxy> {
-        self.current
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+    /// The test `named` (by [`TEST_HEADER`]), else the only one running, else the idle
+    /// proxy; `Err` says why a request cannot be served (a test not running, or several
+    /// running and none named).
+    pub fn route(&self, named: Option<&str>) -> Result<Arc<Proxy>, String> {
+        let tests = self.tests.read().unwrap_or_else(|p| p.into_inner());
+        match named {
+            Some(name) => tests
+                .get(name)
+                .cloned()
+                .ok_or_else(|| format!("test `{name}` ({TEST_HEADER}) is not running")),
+            None => match tests.len() {
+                0 => Ok(self.idle.clone()),
+                1 => Ok(tests.values().next().cloned().unwrap_or_else(|| self.idle.clone())),
+                n => Err(format!(
+                    "{n} tests are running and this request names none of them ({TEST_HEADER}: NAME)"
+                )),
+            },
+        }
     }
 
-    /// Serve `next` from now on; the previous proxy is drained and its outcome returned
-    /// (requests already in it finish there).
-    pub async fn replace(&self, next: Options) -> Outcome {
-        let old = {
-            let mut current = self.current.write().unwrap_or_else(|p| p.into_inner());
-            std::mem::replace(&mut *current, Arc::new(Proxy::new(next)))
-        };
+    /// Serve the test `name` with `options` from now on.
+    pub fn start(&self, name: &str, options: Options) {
+        let mut tests = self.tests.write().unwrap_or_else(|p| p.into_inner());
+        tests.insert(name.to_owned(), Arc::new(Proxy::new(options)));
+    }
+
+    /// End the test `name`: its proxy is drained and its outcome returned (requests
+    /// already in it finish there); `None` when it is not running.
+    pub async fn end(&self, name: &str) -> Option<Outcome> {
+        let old = (self.tests.write().unwrap_or_else(|p| p.into_inner())).remove(name)?;
         old.tasks.close();
         let drained = tokio::time::timeout(DRAIN_TIMEOUT, old.tasks.wait()).await;
         let mut outcome = old.outcome();
@@ -70,14 +102,17 @@ impl Switch {
                 humantime::format_duration(DRAIN_TIMEOUT)
             ));
         }
-        outcome
+        Some(outcome)
     }
 
-    /// The exchanges the current proxy has logged so far, in arrival order, and how many
+    /// The exchanges the test `name` has logged so far, in arrival order, and how many
     /// requests reached it.
-    pub fn so_far(&self) -> (Vec<Interaction>, usize) {
-        let proxy = self.current();
-        (proxy.exchanges_so_far(), proxy.requests())
+    pub fn so_far(&self, name: &str) -> (Vec<Interaction>, usize) {
+        let tests = self.tests.read().unwrap_or_else(|p| p.into_inner());
+        match tests.get(name) {
+            Some(proxy) => (proxy.exchanges_so_far(), proxy.requests()),
+            None => (Vec::new(), 0),
+        }
     }
 }
 
@@ -113,7 +148,13 @@ impl Switched {
                             let rest = rest.to_owned();
                             answer_control(control, rest, req).await
                         }
-                        _ => service::handle(switch.current(), req).await,
+                        _ => match switch.route(named(&req).as_deref()) {
+                            Ok(proxy) => service::handle(proxy, req).await,
+                            Err(why) => control_error(
+                                StatusCode::CONFLICT,
+                                &format!("agentproxy serve: {why}"),
+                            ),
+                        },
                     }
                 }
             };
@@ -145,6 +186,7 @@ async fn answer_control(
     path: String,
     req: http::Request<hyper::body::Incoming>,
 ) -> Response<ProxyBody> {
+    let test = named(&req);
     let (parts, body) = req.into_parts();
     let bytes: Bytes = match Limited::new(body, CONTROL_MAX_BODY).collect().await {
         Ok(b) => b.to_bytes(),
@@ -163,8 +205,17 @@ async fn answer_control(
             }
         }
     };
-    let (status, value) = control(parts.method, path, json).await;
+    let (status, value) = control(parts.method, path, test, json).await;
     json_response(status, &value)
+}
+
+/// The test a request names in [`TEST_HEADER`] (percent-encoded UTF-8), if it does.
+fn named<B>(req: &http::Request<B>) -> Option<String> {
+    let value = req.headers().get(TEST_HEADER)?.to_str().ok()?;
+    let name = percent_encoding::percent_decode_str(value)
+        .decode_utf8()
+        .ok()?;
+    Some(name.into_owned()).filter(|v| !v.is_empty())
 }
 
 fn control_error(status: StatusCode, message: &str) -> Response<ProxyBody> {

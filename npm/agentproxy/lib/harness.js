@@ -81,34 +81,38 @@ function shellQuote(word) {
   return /^[A-Za-z0-9_./=:@%+-]+$/.test(word) ? word : `'${word.replace(/'/g, "'\\''")}'`;
 }
 
-/** The tests of one session at serve: the one active, and which test owns which cassette. */
+/** The tests of one session at serve: those running, and which test owns which cassette.
+ * `concurrent`: tests may overlap (each request names its test); else one at a time. */
 class Session {
-  constructor(serve, mode, root) {
+  constructor(serve, mode, root, { concurrent = false } = {}) {
     this.serve = serve;
     this.mode = mode;
     this.root = root;
+    this.concurrent = concurrent;
     this.owners = new Map();
-    this.active = null;
+    this.running = new Map();
   }
 
   /** Start a session over `root`: serve started, its variables put in `process.env`. */
-  static async start(root, env = process.env) {
+  static async start(root, options, env = process.env) {
     const mode = sessionMode(env);
     const serve = await Serve.start(serveArgs(root, mode, env), env);
     for (const [name, value] of Object.entries(serve.env)) {
       process.env[name] = value;
     }
-    return new Session(serve, mode, root);
+    return new Session(serve, mode, root, options);
   }
 
-  /** Start the test `name` of `file`; `rerecord` is the command that records it again. */
+  /** Start the test `name` of `file`; `rerecord` is the command that records it again.
+   * Its id, which names it to serve, is `FILE > NAME`. */
   async begin({ file, name, rerecord }) {
     const id = `${file} > ${name}`;
-    if (this.active) {
+    if (!this.concurrent && this.running.size > 0) {
+      const [other] = this.running.keys();
       throw new AgentProxyError(
-        `"${name}" started while "${this.active.id.split(" > ").slice(1).join(" > ")}" was still running: ` +
-          "agentproxy serves one test at a time per worker, so tests that run concurrently in one file " +
-          "(test.concurrent) are not supported yet",
+        `"${name}" started while "${other.split(" > ").slice(1).join(" > ")}" was still running: ` +
+          "this runner's tests run one at a time through agentproxy (tests that run concurrently " +
+          "in one file are supported under vitest only)",
       );
     }
     const cassette = cassettePath(this.root, file, name);
@@ -119,8 +123,8 @@ class Session {
       );
     }
     this.owners.set(cassette, id);
-    // Taken at once, before serve answers: a test that starts meanwhile is refused.
-    this.active = { id };
+    // Taken at once, before serve answers: a test that starts meanwhile sees it.
+    this.running.set(id, null);
     try {
       const started = await this.serve.control("POST", "test", {
         protocol: PROTOCOL,
@@ -130,22 +134,37 @@ class Session {
         rerecord,
         match: projectMatch(),
       });
-      this.active = new Test(this.serve, id, started.cassette, started.mode);
+      const test = new Test(this.serve, id, started.cassette, started.mode);
+      this.running.set(id, test);
+      return test;
     } catch (e) {
-      this.active = null;
+      this.running.delete(id);
       throw e;
     }
-    return this.active;
   }
 
-  /** End the test `name` of `file`, if it is the one running: what makes it fail (its
-   * misses' near-miss reports, failed upstream requests, mocks that could not answer). */
+  /** The running test `id`, else the only one running. */
+  test(id) {
+    const test = id === undefined ? [...this.running.values()].find(Boolean) : this.running.get(id);
+    if (!test || (id === undefined && this.running.size > 1)) {
+      throw new AgentProxyError(
+        id === undefined && this.running.size > 1
+          ? "several tests are running: use `agentproxy` inside one of them"
+          : "no agentproxy test is active: use `agentproxy` inside a test",
+      );
+    }
+    return test;
+  }
+
+  /** End the test `name` of `file`, if it is running: what makes it fail (its misses'
+   * near-miss reports, failed upstream requests, mocks that could not answer). */
   async end({ file, name }) {
-    if (!(this.active instanceof Test) || this.active.id !== `${file} > ${name}`) {
+    const id = `${file} > ${name}`;
+    if (!this.running.get(id)) {
       return [];
     }
-    this.active = null;
-    const ended = await this.serve.control("DELETE", "test");
+    this.running.delete(id);
+    const ended = await this.serve.control("DELETE", "test", undefined, id);
     return [...ended.misses, ...ended.upstream_errors, ...ended.mock_problems];
   }
 }
@@ -186,7 +205,7 @@ class Test {
 
   /** `{requests, calls, executions, reply}` so far. */
   trajectory() {
-    return this.serve.control("GET", "test");
+    return this.serve.control("GET", "test", undefined, this.id);
   }
 
   /** The tool calls the model asked for so far, each `{name, arguments}`; those to `name`. */
@@ -212,7 +231,7 @@ class Test {
 
   /** What fails of a spec's `expect:` block over the test so far, in the runner's words. */
   async failures(expect) {
-    return (await this.serve.control("POST", "test/check", expect)).failures;
+    return (await this.serve.control("POST", "test/check", expect, this.id)).failures;
   }
 
   /** This test's tolerances (a spec's `match:` block: `ignore`, `holes`, `repeat`), over
@@ -225,7 +244,7 @@ class Test {
         merged[key] = [...(project[key] ?? []), ...(match[key] ?? [])];
       }
     }
-    await this.serve.control("PUT", "test/match", { match: merged });
+    await this.serve.control("PUT", "test/match", { match: merged }, this.id);
   }
 
   /** What the model is told `name` returned: `{result}`, `{results: [...]}`, or
@@ -252,7 +271,7 @@ class Test {
       entry = { rules };
     }
     this.mocks[name] = entry;
-    await this.serve.control("PUT", "test/mocks", { mocks: this.mocks });
+    await this.serve.control("PUT", "test/mocks", { mocks: this.mocks }, this.id);
   }
 }
 
@@ -283,32 +302,25 @@ const matchers = {
 };
 
 /**
- * The `agentproxy` object tests import: the active test's cassette, mode, trajectory and
- * mocks. Outside a test (or before serve started) it throws, saying so.
+ * The `agentproxy` object tests import: the running test's cassette, mode, trajectory and
+ * mocks, `test()` giving that test (it throws, saying so, outside a test).
  */
-function facade(session) {
-  const active = () => {
-    const test = session()?.active;
-    if (!test) {
-      throw new AgentProxyError("no agentproxy test is active: use `agentproxy` inside a test");
-    }
-    return test;
-  };
+function facade(test) {
   return {
     get cassette() {
-      return active().cassette;
+      return test().cassette;
     },
     get mode() {
-      return active().mode;
+      return test().mode;
     },
-    trajectory: () => active().trajectory(),
-    toolCalls: (name) => active().toolCalls(name),
-    requests: () => active().requests(),
-    executions: () => active().executions(),
-    reply: () => active().reply(),
-    failures: (expect) => active().failures(expect),
-    mockTool: (name, mock) => active().mockTool(name, mock),
-    tolerate: (match) => active().tolerate(match),
+    trajectory: () => test().trajectory(),
+    toolCalls: (name) => test().toolCalls(name),
+    requests: () => test().requests(),
+    executions: () => test().executions(),
+    reply: () => test().reply(),
+    failures: (expect) => test().failures(expect),
+    mockTool: (name, mock) => test().mockTool(name, mock),
+    tolerate: (match) => test().tolerate(match),
   };
 }
 

@@ -39,5 +39,5 @@ const { before, after } = hooks(session, current, (file, name) => ["npx", "jest"
 beforeEach(() => before());
 afterEach(() => after());
 
-/** The active test's cassette, mode, trajectory and mocks. */
-exports.agentproxy = facade(() => session);
+/** The running test's cassette, mode, trajectory and mocks. */
+exports.agentproxy = facade(() => session.test());

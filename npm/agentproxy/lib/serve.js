@@ -12,6 +12,8 @@ const { binary } = require("./binary.js");
 const PROTOCOL = 3;
 /** What every control request presents, and the variable serve gives it in. */
 const SECRET_HEADER = "x-agentproxy-secret";
+/** The header naming the test a request belongs to (percent-encoded), when several run. */
+const TEST_HEADER = "x-agentproxy-test";
 const SECRET_VAR = "AGENTPROXY_SECRET";
 /** A control request waits this long at most: ending a test drains its exchanges. */
 const CONTROL_TIMEOUT_MS = 120_000;
@@ -71,8 +73,9 @@ class Serve {
     this.secret = hello.env[SECRET_VAR];
   }
 
-  /** A control request: `METHOD /_agentproxy/PATH` with a JSON body; its JSON answer. */
-  control(method, path, body) {
+  /** A control request: `METHOD /_agentproxy/PATH` with a JSON body, about the test
+   * `test` when given; its JSON answer. */
+  control(method, path, body, test) {
     const data = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
     const url = new URL(`/_agentproxy/${path}`, this.url);
     return new Promise((resolve, reject) => {
@@ -86,6 +89,7 @@ class Serve {
           headers: {
             "content-type": "application/json",
             [SECRET_HEADER]: this.secret,
+            ...(test ? { [TEST_HEADER]: encodeURIComponent(test) } : {}),
             ...(data ? { "content-length": data.length } : {}),
           },
         },
@@ -126,4 +130,4 @@ class Serve {
   }
 }
 
-module.exports = { Serve, AgentProxyError, PROTOCOL };
+module.exports = { Serve, AgentProxyError, PROTOCOL, TEST_HEADER };

@@ -1,21 +1,45 @@
 // agentproxy for vitest: add "agentproxy/vitest" to `test.setupFiles`. One `agentproxy
 // serve` per worker, started before the test files import their SDK clients; each test
 // replays (or records) its own cassette; a miss fails the test with the near-miss report.
+// Tests that run concurrently (test.concurrent) each get their own: every request a
+// test's fetch sends to serve names the test (x-agentproxy-test), which the test's own
+// async context tells.
 //
 //   import { agentproxy } from "agentproxy/vitest";
 //   test("paris", async () => {
 //     await runAgent("What's the weather in Paris?");
 //     await expect(agentproxy).toHaveCalledTool("get_weather", { city: "Paris" });
 //   });
+import { AsyncLocalStorage } from "node:async_hooks";
 import { afterEach, beforeEach, expect } from "vitest";
 import harness from "./harness.js";
+import serve from "./serve.js";
 
 const { Session, facade, hooks, matchers, pattern } = harness;
 
 // One session per worker process, whatever the number of test files it runs.
-const KEY = Symbol.for("agentproxy.vitest.session");
-globalThis[KEY] ??= await Session.start(process.cwd());
-const session = globalThis[KEY];
+const KEY = Symbol.for("agentproxy.vitest");
+globalThis[KEY] ??= await setup();
+const { session, tests } = globalThis[KEY];
+
+/** The worker's session, and fetch wrapped to name the running test to serve. */
+async function setup() {
+  const session = await Session.start(process.cwd(), { concurrent: true });
+  const tests = new AsyncLocalStorage();
+  const fetch = globalThis.fetch;
+  globalThis.fetch = function agentproxyFetch(input, init) {
+    const id = tests.getStore();
+    const url = typeof input === "string" ? input : input instanceof URL ? input.href : input?.url;
+    if (id === undefined || typeof url !== "string" || !url.startsWith(session.serve.url)) {
+      return fetch(input, init);
+    }
+    const headers = new Headers(input instanceof Request ? input.headers : undefined);
+    new Headers(init?.headers).forEach((value, name) => headers.set(name, value));
+    headers.set(serve.TEST_HEADER, encodeURIComponent(id));
+    return fetch(input, { ...init, headers });
+  };
+  return { session, tests };
+}
 
 expect.extend(matchers);
 
@@ -28,8 +52,14 @@ const current = ({ task }) => {
   return { file: task.file.filepath, name: names.join(" > ") };
 };
 const { before, after } = hooks(session, current, (file, name) => ["npx", "vitest", "run", file, "-t", pattern(name)]);
-beforeEach(before);
+
+beforeEach(async (context) => {
+  const { file, name } = current(context);
+  // The test's own async context: its body and its requests run in it.
+  tests.enterWith(`${file} > ${name}`);
+  await before(context);
+});
 afterEach(after);
 
-/** The active test's cassette, mode, trajectory and mocks. */
-export const agentproxy = facade(() => session);
+/** The running test's cassette, mode, trajectory and mocks. */
+export const agentproxy = facade(() => session.test(tests.getStore()));
