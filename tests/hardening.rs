@@ -973,6 +973,16 @@ fn serve_runs_tests_at_once_each_request_naming_its_own() {
     assert_eq!(r.status, 502, "{}", r.text());
     let r = control("GET", "/_agentproxy/test", Some("c"), "");
     assert_eq!(r.json()["requests"], serde_json::json!([]), "{}", r.text());
+    let r = control("GET", "/_agentproxy/test", Some("%FF"), "");
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert!(r.text().contains("percent-encoded UTF-8"), "{}", r.text());
+    let r = control("GET", "/_agentproxy/test", Some("gone"), "");
+    assert_eq!(r.status, 409, "{}", r.text());
+    assert!(
+        r.text().contains("test `gone` is not running"),
+        "{}",
+        r.text()
+    );
     let r = control("DELETE", "/_agentproxy/test", Some("a%20b"), "");
     assert_eq!(
         r.json()["upstream_errors"].as_array().unwrap().len(),

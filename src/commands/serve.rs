@@ -176,10 +176,10 @@ impl Harness {
                 }
                 Err(e) => error(StatusCode::BAD_REQUEST, e),
             },
-            (Method::GET, "test") => {
-                let (exchanges, _) = self.switch.so_far(&test);
-                (StatusCode::OK, answer(&SoFar::of(&exchanges)))
-            }
+            (Method::GET, "test") => match self.switch.so_far(&test) {
+                Some((exchanges, _)) => (StatusCode::OK, answer(&SoFar::of(&exchanges))),
+                None => not_running(&test),
+            },
             (Method::POST, "test/check") => self.check(&test, &body),
             (Method::DELETE, "test") => match self.end(&test).await {
                 Ok(ended) => (StatusCode::OK, answer(&ended)),
@@ -204,7 +204,9 @@ impl Harness {
                 "`exit` and `output` are about a program `agentproxy test` starts; check them in the test itself",
             );
         }
-        let (exchanges, requests) = self.switch.so_far(test);
+        let Some((exchanges, requests)) = self.switch.so_far(test) else {
+            return not_running(test);
+        };
         let failures = crate::runner::evaluate::check_exchanges(&expect, &exchanges, requests)
             .iter()
             .filter(|a| !a.passed)
@@ -228,12 +230,13 @@ impl Harness {
                 ),
             );
         }
-        match self.begin(spec) {
-            Ok(a) => {
+        match self.plan(spec) {
+            Ok((a, options)) => {
                 let started = Started {
                     mode: a.usage.name(),
                     cassette: a.spec.cassette.clone(),
                 };
+                self.switch.start(&a.spec.name, options);
                 active.insert(a.spec.name.clone(), a);
                 (StatusCode::OK, answer(&started))
             }
@@ -241,8 +244,8 @@ impl Harness {
         }
     }
 
-    /// Plan the test and put its proxy in place.
-    fn begin(&self, mut spec: TestSpec) -> std::result::Result<Active, String> {
+    /// Plan the test: what it is while it runs, and its proxy's options.
+    fn plan(&self, mut spec: TestSpec) -> std::result::Result<(Active, Options), String> {
         if self.replay_only && spec.mode != Mode::Replay {
             return Err(format!(
                 "CI is set, and test `{}` asks for mode `{}`, which may call the real model from CI; in CI only a command line may choose a mode that records (pytest --agentproxy-mode {}, which starts serve with --allow-ci-recording)",
@@ -278,57 +281,78 @@ impl Harness {
             mocks,
             ..
         } = plan::plan(setup, &self.fwd).map_err(|e| e.to_string())?;
-        self.switch.start(&spec.name, options);
-        Ok(Active {
+        let active = Active {
             spec,
             usage,
             match_rules,
             writer,
             mocks,
-        })
+        };
+        Ok((active, options))
     }
 
     /// Change what the test `name` asked for (its mocks, its tolerances): allowed before
     /// its first request only, since the requests already answered were answered without
     /// the change.
     async fn amend(&self, name: &str, change: impl FnOnce(&mut TestSpec)) -> (StatusCode, Value) {
-        let mut active = self.active.lock().await;
-        let (_, requests) = self.switch.so_far(name);
-        if requests > 0 {
-            return error(
+        let too_late = || {
+            error(
                 StatusCode::CONFLICT,
-                format!("test `{name}` already made {requests} model request(s); mock tools and set tolerances before the agent runs"),
-            );
-        }
-        let Some(current) = active.remove(name) else {
-            return error(
-                StatusCode::CONFLICT,
-                format!("test `{name}` is not running"),
-            );
+                format!("test `{name}` already made model requests; mock tools and set tolerances before the agent runs"),
+            )
         };
-        let mut spec = current.spec.clone();
-        change(&mut spec);
-        // Its writer's lock is released before the test is planned again.
-        drop(current);
-        self.switch.end(name).await;
-        match self.begin(spec) {
-            Ok(a) => {
-                active.insert(name.to_owned(), a);
-                (StatusCode::OK, json!({}))
+        let old = {
+            let mut active = self.active.lock().await;
+            if self
+                .switch
+                .so_far(name)
+                .is_some_and(|(_, requests)| requests > 0)
+            {
+                return too_late();
             }
-            Err(e) => error(StatusCode::BAD_REQUEST, e),
-        }
+            let Some(current) = active.remove(name) else {
+                return not_running(name);
+            };
+            let mut spec = current.spec.clone();
+            change(&mut spec);
+            // Its writer's lock is released before the test is planned again.
+            drop(current);
+            let planned = match self.plan(spec.clone()) {
+                Ok(p) => p,
+                Err(e) => {
+                    // It cannot go on as asked: it ends here, as a failed start does.
+                    self.switch.take(name);
+                    return error(StatusCode::BAD_REQUEST, e);
+                }
+            };
+            let (a, options) = planned;
+            // Checked and swapped at once. A request that came meanwhile (the program
+            // asked while the test changed its mocks) ends the test: too late.
+            let Some(old) = self.switch.restart(name, options) else {
+                self.switch.take(name);
+                return too_late();
+            };
+            active.insert(name.to_owned(), a);
+            old
+        };
+        Switch::drain(old).await;
+        (StatusCode::OK, json!({}))
     }
 
     /// End the test `name`: drain, write its cassette when recording, say what happened.
     async fn end(&self, name: &str) -> std::result::Result<Ended, (StatusCode, Value)> {
-        let Some(a) = self.active.lock().await.remove(name) else {
-            return Err(error(
-                StatusCode::CONFLICT,
-                format!("test `{name}` is not running"),
-            ));
+        // Taken out together, so a test of the same name may start at once.
+        let (a, proxy) = {
+            let mut active = self.active.lock().await;
+            let Some(a) = active.remove(name) else {
+                return Err(not_running(name));
+            };
+            (a, self.switch.take(name))
         };
-        let outcome = self.switch.end(name).await.unwrap_or_default();
+        let outcome = match proxy {
+            Some(p) => Switch::drain(p).await,
+            None => Default::default(),
+        };
         let written = match &a.writer {
             Some(w) => plan::save(
                 w,
@@ -356,6 +380,14 @@ impl Harness {
             mock_problems,
         })
     }
+}
+
+/// The answer about a test that is not running.
+fn not_running(name: &str) -> (StatusCode, Value) {
+    error(
+        StatusCode::CONFLICT,
+        format!("test `{name}` is not running"),
+    )
 }
 
 /// A test's start request: `{"protocol", "name", "cassette", "mode", "mocks"?, "match"?,

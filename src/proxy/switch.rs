@@ -88,10 +88,23 @@ impl Switch {
         tests.insert(name.to_owned(), Arc::new(Proxy::new(options)));
     }
 
-    /// End the test `name`: its proxy is drained and its outcome returned (requests
-    /// already in it finish there); `None` when it is not running.
-    pub async fn end(&self, name: &str) -> Option<Outcome> {
-        let old = (self.tests.write().unwrap_or_else(|p| p.into_inner())).remove(name)?;
+    /// Serve the test `name` with `options` instead, if no request has reached it yet
+    /// (checked and swapped at once): the proxy it had, to drain; `None` when the test is
+    /// not running or was already asked something.
+    pub fn restart(&self, name: &str, options: Options) -> Option<Arc<Proxy>> {
+        let mut tests = self.tests.write().unwrap_or_else(|p| p.into_inner());
+        let slot = tests.get_mut(name).filter(|p| p.requests() == 0)?;
+        Some(std::mem::replace(slot, Arc::new(Proxy::new(options))))
+    }
+
+    /// Take the test `name` out: no request reaches its proxy any more; [`Switch::drain`]
+    /// it.
+    pub fn take(&self, name: &str) -> Option<Arc<Proxy>> {
+        (self.tests.write().unwrap_or_else(|p| p.into_inner())).remove(name)
+    }
+
+    /// Let a proxy taken out finish the requests already in it, and take its outcome.
+    pub async fn drain(old: Arc<Proxy>) -> Outcome {
         old.tasks.close();
         let drained = tokio::time::timeout(DRAIN_TIMEOUT, old.tasks.wait()).await;
         let mut outcome = old.outcome();
@@ -102,17 +115,15 @@ impl Switch {
                 humantime::format_duration(DRAIN_TIMEOUT)
             ));
         }
-        Some(outcome)
+        outcome
     }
 
     /// The exchanges the test `name` has logged so far, in arrival order, and how many
-    /// requests reached it.
-    pub fn so_far(&self, name: &str) -> (Vec<Interaction>, usize) {
+    /// requests reached it; `None` when it is not running.
+    pub fn so_far(&self, name: &str) -> Option<(Vec<Interaction>, usize)> {
         let tests = self.tests.read().unwrap_or_else(|p| p.into_inner());
-        match tests.get(name) {
-            Some(proxy) => (proxy.exchanges_so_far(), proxy.requests()),
-            None => (Vec::new(), 0),
-        }
+        let proxy = tests.get(name)?;
+        Some((proxy.exchanges_so_far(), proxy.requests()))
     }
 }
 
@@ -148,13 +159,22 @@ impl Switched {
                             let rest = rest.to_owned();
                             answer_control(control, rest, req).await
                         }
-                        _ => match switch.route(named(&req).as_deref()) {
-                            Ok(proxy) => service::handle(proxy, req).await,
-                            Err(why) => control_error(
-                                StatusCode::CONFLICT,
-                                &format!("agentproxy serve: {why}"),
-                            ),
-                        },
+                        _ => {
+                            // Serve's own header: it goes no further.
+                            let mut req = req;
+                            let test = match named(&req) {
+                                Ok(t) => t,
+                                Err(why) => return control_error(StatusCode::BAD_REQUEST, &why),
+                            };
+                            req.headers_mut().remove(TEST_HEADER);
+                            match switch.route(test.as_deref()) {
+                                Ok(proxy) => service::handle(proxy, req).await,
+                                Err(why) => control_error(
+                                    StatusCode::CONFLICT,
+                                    &format!("agentproxy serve: {why}"),
+                                ),
+                            }
+                        }
                     }
                 }
             };
@@ -186,7 +206,10 @@ async fn answer_control(
     path: String,
     req: http::Request<hyper::body::Incoming>,
 ) -> Response<ProxyBody> {
-    let test = named(&req);
+    let test = match named(&req) {
+        Ok(t) => t,
+        Err(why) => return control_error(StatusCode::BAD_REQUEST, &why),
+    };
     let (parts, body) = req.into_parts();
     let bytes: Bytes = match Limited::new(body, CONTROL_MAX_BODY).collect().await {
         Ok(b) => b.to_bytes(),
@@ -209,13 +232,16 @@ async fn answer_control(
     json_response(status, &value)
 }
 
-/// The test a request names in [`TEST_HEADER`] (percent-encoded UTF-8), if it does.
-fn named<B>(req: &http::Request<B>) -> Option<String> {
-    let value = req.headers().get(TEST_HEADER)?.to_str().ok()?;
-    let name = percent_encoding::percent_decode_str(value)
-        .decode_utf8()
-        .ok()?;
-    Some(name.into_owned()).filter(|v| !v.is_empty())
+/// The test a request names in [`TEST_HEADER`] (percent-encoded UTF-8), if it does; `Err`
+/// for a value that is not that.
+fn named<B>(req: &http::Request<B>) -> Result<Option<String>, String> {
+    let Some(value) = req.headers().get(TEST_HEADER) else {
+        return Ok(None);
+    };
+    let bad = || format!("{TEST_HEADER} must be a test's name, percent-encoded UTF-8");
+    let text = value.to_str().map_err(|_| bad())?;
+    let name = (percent_encoding::percent_decode_str(text).decode_utf8()).map_err(|_| bad())?;
+    Ok(Some(name.into_owned()).filter(|v| !v.is_empty()))
 }
 
 fn control_error(status: StatusCode, message: &str) -> Response<ProxyBody> {

@@ -107,6 +107,11 @@ class Session {
    * Its id, which names it to serve, is `FILE > NAME`. */
   async begin({ file, name, rerecord }) {
     const id = `${file} > ${name}`;
+    if (this.running.has(id)) {
+      throw new AgentProxyError(
+        `two tests are named "${name}" in ${file} and run at once: give each a name of its own`,
+      );
+    }
     if (!this.concurrent && this.running.size > 0) {
       const [other] = this.running.keys();
       throw new AgentProxyError(

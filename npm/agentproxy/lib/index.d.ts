@@ -105,8 +105,9 @@ export declare class Serve {
   readonly url: string;
   /** The variables a program needs to reach it. */
   readonly env: Record<string, string>;
-  /** `METHOD /_agentproxy/PATH` with a JSON body: its JSON answer. */
-  control(method: string, path: string, body?: unknown): Promise<any>;
+  /** `METHOD /_agentproxy/PATH` with a JSON body, about the test `test` (its name) when
+   * several run: its JSON answer. */
+  control(method: string, path: string, body?: unknown, test?: string): Promise<any>;
   /** Stop it; it writes what a test still active recorded. */
   stop(): Promise<void>;
 }

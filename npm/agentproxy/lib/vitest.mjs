@@ -27,16 +27,24 @@ async function setup() {
   const session = await Session.start(process.cwd(), { concurrent: true });
   const tests = new AsyncLocalStorage();
   const fetch = globalThis.fetch;
+  const origin = new URL(session.serve.url).origin;
+  const toServe = (input) => {
+    try {
+      return new URL(typeof input === "object" && "url" in input ? input.url : String(input)).origin === origin;
+    } catch {
+      return false;
+    }
+  };
   globalThis.fetch = function agentproxyFetch(input, init) {
     const id = tests.getStore();
-    const url = typeof input === "string" ? input : input instanceof URL ? input.href : input?.url;
-    if (id === undefined || typeof url !== "string" || !url.startsWith(session.serve.url)) {
+    if (id === undefined || !toServe(input)) {
       return fetch(input, init);
     }
-    const headers = new Headers(input instanceof Request ? input.headers : undefined);
-    new Headers(init?.headers).forEach((value, name) => headers.set(name, value));
-    headers.set(serve.TEST_HEADER, encodeURIComponent(id));
-    return fetch(input, { ...init, headers });
+    // The request as fetch would make it, with its test named.
+    const streamed = init?.body != null && typeof init.body !== "string" && !(init.body instanceof URLSearchParams);
+    const request = new Request(input, streamed ? { ...init, duplex: "half" } : init);
+    request.headers.set(serve.TEST_HEADER, encodeURIComponent(id));
+    return fetch(request);
   };
   return { session, tests };
 }
