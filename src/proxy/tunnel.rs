@@ -152,7 +152,8 @@ pub(super) struct Tunnel<M> {
 impl<M: Fn(&str) -> Intercepted + Send + Sync + 'static> Tunnel<M> {
     /// Serve what the program says in the tunnel: TLS (its first byte a handshake record)
     /// answered with the session's certificate for the host, else plain HTTP (a client
-    /// that tunnels `http://`).
+    /// that tunnels `http://`); to another host recorded, anything else (or silence: a
+    /// server that speaks first) is passed through as it is.
     async fn serve(self, upgraded: hyper::upgrade::Upgraded, config: Arc<rustls::ServerConfig>) {
         let host = self.host.clone();
         let mut io = tokio::io::BufReader::new(TokioIo::new(upgraded));
