@@ -79,12 +79,17 @@ fn pytest(dir: &Path, plugin: bool, env: &[(&str, &str)]) -> Duration {
         .env("AGENTPROXY_BIN", env!("CARGO_BIN_EXE_agentproxy"))
         .env_remove("CI")
         .envs(env.iter().copied());
+    timed(cmd, "pytest")
+}
+
+/// How long `cmd` (a test runner, `what`) took to pass; it must pass.
+fn timed(mut cmd: Command, what: &str) -> Duration {
     let started = Instant::now();
     let out = cmd.output().unwrap();
     let took = started.elapsed();
     assert!(
         out.status.success(),
-        "pytest failed:\n{}{}",
+        "{what} failed:\n{}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
@@ -225,16 +230,7 @@ fn vitest(upstream: &str, tests: usize, rounds: usize) -> (Vec<Duration>, Vec<Du
             .env_remove("CI")
             .env_remove("AGENTPROXY_MODE")
             .envs(env.iter().copied());
-        let started = Instant::now();
-        let out = cmd.output().unwrap();
-        let took = started.elapsed();
-        assert!(
-            out.status.success(),
-            "vitest failed:\n{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        took
+        timed(cmd, "vitest")
     };
     let key = ("OPENAI_API_KEY", "sk-bench");
     run(
