@@ -8,12 +8,11 @@
 
 mod support;
 
-use std::ffi::OsString;
 use std::path::Path;
 
 use support::fake_openai::FakeOpenAi;
 use support::npm::{copy_dir, fresh_project, no_cargo_path, node};
-use support::run::agentproxy;
+use support::run::{agentproxy, session};
 
 const API_KEY: &str = "sk-e2e-not-a-real-key-000000000000000000";
 
@@ -33,25 +32,15 @@ async fn node_fetch_through_node_use_env_proxy_records_and_replays() {
     let dir = tempfile::tempdir().unwrap();
     let cassette = dir.path().join("c.json");
     let fake = FakeOpenAi::start().await;
+    let script = repo().join("tests/node/hardcoded_fetch.mjs");
+    let program = [node.as_os_str(), script.as_os_str()];
     let run = |mode: &str, upstream: Option<String>| {
-        let mut args: Vec<OsString> = vec![
-            mode.into(),
-            "--contain".into(),
-            "on".into(),
-            "--cassette".into(),
-            cassette.clone().into_os_string(),
-        ];
-        if let Some(u) = upstream {
-            args.extend(["--upstream".into(), u.into()]);
-        }
-        args.extend([
-            "--".into(),
-            node.clone().into_os_string(),
-            repo()
-                .join("tests/node/hardcoded_fetch.mjs")
-                .into_os_string(),
-        ]);
-        agentproxy(args, &[("OPENAI_API_KEY", API_KEY)])
+        let mut flags = vec!["--contain", "on"];
+        flags.extend((upstream.iter()).flat_map(|u| ["--upstream", u.as_str()]));
+        agentproxy(
+            session(mode, &cassette, &flags, &program),
+            &[("OPENAI_API_KEY", API_KEY)],
+        )
     };
     let recorded = run("record", Some(fake.url())).await;
     if recorded.stderr.contains("--contain on: ") {

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use support::fake_ollama::FakeOllama;
 use support::fake_openai::FakeOpenAi;
-use support::run::{agentproxy, Run};
+use support::run::{agentproxy, session, Run};
 
 /// The key the record runs use. It has the `sk-` shape on purpose: the proxy must redact
 /// it, and the tests check that it never reaches the cassette.
@@ -519,21 +519,11 @@ async fn another_host_is_named_while_recording_and_refused_in_a_replay() {
     let dir = tempfile::tempdir().unwrap();
     let cassette = dir.path().join("c.json");
     let fake = FakeOpenAi::start().await;
+    let port_arg = OsString::from(port.to_string());
+    let program = [python.as_os_str(), &script("egress.py"), &port_arg];
     let run = |mode: &str, upstream: Option<String>| {
-        let mut args: Vec<OsString> = vec![
-            mode.into(),
-            "--cassette".into(),
-            cassette.clone().into_os_string(),
-        ];
-        if let Some(u) = upstream {
-            args.extend(["--upstream".into(), u.into()]);
-        }
-        args.extend([
-            "--".into(),
-            python.clone().into_os_string(),
-            script("egress.py"),
-            port.to_string().into(),
-        ]);
+        let flags: Vec<&str> = (upstream.iter()).flat_map(|u| ["--upstream", u]).collect();
+        let args = session(mode, &cassette, &flags, &program);
         agentproxy(args, &[("OPENAI_API_KEY", API_KEY)])
     };
     let recorded = run("record", Some(fake.url())).await;
@@ -653,27 +643,20 @@ async fn other_hosts_are_recorded_and_replayed_with_record_other_hosts() {
     let dir = tempfile::tempdir().unwrap();
     let cassette = dir.path().join("c.json");
     let fake = FakeOpenAi::start().await;
-    let run = |mode: &str, extra: Vec<OsString>, port_arg: u16| {
-        let mut args: Vec<OsString> = vec![
-            mode.into(),
-            "--cassette".into(),
-            cassette.clone().into_os_string(),
-        ];
-        args.extend(extra);
-        args.extend([
-            "--".into(),
-            python.clone().into_os_string(),
-            script("egress.py"),
-            port_arg.to_string().into(),
-        ]);
+    let egress = script("egress.py");
+    let run = |mode: &str, flags: &[&str], port: u16| {
+        let port = OsString::from(port.to_string());
+        let args = session(
+            mode,
+            &cassette,
+            flags,
+            &[python.as_os_str(), &egress, &port],
+        );
         agentproxy(args, &[("OPENAI_API_KEY", API_KEY)])
     };
-    let extra = vec![
-        "--record-other-hosts".into(),
-        "--upstream".into(),
-        fake.url().into(),
-    ];
-    let recorded = run("record", extra, port).await;
+    let upstream = fake.url();
+    let extra = ["--record-other-hosts", "--upstream", upstream.as_str()];
+    let recorded = run("record", &extra, port).await;
     assert!(recorded.status.success(), "{recorded}");
     for line in [
         "through the proxy: hello from the other host",
@@ -703,7 +686,7 @@ async fn other_hosts_are_recorded_and_replayed_with_record_other_hosts() {
     // The host is gone: the replay serves both requests from the cassette.
     server.abort();
     fake.stop().await;
-    let replayed = run("replay", vec![], port).await;
+    let replayed = run("replay", &[], port).await;
     assert!(replayed.status.success(), "{replayed}");
     for line in [
         "through the proxy: hello from the other host",
@@ -714,8 +697,8 @@ async fn other_hosts_are_recorded_and_replayed_with_record_other_hosts() {
     assert!(!replayed.stderr.contains("refused"), "{replayed}");
     // Another host the cassette does not hold is still refused (the program names the
     // port to the model too: that is tolerated here).
-    let tolerate = vec!["--match-ignore".into(), "/messages/1/content".into()];
-    let elsewhere = run("replay", tolerate, port + 1).await;
+    let tolerate = ["--match-ignore", "/messages/1/content"];
+    let elsewhere = run("replay", &tolerate, port + 1).await;
     assert_eq!(elsewhere.status.code(), Some(1), "{elsewhere}");
     assert!(
         elsewhere.stderr.contains("outside the cassette"),
@@ -782,19 +765,10 @@ async fn another_hosts_https_is_recorded_and_replayed_with_record_other_hosts() 
     let cassette = dir.path().join("c.json");
     let trusted = dir.path().join("ca.pem");
     std::fs::write(&trusted, ca).unwrap();
+    let (client, port_arg) = (script("other_https.py"), OsString::from(port.to_string()));
     let run = |mode: &str, extra: &[&str]| {
-        let mut args: Vec<OsString> = vec![
-            mode.into(),
-            "--cassette".into(),
-            cassette.clone().into_os_string(),
-        ];
-        args.extend(extra.iter().map(OsString::from));
-        args.extend([
-            "--".into(),
-            python.clone().into_os_string(),
-            script("other_https.py"),
-            port.to_string().into(),
-        ]);
+        let program = [python.as_os_str(), &client, &port_arg];
+        let args = session(mode, &cassette, extra, &program);
         let trusted = trusted.to_str().unwrap().to_owned();
         async move { agentproxy(args, &[("SSL_CERT_FILE", &trusted)]).await }
     };
@@ -834,24 +808,15 @@ async fn a_contained_program_that_ignores_the_proxy_is_intercepted_or_named() {
     let dir = tempfile::tempdir().unwrap();
     let cassette = dir.path().join("c.json");
     let fake = FakeOpenAi::start().await;
+    let port_arg = OsString::from(port.to_string());
+    let program = [python.as_os_str(), &script("direct.py"), &port_arg];
     let run = |mode: &str, upstream: Option<String>| {
-        let mut args: Vec<OsString> = vec![
-            mode.into(),
-            "--contain".into(),
-            "on".into(),
-            "--cassette".into(),
-            cassette.clone().into_os_string(),
-        ];
-        if let Some(u) = upstream {
-            args.extend(["--upstream".into(), u.into()]);
-        }
-        args.extend([
-            "--".into(),
-            python.clone().into_os_string(),
-            script("direct.py"),
-            port.to_string().into(),
-        ]);
-        agentproxy(args, &[("OPENAI_API_KEY", API_KEY)])
+        let mut flags = vec!["--contain", "on"];
+        flags.extend((upstream.iter()).flat_map(|u| ["--upstream", u.as_str()]));
+        agentproxy(
+            session(mode, &cassette, &flags, &program),
+            &[("OPENAI_API_KEY", API_KEY)],
+        )
     };
     let recorded = run("record", Some(fake.url())).await;
     if recorded.stderr.contains("--contain on: ") {

@@ -1,7 +1,7 @@
 //! The `agentproxy` binary run to its end as a user's shell would run it, for the
 //! end-to-end tests with real clients (Python, Node).
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::path::Path;
 use std::process::ExitStatus;
@@ -38,6 +38,16 @@ const STEERING: [&str; 7] = [
     "HTTPS_PROXY",
     "HTTP_PROXY",
 ];
+
+/// The arguments of a session of `program`: `MODE --cassette CASSETTE FLAGS... --
+/// PROGRAM...`.
+pub fn session(mode: &str, cassette: &Path, flags: &[&str], program: &[&OsStr]) -> Vec<OsString> {
+    let mut args: Vec<OsString> = vec![mode.into(), "--cassette".into(), cassette.into()];
+    args.extend(flags.iter().map(OsString::from));
+    args.push("--".into());
+    args.extend(program.iter().map(OsString::from));
+    args
+}
 
 /// Runs the agentproxy binary in the repository with `args`, in an environment cleaned of
 /// what could steer it or the client from the developer's shell, with `env` (the keys)
