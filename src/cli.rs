@@ -55,7 +55,7 @@ pub enum Command {
     /// Serve a cassette to a program: offline, deterministic, free.
     #[command(
         long_about = "Serve a cassette to a program: offline, deterministic, free.\n\n\
-No network is used. Each request is matched by the sha256 of its normalized body (keys sorted, `stream` and \
+No network is used. Each request is matched by a hash of its normalized body (keys sorted, `stream` and \
 `stream_options` removed, the cassette's and the flags' match rules applied); identical requests are served \
 their recordings in order. A request with no recording gets an HTTP 400 in the provider's error shape (type \
 agentproxy_cassette_miss, not retried by SDKs) and a report on stderr naming the nearest recorded request and \

@@ -101,6 +101,17 @@ impl Secrets {
         Secrets::sorted(self.pairs)
     }
 
+    /// Could a secret value be in the strings of `json`, a JSON text as serde_json writes
+    /// it (escaping only quotes, backslashes and control characters)? `false` only when
+    /// none can: no secret holds a character serde_json escapes, and none appears in the
+    /// text as it is (a decoded string's other characters are in the text as they are).
+    pub fn may_be_in_json(&self, json: &[u8]) -> bool {
+        self.pairs.iter().any(|(needle, _)| {
+            needle.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20)
+                || memchr::memmem::find(json, needle.as_bytes()).is_some()
+        })
+    }
+
     /// Replace every secret value in `s` by its placeholder; `None` when nothing changed.
     pub fn redact_str(&self, s: &str) -> Option<String> {
         let mut out: Option<String> = None;

@@ -7,6 +7,8 @@ mod support;
 use std::path::Path;
 use std::time::Duration;
 
+use agentproxy::cassette::Body;
+use agentproxy::matching::{key::KeyHash, normalize::Rules, request_key};
 use serde_json::{json, Value};
 use support::fake_openai::FakeOpenAi;
 use support::{http, proxy::Daemon};
@@ -234,6 +236,111 @@ async fn byte_identical_requests_are_matched_by_digest_and_other_spellings_by_ke
     let (code, err) = d.interrupt();
     assert_eq!(code, 1, "{err}");
     fake.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn requests_spelled_otherwise_are_keyed_from_their_bytes_secrets_and_all() {
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let env = [("MY_SERVICE_TOKEN", "tok-very-secret-value-42")];
+    let url = fake.url();
+    let args = ["record", "--cassette", "c.json", "--upstream", url.as_str()];
+    let d = Daemon::start_with_env(&args, dir.path(), &env);
+    let mut whole = weather_request("Oslo", false);
+    whole["messages"][1]["content"] = json!("Oslo, with tok-very-secret-value-42 please");
+    let streamed = weather_request("Paris", true);
+    let (purl, w, s) = (d.url.clone(), whole.clone(), streamed.clone());
+    let recorded = blocking(move || {
+        [
+            http::post_json(&purl, CHAT, &w),
+            http::post_json(&purl, CHAT, &s),
+        ]
+    })
+    .await;
+    assert!(recorded.iter().all(|r| r.status == 200));
+    d.interrupt();
+
+    let d = Daemon::start_with_env(&["replay", "--cassette", "c.json"], dir.path(), &env);
+    let url = d.url.clone();
+    let (w, s) = (respelled(&whole), respelled(&streamed));
+    let replayed = blocking(move || {
+        assert!(
+            w.contains("s\\u0065cr\\u0065t"),
+            "the secret is spelled with escapes: {w}"
+        );
+        [w.clone(), s, w].map(|body| post_bytes(&url, body.as_bytes()))
+    })
+    .await;
+    assert_eq!(replayed[0].status, 200, "{}", replayed[0].text());
+    assert_eq!(replayed[0].json(), recorded[0].json());
+    assert_eq!(
+        replayed[1].text(),
+        recorded[1].text(),
+        "the stream as recorded"
+    );
+    assert_eq!(replayed[2].status, 400, "the one recording was taken");
+    let (code, err) = d.interrupt();
+    assert_eq!(code, 1, "{err}");
+
+    // Format 2.0 keys with XXH3-128; a 1.x cassette's SHA-256 keys are kept and matched,
+    // and keys of both kinds in one cassette are made anew.
+    let mut c = cassette(dir.path());
+    assert_eq!(c["format"], "2.0");
+    assert!(c["interactions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|i| i["key"].as_str().unwrap().len() == 32));
+    let sha256 = Rules::default().hashed_with(KeyHash::Sha256);
+    c["format"] = json!("1.4");
+    for it in c["interactions"].as_array_mut().unwrap() {
+        let body = Body::Json(it["request"]["body"]["json"].clone().into());
+        let key = request_key(
+            it["route"].as_str().unwrap(),
+            "POST",
+            CHAT,
+            Some(&body),
+            &sha256,
+        );
+        it["key"] = json!(key);
+        it["request"]["body_xxh3"] = Value::Null;
+    }
+    // Mixed: the second key is an XXH3-long prefix of its SHA-256, right for neither.
+    let one_kind = c.clone();
+    let mut mixed = c;
+    mixed["interactions"][1]["key"] =
+        one_kind["interactions"][1]["key"].as_str().unwrap()[..32].into();
+    for (file, c) in [("old.json", &one_kind), ("mixed.json", &mixed)] {
+        std::fs::write(dir.path().join(file), serde_json::to_vec(c).unwrap()).unwrap();
+        let d = Daemon::start_with_env(&["replay", "--cassette", file], dir.path(), &env);
+        let url = d.url.clone();
+        let (w, s) = (respelled(&whole), respelled(&streamed));
+        let replayed = blocking(move || [w, s].map(|body| post_bytes(&url, body.as_bytes()))).await;
+        assert_eq!(replayed[0].json(), recorded[0].json(), "{file}");
+        assert_eq!(replayed[1].text(), recorded[1].text(), "{file}");
+        let (code, err) = d.interrupt();
+        assert_eq!(code, 0, "{file}: {err}");
+    }
+    fake.stop().await;
+}
+
+/// `v` as JSON text spelled unlike serde_json: each object's keys in reverse order, space
+/// after each colon, and every `e` and `/` in strings escaped.
+fn respelled(v: &Value) -> String {
+    match v {
+        Value::Object(map) => {
+            let members: Vec<String> = (map.iter().rev())
+                .map(|(k, v)| format!("{}: {}", respelled(&json!(k)), respelled(v)))
+                .collect();
+            format!("{{ {} }}", members.join(",\n  "))
+        }
+        Value::Array(items) => {
+            let items: Vec<String> = items.iter().map(respelled).collect();
+            format!("[{}]", items.join(", "))
+        }
+        Value::String(_) => v.to_string().replace('e', "\\u0065").replace('/', "\\/"),
+        other => other.to_string(),
+    }
 }
 
 fn post_bytes(base: &str, body: &[u8]) -> http::Reply {

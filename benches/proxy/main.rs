@@ -246,14 +246,19 @@ fn run(cfg: &Config) -> Result<usize, String> {
     let mut rss: Vec<(String, u64)> = vec![];
     for s in &cfg.scenarios {
         match s.as_str() {
-            "stages" => stages::run(
-                &ctx.bodies,
-                if cfg.quick {
-                    Duration::from_millis(100)
-                } else {
-                    Duration::from_secs(3)
-                },
-            ),
+            "stages" => {
+                let respelled: Vec<Bytes> = (ctx.exchanges.iter())
+                    .map(|e| workload::respelled(&e.request))
+                    .collect();
+                let min_time = match cfg.quick {
+                    true => Duration::from_millis(100),
+                    false => Duration::from_secs(3),
+                };
+                if let Err(e) = stages::run(&ctx.bodies, &respelled, min_time) {
+                    eprintln!("bench: {e}");
+                    ctx.failures += 1;
+                }
+            }
             "replay" => scenarios::replay(&mut ctx, &mut rss)?,
             "record" => scenarios::record(&mut ctx, &mut rss)?,
             "stream" => scenarios::stream(&mut ctx, &mut rss)?,

@@ -151,6 +151,7 @@ impl Ctx<'_> {
 /// What one replay-throughput column serves: the canned server, or a replay daemon.
 struct Target<'a> {
     url: String,
+    bodies: Arc<Vec<Bytes>>,
     lens: Arc<Vec<usize>>,
     client: load::HttpClient,
     server: Server<'a>,
@@ -160,7 +161,8 @@ pub fn replay(ctx: &mut Ctx, rss: &mut Vec<(String, u64)>) -> Result<(), String>
     let cfg = ctx.cfg;
     // The same recordings twice: with the request digests a recording stores (the
     // requests below are byte-identical to them, as a program's are on replay), and
-    // without (every request parsed and keyed, as one spelled differently would be).
+    // without, sent the same requests spelled otherwise (keys in another order, spaces),
+    // so every one is keyed.
     let exact = ctx.dir.path().join("replay.json");
     let size = workload::write_cassette(&exact, &ctx.exchanges, true)?;
     let keyed = ctx.dir.path().join("replay-keyed.json");
@@ -178,18 +180,26 @@ pub fn replay(ctx: &mut Ctx, rss: &mut Vec<(String, u64)>) -> Result<(), String>
     let targets = [
         Target {
             url: format!("http://{canned_addr}"),
+            bodies: ctx.bodies.clone(),
             lens: Arc::new(vec![ctx.canned.len()]),
             client: load::client(),
             server: Server::Canned,
         },
         Target {
             url: de.url.clone(),
+            bodies: ctx.bodies.clone(),
             lens: ctx.response_lens.clone(),
             client: load::client(),
             server: Server::Proxy(&de),
         },
         Target {
             url: dk.url.clone(),
+            bodies: Arc::new(
+                ctx.exchanges
+                    .iter()
+                    .map(|e| workload::respelled(&e.request))
+                    .collect(),
+            ),
             lens: ctx.response_lens.clone(),
             client: load::client(),
             server: Server::Proxy(&dk),
@@ -201,7 +211,7 @@ pub fn replay(ctx: &mut Ctx, rss: &mut Vec<(String, u64)>) -> Result<(), String>
     let cmax = cfg.concurrency.iter().copied().max().unwrap_or(1);
     for t in &targets {
         for (c, count) in [(8, n), (cmax, cmax * 4)] {
-            let l = Load::new(&t.url, ctx.bodies.clone(), t.lens.clone(), Measure::Whole)?.with(
+            let l = Load::new(&t.url, t.bodies.clone(), t.lens.clone(), Measure::Whole)?.with(
                 c,
                 count,
                 Duration::from_secs(60),
@@ -222,8 +232,11 @@ pub fn replay(ctx: &mut Ctx, rss: &mut Vec<(String, u64)>) -> Result<(), String>
             for k in 0..targets.len() {
                 let i = (k + round) % targets.len();
                 let t = &targets[i];
-                let l = Load::new(&t.url, ctx.bodies.clone(), t.lens.clone(), Measure::Whole)?
-                    .with(*c, 1_000_000, cfg.duration);
+                let l = Load::new(&t.url, t.bodies.clone(), t.lens.clone(), Measure::Whole)?.with(
+                    *c,
+                    1_000_000,
+                    cfg.duration,
+                );
                 samples[i].push(measure(&ctx.rt, &t.client, &l, t.server));
             }
         }
@@ -253,7 +266,7 @@ pub fn replay(ctx: &mut Ctx, rss: &mut Vec<(String, u64)>) -> Result<(), String>
         "\n1. replay throughput, {n} distinct requests, {:.1} s per run, keep-alive, 1 load thread",
         cfg.duration.as_secs_f64()
     );
-    println!("   identical: requests byte-identical to their recordings (found by digest); keyed: the same requests, parsed and keyed");
+    println!("   identical: requests byte-identical to their recordings (found by digest); keyed: the same requests spelled otherwise (keys reversed, spaces), keyed");
     println!("   conc | req/s canned / identical / keyed | identical/canned [min-max] | keyed/canned | p50 µs canned / identical / keyed | p99 µs canned / identical / keyed | CPU µs/req canned / identical / keyed, client");
     for (c, [canned, exact, keyed]) in &results {
         let rps = |v: &[Sample]| median(v.iter().map(|s| s.run.rps()).collect());

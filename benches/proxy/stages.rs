@@ -4,7 +4,10 @@
 //! raw bytes; only validating the JSON), and the digest a byte-identical request is found
 //! by instead.
 //!
-//! These are the library's public functions in the order `proxy::service::handle` calls them.
+//! These are the library's public functions in the order `proxy::api` calls them on the
+//! `Value` path; then the same key from the bytes (`matching::key_of_bytes`, what replay
+//! does first for a request that is not byte-identical to its recording), for the
+//! workload's compact text and for the same requests spelled otherwise.
 
 use std::time::{Duration, Instant};
 
@@ -12,7 +15,7 @@ use bytes::Bytes;
 use serde_json::Value;
 
 use agentproxy::cassette::Body;
-use agentproxy::matching::{key, normalize, request_key};
+use agentproxy::matching::{key, key_of_bytes, normalize, request_key};
 use agentproxy::redact::Secrets;
 
 #[derive(Default, Clone, Copy)]
@@ -23,8 +26,20 @@ struct Times {
     free: Duration,
 }
 
-/// Print µs per request for each step, over at least `min_time` of repetitions.
-pub fn run(bodies: &[Bytes], min_time: Duration) {
+const ROUTE: &str = "openai.chat";
+const PATH: &str = "/v1/chat/completions";
+
+/// The key the `Value` path gives a body.
+fn value_key(body: &[u8], secrets: &Secrets, rules: &normalize::Rules) -> String {
+    let mut v: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    secrets.redact_value(&mut v);
+    let body = Body::Json(v.into());
+    request_key(ROUTE, "POST", PATH, Some(&body), rules)
+}
+
+/// Print µs per request for each step, over at least `min_time` of repetitions; fails
+/// when a key from the bytes differs from the `Value` path's.
+pub fn run(bodies: &[Bytes], respelled: &[Bytes], min_time: Duration) -> Result<(), String> {
     let secrets = Secrets::from_vars([(
         "OPENAI_API_KEY".to_owned(),
         super::daemon::API_KEY.to_owned(),
@@ -46,13 +61,7 @@ pub fn run(bodies: &[Bytes], min_time: Duration) {
             secrets.redact_value(&mut v);
             let t2 = Instant::now();
             let body = Body::Json(v.into());
-            let k = request_key(
-                "openai.chat",
-                "POST",
-                "/v1/chat/completions",
-                Some(&body),
-                &rules,
-            );
+            let k = request_key(ROUTE, "POST", PATH, Some(&body), &rules);
             let t3 = Instant::now();
             sink += k.len();
             drop(body);
@@ -77,9 +86,29 @@ pub fn run(bodies: &[Bytes], min_time: Duration) {
     let n = bodies.len() as f64;
     let per = |d: Duration| d.as_secs_f64() * 1e6 / n;
     let mbps = |d: Duration| bytes as f64 / d.as_secs_f64().max(1e-9) / 1e6;
-    // For comparison: normalizing by copy (what match rules need), and the floors.
+    let sha256 = rules.clone().hashed_with(key::KeyHash::Sha256);
+    for (body, other) in bodies.iter().zip(respelled) {
+        for (rules, by_value) in [
+            (&rules, value_key(body, &secrets, &rules)),
+            (&sha256, value_key(body, &secrets, &sha256)),
+        ] {
+            for b in [body, other] {
+                let by_bytes =
+                    key_of_bytes(ROUTE, ("POST", PATH), b, &secrets, rules).map(|(k, _)| k);
+                if by_bytes.as_ref() != Some(&by_value) {
+                    return Err(format!(
+                    "the key from the bytes ({by_bytes:?}) is not the Value path's ({by_value}) for {}",
+                    String::from_utf8_lossy(b)
+                ));
+                }
+            }
+        }
+    }
+    // For comparison: normalizing by copy (what match rules need), the floors, and the key
+    // from the bytes.
     let (mut norm, mut raw, mut validate, mut digest) =
         (Duration::MAX, Duration::MAX, Duration::MAX, Duration::MAX);
+    let (mut from_bytes, mut from_respelled) = (Duration::MAX, Duration::MAX);
     for _ in 0..3 {
         let (mut a, mut b, mut c, mut d) = (
             Duration::ZERO,
@@ -87,13 +116,26 @@ pub fn run(bodies: &[Bytes], min_time: Duration) {
             Duration::ZERO,
             Duration::ZERO,
         );
+        let (mut e, mut f) = (Duration::ZERO, Duration::ZERO);
+        for (body, other) in bodies.iter().zip(respelled) {
+            let t0 = Instant::now();
+            sink += key_of_bytes(ROUTE, ("POST", PATH), body, &secrets, &rules)
+                .map_or(0, |k| k.0.len());
+            let t1 = Instant::now();
+            sink += key_of_bytes(ROUTE, ("POST", PATH), other, &secrets, &rules)
+                .map_or(0, |k| k.0.len());
+            e += t1 - t0;
+            f += t1.elapsed();
+        }
+        from_bytes = from_bytes.min(e);
+        from_respelled = from_respelled.min(f);
         for body in bodies {
             let v: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
             let t0 = Instant::now();
             let nv = normalize::normalize(&v, &rules);
             drop(nv);
             let t1 = Instant::now();
-            sink += key::key_raw("openai.chat", body).len();
+            sink += key::key_raw(key::KeyHash::Sha256, ROUTE, body).len();
             let t2 = Instant::now();
             sink += usize::from(serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok());
             let t3 = Instant::now();
@@ -126,7 +168,7 @@ pub fn run(bodies: &[Bytes], min_time: Duration) {
         per(t.redact)
     );
     println!(
-        "   request_key (normalize, canonical sha256)    | {:>10.1} | {:>5.0}",
+        "   request_key (normalize, canonical XXH3-128)  | {:>10.1} | {:>5.0}",
         per(t.key),
         mbps(t.key)
     );
@@ -158,7 +200,17 @@ pub fn run(bodies: &[Bytes], min_time: Duration) {
         per(digest),
         mbps(digest)
     );
+    println!(
+        "   key from the bytes (matching::key_of_bytes), the same text | {:>5.1} | {:>5.0}",
+        per(from_bytes),
+        mbps(from_bytes)
+    );
+    println!(
+        "   key from the bytes, spelled otherwise (keys reversed, spaces) | {:>5.1} |",
+        per(from_respelled),
+    );
     if sink == 0 {
         println!("   (nothing hashed)");
     }
+    Ok(())
 }

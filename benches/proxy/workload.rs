@@ -417,6 +417,38 @@ pub struct Exchange {
     pub wire: Bytes,
 }
 
+/// `v` spelled as Python's `json.dumps` writes a dict built in another order than sorted:
+/// each object's keys in reverse order, `", "` and `": "` between items. The same request
+/// as `wire`, in another spelling: what a keyed replay is for.
+pub fn respelled(v: &Value) -> Bytes {
+    fn write(v: &Value, out: &mut String) {
+        match v {
+            Value::Object(map) => {
+                out.push('{');
+                for (i, (k, item)) in map.iter().rev().enumerate() {
+                    out.push_str(if i > 0 { ", " } else { "" });
+                    out.push_str(&Value::String(k.clone()).to_string());
+                    out.push_str(": ");
+                    write(item, out);
+                }
+                out.push('}');
+            }
+            Value::Array(items) => {
+                out.push('[');
+                for (i, item) in items.iter().enumerate() {
+                    out.push_str(if i > 0 { ", " } else { "" });
+                    write(item, out);
+                }
+                out.push(']');
+            }
+            other => out.push_str(&other.to_string()),
+        }
+    }
+    let mut out = String::new();
+    write(v, &mut out);
+    Bytes::from(out)
+}
+
 /// `count` exchanges from consecutive conversations. Request bodies range from about 2 KB
 /// (a fresh conversation) to `max_kb` (a long one).
 pub fn generate(count: usize, max_kb: usize, seed: u64) -> Vec<Exchange> {

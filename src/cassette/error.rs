@@ -31,7 +31,7 @@ pub enum CassetteError {
         message: String,
     },
 
-    #[error("cassette {path} has format {found}, but this agentproxy reads format {supported}.x only\n  hint: {hint}", path = .path.display())]
+    #[error("cassette {path} has format {found}, but this agentproxy reads formats {oldest}.x to {supported}.x\n  hint: {hint}", path = .path.display(), oldest = super::format::OLDEST_MAJOR)]
     Version {
         path: PathBuf,
         found: String,

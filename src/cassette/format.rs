@@ -18,9 +18,13 @@ use crate::neutral::{Execution, ModelCall};
 use crate::sse::{Framing, SseEvent};
 
 /// Major version of the format this build writes; a cassette with a newer major is refused.
-pub const FORMAT_MAJOR: u32 = 1;
+/// 2.0 keys with XXH3-128 (see [`crate::matching::key::KeyHash`]): an older reader would
+/// key its requests otherwise and miss every one, so it refuses the cassette instead.
+pub const FORMAT_MAJOR: u32 = 2;
+/// The oldest major this build reads (1.x: its SHA-256 keys are kept).
+pub const OLDEST_MAJOR: u32 = 1;
 /// Minor version: additions that older readers can ignore (unknown fields are skipped on load).
-pub const FORMAT_MINOR: u32 = 4;
+pub const FORMAT_MINOR: u32 = 0;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Cassette {
@@ -165,7 +169,8 @@ pub struct Hole {
 pub struct Interaction {
     /// Dialect and endpoint, e.g. `openai.chat`, or `http` for plain HTTP.
     pub route: String,
-    /// Hex sha256 of the normalized request under the cassette's match rules.
+    /// The hash of the normalized request under the cassette's match rules, in hex: XXH3-128
+    /// (32 digits) from format 2.0, SHA-256 (64) in 1.x cassettes.
     pub key: String,
     /// The test-runner turn (0-based) this interaction happened in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -387,7 +392,7 @@ mod tests {
         assert_eq!(parse_major("12.3"), Some(12));
         assert_eq!(parse_major("1"), None);
         assert_eq!(parse_major("x.1"), None);
-        assert_eq!(format_version(), "1.4");
+        assert_eq!(format_version(), "2.0");
     }
 
     #[test]

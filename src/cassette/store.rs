@@ -6,7 +6,7 @@ use bytes::Bytes;
 use serde::Deserialize;
 
 use super::error::CassetteError;
-use super::format::{parse_major, Cassette, FORMAT_MAJOR};
+use super::format::{parse_major, Cassette, FORMAT_MAJOR, OLDEST_MAJOR};
 pub use super::writer::{to_bytes, Writer};
 use super::{lazy, validate};
 
@@ -138,7 +138,7 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<Cassette, CassetteError> {
 /// Refuse a cassette whose major version this build does not read.
 fn check_version(path: &Path, found: &str) -> Result<(), CassetteError> {
     let hint = match parse_major(found) {
-        Some(major) if major == FORMAT_MAJOR => return Ok(()),
+        Some(major) if (OLDEST_MAJOR..=FORMAT_MAJOR).contains(&major) => return Ok(()),
         Some(major) if major > FORMAT_MAJOR => {
             "it was written by a newer agentproxy; upgrade agentproxy to replay it"
         }
@@ -204,16 +204,17 @@ pub(super) mod tests {
 
     #[test]
     fn newer_major_is_refused_with_upgrade_hint() {
-        let err = parse(Path::new("c.json"), br#"{"format":"2.0","whatever":true}"#).unwrap_err();
+        let err = parse(Path::new("c.json"), br#"{"format":"3.0","whatever":true}"#).unwrap_err();
         let msg = err.to_string();
-        assert!(msg.contains("format 2.0"), "{msg}");
+        assert!(msg.contains("format 3.0"), "{msg}");
+        assert!(msg.contains("reads formats 1.x to 2.x"), "{msg}");
         assert!(msg.contains("upgrade agentproxy"), "{msg}");
     }
 
     #[test]
     fn newer_major_that_fits_the_model_is_still_refused() {
         let mut v = serde_json::to_value(empty()).unwrap();
-        v["format"] = "2.1".into();
+        v["format"] = "3.1".into();
         let err = parse(Path::new("c.json"), &serde_json::to_vec(&v).unwrap()).unwrap_err();
         assert!(err.to_string().contains("upgrade agentproxy"), "{err}");
         v["format"] = "0.9".into();

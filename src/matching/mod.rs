@@ -1,6 +1,7 @@
 //! How a replayed request finds its recording: normalization, keys, the FIFO index and the
 //! near-miss report (with the sketches that shortlist its candidates).
 
+pub mod canonical;
 pub mod index;
 pub mod key;
 pub mod nearmiss;
@@ -20,23 +21,48 @@ pub fn request_key(
     body: Option<&Body>,
     rules: &normalize::Rules,
 ) -> String {
-    let scope = if route == Route::Http.name() {
+    let (scope, hash) = (scope(route, method, path), rules.hash());
+    match body {
+        // Without rules, normalizing only drops transport fields: hash a view, not a copy.
+        Some(Body::Json(v)) if rules.is_empty() => {
+            key::key(hash, &scope, &normalize::WithoutTransport(v))
+        }
+        Some(Body::Json(v)) => key::key(hash, &scope, &normalize::normalize(v, rules)),
+        Some(other) => key::key_raw(hash, &scope, &other.to_bytes()),
+        None => key::key_raw(hash, &scope, b""),
+    }
+}
+
+/// What a key hashes before the body: the route name, and what of the method and path
+/// belongs in the key.
+fn scope(route: &str, method: &str, path: &str) -> String {
+    if route == Route::Http.name() {
         format!("http {method} {path}")
     } else {
         match Route::from_name(route).key_scope(path) {
             Some(extra) => format!("{route} {extra}"),
             None => route.to_owned(),
         }
-    };
-    match body {
-        // Without rules, normalizing only drops transport fields: hash a view, not a copy.
-        Some(Body::Json(v)) if rules.is_empty() => {
-            key::key(&scope, &normalize::WithoutTransport(v))
-        }
-        Some(Body::Json(v)) => key::key(&scope, &normalize::normalize(v, rules)),
-        Some(other) => key::key_raw(&scope, &other.to_bytes()),
-        None => key::key_raw(&scope, b""),
     }
+}
+
+/// A JSON request's key computed from its bytes (see [`canonical`]): the key
+/// [`request_key`] gives the parsed body with `secrets` redacted, and the transport fields
+/// the key leaves out, which say how the answer is delivered. `None` when the body must be
+/// parsed to be keyed (among others, under rules that ignore or fill parts of it).
+pub fn key_of_bytes(
+    route: &str,
+    (method, path): (&str, &str),
+    raw: &[u8],
+    secrets: &crate::redact::Secrets,
+    rules: &normalize::Rules,
+) -> Option<(String, serde_json::Value)> {
+    if !rules.is_empty() {
+        return None;
+    }
+    let c = canonical::canonical(raw, secrets)?;
+    let key = key::key_of_canonical(rules.hash(), &scope(route, method, path), &c.text);
+    Some((key, c.transport))
 }
 
 /// Recompute every interaction's key under `rules` (a session whose match rules differ from

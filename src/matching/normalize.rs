@@ -5,10 +5,11 @@ use regex::Regex;
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::Value;
 
+use super::key::KeyHash;
 use crate::cassette::MatchRules;
 
 /// Top-level fields that only change how the answer is delivered, never what it says.
-const TRANSPORT_FIELDS: [&str; 2] = ["stream", "stream_options"];
+pub(crate) const TRANSPORT_FIELDS: [&str; 2] = ["stream", "stream_options"];
 
 /// Match rules with their regexes compiled and pointers split, validated once at start-up.
 #[derive(Debug, Clone, Default)]
@@ -17,6 +18,8 @@ pub struct Rules {
     holes: Vec<CompiledHole>,
     /// The rules as [`MatchRules::describe`] says them.
     described: Option<String>,
+    /// How keys are hashed (the cassette's kind).
+    hash: KeyHash,
 }
 
 #[derive(Debug, Clone)]
@@ -74,7 +77,18 @@ impl Rules {
             ignore,
             holes,
             described: rules.describe(),
+            hash: KeyHash::default(),
         })
+    }
+
+    /// These rules, keying with `hash`.
+    pub fn hashed_with(self, hash: KeyHash) -> Rules {
+        Rules { hash, ..self }
+    }
+
+    /// How keys are hashed under these rules.
+    pub fn hash(&self) -> KeyHash {
+        self.hash
     }
 
     /// The rules in a line, for miss reports; `None` when there are none.

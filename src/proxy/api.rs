@@ -196,6 +196,9 @@ async fn answer_request(
         if let Some(resp) = serve_identical(proxy, &head, seq, route, &raw).await {
             return resp;
         }
+        if let Some(resp) = serve_keyed(proxy, &head, seq, route, &raw).await {
+            return resp;
+        }
     }
     let (route, body) = match prepare_body(proxy, route, raw.clone()) {
         Ok(b) => (route, b),
@@ -254,6 +257,32 @@ async fn serve_identical(
         return None;
     }
     let pos = rp.take_identical(route, head.method.as_str(), &head.stored_path, raw)?;
+    let it = &rp.interactions[pos];
+    proxy.served(seq, it, proxy.current_turn(), &[], None);
+    Some(replay::serve(rp, it, None).await)
+}
+
+/// The keyed path of replay without parsing: a JSON request keyed from its bytes
+/// (`matching::key_of_bytes`) and served its recording as recorded. Not with tool mocks,
+/// match rules or a fault that rewrites answers, nor where the recording must be
+/// converted (a stream served whole, or the reverse) or nothing is left to serve: those
+/// take the full path, which keys the request again and reports a miss.
+async fn serve_keyed(
+    proxy: &Proxy,
+    head: &Head,
+    seq: u64,
+    route: Route,
+    raw: &[u8],
+) -> Option<Response<ProxyBody>> {
+    let rp = proxy.opts.replay.as_ref()?;
+    if proxy.opts.mocks.is_some() || proxy.faults.rewrites() {
+        return None;
+    }
+    let (method, path) = (head.method.as_str(), head.stored_path.as_str());
+    let (secrets, rules) = (&proxy.opts.secrets, &proxy.opts.rules);
+    let (key, transport) =
+        matching::key_of_bytes(route.name(), (method, path), raw, secrets, rules)?;
+    let pos = rp.take_as_recorded(&key, route.wants_stream(path, &transport))?;
     let it = &rp.interactions[pos];
     proxy.served(seq, it, proxy.current_turn(), &[], None);
     Some(replay::serve(rp, it, None).await)

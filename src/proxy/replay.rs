@@ -160,6 +160,24 @@ impl Replay {
         }
     }
 
+    /// The next recording of `key`, taken only if it answers a request that does or does
+    /// not `want_stream` as it was recorded (see [`serve`]); else left in place, for the
+    /// full path to convert.
+    pub(super) fn take_as_recorded(&self, key: &str, want_stream: bool) -> Option<usize> {
+        if self.is_lenient() {
+            return None;
+        }
+        let mut index = self.index();
+        let pos = index.peek(key)?;
+        if !served_as_recorded(&self.interactions[pos], want_stream) {
+            return None;
+        }
+        match index.take(key) {
+            Lookup::Hit(pos) => Some(pos),
+            _ => None,
+        }
+    }
+
     /// Recordings never served, as `#3 POST /v1/chat/completions (openai.chat)`.
     pub(super) fn unused(&self) -> Vec<String> {
         let positions = self.index().unused();
@@ -252,6 +270,17 @@ pub(super) async fn serve(
     };
     *resp.status_mut() = status;
     resp
+}
+
+/// Does [`serve`] answer a request that does or does not `want_stream` with `it` exactly
+/// as recorded? Not when it turns a recorded stream into a whole body, or a whole body
+/// into a stream.
+fn served_as_recorded(it: &Interaction, want_stream: bool) -> bool {
+    let rec = &it.response;
+    match &rec.events {
+        Some(_) => want_stream || rec.body.is_none(),
+        None => !want_stream || !StatusCode::from_u16(rec.status).is_ok_and(|s| s.is_success()),
+    }
 }
 
 /// Spread a recorded latency evenly over the events: the first after one share, like a

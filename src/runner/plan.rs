@@ -16,6 +16,7 @@ use crate::dialect;
 use crate::fault::CrashPoint;
 use crate::matching;
 use crate::matching::index::Repeat;
+use crate::matching::key::KeyHash;
 use crate::matching::normalize::{RuleError, Rules};
 use crate::proxy::intercept::Authority;
 use crate::proxy::upstream::{InvalidUpstream, Upstream};
@@ -180,7 +181,11 @@ pub(crate) fn plan(setup: Setup, fwd: &Forwarding) -> Result<Plan, PlanError> {
         (Some(c), Use::Replay | Use::Update) => c.match_rules.merged(&setup.match_rules),
         _ => setup.match_rules,
     };
-    let rules = Rules::compile(&match_rules)?;
+    // A cassette served or updated keeps the hash its keys were made with; one whose keys
+    // mix kinds is keyed anew. A new recording keys with the current hash.
+    let kept = (setup.existing.as_ref()).filter(|_| matches!(usage, Use::Replay | Use::Update));
+    let hash = kept.map(|c| KeyHash::of(c.interactions.iter().map(|i| i.key.as_str())));
+    let rules = Rules::compile(&match_rules)?.hashed_with(hash.flatten().unwrap_or_default());
     // A spec case's cassette served by anything but that case: its mocks and its way of
     // driving the program are missing, and a miss says so and how to run it.
     let foreign = match (&setup.existing, &setup.recorded_by) {
@@ -192,7 +197,7 @@ pub(crate) fn plan(setup: Setup, fwd: &Forwarding) -> Result<Plan, PlanError> {
         .flatten();
     let interactions = match (setup.existing, usage) {
         (Some(mut c), Use::Replay | Use::Update) => {
-            if c.match_rules != match_rules {
+            if c.match_rules != match_rules || hash == Some(None) {
                 // New tolerance changes what a key covers: recompute the recorded keys.
                 matching::rekey(&mut c.interactions, &rules);
             }
@@ -306,8 +311,14 @@ pub(crate) fn save(
         match_rules = match_rules.merged(&MatchRules::of_client(client));
     }
     // The session's rules compiled; a known client's are tested to (see `dialect`).
-    if let (false, Ok(rules)) = (outcome.clients.is_empty(), Rules::compile(&match_rules)) {
-        matching::rekey(&mut interactions, &rules);
+    // Keys of mixed kinds (an update's served and recorded ones never are) are made anew.
+    let hash = KeyHash::of(interactions.iter().map(|i| i.key.as_str()));
+    let rekeyed = !outcome.clients.is_empty() || hash.is_none();
+    if let (true, Ok(rules)) = (rekeyed, Rules::compile(&match_rules)) {
+        matching::rekey(
+            &mut interactions,
+            &rules.hashed_with(hash.unwrap_or_default()),
+        );
     }
     let cassette = Cassette {
         format: format_version(),
