@@ -324,6 +324,63 @@ async fn requests_spelled_otherwise_are_keyed_from_their_bytes_secrets_and_all()
     fake.stop().await;
 }
 
+/// The `THP_enabled` line of a process's status, when the kernel writes one.
+fn huge_pages(pid: &str) -> Option<String> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status
+        .lines()
+        .find_map(|l| l.strip_prefix("THP_enabled:"))?;
+    Some(line.trim().to_owned())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_recording_process_takes_no_huge_pages_and_its_program_gets_them_back() {
+    let Some(here) = huge_pages("self") else {
+        eprintln!("this kernel writes no THP_enabled line; nothing to check");
+        return;
+    };
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let d = record_daemon(dir.path(), &fake, &[]);
+    assert_eq!(
+        huge_pages(&d.pid().to_string()).as_deref(),
+        Some("0"),
+        "recording"
+    );
+    let purl = d.url.clone();
+    let r = blocking(move || http::post_json(&purl, CHAT, &weather_request("Oslo", false))).await;
+    assert_eq!(r.status, 200);
+    d.interrupt();
+    let d = replay_daemon(dir.path());
+    assert_eq!(
+        huge_pages(&d.pid().to_string()),
+        Some(here.clone()),
+        "replaying"
+    );
+    d.interrupt();
+    let url = fake.url();
+    let out = std::process::Command::new(support::proxy::bin())
+        .args([
+            "record",
+            "--cassette",
+            "c2.json",
+            "--upstream",
+            &url,
+            "--contain",
+            "off",
+        ])
+        .args(["--", "sh", "-c", "grep THP_enabled /proc/self/status"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(&format!("THP_enabled:\t{here}")),
+        "the program: {stdout}"
+    );
+    fake.stop().await;
+}
+
 /// `v` as JSON text spelled unlike serde_json: each object's keys in reverse order, space
 /// after each colon, and every `e` and `/` in strings escaped.
 fn respelled(v: &Value) -> String {

@@ -19,6 +19,7 @@ pub mod mcp_http;
 mod miss;
 mod options;
 mod outcome;
+pub mod pages;
 mod record;
 mod replay;
 mod route;

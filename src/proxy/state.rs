@@ -88,6 +88,9 @@ impl Proxy {
         // The faults, the fuzz arguments and the crash point live with their state.
         let faults = Faults::new(std::mem::take(&mut opts.faults), opts.fuzz.take());
         let crash = Crash::new(opts.crash.take());
+        if opts.upstream.is_some() {
+            super::pages::off_while_recording();
+        }
         Proxy {
             opts,
             state: Mutex::default(),

@@ -44,6 +44,7 @@ pub async fn run(
     let mut sighup = signal(SignalKind::hangup()).map_err(|e| spawn_err(program, e))?;
     let mut cmd = tokio::process::Command::new(program);
     cmd.args(args).envs(env.iter().map(|(k, v)| (k, v)));
+    crate::proxy::pages::as_before(&mut cmd);
     let (mut child, level) = match confine {
         Some((session, contain)) => {
             let (child, level) =

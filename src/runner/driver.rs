@@ -175,6 +175,7 @@ impl CommandApp {
             // Its own process group, so a timeout can stop the program and its children.
             .process_group(0)
             .kill_on_drop(true);
+        crate::proxy::pages::as_before(&mut cmd);
         if let Some(cwd) = &self.cwd {
             cmd.current_dir(cwd);
         }

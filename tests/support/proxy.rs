@@ -99,6 +99,11 @@ impl Daemon {
         Daemon { child, url, secret }
     }
 
+    /// The daemon's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// SIGINT, then wait: returns (exit code, stderr).
     pub fn interrupt(self) -> (i32, String) {
         self.interrupt_again_after(None)

@@ -1,0 +1,44 @@
+//! Transparent huge pages, turned off in a process that records.
+//!
+//! The allocator asks for transparent huge pages, and a recording holds every exchange
+//! until it writes the cassette, so its heap grows 2 MB at a time and the request that
+//! touches a new huge page waits for the kernel to zero it: half a millisecond to several,
+//! the whole of record's p99 (`docs/benchmarks.md`). Replay keeps them (its start-up and
+//! its CPU per request are better with them). Programs started afterwards get them back.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Once;
+
+static ONCE: Once = Once::new();
+/// This process turned them off (they were on): its children turn them on again.
+static TURNED_OFF: AtomicBool = AtomicBool::new(false);
+
+/// No transparent huge pages for this process from now on (a recording session starts).
+pub(super) fn off_while_recording() {
+    ONCE.call_once(|| {
+        #[cfg(target_os = "linux")]
+        // SAFETY: prctl(2) with these integer arguments reads and writes no memory of ours.
+        unsafe {
+            if libc::prctl(libc::PR_GET_THP_DISABLE, 0, 0, 0, 0) == 0
+                && libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) == 0
+            {
+                TURNED_OFF.store(true, Ordering::SeqCst);
+            }
+        }
+    });
+}
+
+/// A program `cmd` starts takes transparent huge pages as it would have without
+/// agentproxy (the setting is inherited).
+pub fn as_before(cmd: &mut tokio::process::Command) {
+    #[cfg(target_os = "linux")]
+    if TURNED_OFF.load(Ordering::SeqCst) {
+        // SAFETY: the closure runs between fork and exec and makes one raw system call.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_THP_DISABLE, 0, 0, 0, 0);
+                Ok(())
+            });
+        }
+    }
+}
