@@ -4,6 +4,7 @@ pub mod age;
 mod error;
 pub mod format;
 mod lazy;
+mod parts;
 pub mod store;
 mod validate;
 mod writer;

@@ -8,7 +8,7 @@ use serde::Deserialize;
 use super::error::CassetteError;
 use super::format::{parse_major, Cassette, FORMAT_MAJOR, OLDEST_MAJOR};
 pub use super::writer::{to_bytes, Writer};
-use super::{lazy, validate};
+use super::{lazy, parts, validate};
 
 /// The largest cassette read, in bytes: far above any real recording (10,000 agent-like
 /// interactions take 174 MB), far below a machine's memory.
@@ -36,6 +36,13 @@ pub fn open_writer(path: &Path) -> Result<Writer, CassetteError> {
 /// Load and version-check a cassette.
 pub fn load(path: &Path) -> Result<Cassette, CassetteError> {
     let bytes = Bytes::from(read(path)?);
+    // A large cassette is parsed on every core; one that cannot be split so (or is
+    // broken) in one pass, which also names where it is broken.
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if let Some(cassette) = parts::parse(&bytes, cores) {
+        check_version(path, &cassette.format)?;
+        return checked(path, cassette);
+    }
     // Bodies stay views into the file's bytes, parsed when first used.
     lazy::with_source(&bytes, || parse(path, &bytes))
 }
@@ -115,12 +122,7 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<Cassette, CassetteError> {
     let full_err = match serde_json::from_slice::<Cassette>(bytes) {
         Ok(cassette) => {
             check_version(path, &cassette.format)?;
-            validate::check(&cassette).map_err(|e| CassetteError::Invalid {
-                path: path.to_owned(),
-                pointer: e.pointer,
-                message: e.message,
-            })?;
-            return Ok(cassette);
+            return checked(path, cassette);
         }
         Err(e) => e,
     };
@@ -133,6 +135,16 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<Cassette, CassetteError> {
     })?;
     check_version(path, &found)?;
     Err(corrupt(full_err))
+}
+
+/// `cassette` once [`validate::check`] passed it.
+fn checked(path: &Path, cassette: Cassette) -> Result<Cassette, CassetteError> {
+    validate::check(&cassette).map_err(|e| CassetteError::Invalid {
+        path: path.to_owned(),
+        pointer: e.pointer,
+        message: e.message,
+    })?;
+    Ok(cassette)
 }
 
 /// Refuse a cassette whose major version this build does not read.
