@@ -218,6 +218,9 @@ impl Interaction {
 
     /// The tools an MCP server listed in this interaction (a `tools/list` answer).
     pub fn listed_tools(&self) -> Vec<String> {
+        if self.route != crate::dialect::mcp::ROUTE {
+            return vec![];
+        }
         let response = self.response.body.as_ref().and_then(Body::as_json);
         match response {
             Some(r)

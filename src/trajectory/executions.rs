@@ -59,6 +59,10 @@ impl Executions {
     /// the model calls before them.
     pub fn pair(interactions: &[Interaction]) -> Executions {
         let mut out = Executions::default();
+        // Without MCP traffic there is nothing to pair (and no body to read for it).
+        if !(interactions.iter()).any(|it| it.route == crate::dialect::mcp::ROUTE) {
+            return out;
+        }
         // The model's calls not yet paired, with their turns.
         let mut waiting: Vec<(usize, ToolCall)> = Vec::new();
         for it in interactions {
@@ -114,7 +118,9 @@ fn answered_model_call(it: &Interaction) -> Option<Vec<ToolCall>> {
     if !(200..300).contains(&it.response.status) {
         return None;
     }
-    Some(it.model_call()?.tool_calls)
+    // Read without keeping the request's tree: a pass over a whole recording holds one.
+    let request = it.request.body.as_ref()?.json_transient()?;
+    Some(it.model_call_with(&request)?.tool_calls)
 }
 
 /// The waiting call an execution of `tool` with `arguments` in `turn` answers: one of the

@@ -42,32 +42,54 @@ impl Step<'_> {
 /// The steps of `interactions`, in recorded order. `rules` (the recording's match rules)
 /// are applied to request bodies first, so ignored fields and holes, which the user
 /// declared volatile, read the same on both sides of a diff.
-///
-/// One pass, holding one request body as a tree at a time (plus the last few of each
-/// route that the next request's history is compared with), so reading a recording of
-/// any size costs about its own size in memory, not several times it.
 pub(crate) fn steps<'a>(interactions: &'a [Interaction], rules: Option<&Rules>) -> Vec<Step<'a>> {
-    // Tool names by call id, from the responses so far: a tool result names only its id.
-    let mut names: HashMap<String, String> = HashMap::new();
-    // The last answered requests of each route, most recent last.
-    let mut earlier: HashMap<&str, VecDeque<Cow<'a, Value>>> = HashMap::new();
-    let mut out = Vec::with_capacity(interactions.len());
-    for it in interactions {
+    Steps::new(interactions, rules).collect()
+}
+
+/// The steps of a recording one at a time, holding one request body as a tree at a time
+/// (plus the last few of each route that the next request's history is compared with),
+/// so reading a recording of any size costs about its own size in memory, not several
+/// times it; `show` keeps no step once it is shown.
+pub(crate) struct Steps<'a, 'r> {
+    interactions: std::slice::Iter<'a, Interaction>,
+    rules: Option<&'r Rules>,
+    /// Tool names by call id, from the responses so far: a tool result names only its id.
+    names: HashMap<String, String>,
+    /// The last answered requests of each route, most recent last.
+    earlier: HashMap<&'a str, VecDeque<Cow<'a, Value>>>,
+}
+
+impl<'a, 'r> Steps<'a, 'r> {
+    pub(crate) fn new(interactions: &'a [Interaction], rules: Option<&'r Rules>) -> Self {
+        Steps {
+            interactions: interactions.iter(),
+            rules,
+            names: HashMap::new(),
+            earlier: HashMap::new(),
+        }
+    }
+}
+
+impl<'a> Iterator for Steps<'a, '_> {
+    type Item = Step<'a>;
+
+    fn next(&mut self) -> Option<Step<'a>> {
+        let it = self.interactions.next()?;
         let request = it.request.body.as_ref().and_then(Body::json_transient);
-        let request: Option<Cow<'a, Value>> = request.map(|body| match rules {
+        let request: Option<Cow<'a, Value>> = request.map(|body| match self.rules {
             Some(r) if it.route != Route::Http.name() => Cow::Owned(normalize::normalize(&body, r)),
             _ => body,
         });
         let call = request.as_deref().and_then(|r| it.model_call_with(r));
         if let Some(c) = &call {
-            names.extend(c.tool_calls.iter().map(|t| (t.id.clone(), t.name.clone())));
+            (self.names).extend(c.tool_calls.iter().map(|t| (t.id.clone(), t.name.clone())));
         }
         // Only answered requests count as history: a request the upstream refused (and
         // the SDK retried) did not reach the model.
         let answered = (200..300).contains(&it.response.status)
             && matches!(it.response.body, Some(Body::Json(_)));
         let route = Route::from_name(&it.route);
-        let window = earlier.entry(it.route.as_str()).or_default();
+        let window = self.earlier.entry(it.route.as_str()).or_default();
         let new = match (&call, &request) {
             (Some(_), Some(req)) => {
                 let items = route.conversation(req);
@@ -75,7 +97,7 @@ pub(crate) fn steps<'a>(interactions: &'a [Interaction], rules: Option<&Rules>) 
                     window.iter().rev().map(|r| route.conversation(r)).collect();
                 let before: Vec<&[Value]> = before.iter().map(|c| &**c).collect();
                 let start = history::new_start(route, &items, &before);
-                route.messages(&items[start..], &names)
+                route.messages(&items[start..], &self.names)
             }
             _ => Vec::new(),
         };
@@ -86,13 +108,12 @@ pub(crate) fn steps<'a>(interactions: &'a [Interaction], rules: Option<&Rules>) 
                 window.pop_front();
             }
         }
-        out.push(Step {
+        Some(Step {
             it,
             turn: it.turn.unwrap_or(0),
             call,
             new,
             answered,
-        });
+        })
     }
-    out
 }

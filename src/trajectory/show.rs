@@ -13,7 +13,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::executions::Executions;
-use super::extract::{self, Step};
+use super::extract;
 use super::render::clean;
 use crate::cassette::format::{RecordedBy, Spoiled};
 use crate::cassette::{Body, Cassette, Interaction};
@@ -129,14 +129,14 @@ pub struct Totals {
     pub latency_ms: u64,
 }
 
-/// Read a cassette for showing.
+/// Read a cassette for showing, one step at a time: only the last model call is kept to
+/// compare the next with, so a large recording costs little more than its file.
 pub fn read(cassette: &Cassette) -> Shown {
-    let steps = extract::steps(&cassette.interactions, None);
     let executions = Executions::pair(&cassette.interactions);
     let mut turns: Vec<ShownTurn> = Vec::new();
     let mut totals = Totals::default();
-    let mut previous: Option<&Step<'_>> = None;
-    for s in &steps {
+    let mut previous: Option<ModelCall> = None;
+    for s in extract::Steps::new(&cassette.interactions, None) {
         if turns.last().is_none_or(|t| t.turn != s.turn) {
             turns.push(ShownTurn {
                 turn: s.turn,
@@ -165,7 +165,7 @@ pub fn read(cassette: &Cassette) -> Shown {
             turn.steps.push(failed_step(s.it, call));
             continue;
         }
-        let prev = previous.and_then(|p| p.call.as_ref());
+        let prev = previous.as_ref();
         let names = |c: &ModelCall| c.tools.iter().map(|t| t.name.clone()).collect::<Vec<_>>();
         let changed = |f: &dyn Fn(&ModelCall) -> bool| prev.is_none_or(f);
         let number = 1 + turn
@@ -190,7 +190,7 @@ pub fn read(cassette: &Cassette) -> Shown {
             tools: Some(names(call)).filter(|n| !n.is_empty() && changed(&|p| names(p) != *n)),
             params: Some(call.params.clone())
                 .filter(|p| !p.is_empty() && changed(&|q| q.params != *p)),
-            messages: s.new.clone(),
+            messages: s.new,
             mocked: s.it.mocked.clone(),
             spoiled: s.it.spoiled.clone(),
             tool_calls: call
@@ -203,7 +203,7 @@ pub fn read(cassette: &Cassette) -> Shown {
                 .collect(),
             reply: call.reply.clone().filter(|r| !r.is_empty()),
         })));
-        previous = Some(s);
+        previous = s.call;
     }
     Shown {
         recorder: cassette.recorder.clone(),
