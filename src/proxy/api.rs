@@ -193,10 +193,7 @@ async fn answer_request(
     due: Option<Due>,
 ) -> Response<ProxyBody> {
     if due.is_none() {
-        if let Some(resp) = serve_identical(proxy, &head, seq, route, &raw).await {
-            return resp;
-        }
-        if let Some(resp) = serve_keyed(proxy, &head, seq, route, &raw).await {
+        if let Some(resp) = serve_unparsed(proxy, &head, seq, route, &raw).await {
             return resp;
         }
     }
@@ -243,31 +240,13 @@ async fn answer_request(
         .await
 }
 
-/// The fast path of replay (see [`Replay::take_identical`]): not with tool mocks (they
-/// rewrite the body before it is keyed) or in a fuzz run (its answers are looked at).
-async fn serve_identical(
-    proxy: &Proxy,
-    head: &Head,
-    seq: u64,
-    route: Route,
-    raw: &[u8],
-) -> Option<Response<ProxyBody>> {
-    let rp = proxy.opts.replay.as_ref()?;
-    if proxy.opts.mocks.is_some() || proxy.faults.rewrites() {
-        return None;
-    }
-    let pos = rp.take_identical(route, head.method.as_str(), &head.stored_path, raw)?;
-    let it = &rp.interactions[pos];
-    proxy.served(seq, it, proxy.current_turn(), &[], None);
-    Some(replay::serve(rp, it, None).await)
-}
-
-/// The keyed path of replay without parsing: a JSON request keyed from its bytes
-/// (`matching::key_of_bytes`) and served its recording as recorded. Not with tool mocks,
-/// match rules or a fault that rewrites answers, nor where the recording must be
-/// converted (a stream served whole, or the reverse) or nothing is left to serve: those
-/// take the full path, which keys the request again and reports a miss.
-async fn serve_keyed(
+/// Replay without a tree: a request byte-identical to a recording (see
+/// [`Replay::take_identical`]), else one keyed from its bytes (`matching::key_of_bytes`),
+/// served its recording as recorded. Not with tool mocks (they rewrite the body before it
+/// is keyed) or a fault that rewrites answers (a fuzz run looks at them). Match rules, a
+/// recording that must be converted (a stream served whole, or the reverse) and nothing
+/// left to serve take the full path, which keys the request again and reports a miss.
+async fn serve_unparsed(
     proxy: &Proxy,
     head: &Head,
     seq: u64,
@@ -279,10 +258,15 @@ async fn serve_keyed(
         return None;
     }
     let (method, path) = (head.method.as_str(), head.stored_path.as_str());
-    let (secrets, rules) = (&proxy.opts.secrets, &proxy.opts.rules);
-    let (key, transport) =
-        matching::key_of_bytes(route.name(), (method, path), raw, secrets, rules)?;
-    let pos = rp.take_as_recorded(&key, route.wants_stream(path, &transport))?;
+    let pos = match rp.take_identical(route, method, path, raw) {
+        Some(pos) => pos,
+        None => {
+            let (secrets, rules) = (&proxy.opts.secrets, &proxy.opts.rules);
+            let (key, transport) =
+                matching::key_of_bytes(route.name(), (method, path), raw, secrets, rules)?;
+            rp.take_as_recorded(&key, route.wants_stream(path, &transport))?
+        }
+    };
     let it = &rp.interactions[pos];
     proxy.served(seq, it, proxy.current_turn(), &[], None);
     Some(replay::serve(rp, it, None).await)

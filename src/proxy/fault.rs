@@ -564,7 +564,8 @@ mod tests {
                     parameters: json!({}),
                     definition: Value::Null,
                 },
-            ],
+            ]
+            .into(),
             tool_calls: vec![
                 tool("get_weather", json!({"city": "Paris", "unit": "c"})),
                 tool("get_time", json!({"city": "Tokyo"})),

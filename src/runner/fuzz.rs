@@ -45,10 +45,9 @@ fn schema_of(tool: &str, cassette: &Cassette) -> Result<Value, String> {
         .ok_or_else(|| {
             format!("no recorded answer calls `{tool}`, so there is no call to give arguments to")
         })?;
-    call.tools
-        .into_iter()
+    (call.tools.iter())
         .find(|t| t.name == tool)
-        .map(|t| t.parameters)
+        .map(|t| t.parameters.clone())
         .filter(Value::is_object)
         .ok_or_else(|| format!("the recorded request declares no schema for `{tool}`"))
 }

@@ -4,6 +4,7 @@
 
 use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -11,7 +12,7 @@ use super::history;
 use crate::cassette::{Body, Interaction};
 use crate::dialect::Route;
 use crate::matching::normalize::{self, Rules};
-use crate::neutral::{Message, ModelCall};
+use crate::neutral::{Message, ModelCall, ToolDef};
 
 /// How many earlier requests of the same route are searched for the history a request
 /// repeats. Concurrent conversations interleave; a handful covers them.
@@ -57,6 +58,9 @@ pub(crate) struct Steps<'a, 'r> {
     names: HashMap<String, String>,
     /// The last answered requests of each route, most recent last.
     earlier: HashMap<&'a str, VecDeque<Cow<'a, Value>>>,
+    /// The tools the last model call of each route offered: a call that offers the same
+    /// shares them, so a recording's steps hold one copy of tools that do not change.
+    offered: HashMap<&'a str, Arc<[ToolDef]>>,
 }
 
 impl<'a, 'r> Steps<'a, 'r> {
@@ -66,6 +70,7 @@ impl<'a, 'r> Steps<'a, 'r> {
             rules,
             names: HashMap::new(),
             earlier: HashMap::new(),
+            offered: HashMap::new(),
         }
     }
 }
@@ -80,8 +85,12 @@ impl<'a> Iterator for Steps<'a, '_> {
             Some(r) if it.route != Route::Http.name() => Cow::Owned(normalize::normalize(&body, r)),
             _ => body,
         });
-        let call = request.as_deref().and_then(|r| it.model_call_with(r));
-        if let Some(c) = &call {
+        let mut call = request.as_deref().and_then(|r| it.model_call_with(r));
+        if let Some(c) = &mut call {
+            match self.offered.get(it.route.as_str()) {
+                Some(same) if *same == c.tools => c.tools = same.clone(),
+                _ => _ = self.offered.insert(it.route.as_str(), c.tools.clone()),
+            }
             (self.names).extend(c.tool_calls.iter().map(|t| (t.id.clone(), t.name.clone())));
         }
         // Only answered requests count as history: a request the upstream refused (and

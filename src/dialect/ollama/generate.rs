@@ -63,7 +63,7 @@ impl Dialect for Generate {
             route: ROUTE.into(),
             model: request["model"].as_str().unwrap_or_default().to_owned(),
             system: request["system"].as_str().map(str::to_owned),
-            tools: vec![],
+            tools: Vec::new().into(),
             message_count: usize::from(prompt(request).is_some()),
             tool_results: vec![],
             tool_calls: vec![],
