@@ -170,7 +170,8 @@ pub struct Interaction {
     /// Dialect and endpoint, e.g. `openai.chat`, or `http` for plain HTTP.
     pub route: String,
     /// The hash of the normalized request under the cassette's match rules, in hex: XXH3-128
-    /// (32 digits) from format 2.0, SHA-256 (64) in 1.x cassettes.
+    /// (32 digits) in cassettes recorded at format 2.0 and later, SHA-256 (64) in those
+    /// recorded before (an update keeps them).
     pub key: String,
     /// The test-runner turn (0-based) this interaction happened in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -218,20 +219,14 @@ impl Interaction {
 
     /// The tools an MCP server listed in this interaction (a `tools/list` answer).
     pub fn listed_tools(&self) -> Vec<String> {
-        if self.route != crate::dialect::mcp::ROUTE {
+        if self.route != crate::dialect::mcp::ROUTE || self.request.method != "tools/list" {
             return vec![];
         }
-        let response = self.response.body.as_ref().and_then(Body::as_json);
-        match response {
-            Some(r)
-                if self.route == crate::dialect::mcp::ROUTE
-                    && self.request.method == "tools/list" =>
-            {
-                crate::dialect::mcp::listed_tools(&r["result"])
-                    .map(|(name, _)| name.to_owned())
-                    .collect()
-            }
-            _ => Vec::new(),
+        match self.response.body.as_ref().and_then(Body::as_json) {
+            Some(r) => crate::dialect::mcp::listed_tools(&r["result"])
+                .map(|(name, _)| name.to_owned())
+                .collect(),
+            None => Vec::new(),
         }
     }
 

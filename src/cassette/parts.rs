@@ -69,7 +69,8 @@ fn in_parts(bytes: &Bytes, parts: usize) -> Option<Cassette> {
 fn split(bytes: &[u8], parts: usize) -> Option<(Range<usize>, Vec<usize>)> {
     let open = memmem::find(bytes, ARRAY_OPEN)? + ARRAY_OPEN.len() - 1;
     let close = memmem::rfind(bytes, ARRAY_CLOSE)? + ARRAY_CLOSE.len() - 1;
-    (open < close).then_some(())?;
+    // The top level's own `interactions`, not one inside a field this build skips.
+    (open < close && depth(&bytes[..open]) == Some(1)).then_some(())?;
     let mut starts = vec![open + 1];
     let step = (close - open) / parts;
     for n in 1..parts {
@@ -84,6 +85,25 @@ fn split(bytes: &[u8], parts: usize) -> Option<(Range<usize>, Vec<usize>)> {
         }
     }
     Some((open..close + 1, starts))
+}
+
+/// How deep in objects and arrays the end of `text` (the start of a JSON document) is;
+/// `None` when it ends inside a string.
+fn depth(text: &[u8]) -> Option<usize> {
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    for &b in text {
+        match (in_string, escaped, b) {
+            (true, true, _) => escaped = false,
+            (true, false, b'\\') => escaped = true,
+            (true, false, b'"') => in_string = false,
+            (true, false, _) => {}
+            (false, _, b'"') => in_string = true,
+            (false, _, b'{' | b'[') => depth += 1,
+            (false, _, b'}' | b']') => depth = depth.checked_sub(1)?,
+            _ => {}
+        }
+    }
+    (!in_string).then_some(depth)
 }
 
 fn skip_ws(bytes: &[u8], mut at: usize) -> usize {
@@ -198,6 +218,24 @@ mod tests {
             t[at + 14] = b'}';
         }));
         assert!(broken(&|t| t[1] = b'['));
+    }
+
+    #[test]
+    fn only_the_top_levels_interactions_are_split() {
+        let good = cassette_text(4);
+        // An unknown field holding an `interactions` array laid out as the real one, before
+        // it: the single pass skips the field.
+        let at = memmem::find(&good, b"\n  \"interactions\": [").unwrap();
+        let items_end = memmem::rfind(&good, b"\n  ]").unwrap() + 4;
+        let mut text = good[..at].to_vec();
+        text.extend_from_slice(b"\n  \"x\": {");
+        text.extend_from_slice(&good[at..items_end]);
+        text.extend_from_slice(b"\n  },\n  \"interactions\": []\n}\n");
+        let one = store::parse(std::path::Path::new("c.json"), &text).unwrap();
+        assert!(one.interactions.is_empty());
+        assert!(in_parts(&Bytes::from(text), 2).is_none());
+        assert_eq!(depth(br#"{"a": "{[\"", "b": [{"#), Some(3));
+        assert_eq!(depth(br#"{"a": "unterminated"#), None);
     }
 
     #[test]

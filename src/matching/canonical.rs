@@ -1,16 +1,18 @@
 //! A request body's canonical JSON written straight from its bytes, without building a
 //! `serde_json::Value`: what [`super::request_key`] hashes for a body with no match rules,
 //! at a fraction of the cost (replay keys every request that is not byte-identical to its
-//! recording, and every mocked one).
+//! recording).
 //!
 //! The output is exactly what `serde_json::to_writer` writes for the parsed body with its
 //! secrets redacted and its top-level transport fields left out: objects' keys sorted by
 //! their bytes, no whitespace, strings escaped by serde_json itself, numbers other than
 //! plain integers written by serde_json from its own parse. The text is read strictly
 //! (anything serde_json would refuse, or that this reader does not handle, is `None`, and
-//! the caller takes the `Value` path), except that string contents are copied without
-//! checking them for UTF-8 or control characters: such bytes never appear in a canonical
-//! output, so a body holding them can only miss, which the `Value` path then reports.
+//! the caller takes the `Value` path), except that string contents copied as they are
+//! are not checked for UTF-8 or control characters: such bytes never appear in a
+//! canonical output, so a body holding them can only miss, which the `Value` path then
+//! reports. (Plain HTTP, which keys a body that is not JSON by its bytes, is never keyed
+//! here: see [`super::key_of_bytes`].)
 //! A differential test against the `Value` path keeps the two the same.
 
 use memchr::{memchr, memchr2};
@@ -261,9 +263,13 @@ impl Parser<'_> {
             let src = self.src;
             return self.written(|out| rewrite_escapes(&src[start..end], out));
         };
+        // Decoded and escaped anew, the text is canonical whatever it held: a string serde_json
+        // refuses (a raw control character) must not become one it accepts.
+        let raw = &self.src[start..end];
         let decoded = match escapes != Escapes::None {
             true => self.decoded(start, end)?,
-            false => std::str::from_utf8(&self.src[start..end]).ok()?.to_owned(),
+            false if raw.iter().any(|&b| b < 0x20) => return None,
+            false => std::str::from_utf8(raw).ok()?.to_owned(),
         };
         let text = secrets.redact_str(&decoded).unwrap_or(decoded);
         self.written(|out| {
@@ -640,6 +646,18 @@ mod tests {
             assert!(by_value(raw, &Secrets::default()).is_none());
             let reparsed = serde_json::from_slice::<Value>(&c.text);
             assert!(reparsed.is_err(), "{:?}", String::from_utf8_lossy(&c.text));
+        }
+        // Nor when a secret has every string decoded and escaped anew.
+        let s = secrets();
+        for raw in [
+            &b"{\"a\":\"x\ty\",\"k\":\"sk-secret-123\"}"[..],
+            b"{\"a\":\"\xff\",\"k\":\"sk-secret-123\"}",
+        ] {
+            assert!(by_value(raw, &s).is_none());
+            if let Some(c) = canonical(raw, &s) {
+                let reparsed = serde_json::from_slice::<Value>(&c.text);
+                assert!(reparsed.is_err(), "{:?}", String::from_utf8_lossy(&c.text));
+            }
         }
     }
 

@@ -1,10 +1,10 @@
 //! The key of a request: a hash over its route and the canonical JSON of its normalized
-//! body, XXH3-128 in cassettes of format 1.5 and later, SHA-256 before.
+//! body: XXH3-128 in cassettes recorded at format 2.0 and later, SHA-256 before.
 
 use serde::Serialize;
 use sha2::Digest;
 
-/// How a cassette's keys are hashed. XXH3-128 (32 hex digits) from cassette format 1.5:
+/// How a cassette's keys are hashed. XXH3-128 (32 hex digits) from cassette format 2.0:
 /// a key needs no cryptographic hash (for the same reason as [`body_digest`]), and SHA-256
 /// was two fifths of keying a request. Cassettes recorded before keep SHA-256 (64 hex
 /// digits): a session keys its requests as its cassette's keys are made.

@@ -49,7 +49,8 @@ fn scope(route: &str, method: &str, path: &str) -> String {
 /// A JSON request's key computed from its bytes (see [`canonical`]): the key
 /// [`request_key`] gives the parsed body with `secrets` redacted, and the transport fields
 /// the key leaves out, which say how the answer is delivered. `None` when the body must be
-/// parsed to be keyed (among others, under rules that ignore or fill parts of it).
+/// parsed to be keyed (among others, under rules that ignore or fill parts of it, and on
+/// plain HTTP).
 pub fn key_of_bytes(
     route: &str,
     (method, path): (&str, &str),
@@ -57,7 +58,9 @@ pub fn key_of_bytes(
     secrets: &crate::redact::Secrets,
     rules: &normalize::Rules,
 ) -> Option<(String, serde_json::Value)> {
-    if !rules.is_empty() {
+    // Plain HTTP keys a body that is not JSON by its bytes, in the same scope: a text
+    // serde_json refuses, written from the bytes, could be another recording's body.
+    if !rules.is_empty() || route == Route::Http.name() {
         return None;
     }
     let c = canonical::canonical(raw, secrets)?;
@@ -76,5 +79,36 @@ pub fn rekey(interactions: &mut [Interaction], rules: &normalize::Rules) {
             it.request.body.as_ref(),
             rules,
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::redact::Secrets;
+
+    #[test]
+    fn bytes_key_as_the_tree_does_but_never_on_plain_http() {
+        let (raw, none) = (br#"{"b": 1, "a": "x"}"#, Secrets::default());
+        let rules = normalize::Rules::default();
+        let body = Body::Json(serde_json::json!({"a": "x", "b": 1}).into());
+        let tree = request_key(
+            "openai.chat",
+            "POST",
+            "/v1/chat/completions",
+            Some(&body),
+            &rules,
+        );
+        let bytes = key_of_bytes(
+            "openai.chat",
+            ("POST", "/v1/chat/completions"),
+            raw,
+            &none,
+            &rules,
+        );
+        assert_eq!(bytes.map(|(k, _)| k), Some(tree));
+        // A body serde_json refuses is keyed by its bytes there, in the same scope.
+        let http = key_of_bytes("http", ("POST", "/x"), raw, &none, &rules);
+        assert!(http.is_none());
     }
 }

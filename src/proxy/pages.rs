@@ -3,8 +3,10 @@
 //! The allocator asks for transparent huge pages, and a recording holds every exchange
 //! until it writes the cassette, so its heap grows 2 MB at a time and the request that
 //! touches a new huge page waits for the kernel to zero it: half a millisecond to several,
-//! the whole of record's p99 (`docs/benchmarks.md`). Replay keeps them (its start-up and
-//! its CPU per request are better with them). Programs started afterwards get them back.
+//! the whole of record's p99 (`docs/benchmarks.md`). A process that never records keeps
+//! them (replay's start-up and CPU per request are better with them); one that records
+//! goes without them from its first recording session on (`serve` and `test` may replay
+//! after that). The programs it starts get them back.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Once;
@@ -29,16 +31,18 @@ pub(super) fn off_while_recording() {
 }
 
 /// A program `cmd` starts takes transparent huge pages as it would have without
-/// agentproxy (the setting is inherited).
+/// agentproxy (the setting is inherited). Whether this process turned them off is read
+/// in the child, so a recording session that starts while `cmd` is being spawned counts.
 pub fn as_before(cmd: &mut tokio::process::Command) {
     #[cfg(target_os = "linux")]
-    if TURNED_OFF.load(Ordering::SeqCst) {
-        // SAFETY: the closure runs between fork and exec and makes one raw system call.
-        unsafe {
-            cmd.pre_exec(|| {
+    // SAFETY: the closure runs between fork and exec; it reads an atomic and makes one
+    // raw system call.
+    unsafe {
+        cmd.pre_exec(|| {
+            if TURNED_OFF.load(Ordering::SeqCst) {
                 libc::prctl(libc::PR_SET_THP_DISABLE, 0, 0, 0, 0);
-                Ok(())
-            });
-        }
+            }
+            Ok(())
+        });
     }
 }
