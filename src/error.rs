@@ -169,6 +169,9 @@ pub enum Error {
         source: std::io::Error,
     },
 
+    #[error("failed to write to standard output: {0}")]
+    Stdout(std::io::Error),
+
     /// Traces that could not be written or posted.
     #[error("failed to export the traces to {to}: {why}")]
     Export { to: String, why: String },
@@ -270,6 +273,7 @@ impl Error {
             | Error::CasePanicked(_)
             | Error::ReportDir { .. }
             | Error::WriteReport { .. }
+            | Error::Stdout(_)
             | Error::Export { .. }
             | Error::RenderReport(_)
             | Error::Secret(_)

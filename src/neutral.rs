@@ -122,7 +122,9 @@ pub struct ModelCall {
     pub model: String,
     /// System prompt / instructions text, all parts joined with blank lines.
     pub system: Option<String>,
-    pub tools: std::sync::Arc<[ToolDef]>,
+    /// Each definition shared: a recording read whole holds one copy of a tool however
+    /// many calls offer it.
+    pub tools: std::sync::Arc<[std::sync::Arc<ToolDef>]>,
     /// Messages (or input items) in the request, history included.
     pub message_count: usize,
     /// The tool results this request carries that the model has not seen before (those

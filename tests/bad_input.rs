@@ -93,6 +93,49 @@ fn missing_cassette_is_a_usage_error() {
 }
 
 #[test]
+fn a_reader_that_goes_away_ends_output_quietly_and_a_full_disk_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    write_cassette(&dir.path().join("c.json"), chat("hi"), completion("hello"));
+    let commands: [&[&str]; 3] = [
+        &["show", "c.json"],
+        &["diff", "c.json", "c.json"],
+        &["doctor", "--json"],
+    ];
+    for args in commands {
+        // The reading end is closed before the command writes (`agentproxy show | head`).
+        let mut child = Command::new(bin())
+            .args(args)
+            .current_dir(dir.path())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+        assert!(err.is_empty(), "{args:?}: {err}");
+        // A write that fails otherwise says so, with the execution-error exit code.
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let out = Command::new(bin())
+            .args(args)
+            .current_dir(dir.path())
+            .stdout(full)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{args:?}: {err}");
+        assert!(
+            err.contains("failed to write to standard output: No space left on device"),
+            "{args:?}: {err}"
+        );
+    }
+}
+
+#[test]
 fn truncated_cassette_names_path_and_position() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("c.json");

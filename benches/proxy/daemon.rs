@@ -133,6 +133,73 @@ impl Drop for Daemon {
     }
 }
 
+/// The environment variable that makes this bench binary a measuring helper.
+const MEASURE: &str = "AGENTPROXY_BENCH_MEASURE";
+
+/// Run agentproxy with `args` in `dir` to its end, output discarded: whether it exited 0,
+/// its wall time and its peak RSS in bytes. The kernel's `ru_maxrss` of a process counts
+/// the memory of the process it was forked from until it execs, so the run is started
+/// from a fresh, small helper (this binary again, see [`measuring_helper`]) rather than
+/// from the bench, whose workload would be counted.
+pub fn run_to_end(args: &[&str], dir: &Path) -> Result<(bool, Duration, u64), String> {
+    let me = std::env::current_exe().map_err(|e| format!("the bench's own path: {e}"))?;
+    let out = std::process::Command::new(me)
+        .env(MEASURE, "1")
+        .arg(bin())
+        .args(args)
+        .current_dir(dir)
+        .stderr(std::process::Stdio::null())
+        .output()
+        .map_err(|e| format!("failed to start agentproxy {}: {e}", args.join(" ")))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let fields: Vec<&str> = text.split_whitespace().collect();
+    match fields[..] {
+        [ok, secs, bytes] => Ok((
+            ok == "ok",
+            Duration::from_secs_f64(secs.parse().map_err(|_| format!("helper said {text}"))?),
+            bytes.parse().map_err(|_| format!("helper said {text}"))?,
+        )),
+        _ => Err(format!(
+            "agentproxy {}: the helper said {text:?}",
+            args.join(" ")
+        )),
+    }
+}
+
+/// When this binary was started as [`run_to_end`]'s helper: run the command of its
+/// arguments, output discarded, and print `ok|failed SECONDS PEAK_RSS_BYTES`.
+pub fn measuring_helper() -> Option<std::process::ExitCode> {
+    std::env::var_os(MEASURE)?;
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (program, rest) = args.split_first()?;
+    let started = Instant::now();
+    let child = std::process::Command::new(program)
+        .args(rest)
+        .env_remove(MEASURE)
+        .stdout(std::process::Stdio::null())
+        .spawn();
+    let Ok(child) = child else {
+        return Some(std::process::ExitCode::FAILURE);
+    };
+    let (mut status, mut usage) = (0, std::mem::MaybeUninit::<libc::rusage>::zeroed());
+    // SAFETY: wait4(2) on the pid of the child just spawned, which nothing else reaps;
+    // the kernel writes `usage` (zeroed before in any case).
+    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, usage.as_mut_ptr()) };
+    if pid < 0 {
+        return Some(std::process::ExitCode::FAILURE);
+    }
+    // SAFETY: zero-initialized, and filled by wait4.
+    let usage = unsafe { usage.assume_init() };
+    let ok = libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
+    println!(
+        "{} {} {}",
+        if ok { "ok" } else { "failed" },
+        started.elapsed().as_secs_f64(),
+        usage.ru_maxrss as u64 * 1024
+    );
+    Some(std::process::ExitCode::SUCCESS)
+}
+
 pub fn peak_rss(pid: u32) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()

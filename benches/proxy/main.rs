@@ -182,6 +182,9 @@ fn parse_args() -> Result<Config, String> {
 }
 
 fn main() -> std::process::ExitCode {
+    if let Some(code) = daemon::measuring_helper() {
+        return code;
+    }
     if let Some(code) = smoke::quiet_unless_asked("proxy") {
         return code;
     }

@@ -549,6 +549,7 @@ pub fn startup(ctx: &mut Ctx, rss: &mut Vec<(String, u64)>) -> Result<(), String
     let cfg = ctx.cfg;
     println!("\n4. time to start replaying: spawn of `agentproxy replay` daemon to the first 200 (warm page cache), {} runs each", cfg.startup_runs);
     println!("   interactions | mean request KB | cassette MB | to export line ms | to first 200 ms [min-max] | MB/s | peak RSS MB");
+    let mut inspected = Vec::new();
     for &(n, max_kb) in &cfg.startup_sizes {
         let t = std::time::Instant::now();
         let path = ctx.dir.path().join(format!("startup-{n}-{max_kb}.json"));
@@ -605,9 +606,43 @@ pub fn startup(ctx: &mut Ctx, rss: &mut Vec<(String, u64)>) -> Result<(), String
             ),
             peak_m as u64,
         ));
+        inspected.push(inspect(ctx, &name, size)?);
         if !cfg.keep_files {
             let _ = std::fs::remove_file(&path);
         }
     }
+    println!("\n4b. reading the start-up cassettes: `agentproxy show` of each, `agentproxy diff` of it and a copy; peak RSS over the file(s) read");
+    println!("   cassette MB | show s | show peak MB | × file | diff s | diff peak MB | × files");
+    for line in inspected {
+        println!("{line}");
+    }
     Ok(())
+}
+
+/// `show` of the cassette `name` (of `size` bytes) and `diff` of it against a copy: one
+/// line of table 4b.
+fn inspect(ctx: &mut Ctx, name: &str, size: u64) -> Result<String, String> {
+    let dir = ctx.dir.path();
+    let copy = format!("copy-of-{name}");
+    std::fs::copy(dir.join(name), dir.join(&copy)).map_err(|e| format!("copy {name}: {e}"))?;
+    let (shown, show_took, show_peak) = daemon::run_to_end(&["show", name], dir)?;
+    let (diffed, diff_took, diff_peak) = daemon::run_to_end(&["diff", name, &copy], dir)?;
+    let _ = std::fs::remove_file(dir.join(&copy));
+    for (ok, what) in [(shown, "show"), (diffed, "diff")] {
+        if !ok {
+            ctx.failures += 1;
+            eprintln!("bench: agentproxy {what} of {name} failed");
+        }
+    }
+    let size = size as f64;
+    Ok(format!(
+        "   {:>11.1} | {:>6.2} | {:>12.1} | {:>6.2} | {:>6.2} | {:>12.1} | {:>7.2}",
+        mb(size as u64),
+        show_took.as_secs_f64(),
+        mb(show_peak),
+        show_peak as f64 / size,
+        diff_took.as_secs_f64(),
+        mb(diff_peak),
+        diff_peak as f64 / (2.0 * size),
+    ))
 }

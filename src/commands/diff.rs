@@ -22,7 +22,14 @@ pub fn run(args: DiffArgs) -> Result<Exit> {
         Some(path) => crate::spec::asserted(&spec_case(path, args.case.as_deref())?),
         None => Asserted::everything(),
     };
-    let mut d = trajectory::diff_cassettes(&old, &new, &asserted);
+    // Each recording is read and its cassette let go before the next: the diff holds the
+    // steps of both, not both files.
+    let rules = trajectory::diff::rules(&old, &new);
+    let was = trajectory::Recording::read(&old, rules.as_ref());
+    drop(old);
+    let now = trajectory::Recording::read(&new, rules.as_ref());
+    drop(new);
+    let mut d = trajectory::diff_recordings(&was, &now, &asserted);
     d.old_name = Some(args.old.display().to_string());
     d.new_name = Some(args.new.display().to_string());
     let out = match args.format {
@@ -34,7 +41,7 @@ pub fn run(args: DiffArgs) -> Result<Exit> {
             crate::report::html::document(&title, &trajectory::render_html_body(&d), false)
         }
     };
-    print!("{out}");
+    super::output::print(&out)?;
     Ok(if args.check && d.verdict == Verdict::Regression {
         Exit::Failed
     } else {

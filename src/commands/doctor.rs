@@ -68,9 +68,9 @@ pub async fn run(args: DoctorArgs) -> Result<Exit> {
     });
     if args.json {
         let text = serde_json::to_string_pretty(&report).map_err(Error::RenderReport)?;
-        println!("{text}");
+        super::output::print(&format!("{text}\n"))?;
     } else {
-        print!("{}", render(&report));
+        super::output::print(&render(&report))?;
     }
     Ok(if report.ok { Exit::Ok } else { Exit::Failed })
 }
@@ -87,9 +87,9 @@ fn about(json: bool) -> Result<Exit> {
     );
     if json {
         let text = serde_json::to_string_pretty(&report).map_err(Error::RenderReport)?;
-        println!("{text}");
+        super::output::print(&format!("{text}\n"))?;
     } else {
-        print!("{}", about::render(&report));
+        super::output::print(&about::render(&report))?;
     }
     Ok(Exit::Ok)
 }

@@ -47,7 +47,7 @@ pub(super) async fn deliver(doc: &serde_json::Value, target: &str) -> Result<()>
         return post(&endpoint(target), body).await.map_err(failed);
     }
     if target == "-" {
-        println!("{}", String::from_utf8_lossy(&body));
+        super::output::print(&format!("{}\n", String::from_utf8_lossy(&body)))?;
         return Ok(());
     }
     std::fs::write(target, body).map_err(|e| failed(e.to_string()))

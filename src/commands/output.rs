@@ -1,4 +1,5 @@
-//! What `test` and `report merge` share: a run report written in each format asked for.
+//! Standard output for every command, and what `test` and `report merge` share: a run
+//! report written in each format asked for.
 
 use crate::error::{Error, Result};
 use crate::report::{self, Format, RunReport};
@@ -25,8 +26,20 @@ pub(super) fn write_reports(
                     source,
                 })?
             }
-            None => print!("{text}"),
+            None => print(&text)?,
         }
     }
     Ok(())
+}
+
+/// Write `text` to standard output. A reader that went away (`agentproxy show … | head`)
+/// is not an error: what it did not read is dropped, quietly, and the command ends as it
+/// would have (its exit code still says how it went).
+pub(super) fn print(text: &str) -> Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Error::Stdout(e)),
+        _ => Ok(()),
+    }
 }

@@ -132,7 +132,7 @@ pub async fn run(args: RecordArgs) -> Result<Exit> {
             "program_exit": ended.child,
             "exit_code": exit.code(),
         });
-        println!("{summary}");
+        super::output::print(&format!("{summary}\n"))?;
     }
     Ok(exit)
 }

@@ -100,7 +100,7 @@ pub async fn run(args: ReplayArgs) -> Result<Exit> {
             "program_exit": ended.child,
             "exit_code": exit.code(),
         });
-        println!("{summary}");
+        super::output::print(&format!("{summary}\n"))?;
     }
     Ok(exit)
 }

@@ -486,9 +486,7 @@ pub async fn run(args: ServeArgs) -> Result<Exit> {
         env: env.into_iter().map(|v| (v.name, v.value)).collect(),
         protocol: control::PROTOCOL,
     };
-    println!("{}", answer(&listening));
-    use std::io::Write;
-    let _ = std::io::stdout().flush();
+    super::output::print(&format!("{}\n", answer(&listening)))?;
 
     // Until the harness closes our stdin (or dies), or a signal.
     let stdin_closed = tokio::task::spawn_blocking(|| {

@@ -124,9 +124,7 @@ pub async fn run(
         }
     }
     let (child, hurry) = if let Some(mut signals) = signals.take() {
-        print!("{}", env::export_lines(&injected));
-        use std::io::Write;
-        let _ = std::io::stdout().flush();
+        super::output::print(&env::export_lines(&injected))?;
         signals.next().await;
         if !args.quiet {
             eprintln!("agentproxy: shutting down, draining in-flight requests (Ctrl-C again to stop at once)");

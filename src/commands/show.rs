@@ -7,22 +7,18 @@ use crate::report::html;
 use crate::trajectory;
 
 pub fn run(args: ShowArgs) -> Result<Exit> {
-    let cassette = revision::load(&args.cassette)?;
+    // What is shown is read, then the cassette let go: rendering holds one copy, not two.
+    let shown = trajectory::show::read(&revision::load(&args.cassette)?);
     let format = if args.json {
         ShowFormat::Json
     } else {
         args.format
     };
-    match format {
-        ShowFormat::Text => print!("{}", trajectory::show(&cassette)),
-        ShowFormat::Json => print!("{}", trajectory::show_json(&cassette)),
-        ShowFormat::Html => {
-            let name = args.cassette.display().to_string();
-            print!(
-                "{}",
-                html::show::render(&name, &trajectory::show::read(&cassette))
-            );
-        }
-    }
+    let out = match format {
+        ShowFormat::Text => trajectory::show::text(&shown),
+        ShowFormat::Json => trajectory::show::json(&shown),
+        ShowFormat::Html => html::show::render(&args.cassette.display().to_string(), &shown),
+    };
+    super::output::print(&out)?;
     Ok(Exit::Ok)
 }

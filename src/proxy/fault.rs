@@ -502,6 +502,8 @@ fn stream(body: ProxyBody, framing: Framing) -> Response<ProxyBody> {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use serde_json::json;
 
     use super::*;
@@ -553,17 +555,17 @@ mod tests {
         };
         ModelCall {
             tools: vec![
-                ToolDef {
+                Arc::new(ToolDef {
                     name: "get_weather".into(),
                     parameters: json!({"type": "object", "required": ["city"],
                         "properties": {"city": {"type": "string"}, "unit": {"enum": ["c", "f"]}}}),
                     definition: Value::Null,
-                },
-                ToolDef {
+                }),
+                Arc::new(ToolDef {
                     name: "get_time_unknown".into(),
                     parameters: json!({}),
                     definition: Value::Null,
-                },
+                }),
             ]
             .into(),
             tool_calls: vec![

@@ -235,8 +235,8 @@ fn value_changes(
 /// Pairs of model calls of one turn to compare what they were told: aligned by model,
 /// system prompt and tool names (so a side call racing the main one pairs with its
 /// counterpart), then the rest in order.
-pub(super) fn pair_model_calls(old: &[&Step<'_>], new: &[&Step<'_>]) -> Vec<(usize, usize)> {
-    let sig = |s: &&Step<'_>| {
+pub(super) fn pair_model_calls(old: &[&Step], new: &[&Step]) -> Vec<(usize, usize)> {
+    let sig = |s: &&Step| {
         s.call.as_ref().map(|c| {
             let tools: Vec<&str> = c.tools.iter().map(|t| t.name.as_str()).collect();
             format!("{}\0{:?}\0{}", c.model, c.system, tools.join(","))

@@ -21,34 +21,60 @@ use super::textdiff;
 use super::{align, sides, told};
 use crate::cassette::Cassette;
 use crate::matching::normalize::Rules;
-use crate::neutral::ToolCall;
+use crate::neutral::{Message, ToolCall};
 
 /// The trajectory diff of two cassettes, with both cassettes' match rules applied to the
 /// requests (what the user declared volatile stays out of the diff).
 pub fn diff_cassettes(old: &Cassette, new: &Cassette, asserted: &Asserted) -> TrajectoryDiff {
-    let merged = old.match_rules.merged(&new.match_rules);
-    // Rules that do not compile were refused when recording; without them, compare as is.
-    let rules = (!merged.is_empty())
-        .then(|| Rules::compile(&merged).ok())
-        .flatten();
-    diff_steps(
-        (
-            &extract::steps(&old.interactions, rules.as_ref()),
-            &Executions::pair(&old.interactions),
-        ),
-        (
-            &extract::steps(&new.interactions, rules.as_ref()),
-            &Executions::pair(&new.interactions),
-        ),
+    let rules = rules(old, new);
+    diff_recordings(
+        &Recording::read(old, rules.as_ref()),
+        &Recording::read(new, rules.as_ref()),
         asserted,
     )
+}
+
+/// Both cassettes' match rules, merged: what either side declared volatile is left out of
+/// both. Rules that do not compile were refused when recording; without them, compare as
+/// is.
+pub fn rules(old: &Cassette, new: &Cassette) -> Option<Rules> {
+    let merged = old.match_rules.merged(&new.match_rules);
+    (!merged.is_empty())
+        .then(|| Rules::compile(&merged).ok())
+        .flatten()
+}
+
+/// One recording as the diff reads it: its steps and its executions at the MCP boundary,
+/// owned, so a large cassette can be let go once it is read (the diff then holds steps,
+/// not files).
+pub struct Recording {
+    steps: Vec<Step>,
+    executions: Executions,
+}
+
+impl Recording {
+    /// Read `cassette` under `rules` (see [`rules`]).
+    pub fn read(cassette: &Cassette, rules: Option<&Rules>) -> Recording {
+        let steps = extract::Steps::new(&cassette.interactions, rules)
+            .map(|(_, mut s)| {
+                // Of what a request added, the diff compares the user's words only.
+                s.new
+                    .retain(|m| matches!(m, Message::Text { role, .. } if role == "user"));
+                s
+            })
+            .collect();
+        Recording {
+            steps,
+            executions: Executions::pair(&cassette.interactions),
+        }
+    }
 }
 
 /// One turn of a recording.
 #[derive(Default)]
 struct TurnView<'s> {
     /// Its answered model calls.
-    steps: Vec<&'s Step<'s>>,
+    steps: Vec<&'s Step>,
     /// Their tool calls, in order.
     tools: Vec<&'s ToolCall>,
     reply: Option<&'s str>,
@@ -65,8 +91,8 @@ impl<'s> TurnView<'s> {
     }
 }
 
-fn turn_views<'s>(steps: &'s [Step<'s>]) -> BTreeMap<usize, TurnView<'s>> {
-    let mut out: BTreeMap<usize, TurnView<'s>> = BTreeMap::new();
+fn turn_views(steps: &[Step]) -> BTreeMap<usize, TurnView<'_>> {
+    let mut out: BTreeMap<usize, TurnView<'_>> = BTreeMap::new();
     for s in steps {
         let Some(call) = s.model_call() else { continue };
         let t = out.entry(s.turn).or_default();
@@ -81,7 +107,7 @@ fn turn_views<'s>(steps: &'s [Step<'s>]) -> BTreeMap<usize, TurnView<'s>> {
 
 /// Call id -> the result the model was told, wherever in the recording it was sent. A
 /// result that is JSON text (as most are) is parsed, so it diffs and reads as JSON.
-fn results<'s>(steps: &'s [Step<'s>]) -> HashMap<&'s str, Value> {
+fn results(steps: &[Step]) -> HashMap<&str, Value> {
     steps
         .iter()
         .filter_map(|s| s.call.as_ref())
@@ -99,20 +125,17 @@ fn results<'s>(steps: &'s [Step<'s>]) -> HashMap<&'s str, Value> {
         .collect()
 }
 
-/// A recording's steps with its executions at the MCP boundary.
-type Read<'a, 's> = (&'a [Step<'s>], &'a Executions);
-
-fn diff_steps(old: Read<'_, '_>, new: Read<'_, '_>, asserted: &Asserted) -> TrajectoryDiff {
-    let ((old, old_executions), (new, new_executions)) = (old, new);
-    let (old_turns, new_turns) = (turn_views(old), turn_views(new));
-    let (old_results, new_results) = (results(old), results(new));
+/// The trajectory diff of two recordings read under the same rules.
+pub fn diff_recordings(old: &Recording, new: &Recording, asserted: &Asserted) -> TrajectoryDiff {
+    let (old_turns, new_turns) = (turn_views(&old.steps), turn_views(&new.steps));
+    let (old_results, new_results) = (results(&old.steps), results(&new.steps));
     let (was, now) = (
         Side {
-            executions: old_executions,
+            executions: &old.executions,
             results: &old_results,
         },
         Side {
-            executions: new_executions,
+            executions: &new.executions,
             results: &new_results,
         },
     );

@@ -18,10 +18,10 @@ use crate::neutral::{Message, ModelCall, ToolDef};
 /// repeats. Concurrent conversations interleave; a handful covers them.
 const LOOKBACK: usize = 8;
 
-/// One interaction of a recording, read.
+/// One interaction of a recording, read. It owns what it holds, so a diff can keep a
+/// recording's steps and let the cassette go.
 #[derive(Debug)]
-pub(crate) struct Step<'a> {
-    pub it: &'a Interaction,
+pub(crate) struct Step {
     /// The test-runner turn; 0 when the recording has none.
     pub turn: usize,
     /// The model call; `None` for plain HTTP or a body that is not JSON.
@@ -32,7 +32,7 @@ pub(crate) struct Step<'a> {
     pub answered: bool,
 }
 
-impl Step<'_> {
+impl Step {
     /// A model call whose response succeeded: part of what the agent did. Failed
     /// attempts (a 429 the SDK retried) are transport, not trajectory.
     pub fn model_call(&self) -> Option<&ModelCall> {
@@ -40,17 +40,12 @@ impl Step<'_> {
     }
 }
 
-/// The steps of `interactions`, in recorded order. `rules` (the recording's match rules)
-/// are applied to request bodies first, so ignored fields and holes, which the user
-/// declared volatile, read the same on both sides of a diff.
-pub(crate) fn steps<'a>(interactions: &'a [Interaction], rules: Option<&Rules>) -> Vec<Step<'a>> {
-    Steps::new(interactions, rules).collect()
-}
-
-/// The steps of a recording one at a time, holding one request body as a tree at a time
+/// The steps of a recording one at a time, each with its interaction, in recorded order, holding one request body as a tree at a time
 /// (plus the last few of each route that the next request's history is compared with),
 /// so reading a recording of any size costs about its own size in memory, not several
-/// times it; `show` keeps no step once it is shown.
+/// times it; `show` keeps no step once it is shown. `rules` (the recording's match
+/// rules) are applied to request bodies first, so ignored fields and holes, which the
+/// user declared volatile, read the same on both sides of a diff.
 pub(crate) struct Steps<'a, 'r> {
     interactions: std::slice::Iter<'a, Interaction>,
     rules: Option<&'r Rules>,
@@ -58,9 +53,10 @@ pub(crate) struct Steps<'a, 'r> {
     names: HashMap<String, String>,
     /// The last answered requests of each route, most recent last.
     earlier: HashMap<&'a str, VecDeque<Cow<'a, Value>>>,
-    /// The tools the last model call of each route offered: a call that offers the same
-    /// shares them, so a recording's steps hold one copy of tools that do not change.
-    offered: HashMap<&'a str, Arc<[ToolDef]>>,
+    /// Every distinct tool definition offered so far, by name: a call that offers one
+    /// again shares it, so a recording's steps hold one copy of each tool however often
+    /// it is offered.
+    offered: HashMap<String, Vec<Arc<ToolDef>>>,
 }
 
 impl<'a, 'r> Steps<'a, 'r> {
@@ -75,10 +71,25 @@ impl<'a, 'r> Steps<'a, 'r> {
     }
 }
 
-impl<'a> Iterator for Steps<'a, '_> {
-    type Item = Step<'a>;
+/// The copy of `tool` in `offered`, which keeps it if it is the first of its kind.
+fn share(offered: &mut HashMap<String, Vec<Arc<ToolDef>>>, tool: &Arc<ToolDef>) -> Arc<ToolDef> {
+    let same = match offered.get_mut(&tool.name) {
+        Some(same) => same,
+        None => offered.entry(tool.name.clone()).or_default(),
+    };
+    match same.iter().find(|t| **t == *tool) {
+        Some(t) => t.clone(),
+        None => {
+            same.push(tool.clone());
+            tool.clone()
+        }
+    }
+}
 
-    fn next(&mut self) -> Option<Step<'a>> {
+impl<'a> Iterator for Steps<'a, '_> {
+    type Item = (&'a Interaction, Step);
+
+    fn next(&mut self) -> Option<(&'a Interaction, Step)> {
         let it = self.interactions.next()?;
         let request = it.request.body.as_ref().and_then(Body::json_transient);
         let request: Option<Cow<'a, Value>> = request.map(|body| match self.rules {
@@ -87,10 +98,11 @@ impl<'a> Iterator for Steps<'a, '_> {
         });
         let mut call = request.as_deref().and_then(|r| it.model_call_with(r));
         if let Some(c) = &mut call {
-            match self.offered.get(it.route.as_str()) {
-                Some(same) if *same == c.tools => c.tools = same.clone(),
-                _ => _ = self.offered.insert(it.route.as_str(), c.tools.clone()),
-            }
+            c.tools = c
+                .tools
+                .iter()
+                .map(|t| share(&mut self.offered, t))
+                .collect();
             (self.names).extend(c.tool_calls.iter().map(|t| (t.id.clone(), t.name.clone())));
         }
         // Only answered requests count as history: a request the upstream refused (and
@@ -117,12 +129,12 @@ impl<'a> Iterator for Steps<'a, '_> {
                 window.pop_front();
             }
         }
-        Some(Step {
-            it,
+        let step = Step {
             turn: it.turn.unwrap_or(0),
             call,
             new,
             answered,
-        })
+        };
+        Some((it, step))
     }
 }

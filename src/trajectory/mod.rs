@@ -19,11 +19,10 @@ mod told;
 
 pub use asserted::Asserted;
 pub use changes::Verdict;
-pub use diff::diff_cassettes;
+pub use diff::{diff_cassettes, diff_recordings, Recording};
 pub use html::render_html_body;
 pub use markdown::render_markdown;
 pub use render::{render_json, render_text};
-pub use show::{show, show_json};
 
 #[cfg(test)]
 pub(crate) mod tests;

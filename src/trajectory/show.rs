@@ -136,7 +136,7 @@ pub fn read(cassette: &Cassette) -> Shown {
     let mut turns: Vec<ShownTurn> = Vec::new();
     let mut totals = Totals::default();
     let mut previous: Option<ModelCall> = None;
-    for s in extract::Steps::new(&cassette.interactions, None) {
+    for (it, s) in extract::Steps::new(&cassette.interactions, None) {
         if turns.last().is_none_or(|t| t.turn != s.turn) {
             turns.push(ShownTurn {
                 turn: s.turn,
@@ -146,23 +146,23 @@ pub fn read(cassette: &Cassette) -> Shown {
         let Some(turn) = turns.last_mut() else {
             continue;
         };
-        totals.latency_ms += s.it.latency_ms;
-        if s.it.route == crate::dialect::mcp::ROUTE {
-            turn.steps.push(mcp_step(s.it));
+        totals.latency_ms += it.latency_ms;
+        if it.route == crate::dialect::mcp::ROUTE {
+            turn.steps.push(mcp_step(it));
             continue;
         }
         let Some(call) = &s.call else {
             turn.steps.push(ShownStep::Http {
-                method: s.it.request.method.clone(),
-                path: s.it.request.path.clone(),
-                status: s.it.response.status,
-                latency_ms: s.it.latency_ms,
+                method: it.request.method.clone(),
+                path: it.request.path.clone(),
+                status: it.response.status,
+                latency_ms: it.latency_ms,
             });
             continue;
         };
         if s.model_call().is_none() {
             totals.failed_calls += 1;
-            turn.steps.push(failed_step(s.it, call));
+            turn.steps.push(failed_step(it, call));
             continue;
         }
         let prev = previous.as_ref();
@@ -180,8 +180,8 @@ pub fn read(cassette: &Cassette) -> Shown {
             number,
             route: call.route.clone(),
             model: call.model.clone(),
-            status: s.it.response.status,
-            latency_ms: s.it.latency_ms,
+            status: it.response.status,
+            latency_ms: it.latency_ms,
             usage: call.usage,
             system: call
                 .system
@@ -191,8 +191,8 @@ pub fn read(cassette: &Cassette) -> Shown {
             params: Some(call.params.clone())
                 .filter(|p| !p.is_empty() && changed(&|q| q.params != *p)),
             messages: s.new,
-            mocked: s.it.mocked.clone(),
-            spoiled: s.it.spoiled.clone(),
+            mocked: it.mocked.clone(),
+            spoiled: it.spoiled.clone(),
             tool_calls: call
                 .tool_calls
                 .iter()
@@ -247,16 +247,15 @@ fn failed_step(it: &Interaction, call: &ModelCall) -> ShownStep {
 }
 
 /// The trajectory as JSON (the serde form of [`Shown`]), ending with a newline.
-pub fn show_json(cassette: &Cassette) -> String {
+pub fn json(shown: &Shown) -> String {
     // Serializing these types cannot fail: every map key is a string.
-    let mut s = serde_json::to_string_pretty(&read(cassette)).unwrap_or_default();
+    let mut s = serde_json::to_string_pretty(shown).unwrap_or_default();
     s.push('\n');
     s
 }
 
 /// The trajectory as text, ending with a newline.
-pub fn show(cassette: &Cassette) -> String {
-    let shown = read(cassette);
+pub fn text(shown: &Shown) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,

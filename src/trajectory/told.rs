@@ -46,7 +46,7 @@ impl ToldLog {
 
 /// The definition of each tool a request offers, by name, as the request wrote it
 /// (description included).
-fn tool_defs<'v>(step: &'v Step<'_>) -> BTreeMap<&'v str, &'v Value> {
+fn tool_defs(step: &Step) -> BTreeMap<&str, &Value> {
     let Some(call) = &step.call else {
         return BTreeMap::new();
     };
@@ -55,7 +55,7 @@ fn tool_defs<'v>(step: &'v Step<'_>) -> BTreeMap<&'v str, &'v Value> {
         .collect()
 }
 
-fn user_texts<'v>(step: &'v Step<'_>) -> Vec<&'v str> {
+fn user_texts(step: &Step) -> Vec<&str> {
     step.new
         .iter()
         .filter_map(|m| match m {
@@ -65,13 +65,7 @@ fn user_texts<'v>(step: &'v Step<'_>) -> Vec<&'v str> {
         .collect()
 }
 
-pub(super) fn compare_told(
-    o: &Step<'_>,
-    w: &Step<'_>,
-    at: CallAt,
-    asserted: &Asserted,
-    log: &mut ToldLog,
-) {
+pub(super) fn compare_told(o: &Step, w: &Step, at: CallAt, asserted: &Asserted, log: &mut ToldLog) {
     let (Some(a), Some(b)) = (&o.call, &w.call) else {
         return;
     };

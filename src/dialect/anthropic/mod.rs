@@ -234,6 +234,7 @@ pub fn extract(request: &Value, response: &Value) -> ModelCall {
             parameters: t["input_schema"].clone(),
             definition: t.clone(),
         })
+        .map(std::sync::Arc::new)
         .collect();
     let messages = array(request, "messages");
     let after_last_assistant = messages

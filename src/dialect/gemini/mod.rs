@@ -344,6 +344,7 @@ pub fn extract(request: &Value, response: &Value) -> ModelCall {
             },
             definition: d.clone(),
         })
+        .map(std::sync::Arc::new)
         .collect();
     let contents = array(request, "contents");
     let after_model = contents

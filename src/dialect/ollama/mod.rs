@@ -202,6 +202,7 @@ pub fn extract(request: &Value, response: &Value) -> ModelCall {
             parameters: t["function"]["parameters"].clone(),
             definition: t.clone(),
         })
+        .map(std::sync::Arc::new)
         .collect();
     let last_assistant = messages.iter().rposition(|m| m["role"] == "assistant");
     let calls = last_assistant.map_or(&[][..], |a| array(&messages[a], "tool_calls"));

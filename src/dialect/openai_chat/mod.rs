@@ -233,6 +233,7 @@ pub fn extract(request: &Value, response: &Value) -> ModelCall {
             parameters: t["function"]["parameters"].clone(),
             definition: t.clone(),
         })
+        .map(std::sync::Arc::new)
         .collect();
     let after_last_assistant = messages
         .iter()

@@ -274,6 +274,7 @@ pub fn extract(request: &Value, response: &Value) -> ModelCall {
             parameters: t["parameters"].clone(),
             definition: t.clone(),
         })
+        .map(std::sync::Arc::new)
         .collect();
     let calls_by_id = calls_in(&items);
     let after_model_output = items.iter().rposition(is_model_output).map_or(0, |i| i + 1);

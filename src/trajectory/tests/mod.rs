@@ -6,6 +6,7 @@
 mod bench;
 mod diff;
 mod executions;
+mod extract;
 mod show;
 
 use serde_json::{json, Map, Value};

@@ -4,7 +4,12 @@
 use serde_json::json;
 
 use super::Rec;
-use crate::trajectory::{show, show_json};
+use crate::cassette::Cassette;
+use crate::trajectory::show::{self as shown, read};
+
+fn show(cassette: &Cassette) -> String {
+    shown::text(&read(cassette))
+}
 
 fn recording() -> crate::cassette::Cassette {
     let mut r = Rec::weather(1);
@@ -37,7 +42,7 @@ fn show_text() {
 
 #[test]
 fn show_json_form() {
-    insta::assert_snapshot!(show_json(&recording()));
+    insta::assert_snapshot!(shown::json(&read(&recording())));
 }
 
 #[test]
