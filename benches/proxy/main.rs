@@ -11,7 +11,8 @@
 //!    on the same HTTP stack, in the same run (interleaved);
 //! 2. record-mode added latency against the canned server as upstream;
 //! 3. streaming time to first chunk, through record and direct;
-//! 4. time to start replaying a 1,000- and a 10,000-interaction cassette;
+//! 4. time to start replaying a 1,000- and a 10,000-interaction cassette; 4b. `show` and
+//!    `diff` of those cassettes, time and peak RSS;
 //! 5. peak RSS (VmHWM) of the proxy in each;
 //! 6. replay throughput and latency of streamed replies in the three dialects (chat,
 //!    Responses, Messages), beside a canned server answering the same kind of stream.
