@@ -25,6 +25,18 @@
 //! and `commands`.
 //! `docs/architecture.md` says where each concern lives and how to add a dialect.
 
+/// `eprintln!` for what agentproxy tells its user on standard error, without the panic
+/// when the write fails: a reader of stderr that went away (`agentproxy test … 2>&1 |
+/// head`) must not take the proxy, and the program it serves, down with it. What cannot
+/// be written is dropped.
+#[macro_export]
+macro_rules! tell {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+    }};
+}
+
 pub(crate) mod assert;
 pub mod cassette;
 pub mod cli;

@@ -41,13 +41,13 @@ fn main() {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("agentproxy: failed to start the async runtime: {e}");
+            agentproxy::tell!("agentproxy: failed to start the async runtime: {e}");
             std::process::exit(agentproxy::error::EXIT_EXECUTION);
         }
     };
     let result = runtime.block_on(agentproxy::commands::run(cli));
     if let Err(e) = &result {
-        eprintln!("agentproxy: {e}");
+        agentproxy::tell!("agentproxy: {e}");
     }
     let code = agentproxy::error::exit_code(&result);
     // Connections still held by a hung program must not keep the proxy alive.

@@ -96,10 +96,11 @@ fn missing_cassette_is_a_usage_error() {
 fn a_reader_that_goes_away_ends_output_quietly_and_a_full_disk_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
     write_cassette(&dir.path().join("c.json"), chat("hi"), completion("hello"));
-    let commands: [&[&str]; 3] = [
+    let commands: [&[&str]; 4] = [
         &["show", "c.json"],
         &["diff", "c.json", "c.json"],
         &["doctor", "--json"],
+        &["docs", "spec-reference"],
     ];
     for args in commands {
         // The reading end is closed before the command writes (`agentproxy show | head`).
@@ -133,6 +134,20 @@ fn a_reader_that_goes_away_ends_output_quietly_and_a_full_disk_is_an_error() {
             "{args:?}: {err}"
         );
     }
+}
+
+#[test]
+fn an_error_told_to_a_reader_that_went_away_keeps_its_exit_code() {
+    let dir = tempfile::tempdir().unwrap();
+    // Standard error's reader is gone before the error is told (`… 2>&1 | head`).
+    let mut child = Command::new(bin())
+        .args(["replay", "--cassette", "nope.json", "--", "true"])
+        .current_dir(dir.path())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stderr.take());
+    assert_eq!(child.wait().unwrap().code(), Some(2));
 }
 
 #[test]

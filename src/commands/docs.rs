@@ -1,8 +1,6 @@
 //! `agentproxy docs [TOPIC]`: the documentation, built into the binary so that every
 //! install (cargo, the wheel, a release binary) has the pages `--help` points at.
 
-use std::io::Write as _;
-
 use crate::cli::DocsArgs;
 use crate::error::{Error, Exit, Result};
 
@@ -53,8 +51,7 @@ pub fn run(args: DocsArgs) -> Result<Exit> {
             })?
             .to_owned(),
     };
-    // A pager or `head` that stops reading is not an error.
-    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+    super::output::print(&text)?;
     Ok(Exit::Ok)
 }
 

@@ -36,7 +36,7 @@ pub async fn run(args: DoctorArgs) -> Result<Exit> {
     let base = format!("http://{}", session.addr());
     let injected = doctor_variables(&base);
     if !args.json {
-        eprintln!(
+        tell!(
             "agentproxy doctor: canned replies on {base}; running `{}` once (timeout {})",
             shell_words::join(&args.command),
             humantime::format_duration(args.timeout)

@@ -156,7 +156,7 @@ async fn store(endpoint: &Endpoint, pair: Option<Value>, secrets: &Secrets) {
         .send(http::Method::POST, "/record", Some(&pair))
         .await
     {
-        eprintln!("agentproxy mcp: failed to record a response: {why}");
+        tell!("agentproxy mcp: failed to record a response: {why}");
     }
 }
 
@@ -183,7 +183,7 @@ async fn problem(endpoint: &Endpoint, what: String) {
         .send(http::Method::POST, "/problem", Some(&body))
         .await
     {
-        eprintln!("agentproxy mcp: {what}; the session could not be told: {why}");
+        tell!("agentproxy mcp: {what}; the session could not be told: {why}");
     }
 }
 

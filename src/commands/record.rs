@@ -37,7 +37,7 @@ pub async fn run(args: RecordArgs) -> Result<Exit> {
         env::upstream_list(&upstreams)
     );
     for warning in env::overridden(&|name| std::env::var(name).ok(), &upstreams) {
-        eprintln!("agentproxy: warning: {warning}");
+        tell!("agentproxy: warning: {warning}");
     }
     let ended = session::run(s, options, false, &banner).await?;
     let out = &ended.outcome;
@@ -46,11 +46,11 @@ pub async fn run(args: RecordArgs) -> Result<Exit> {
         // What the program reached around the proxy may say why nothing came through it.
         if !s.quiet {
             for line in session::egress_lines(out, ended.level.as_ref()) {
-                eprintln!("{line}");
+                tell!("{line}");
             }
         }
         if let Some(code) = child_failed.filter(|_| out.upstream_errors.is_empty()) {
-            eprintln!("agentproxy: the program exited with status {code} before any request was recorded; no cassette written");
+            tell!("agentproxy: the program exited with status {code} before any request was recorded; no cassette written");
             return Ok(Exit::Program(code));
         }
         let mut failures: Vec<String> = (out.upstream_errors.iter())
@@ -88,7 +88,7 @@ pub async fn run(args: RecordArgs) -> Result<Exit> {
     let errors = ended.outcome.upstream_errors.len();
     if !s.quiet {
         for client in &out.clients {
-            eprintln!(
+            tell!(
                 "agentproxy: recorded {client}: its volatile fields are tolerated (see the cassette's match block; --no-client-tolerances turns this off)"
             );
         }
@@ -96,9 +96,9 @@ pub async fn run(args: RecordArgs) -> Result<Exit> {
             .into_iter()
             .chain(session::egress_lines(out, ended.level.as_ref()))
         {
-            eprintln!("{line}");
+            tell!("{line}");
         }
-        eprintln!(
+        tell!(
             "agentproxy: recorded {count} interaction(s) ({streamed} streamed) from {} to {}",
             used.join(" and "),
             s.cassette.display()
@@ -106,9 +106,9 @@ pub async fn run(args: RecordArgs) -> Result<Exit> {
         if errors > 0 {
             // Named here whether or not they were as they happened (an MCP message over
             // the size limit is noted, not printed).
-            eprintln!("agentproxy: {errors} request(s) failed at the upstream; exit 3:");
+            tell!("agentproxy: {errors} request(s) failed at the upstream; exit 3:");
             for e in &ended.outcome.upstream_errors {
-                eprintln!("agentproxy:   {e}");
+                tell!("agentproxy:   {e}");
             }
         }
     }

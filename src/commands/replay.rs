@@ -18,7 +18,7 @@ pub async fn run(args: ReplayArgs) -> Result<Exit> {
     let stale = (args.max_age)
         .and_then(|max| age::stale(&s.cassette, &cassette.recorded_at, max, SystemTime::now()));
     if let Some(warning) = stale.filter(|_| !s.quiet) {
-        eprintln!("agentproxy: warning: {warning}");
+        tell!("agentproxy: warning: {warning}");
     }
     let total = cassette.interactions.len();
     let setup = Setup {
@@ -43,9 +43,9 @@ pub async fn run(args: ReplayArgs) -> Result<Exit> {
     let served = out.requests.saturating_sub(missed + replaced);
     if !s.quiet {
         for line in session::fault_lines(out) {
-            eprintln!("{line}");
+            tell!("{line}");
         }
-        eprintln!(
+        tell!(
             "agentproxy: served {served} request(s) from {}; {missed} missed; {} of {total} recording(s) unused",
             s.cassette.display(),
             out.unused.len()
@@ -57,10 +57,10 @@ pub async fn run(args: ReplayArgs) -> Result<Exit> {
             UNUSED_SHOWN
         };
         for line in out.unused.iter().take(shown) {
-            eprintln!("agentproxy:   unused {line}");
+            tell!("agentproxy:   unused {line}");
         }
         if out.unused.len() > shown {
-            eprintln!(
+            tell!(
                 "agentproxy:   … and {} more unused (-v lists them all, --json too)",
                 out.unused.len() - shown
             );
@@ -69,7 +69,7 @@ pub async fn run(args: ReplayArgs) -> Result<Exit> {
     // Refused traffic fails the run: said even when quiet.
     for line in session::egress_lines(out, ended.level.as_ref()) {
         if !s.quiet || line.starts_with("agentproxy: refused") {
-            eprintln!("{line}");
+            tell!("{line}");
         }
     }
     let refused: usize = out.egress.values().map(|e| e.refused + e.direct).sum();
@@ -77,7 +77,7 @@ pub async fn run(args: ReplayArgs) -> Result<Exit> {
         // Quiet still says why the run failed: one line per miss.
         for miss in &out.misses {
             let first = miss.lines().next().unwrap_or_default();
-            eprintln!("agentproxy: miss: {first}");
+            tell!("agentproxy: miss: {first}");
         }
     }
     let exit = match ended.child {

@@ -504,7 +504,7 @@ pub async fn run(args: ServeArgs) -> Result<Exit> {
     let still: Vec<String> = harness.active.lock().await.keys().cloned().collect();
     for name in still {
         if let Some(ended) = harness.end(&name).await.ok().filter(|e| e.written) {
-            eprintln!(
+            tell!(
                 "agentproxy serve: wrote {} for the test that was still active",
                 ended.cassette.display()
             );

@@ -116,10 +116,10 @@ pub async fn run(
         None
     };
     if !args.quiet {
-        eprintln!("agentproxy: {banner}, listening on {base}");
+        tell!("agentproxy: {banner}, listening on {base}");
         if args.verbose > 0 {
             for v in &injected {
-                eprintln!("agentproxy:   {}={}  ({})", v.name, v.value, v.why);
+                tell!("agentproxy:   {}={}  ({})", v.name, v.value, v.why);
             }
         }
     }
@@ -127,7 +127,7 @@ pub async fn run(
         super::output::print(&env::export_lines(&injected))?;
         signals.next().await;
         if !args.quiet {
-            eprintln!("agentproxy: shutting down, draining in-flight requests (Ctrl-C again to stop at once)");
+            tell!("agentproxy: shutting down, draining in-flight requests (Ctrl-C again to stop at once)");
         }
         // A second signal stops at once; what was recorded is still written.
         (None, Some(signals))
@@ -146,7 +146,7 @@ pub async fn run(
                 .stop_unless(async move {
                     signals.next().await;
                     if !quiet {
-                        eprintln!("agentproxy: stopping now; in-flight requests are not recorded");
+                        tell!("agentproxy: stopping now; in-flight requests are not recorded");
                     }
                 })
                 .await

@@ -50,7 +50,7 @@ pub async fn run(args: TestArgs) -> Result<Exit> {
     let loaded = spec::load_all(&args.specs)?;
     if !args.quiet {
         for dir in &loaded.without_specs {
-            eprintln!(
+            tell!(
                 "agentproxy: note: skipped {}: it has no spec (*.yaml or *.yml)",
                 dir.display()
             );
@@ -69,7 +69,7 @@ pub async fn run(args: TestArgs) -> Result<Exit> {
     let may_record = jobs.iter().any(|(_, _, s)| s.mode != spec::Mode::Replay);
     if may_record && !args.quiet {
         for warning in env::overridden(&|name| std::env::var(name).ok(), &upstreams) {
-            eprintln!("agentproxy: warning: {warning}");
+            tell!("agentproxy: warning: {warning}");
         }
     }
     // A fixed listen port can serve one case at a time.
@@ -253,7 +253,7 @@ fn in_shard(
         .map(|(j, _)| j)
         .collect();
     if let Some(shard) = shard.filter(|_| !quiet) {
-        eprintln!(
+        tell!(
             "agentproxy: shard {shard}: {} of the {selected} selected case(s) run here{}",
             jobs.len(),
             if jobs.is_empty() {

@@ -202,7 +202,7 @@ async fn answer_request(
         // What the dialect cannot read is still the program's request: it goes on as plain
         // HTTP (the upstream answers it, the cassette keeps it), with a word on stderr.
         Err(e) => {
-            eprintln!(
+            tell!(
                 "agentproxy: warning: {} {}: the body is not JSON ({e}), so it is recorded and replayed as plain HTTP, not as {}",
                 head.method,
                 head.stored_path,

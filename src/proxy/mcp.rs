@@ -80,7 +80,7 @@ pub(super) async fn handle(
                         .as_str()
                         .unwrap_or("a problem it did not name");
                     let why = format!("MCP server `{name}`: {why}");
-                    eprintln!("agentproxy: {why}");
+                    tell!("agentproxy: {why}");
                     proxy.lock().upstream_errors.push(why);
                     json_response(StatusCode::OK, &json!({}))
                 }

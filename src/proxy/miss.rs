@@ -83,7 +83,10 @@ pub(super) fn note(
         }
     };
     if proxy.opts.print_misses {
-        eprint!("agentproxy: {report}");
+        tell!(
+            "agentproxy: {}",
+            report.strip_suffix('\n').unwrap_or(&report)
+        );
     }
     let turn = proxy.current_turn();
     let mut st = proxy.lock();

@@ -95,7 +95,7 @@ pub(super) async fn forward(
             let latency = started.elapsed();
             if let Some(why) = &aborted {
                 let message = format!("{} {}: {why}; recorded as aborted", ex.method, ex.path);
-                eprintln!("agentproxy: {message}");
+                tell!("agentproxy: {message}");
                 proxy.lock().upstream_errors.push(message);
             }
             let response = Recorded {
@@ -354,7 +354,7 @@ fn upstream_failed(proxy: &Proxy, ex: &Exchange, e: UpstreamError) -> Response<P
     };
     let message = e.to_string();
     let named = format!("{} {}: {message}", ex.method, ex.path);
-    eprintln!("agentproxy: {named}");
+    tell!("agentproxy: {named}");
     proxy.lock().upstream_errors.push(named);
     json_response(
         status,

@@ -123,8 +123,8 @@ fn read_roots() -> rustls::RootCertStore {
     let added = certs.map(|c| roots.add_parsable_certificates(c));
     match added {
         Ok((n, _)) if n > 0 => {}
-        Ok(_) => eprintln!("agentproxy: warning: SSL_CERT_FILE={}: no certificate in it; recording trusts the built-in roots only", file.to_string_lossy()),
-        Err(e) => eprintln!("agentproxy: warning: SSL_CERT_FILE={}: {e}; recording trusts the built-in roots only", file.to_string_lossy()),
+        Ok(_) => tell!("agentproxy: warning: SSL_CERT_FILE={}: no certificate in it; recording trusts the built-in roots only", file.to_string_lossy()),
+        Err(e) => tell!("agentproxy: warning: SSL_CERT_FILE={}: {e}; recording trusts the built-in roots only", file.to_string_lossy()),
     }
     roots
 }
