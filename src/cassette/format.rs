@@ -200,6 +200,17 @@ pub struct Spoiled {
 }
 
 impl Interaction {
+    /// Keep the JSON bodies as compact text until they are next read or written (see
+    /// [`LazyJson::compact`]).
+    pub fn compact(&mut self) {
+        let bodies = [&mut self.request.body, &mut self.response.body];
+        for body in bodies.into_iter().flatten() {
+            if let Body::Json(v) = body {
+                v.compact();
+            }
+        }
+    }
+
     /// The model call this interaction records, read by its route's dialect: `None` for
     /// plain HTTP and for a request body that is missing or not JSON. A response body that
     /// is missing (a stream that kept only its events) or not JSON reads as empty.

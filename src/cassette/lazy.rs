@@ -46,9 +46,13 @@ fn share(text: &str) -> Bytes {
 }
 
 pub struct LazyJson {
-    /// The text as loaded (valid JSON); `None` for a value built in memory.
+    /// The text as loaded (valid JSON), or as [`LazyJson::compact`] wrote it; `None` for
+    /// a value built in memory.
     raw: Option<Bytes>,
     value: OnceLock<Value>,
+    /// `raw` is compact text written from a value, to be laid out like any value when
+    /// saved (not the text of a cassette, which is saved as it was).
+    compacted: bool,
 }
 
 impl LazyJson {
@@ -86,10 +90,25 @@ impl LazyJson {
         }
     }
 
+    /// Keep the value as its compact text, parsed again when next used: a recording holds
+    /// each body until the cassette is written, and the text is a fraction of the tree.
+    /// Saved, it is laid out as the value would be.
+    pub fn compact(&mut self) {
+        if let (None, Some(v)) = (&self.raw, self.value.get()) {
+            // Serializing a Value cannot fail: its map keys are strings.
+            if let Ok(text) = serde_json::to_vec(v) {
+                self.raw = Some(Bytes::from(text));
+                self.value = OnceLock::new();
+                self.compacted = true;
+            }
+        }
+    }
+
     /// The value, for editing; the loaded text is dropped.
     pub fn get_mut(&mut self) -> &mut Value {
         self.get();
         self.raw = None;
+        self.compacted = false;
         self.value.get_mut().expect("initialized by get")
     }
 
@@ -105,6 +124,7 @@ impl From<Value> for LazyJson {
         LazyJson {
             raw: None,
             value: OnceLock::from(v),
+            compacted: false,
         }
     }
 }
@@ -127,6 +147,7 @@ impl Clone for LazyJson {
         LazyJson {
             raw: self.raw.clone(),
             value: self.value.clone(),
+            compacted: self.compacted,
         }
     }
 }
@@ -146,16 +167,19 @@ impl fmt::Debug for LazyJson {
 impl Serialize for LazyJson {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         // Unparsed text goes back out as it came in: a re-saved cassette keeps its bytes.
+        // Compacted text is laid out as its value, parsed for the while (a recording
+        // written holds one body as a tree at a time).
         let text = self
             .raw
             .as_deref()
+            .filter(|_| !self.compacted)
             .and_then(|r| std::str::from_utf8(r).ok());
         match (
             self.value.get(),
             text.and_then(|t| serde_json::from_str::<&RawValue>(t).ok()),
         ) {
             (None, Some(raw)) => raw.serialize(s),
-            _ => self.get().serialize(s),
+            _ => self.get_transient().serialize(s),
         }
     }
 }
@@ -166,6 +190,7 @@ impl<'de> Deserialize<'de> for LazyJson {
         Ok(LazyJson {
             raw: Some(share(raw.get())),
             value: OnceLock::new(),
+            compacted: false,
         })
     }
 }
@@ -181,6 +206,27 @@ mod tests {
         assert!(loaded.value.get().is_none());
         assert_eq!(loaded.get(), &json!({"a": "x", "b": [1, 2]}));
         assert_eq!(loaded, LazyJson::from(json!({"b": [1, 2], "a": "x"})));
+    }
+
+    #[test]
+    fn a_compacted_value_is_kept_as_text_and_saved_laid_out_as_the_value() {
+        let value = json!({"z": [1, {"b": "x\u{e9}"}], "a": null});
+        let mut lazy = LazyJson::from(value.clone());
+        lazy.compact();
+        assert!(lazy.value.get().is_none());
+        let text = r#"{"a":null,"z":[1,{"b":"xé"}]}"#;
+        assert_eq!(lazy.text(), Some(text.as_bytes()));
+        assert_eq!(
+            serde_json::to_string_pretty(&lazy).unwrap(),
+            serde_json::to_string_pretty(&value).unwrap()
+        );
+        // Writing it parsed it for the while only.
+        assert!(lazy.value.get().is_none());
+        assert_eq!(lazy.get(), &value);
+        // Text loaded from a cassette is not compacted again.
+        let mut loaded: LazyJson = serde_json::from_str("{ \"a\": 1 }").unwrap();
+        loaded.compact();
+        assert_eq!(serde_json::to_string(&loaded).unwrap(), "{ \"a\": 1 }");
     }
 
     #[test]

@@ -183,8 +183,10 @@ impl Proxy {
     }
 
     /// A new recording of the request numbered `seq`: logged, and kept for the cassette.
-    pub(super) fn recorded(&self, seq: u64, it: Interaction) {
+    pub(super) fn recorded(&self, seq: u64, mut it: Interaction) {
         self.note_exchange(seq, &it);
+        // Held until the cassette is written: as text, a fraction of the trees.
+        it.compact();
         self.lock().recorded.push((seq, it));
     }
 
