@@ -32,6 +32,15 @@ static URL_PASSWORD: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 impl Secrets {
+    /// [`Secrets::from_vars`] of this process's environment. A variable whose name or
+    /// value is not UTF-8 is passed over: it cannot be written in a JSON body, which
+    /// `std::env::vars` would panic on.
+    pub fn from_env() -> Secrets {
+        Secrets::from_vars(std::env::vars_os().filter_map(|(name, value)| {
+            Some((name.into_string().ok()?, value.into_string().ok()?))
+        }))
+    }
+
     /// The secrets of an environment: the value of every variable whose name looks
     /// secret, as `${NAME}`, and of any variable holding a URL with a password (a
     /// `DATABASE_URL`, say): the whole URL as `${NAME}` and its password as

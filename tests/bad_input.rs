@@ -151,6 +151,66 @@ fn an_error_told_to_a_reader_that_went_away_keeps_its_exit_code() {
 }
 
 #[test]
+fn odd_environments_and_limits_out_of_reach_get_an_answer_not_a_panic() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tempfile::tempdir().unwrap();
+    write_cassette(&dir.path().join("c.json"), chat("hi"), completion("hello"));
+    // A variable that is not UTF-8 is passed over when reading the environment's secrets.
+    let out = Command::new(bin())
+        .args(["replay", "--cassette", "c.json", "--", "true"])
+        .current_dir(dir.path())
+        .env("ODD_VALUE", std::ffi::OsStr::from_bytes(b"\xff\xfe"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("unused"), "{err}");
+    // A limit longer than a year is refused where it is given.
+    let (code, err) = run(
+        &["doctor", "--timeout", "9999999999s", "--", "true"],
+        dir.path(),
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("`9999999999s` is longer than a year"), "{err}");
+    std::fs::write(
+        dir.path().join("echo.yaml"),
+        "app:\n  command: [sh, -c, 'read l; echo got $l']\nexecution:\n  timeout: 300000000000y\ncases:\n  - name: one\n    input: hi\n",
+    )
+    .unwrap();
+    let (code, err) = run(&["test", "echo.yaml"], dir.path());
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("`execution.timeout` is longer than a year"),
+        "{err}"
+    );
+    // More cases at a time than there are cases (or than a semaphore can count) is all of them.
+    std::fs::write(
+        dir.path().join("echo.yaml"),
+        "app:\n  command: [sh, -c, 'read l; echo got $l']\ncases:\n  - name: one\n    input: hi\n",
+    )
+    .unwrap();
+    let out = Command::new(bin())
+        .args([
+            "test",
+            "echo.yaml",
+            "--mode",
+            "record",
+            "--upstream",
+            "http://127.0.0.1:9",
+            "-q",
+        ])
+        .current_dir(dir.path())
+        .env("AGENTPROXY_PARALLEL", "3000000000000000000")
+        .env_remove("CI")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    // The program never calls the model: in record mode, an error of the case, not a panic.
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("0 passed, 0 failed, 1 error"), "{err}");
+}
+
+#[test]
 fn truncated_cassette_names_path_and_position() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("c.json");

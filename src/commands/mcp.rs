@@ -104,8 +104,7 @@ pub async fn run(args: McpArgs) -> Result<Exit> {
             // configuration, and secrets on its command line) is redacted here, before
             // the session sees it: the session knows only its own environment.
             let prefix = format!("MCP_{}", args.name.to_ascii_uppercase().replace('-', "_"));
-            let secrets = Secrets::from_vars(std::env::vars())
-                .and(Secrets::from_args(&prefix, &args.command));
+            let secrets = Secrets::from_env().and(Secrets::from_args(&prefix, &args.command));
             record(&endpoint, &args.command, &secrets).await
         }
         Some(crate::proxy::mcp::PASSTHROUGH) => exec(&args.command),

@@ -302,7 +302,11 @@ async fn run_jobs(
     check_determinism: bool,
     quiet: bool,
 ) -> Result<Vec<CaseReport>> {
-    let permits = Arc::new(tokio::sync::Semaphore::new(parallel));
+    // More permits than jobs change nothing (and tokio refuses a count near usize::MAX,
+    // which a spec or AGENTPROXY_PARALLEL may give).
+    let permits = Arc::new(tokio::sync::Semaphore::new(
+        parallel.clamp(1, jobs.len().max(1)),
+    ));
     let mut handles = Vec::with_capacity(jobs.len());
     for (sp, i, settings) in jobs {
         // Taking the permit before spawning keeps cases starting in file order.

@@ -60,10 +60,11 @@ const SHALLOW: usize = 4;
 /// Deeper than this a `$ref` is not followed (the value is `null`, and fails the check).
 const DEEPEST: usize = 12;
 
-/// The most array items and string characters one generated value has, all nested ones
-/// counted together: each count keyword is capped on its own, but caps nested in each
-/// other multiply (64 Ki items of 64 Ki-character strings is 4 GiB). A schema that asks
-/// for more gets a value cut short, which its check then finds invalid.
+/// The most values, array items and string characters one generated value has, all nested
+/// ones counted together: each count keyword is capped on its own, but caps nested in each
+/// other multiply (64 Ki items of 64 Ki-character strings is 4 GiB), and so do required
+/// properties that refer back to their schema. A schema that asks for more gets a value
+/// cut short, which its check then finds invalid.
 const VALUE_BUDGET: usize = 1 << 20;
 
 /// A generator of values for one schema (`root`, which `$ref`s point into).
@@ -97,6 +98,11 @@ impl<'a> Maker<'a> {
     }
 
     fn value(&mut self, s: &Value, depth: usize) -> Value {
+        // Every value costs one unit: a schema whose required properties refer back to
+        // itself would otherwise make a tree of billions of nodes within the depth limit.
+        if self.spend(1) == 0 {
+            return Value::Null;
+        }
         let Some(obj) = s.as_object() else {
             // `true` (anything) or `false` (nothing: no value will pass).
             return if s == &Value::Bool(false) {
@@ -510,6 +516,19 @@ mod tests {
         for v in made(&schema, 2) {
             let size = v.to_string().len();
             assert!(size < 16 << 20, "{size} bytes");
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(20));
+        // Twenty required properties, each the whole schema again: 20^12 values within
+        // the depth limit, unless each value is counted.
+        let names: Vec<String> = (0..20).map(|i| format!("p{i}")).collect();
+        let props: Map<String, Value> = (names.iter())
+            .map(|n| (n.clone(), json!({"$ref": "#"})))
+            .collect();
+        let schema = json!({"type": "object", "required": names, "properties": props});
+        let started = std::time::Instant::now();
+        for v in made(&schema, 2) {
+            let size = v.to_string().len();
+            assert!(size < 64 << 20, "{size} bytes");
         }
         assert!(started.elapsed() < std::time::Duration::from_secs(20));
     }

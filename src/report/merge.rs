@@ -32,6 +32,13 @@ pub enum MergeError {
         first: PathBuf,
         again: PathBuf,
     },
+    #[error("{}: shard {index}/{total} cannot be merged with {given} report(s): a shard is K/N with 1 <= K <= N, and a run of N shards has N reports", file.display())]
+    OutOfRange {
+        file: PathBuf,
+        index: usize,
+        total: usize,
+        given: usize,
+    },
     #[error("shard(s) {} of {total} missing: merge every shard's report", missing.iter().map(usize::to_string).collect::<Vec<_>>().join(", "))]
     Missing { missing: Vec<usize>, total: usize },
     #[error("{} lists other cases than {}: the shards of one run select the same cases (same specs, --case and --filter)", file.display(), first.display())]
@@ -75,10 +82,22 @@ pub fn parse(file: PathBuf, text: &str) -> Result<(PathBuf, RunReport), MergeErr
 pub fn merge(reports: Vec<(PathBuf, RunReport)>) -> Result<RunReport, MergeError> {
     let mut by_index: Vec<Option<(PathBuf, RunReport)>> = vec![];
     let mut first: Option<(PathBuf, Shard)> = None;
+    let given = reports.len();
     for (file, report) in reports {
         let Some(shard) = report.shard else {
             return Err(MergeError::NotSharded { file });
         };
+        // A report file says what shard it is: a number out of range, or far more shards
+        // than reports to merge, is no run to merge (and must not size the table; a few
+        // missing are named below).
+        if shard.index == 0 || shard.index > shard.total || shard.total > given + 64 {
+            return Err(MergeError::OutOfRange {
+                file,
+                index: shard.index,
+                total: shard.total,
+                given,
+            });
+        }
         let (first_file, first_shard) = first.get_or_insert_with(|| (file.clone(), shard));
         if (shard.total, shard.strategy) != (first_shard.total, first_shard.strategy) {
             return Err(MergeError::Mismatch {
@@ -218,6 +237,20 @@ mod tests {
             e.to_string()
                 .starts_with("shard-2.json lists other cases than shard-1.json"),
             "{e}"
+        );
+
+        // What a report file says of its shard is checked before it sizes anything.
+        for (index, total) in [(0, 2), (3, 2), (1, usize::MAX)] {
+            let (file, mut odd) = shard_of(1, 2, "hash");
+            odd.shard = odd.shard.map(|s| Shard { index, total, ..s });
+            let e = merge(vec![shard_of(1, 2, "hash"), (file, odd)]).unwrap_err();
+            assert!(matches!(e, MergeError::OutOfRange { .. }), "{e}");
+        }
+        let (file, mut far) = shard_of(1, 2, "hash");
+        far.shard = far.shard.map(|s| Shard { total: 100, ..s });
+        assert_eq!(
+            merge(vec![(file, far)]).unwrap_err().to_string(),
+            "shard-1.json: shard 1/100 cannot be merged with 1 report(s): a shard is K/N with 1 <= K <= N, and a run of N shards has N reports"
         );
 
         let plain = parse("run.json".into(), &json::render(&sample::run())).unwrap();

@@ -231,7 +231,7 @@ pub(crate) fn plan(setup: Setup, fwd: &Forwarding) -> Result<Plan, PlanError> {
     let options = Options {
         secret,
         rules,
-        secrets: Secrets::from_vars(std::env::vars()),
+        secrets: Secrets::from_env(),
         max_body: fwd.max_body,
         upstream,
         replay,

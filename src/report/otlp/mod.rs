@@ -133,7 +133,9 @@ impl Builder {
     /// The span of the next `latency_ms`, and the clock moved past it.
     fn advance(&mut self, latency_ms: u64) -> (u64, u64) {
         let start = self.now;
-        self.now += latency_ms.saturating_mul(1_000_000);
+        self.now = self
+            .now
+            .saturating_add(latency_ms.saturating_mul(1_000_000));
         (start, self.now)
     }
 }
