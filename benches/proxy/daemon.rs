@@ -98,18 +98,21 @@ impl Daemon {
     }
 
     /// SIGINT, then wait (bounded: SIGKILL after `grace`). Returns the exit code, the time
-    /// from the signal to exit, and stderr.
-    pub fn interrupt(mut self, grace: Duration) -> (Option<i32>, Duration, String) {
+    /// from the signal to exit, stderr, and the peak RSS up to the exit (`VmHWM` read every
+    /// 2 ms while it shuts down: what writing a cassette costs shows here).
+    pub fn interrupt(mut self, grace: Duration) -> (Option<i32>, Duration, String, u64) {
         let sent = Instant::now();
         // SAFETY: kill(2) on the pid of a child this struct owns and has not yet reaped.
         unsafe {
             libc::kill(self.child.id() as i32, libc::SIGINT);
         }
         let deadline = sent + grace;
+        let mut peak = 0;
         let status = loop {
             match self.child.try_wait() {
                 Ok(Some(s)) => break s.code(),
                 Ok(None) if Instant::now() < deadline => {
+                    peak = peak.max(self.peak_rss());
                     std::thread::sleep(Duration::from_millis(2))
                 }
                 _ => {
@@ -120,7 +123,7 @@ impl Daemon {
         };
         let took = sent.elapsed();
         let err = std::fs::read_to_string(&self.stderr_path).unwrap_or_default();
-        (status, took, err)
+        (status, took, err, peak)
     }
 }
 

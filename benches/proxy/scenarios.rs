@@ -250,7 +250,7 @@ pub fn replay(ctx: &mut Ctx, rss: &mut Vec<(String, u64)>) -> Result<(), String>
     ));
     drop(targets);
     for d in [de, dk] {
-        let (code, _, err) = d.interrupt(Duration::from_secs(60));
+        let (code, _, err, _) = d.interrupt(Duration::from_secs(60));
         if code != Some(0) {
             ctx.failures += 1;
             eprintln!("bench: replay daemon exited {code:?}:\n{err}");
@@ -372,7 +372,7 @@ pub fn record(ctx: &mut Ctx, rss: &mut Vec<(String, u64)>) -> Result<(), String>
         format!("record, JSON, {recorded} interactions held until SIGINT"),
         d.peak_rss(),
     ));
-    let (code, took, err) = d.interrupt(Duration::from_secs(120));
+    let (code, took, err, peak) = d.interrupt(Duration::from_secs(120));
     if code != Some(0) {
         ctx.failures += 1;
         eprintln!("bench: record daemon exited {code:?}:\n{err}");
@@ -419,9 +419,10 @@ pub fn record(ctx: &mut Ctx, rss: &mut Vec<(String, u64)>) -> Result<(), String>
         median(added99)
     );
     println!(
-        "   SIGINT to exit, writing the {:.1} MB cassette of {recorded} interactions: {:.2} s",
+        "   SIGINT to exit, writing the {:.1} MB cassette of {recorded} interactions: {:.2} s, peak RSS to exit {:.1} MB",
         mb(written),
-        took.as_secs_f64()
+        took.as_secs_f64(),
+        mb(peak)
     );
     println!(
         "   {}",
@@ -492,7 +493,7 @@ pub fn stream(ctx: &mut Ctx, rss: &mut Vec<(String, u64)>) -> Result<(), String>
         }
     }
     rss.push(("record, SSE streams".into(), d.peak_rss()));
-    let (code, _, err) = d.interrupt(Duration::from_secs(60));
+    let (code, _, err, _) = d.interrupt(Duration::from_secs(60));
     if code != Some(0) {
         ctx.failures += 1;
         eprintln!("bench: stream record daemon exited {code:?}:\n{err}");

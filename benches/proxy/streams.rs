@@ -209,7 +209,7 @@ pub fn run(ctx: &mut Ctx, rss: &mut Vec<(String, u64)>) -> Result<(), String> {
     }
     print(cfg, &targets);
     for t in targets {
-        let (code, _, err) = t.daemon.interrupt(Duration::from_secs(60));
+        let (code, _, err, _) = t.daemon.interrupt(Duration::from_secs(60));
         if code != Some(0) {
             ctx.failures += 1;
             eprintln!(

@@ -69,7 +69,7 @@ impl LazyJson {
         })
     }
 
-    /// The text as loaded, when the value was read from a cassette.
+    /// The text as loaded from a cassette, or as [`LazyJson::compact`] wrote it.
     pub fn text(&self) -> Option<&[u8]> {
         self.raw.as_deref()
     }
@@ -210,11 +210,12 @@ mod tests {
 
     #[test]
     fn a_compacted_value_is_kept_as_text_and_saved_laid_out_as_the_value() {
-        let value = json!({"z": [1, {"b": "x\u{e9}"}], "a": null});
+        let value = json!({"z": [1, {"b": "x\u{e9}"}], "a": null,
+            "f": [0.30000000000000004, 1.2345678901234567, 2.638344616030823e-256, 1e300]});
         let mut lazy = LazyJson::from(value.clone());
         lazy.compact();
         assert!(lazy.value.get().is_none());
-        let text = r#"{"a":null,"z":[1,{"b":"xé"}]}"#;
+        let text = r#"{"a":null,"f":[0.30000000000000004,1.2345678901234567,2.638344616030823e-256,1e+300],"z":[1,{"b":"xé"}]}"#;
         assert_eq!(lazy.text(), Some(text.as_bytes()));
         assert_eq!(
             serde_json::to_string_pretty(&lazy).unwrap(),

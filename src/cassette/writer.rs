@@ -31,10 +31,42 @@ const NEW_FILE_MODE: u32 = 0o666;
 
 /// Serialize a cassette: pretty JSON, LF endings, trailing newline.
 pub fn to_bytes(cassette: &Cassette) -> Vec<u8> {
-    // Serializing plain data with string keys cannot fail.
-    let mut out = serde_json::to_vec_pretty(cassette).unwrap_or_default();
-    out.push(b'\n');
+    let mut out = Vec::new();
+    // Writing plain data with string keys into memory cannot fail.
+    let _ = write_to(cassette, &mut out);
     out
+}
+
+/// [`to_bytes`] into `out`, as it goes.
+fn write_to(cassette: &Cassette, mut out: impl Write) -> std::io::Result<()> {
+    serde_json::to_writer_pretty(&mut out, cassette)?;
+    out.write_all(b"\n")?;
+    out.flush()
+}
+
+/// The first key-shaped secret in `cassette`, read a part at a time (its head, then each
+/// interaction): the whole as one tree would be several times the cassette's size.
+fn secret_in(cassette: &Cassette) -> Option<redact::SecretHit> {
+    // Serializing plain data with string keys cannot fail.
+    let scan = |prefix: String, part: Result<serde_json::Value, serde_json::Error>| {
+        redact::scan(&part.unwrap_or_default()).map(|mut hit| {
+            hit.pointer.insert_str(0, &prefix);
+            hit
+        })
+    };
+    let head = Cassette {
+        format: cassette.format.clone(),
+        recorder: cassette.recorder.clone(),
+        recorded_at: cassette.recorded_at.clone(),
+        recorded_by: cassette.recorded_by.clone(),
+        upstreams: cassette.upstreams.clone(),
+        match_rules: cassette.match_rules.clone(),
+        interactions: Vec::new(),
+    };
+    scan(String::new(), serde_json::to_value(&head)).or_else(|| {
+        (cassette.interactions.iter().enumerate())
+            .find_map(|(i, it)| scan(format!("/interactions/{i}"), serde_json::to_value(it)))
+    })
 }
 
 /// Holds the lock on a cassette path until dropped.
@@ -107,8 +139,7 @@ impl Writer {
     /// Scan for key-shaped secrets, then replace the cassette atomically, so a crash at any
     /// point leaves either the old cassette or the new one, never a torn file.
     pub fn save(&self, cassette: &Cassette) -> Result<(), CassetteError> {
-        let value = serde_json::to_value(cassette).unwrap_or_default();
-        if let Some(hit) = redact::scan(&value) {
+        if let Some(hit) = secret_in(cassette) {
             return Err(CassetteError::Secret {
                 path: self.shown.clone(),
                 pointer: hit.pointer,
@@ -119,13 +150,13 @@ impl Writer {
             path: self.shown.clone(),
             source,
         };
-        let mut tmp = self.temp().map_err(write_err)?;
+        let tmp = self.temp().map_err(write_err)?;
         if let Ok(old) = std::fs::metadata(&self.target) {
             let mode = old.permissions().mode() & 0o7777;
             std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(mode))
                 .map_err(write_err)?;
         }
-        tmp.write_all(&to_bytes(cassette)).map_err(write_err)?;
+        write_to(cassette, std::io::BufWriter::new(tmp.as_file())).map_err(write_err)?;
         tmp.as_file().sync_all().map_err(write_err)?;
         tmp.persist(&self.target).map_err(|e| write_err(e.error))?;
         // The rename is durable once the directory is; a failure here loses nothing.

@@ -156,3 +156,69 @@ fn a_secret_blocks_the_write_and_keeps_the_old_file() {
     assert!(err.to_string().contains("/recorder"), "{err}");
     assert_eq!(std::fs::read(&path).unwrap(), before);
 }
+
+#[test]
+fn a_key_shaped_value_anywhere_refuses_the_write_and_names_where() {
+    use crate::cassette::format::{Body, Interaction, RecordedRequest, RecordedResponse};
+    let key = "sk-proj-abcdefghijklmnopqrstuvwxyz0123";
+    let interaction = |answer: &str| {
+        let mut it = Interaction {
+            route: "openai.chat".into(),
+            key: "0".repeat(32),
+            turn: None,
+            request: RecordedRequest {
+                method: "POST".into(),
+                path: "/v1/chat/completions".into(),
+                body: Some(Body::Json(serde_json::json!({"model": "m"}).into())),
+                body_xxh3: None,
+            },
+            response: RecordedResponse {
+                status: 200,
+                headers: Default::default(),
+                body: Some(Body::Json(serde_json::json!({"said": [answer]}).into())),
+                events: None,
+                aborted: None,
+                encoded: Default::default(),
+                encoded_events: Default::default(),
+            },
+            latency_ms: 1,
+            mocked: Vec::new(),
+            spoiled: None,
+        };
+        // As a recording holds it until it is written.
+        it.compact();
+        it
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.json");
+    let mut c = empty();
+    c.interactions = vec![interaction("fine"), interaction(key)];
+    let e = Writer::open(&path).unwrap().save(&c).unwrap_err();
+    assert!(
+        matches!(&e, CassetteError::Secret { pointer, kind: "OpenAI API key", .. }
+            if pointer == "/interactions/1/response/body/json/said/0"),
+        "{e}"
+    );
+    assert!(!path.exists(), "nothing written");
+    // In the head too.
+    let mut c = empty();
+    c.recorder = format!("agentproxy {key}");
+    let e = Writer::open(&path).unwrap().save(&c).unwrap_err();
+    assert!(
+        matches!(&e, CassetteError::Secret { pointer, .. } if pointer == "/recorder"),
+        "{e}"
+    );
+    // Without one, the compacted bodies are written laid out like any value.
+    let mut c = empty();
+    c.interactions = vec![interaction("fine")];
+    Writer::open(&path).unwrap().save(&c).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains("\"said\": [\n"), "{text}");
+    assert_eq!(
+        store::parse(&path, text.as_bytes())
+            .unwrap()
+            .interactions
+            .len(),
+        1
+    );
+}

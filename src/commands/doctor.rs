@@ -52,7 +52,8 @@ pub async fn run(args: DoctorArgs) -> Result<Exit> {
         reply_until: None,
         contain: crate::runner::contain::Contain::Off,
     };
-    let ran = run_program(&app, &args.input, Instant::now() + args.timeout).await;
+    let deadline = crate::runner::driver::deadline_after(args.timeout);
+    let ran = run_program(&app, &args.input, deadline).await;
     let (arrivals, mcp_servers) = session.stop().await;
     let (program, stdout, stderr) = ran?;
     let report = diagnose(Observed {

@@ -353,7 +353,7 @@ pub(crate) async fn drive(
         outputs: Vec::with_capacity(case.turns.len()),
         ..Driven::default()
     };
-    let deadline = tokio::time::Instant::now() + s.timeout;
+    let deadline = super::driver::deadline_after(s.timeout);
     match &spec.app.target {
         Target::Url(url) => {
             let app = UrlApp::new(url, &case.slug);

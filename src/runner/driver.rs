@@ -33,6 +33,13 @@ const CASE_LIMIT: &str = "the case timeout";
 /// What a program is waited for once its turns are done.
 const EXIT: &str = "the program to exit";
 
+/// The instant `limit` from now. A limit past what an instant holds (a timeout typed as
+/// `300000000000y`) is a deadline a century away, which nothing reaches.
+pub fn deadline_after(limit: Duration) -> Instant {
+    let now = Instant::now();
+    (now.checked_add(limit)).unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 86_400))
+}
+
 /// How to start the program of a case.
 #[derive(Debug, Clone)]
 pub struct CommandApp {
@@ -238,7 +245,7 @@ impl Running {
         input: &str,
         limit: Option<Duration>,
     ) -> Result<String, DriveError> {
-        let (until, which) = match limit.map(|l| Instant::now() + l) {
+        let (until, which) = match limit.map(deadline_after) {
             Some(t) if t < self.deadline => (t, format!("app.timeout of turn {}", index + 1)),
             _ => (self.deadline, CASE_LIMIT.to_owned()),
         };

@@ -23,10 +23,6 @@ mod yaml;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-/// The longest time limit a spec, a flag or the environment may give: a year. A longer
-/// one is a slip of the keyboard, and far enough out a deadline cannot be computed at all.
-pub const LONGEST_LIMIT: std::time::Duration = std::time::Duration::from_secs(365 * 24 * 3600);
-
 pub use asserted::asserted;
 pub use error::SpecError;
 #[cfg(test)]

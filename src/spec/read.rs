@@ -307,9 +307,6 @@ impl<'a> Builder<'a> {
             Ok(d) if d.is_zero() => {
                 Err(self.err(node.at, format!("`{path}` must be longer than zero")))
             }
-            Ok(d) if d > super::LONGEST_LIMIT => {
-                Err(self.err(node.at, format!("`{path}` is longer than a year")))
-            }
             Ok(d) => Ok(d),
             Err(e) => Err(self.err(
                 node.at,

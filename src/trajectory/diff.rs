@@ -21,7 +21,7 @@ use super::textdiff;
 use super::{align, sides, told};
 use crate::cassette::Cassette;
 use crate::matching::normalize::Rules;
-use crate::neutral::{Message, ToolCall};
+use crate::neutral::ToolCall;
 
 /// The trajectory diff of two cassettes, with both cassettes' match rules applied to the
 /// requests (what the user declared volatile stays out of the diff).
@@ -57,9 +57,8 @@ impl Recording {
     pub fn read(cassette: &Cassette, rules: Option<&Rules>) -> Recording {
         let steps = extract::Steps::new(&cassette.interactions, rules)
             .map(|(_, mut s)| {
-                // Of what a request added, the diff compares the user's words only.
-                s.new
-                    .retain(|m| matches!(m, Message::Text { role, .. } if role == "user"));
+                // Of what a request added, only what `told` compares is kept.
+                s.new.retain(|m| told::compared(m).is_some());
                 s
             })
             .collect();

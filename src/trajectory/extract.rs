@@ -18,6 +18,12 @@ use crate::neutral::{Message, ModelCall, ToolDef};
 /// repeats. Concurrent conversations interleave; a handful covers them.
 const LOOKBACK: usize = 8;
 
+/// How many distinct definitions of one tool name are kept for later calls to share:
+/// agents that alternate, each with its own wording of a tool, are a handful; a tool
+/// whose description changes on every call (a date in it) is not compared with all its
+/// past.
+const VARIANTS: usize = 8;
+
 /// One interaction of a recording, read. It owns what it holds, so a diff can keep a
 /// recording's steps and let the cassette go.
 #[derive(Debug)]
@@ -53,9 +59,9 @@ pub(crate) struct Steps<'a, 'r> {
     names: HashMap<String, String>,
     /// The last answered requests of each route, most recent last.
     earlier: HashMap<&'a str, VecDeque<Cow<'a, Value>>>,
-    /// Every distinct tool definition offered so far, by name: a call that offers one
-    /// again shares it, so a recording's steps hold one copy of each tool however often
-    /// it is offered.
+    /// The last distinct definitions of each tool offered so far, by name: a call that
+    /// offers one again shares it, so a recording's steps hold one copy of each tool
+    /// however often it is offered.
     offered: HashMap<String, Vec<Arc<ToolDef>>>,
 }
 
@@ -71,15 +77,19 @@ impl<'a, 'r> Steps<'a, 'r> {
     }
 }
 
-/// The copy of `tool` in `offered`, which keeps it if it is the first of its kind.
+/// The copy of `tool` in `offered`, which keeps it if it is new among the last
+/// [`VARIANTS`] definitions of its name.
 fn share(offered: &mut HashMap<String, Vec<Arc<ToolDef>>>, tool: &Arc<ToolDef>) -> Arc<ToolDef> {
     let same = match offered.get_mut(&tool.name) {
         Some(same) => same,
         None => offered.entry(tool.name.clone()).or_default(),
     };
-    match same.iter().find(|t| **t == *tool) {
+    match same.iter().rev().find(|t| **t == *tool) {
         Some(t) => t.clone(),
         None => {
+            if same.len() == VARIANTS {
+                same.remove(0);
+            }
             same.push(tool.clone());
             tool.clone()
         }

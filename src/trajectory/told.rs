@@ -55,14 +55,16 @@ fn tool_defs(step: &Step) -> BTreeMap<&str, &Value> {
         .collect()
 }
 
+/// Of the messages a request added, what the diff compares: the user's words.
+pub(super) fn compared(m: &Message) -> Option<&str> {
+    match m {
+        Message::Text { role, text } if role == "user" => Some(text),
+        _ => None,
+    }
+}
+
 fn user_texts(step: &Step) -> Vec<&str> {
-    step.new
-        .iter()
-        .filter_map(|m| match m {
-            Message::Text { role, text } if role == "user" => Some(text.as_str()),
-            _ => None,
-        })
-        .collect()
+    step.new.iter().filter_map(compared).collect()
 }
 
 pub(super) fn compare_told(o: &Step, w: &Step, at: CallAt, asserted: &Asserted, log: &mut ToldLog) {
