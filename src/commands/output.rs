@@ -1,6 +1,8 @@
 //! Standard output for every command, and what `test` and `report merge` share: a run
 //! report written in each format asked for.
 
+use std::io::Write;
+
 use crate::error::{Error, Result};
 use crate::report::{self, Format, RunReport};
 
@@ -32,13 +34,17 @@ pub(super) fn write_reports(
     Ok(())
 }
 
-/// Write `text` to standard output. A reader that went away (`agentproxy show … | head`)
-/// is not an error: what it did not read is dropped, quietly, and the command ends as it
-/// would have (its exit code still says how it went).
+/// Write `text` to standard output, as [`stream`] does.
 pub(super) fn print(text: &str) -> Result<()> {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+    stream(|out| out.write_all(text.as_bytes()))
+}
+
+/// Let `write` write to standard output, buffered. A reader that went away (`agentproxy
+/// show … | head`) is not an error: what it did not read is dropped, quietly, and the
+/// command ends as it would have (its exit code still says how it went).
+pub(super) fn stream(write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<()> {
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    match write(&mut out).and_then(|()| out.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Error::Stdout(e)),
         _ => Ok(()),
     }

@@ -1,24 +1,31 @@
 //! `agentproxy show`: print a cassette's trajectory (text, JSON or an HTML page).
 
-use super::revision;
+use super::{output, revision};
 use crate::cli::{ShowArgs, ShowFormat};
 use crate::error::{Exit, Result};
 use crate::report::html;
-use crate::trajectory;
+use crate::trajectory::show;
 
 pub fn run(args: ShowArgs) -> Result<Exit> {
-    // What is shown is read, then the cassette let go: rendering holds one copy, not two.
-    let shown = trajectory::show::read(&revision::load(&args.cassette)?);
+    let cassette = revision::load(&args.cassette)?;
     let format = if args.json {
         ShowFormat::Json
     } else {
         args.format
     };
-    let out = match format {
-        ShowFormat::Text => trajectory::show::text(&shown),
-        ShowFormat::Json => trajectory::show::json(&shown),
-        ShowFormat::Html => html::show::render(&args.cassette.display().to_string(), &shown),
-    };
-    super::output::print(&out)?;
+    // Text and JSON are written a step at a time as they are read; the page needs the
+    // whole trajectory (its totals come first), read before the cassette is let go.
+    match format {
+        ShowFormat::Text => output::stream(|out| show::write_text(&cassette, out))?,
+        ShowFormat::Json => output::stream(|out| show::write_json(&cassette, out))?,
+        ShowFormat::Html => {
+            let shown = show::read(&cassette);
+            drop(cassette);
+            output::print(&html::show::render(
+                &args.cassette.display().to_string(),
+                &shown,
+            ))?
+        }
+    }
     Ok(Exit::Ok)
 }

@@ -6,10 +6,13 @@
 //! included), then the tool calls the model asked for, its reply, token usage and latency.
 //! Plain HTTP interactions are listed where they happened.
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::io;
 
-use serde::Serialize;
+use serde::ser::SerializeSeq;
+use serde::{Serialize, Serializer};
 use serde_json::Value;
 
 use super::executions::Executions;
@@ -20,9 +23,10 @@ use crate::cassette::{Body, Cassette, Interaction};
 use crate::neutral::{result_text, ToolCall, Usage};
 use crate::neutral::{Message, ModelCall};
 
-/// A recording, read for showing.
+/// A recording, read for showing: read whole, its turns are a `Vec<ShownTurn>` and its
+/// totals [`Totals`]; [`write_json`] fills both in as it walks.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Shown {
+pub struct Shown<T = Vec<ShownTurn>, U = Totals> {
     pub recorder: String,
     pub recorded_at: String,
     /// The spec case that recorded it, when one did.
@@ -31,15 +35,15 @@ pub struct Shown {
     /// What the cassette's match rules leave out of the match, in a line.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tolerated: Option<String>,
-    pub turns: Vec<ShownTurn>,
-    pub totals: Totals,
+    pub turns: T,
+    pub totals: U,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ShownTurn {
+pub struct ShownTurn<S = Vec<ShownStep>> {
     /// 0-based (the text form numbers turns from 1).
     pub turn: usize,
-    pub steps: Vec<ShownStep>,
+    pub steps: S,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -129,55 +133,67 @@ pub struct Totals {
     pub latency_ms: u64,
 }
 
-/// Read a cassette for showing, one step at a time: only the last model call is kept to
-/// compare the next with, so a large recording costs little more than its file.
-pub fn read(cassette: &Cassette) -> Shown {
-    let executions = Executions::pair(&cassette.interactions);
-    let mut turns: Vec<ShownTurn> = Vec::new();
-    let mut totals = Totals::default();
-    let mut previous: Option<ModelCall> = None;
-    for (it, s) in extract::Steps::new(&cassette.interactions, None) {
-        if turns.last().is_none_or(|t| t.turn != s.turn) {
-            turns.push(ShownTurn {
-                turn: s.turn,
-                steps: Vec::new(),
-            });
+/// The steps of a recording as `show` shows them, one at a time, each with its turn: only
+/// the last model call is kept to compare the next with, so showing a recording of any
+/// size holds little more than its cassette. [`Walk::totals`] counts what was walked.
+pub struct Walk<'a> {
+    steps: extract::Steps<'a, 'static>,
+    executions: Executions,
+    previous: Option<ModelCall>,
+    /// The turn of the last step, and how many model calls it had so far.
+    turn: Option<(usize, usize)>,
+    pub totals: Totals,
+}
+
+impl<'a> Walk<'a> {
+    pub fn new(cassette: &'a Cassette) -> Walk<'a> {
+        Walk {
+            steps: extract::Steps::new(&cassette.interactions, None),
+            executions: Executions::pair(&cassette.interactions),
+            previous: None,
+            turn: None,
+            totals: Totals::default(),
         }
-        let Some(turn) = turns.last_mut() else {
-            continue;
+    }
+}
+
+impl Iterator for Walk<'_> {
+    /// The turn and the step.
+    type Item = (usize, ShownStep);
+
+    fn next(&mut self) -> Option<(usize, ShownStep)> {
+        let (it, s) = self.steps.next()?;
+        let calls = match self.turn {
+            Some((turn, calls)) if turn == s.turn => calls,
+            _ => 0,
         };
-        totals.latency_ms += it.latency_ms;
+        self.turn = Some((s.turn, calls));
+        self.totals.latency_ms += it.latency_ms;
         if it.route == crate::dialect::mcp::ROUTE {
-            turn.steps.push(mcp_step(it));
-            continue;
+            return Some((s.turn, mcp_step(it)));
         }
         let Some(call) = &s.call else {
-            turn.steps.push(ShownStep::Http {
+            let step = ShownStep::Http {
                 method: it.request.method.clone(),
                 path: it.request.path.clone(),
                 status: it.response.status,
                 latency_ms: it.latency_ms,
-            });
-            continue;
+            };
+            return Some((s.turn, step));
         };
         if s.model_call().is_none() {
-            totals.failed_calls += 1;
-            turn.steps.push(failed_step(it, call));
-            continue;
+            self.totals.failed_calls += 1;
+            return Some((s.turn, failed_step(it, call)));
         }
-        let prev = previous.as_ref();
+        let prev = self.previous.as_ref();
         let names = |c: &ModelCall| c.tools.iter().map(|t| t.name.clone()).collect::<Vec<_>>();
         let changed = |f: &dyn Fn(&ModelCall) -> bool| prev.is_none_or(f);
-        let number = 1 + turn
-            .steps
-            .iter()
-            .filter(|x| matches!(x, ShownStep::ModelCall(_)))
-            .count();
-        totals.model_calls += 1;
-        totals.tool_calls += call.tool_calls.len();
-        totals.usage += call.usage;
-        turn.steps.push(ShownStep::ModelCall(Box::new(ShownCall {
-            number,
+        self.turn = Some((s.turn, calls + 1));
+        self.totals.model_calls += 1;
+        self.totals.tool_calls += call.tool_calls.len();
+        self.totals.usage += call.usage;
+        let shown = ShownCall {
+            number: calls + 1,
             route: call.route.clone(),
             model: call.model.clone(),
             status: it.response.status,
@@ -198,13 +214,18 @@ pub fn read(cassette: &Cassette) -> Shown {
                 .iter()
                 .map(|c| ShownToolCall {
                     call: c.clone(),
-                    execution: executions.describe(c),
+                    execution: self.executions.describe(c),
                 })
                 .collect(),
             reply: call.reply.clone().filter(|r| !r.is_empty()),
-        })));
-        previous = s.call;
+        };
+        self.previous = s.call;
+        Some((s.turn, ShownStep::ModelCall(Box::new(shown))))
     }
+}
+
+/// `cassette`'s heading with `turns` and `totals`.
+fn shown<T, U>(cassette: &Cassette, turns: T, totals: U) -> Shown<T, U> {
     Shown {
         recorder: cassette.recorder.clone(),
         recorded_at: cassette.recorded_at.clone(),
@@ -213,6 +234,23 @@ pub fn read(cassette: &Cassette) -> Shown {
         turns,
         totals,
     }
+}
+
+/// A cassette read whole for showing (the HTML page and the OTLP export need it all
+/// before they begin; [`write_text`] and [`write_json`] show a step at a time).
+pub fn read(cassette: &Cassette) -> Shown {
+    let mut walk = Walk::new(cassette);
+    let mut turns: Vec<ShownTurn> = Vec::new();
+    for (turn, step) in &mut walk {
+        match turns.last_mut() {
+            Some(t) if t.turn == turn => t.steps.push(step),
+            _ => turns.push(ShownTurn {
+                turn,
+                steps: vec![step],
+            }),
+        }
+    }
+    shown(cassette, turns, walk.totals)
 }
 
 /// An MCP message the stand-in relayed, with the tool execution it was, if one.
@@ -246,95 +284,120 @@ fn failed_step(it: &Interaction, call: &ModelCall) -> ShownStep {
     }
 }
 
-/// The trajectory as JSON (the serde form of [`Shown`]), ending with a newline.
-pub fn json(shown: &Shown) -> String {
-    // Serializing these types cannot fail: every map key is a string.
-    let mut s = serde_json::to_string_pretty(shown).unwrap_or_default();
-    s.push('\n');
-    s
+/// Write the trajectory as JSON (the serde form of [`Shown`]), ending with a newline, a
+/// step at a time as [`Walk`] reads them.
+pub fn write_json(cassette: &Cassette, mut out: impl io::Write) -> io::Result<()> {
+    let stream = RefCell::new(Stream {
+        walk: Walk::new(cassette),
+        next: None,
+    });
+    let doc = shown(cassette, Turns(&stream), Counted(&stream));
+    serde_json::to_writer_pretty(&mut out, &doc)?;
+    out.write_all(b"\n")
 }
 
-/// The trajectory as text, ending with a newline.
-pub fn text(shown: &Shown) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "recorded {} by {}",
-        clean(&shown.recorded_at),
-        clean(&shown.recorder)
-    );
-    if let Some(by) = &shown.recorded_by {
-        let _ = writeln!(out, "recorded by {}", clean(&by.describe()));
-    }
-    if let Some(t) = &shown.tolerated {
-        let _ = writeln!(out, "tolerated: {}", clean(t));
-    }
-    for t in &shown.turns {
-        let _ = writeln!(out, "\nturn {}", t.turn + 1);
-        for s in &t.steps {
-            match s {
-                ShownStep::Http {
-                    method,
-                    path,
-                    status,
-                    latency_ms,
-                } => {
-                    let _ = writeln!(
-                        out,
-                        "  HTTP {} {} → {status} · {latency_ms} ms",
-                        clean(method),
-                        clean(path)
-                    );
-                }
-                ShownStep::Mcp {
-                    server,
-                    method,
-                    tool,
-                    arguments,
-                    error,
-                    latency_ms,
-                } => {
-                    let what = match (tool, arguments) {
-                        (Some(t), Some(a)) => format!("{} {}", clean(t), clean(&a.to_string())),
-                        _ => String::new(),
-                    };
-                    let _ = writeln!(
-                        out,
-                        "  MCP {} {}{}{what}{} · {latency_ms} ms",
-                        clean(server),
-                        clean(method),
-                        if what.is_empty() { "" } else { " " },
-                        if *error { " → error" } else { "" }
-                    );
-                }
-                ShownStep::ModelCall(c) => call_text(&mut out, c),
-                ShownStep::Failed {
-                    route,
-                    model,
-                    status,
-                    latency_ms,
-                    error,
-                } => {
-                    let _ = writeln!(
-                        out,
-                        "  failed call · {} · {} · HTTP {status} · {latency_ms} ms",
-                        clean(route),
-                        clean(model)
-                    );
-                    if let Some(e) = error {
-                        field(&mut out, "error:", e);
-                    }
-                }
-            }
+/// A walk serialized as it goes: the step looked at to see whether its turn goes on.
+struct Stream<'a> {
+    walk: Walk<'a>,
+    next: Option<(usize, ShownStep)>,
+}
+
+impl Stream<'_> {
+    /// The turn of the next step.
+    fn next_turn(&mut self) -> Option<usize> {
+        if self.next.is_none() {
+            self.next = self.walk.next();
         }
+        self.next.as_ref().map(|(turn, _)| *turn)
     }
-    let t = &shown.totals;
+
+    /// The next step, if it belongs to `turn`.
+    fn next_in(&mut self, turn: usize) -> Option<ShownStep> {
+        (self.next_turn()? == turn).then(|| self.next.take().map(|(_, s)| s))?
+    }
+}
+
+/// The turns of a [`Stream`], serialized as they are walked.
+struct Turns<'s, 'a>(&'s RefCell<Stream<'a>>);
+
+/// The steps of one turn of a [`Stream`].
+struct TurnSteps<'s, 'a> {
+    turn: usize,
+    stream: &'s RefCell<Stream<'a>>,
+}
+
+/// The totals of a [`Stream`], serialized after its turns.
+struct Counted<'s, 'a>(&'s RefCell<Stream<'a>>);
+
+impl Serialize for Turns<'_, '_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut seq = serializer.serialize_seq(None)?;
+        loop {
+            let next = self.0.borrow_mut().next_turn();
+            let Some(turn) = next else { break };
+            let steps = TurnSteps {
+                turn,
+                stream: self.0,
+            };
+            seq.serialize_element(&ShownTurn { turn, steps })?;
+        }
+        seq.end()
+    }
+}
+
+impl Serialize for TurnSteps<'_, '_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut seq = serializer.serialize_seq(None)?;
+        loop {
+            let next = self.stream.borrow_mut().next_in(self.turn);
+            let Some(step) = next else { break };
+            seq.serialize_element(&step)?;
+        }
+        seq.end()
+    }
+}
+
+impl Serialize for Counted<'_, '_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.borrow().walk.totals.serialize(serializer)
+    }
+}
+
+/// Write the trajectory as text, ending with a newline, a step at a time as [`Walk`]
+/// reads them.
+pub fn write_text(cassette: &Cassette, mut out: impl io::Write) -> io::Result<()> {
+    let heading = shown(cassette, (), ());
+    let mut piece = String::new();
+    let _ = writeln!(
+        piece,
+        "recorded {} by {}",
+        clean(&heading.recorded_at),
+        clean(&heading.recorder)
+    );
+    if let Some(by) = &heading.recorded_by {
+        let _ = writeln!(piece, "recorded by {}", clean(&by.describe()));
+    }
+    if let Some(t) = &heading.tolerated {
+        let _ = writeln!(piece, "tolerated: {}", clean(t));
+    }
+    let mut walk = Walk::new(cassette);
+    let mut turn = None;
+    for (t, step) in &mut walk {
+        if turn != Some(t) {
+            let _ = writeln!(piece, "\nturn {}", t + 1);
+            turn = Some(t);
+        }
+        step_text(&mut piece, &step);
+        out.write_all(piece.as_bytes())?;
+        piece.clear();
+    }
+    let t = &walk.totals;
     let failed = match t.failed_calls {
         0 => String::new(),
         n => format!(" (and {n} failed)"),
     };
     let _ = writeln!(
-        out,
+        piece,
         "\ntotal: {} model call{}{failed}, {} tool call{}, {}, {} ms",
         t.model_calls,
         if t.model_calls == 1 { "" } else { "s" },
@@ -343,7 +406,64 @@ pub fn text(shown: &Shown) -> String {
         t.usage,
         t.latency_ms
     );
-    out
+    out.write_all(piece.as_bytes())
+}
+
+fn step_text(out: &mut String, step: &ShownStep) {
+    match step {
+        ShownStep::Http {
+            method,
+            path,
+            status,
+            latency_ms,
+        } => {
+            let _ = writeln!(
+                out,
+                "  HTTP {} {} → {status} · {latency_ms} ms",
+                clean(method),
+                clean(path)
+            );
+        }
+        ShownStep::Mcp {
+            server,
+            method,
+            tool,
+            arguments,
+            error,
+            latency_ms,
+        } => {
+            let what = match (tool, arguments) {
+                (Some(t), Some(a)) => format!("{} {}", clean(t), clean(&a.to_string())),
+                _ => String::new(),
+            };
+            let _ = writeln!(
+                out,
+                "  MCP {} {}{}{what}{} · {latency_ms} ms",
+                clean(server),
+                clean(method),
+                if what.is_empty() { "" } else { " " },
+                if *error { " → error" } else { "" }
+            );
+        }
+        ShownStep::ModelCall(c) => call_text(out, c),
+        ShownStep::Failed {
+            route,
+            model,
+            status,
+            latency_ms,
+            error,
+        } => {
+            let _ = writeln!(
+                out,
+                "  failed call · {} · {} · HTTP {status} · {latency_ms} ms",
+                clean(route),
+                clean(model)
+            );
+            if let Some(e) = error {
+                field(out, "error:", e);
+            }
+        }
+    }
 }
 
 /// `label text`, continuation lines aligned under the text.

@@ -8,7 +8,15 @@ use crate::cassette::Cassette;
 use crate::trajectory::show::{self as shown, read};
 
 fn show(cassette: &Cassette) -> String {
-    shown::text(&read(cassette))
+    let mut out = Vec::new();
+    shown::write_text(cassette, &mut out).unwrap();
+    String::from_utf8(out).unwrap()
+}
+
+fn json(cassette: &Cassette) -> String {
+    let mut out = Vec::new();
+    shown::write_json(cassette, &mut out).unwrap();
+    String::from_utf8(out).unwrap()
 }
 
 fn recording() -> crate::cassette::Cassette {
@@ -42,7 +50,22 @@ fn show_text() {
 
 #[test]
 fn show_json_form() {
-    insta::assert_snapshot!(shown::json(&read(&recording())));
+    insta::assert_snapshot!(json(&recording()));
+}
+
+/// The JSON written a step at a time is the serde form of the recording read whole, for
+/// several turns, for one, and for none.
+#[test]
+fn streamed_json_is_the_whole_reading() {
+    let whole = |c: &Cassette| serde_json::to_string_pretty(&read(c)).unwrap() + "\n";
+    let mut one = Rec::weather(2);
+    one.turn(0, "Hi").reply("Hello.");
+    let mut none = recording();
+    none.interactions.clear();
+    for c in [recording(), one.cassette(), none] {
+        assert_eq!(json(&c), whole(&c));
+    }
+    assert!(json(&recording()).contains("\"turn\": 1"));
 }
 
 #[test]
