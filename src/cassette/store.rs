@@ -35,10 +35,10 @@ pub fn open_writer(path: &Path) -> Result<Writer, CassetteError> {
 
 /// Load and version-check a cassette.
 pub fn load(path: &Path) -> Result<Cassette, CassetteError> {
-    let bytes = Bytes::from(read(path)?);
-    // A large cassette is parsed on every core; one that cannot be split so (or is
-    // broken) in one pass, which also names where it is broken.
+    // A large cassette is read and parsed on every core; one that cannot be split so (or
+    // is broken) is parsed in one pass, which also names where it is broken.
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let bytes = Bytes::from(read(path, cores)?);
     if let Some(cassette) = parts::parse(&bytes, cores) {
         check_version(path, &cassette.format)?;
         return checked(path, cassette);
@@ -51,8 +51,8 @@ pub fn load(path: &Path) -> Result<Cassette, CassetteError> {
 /// FIFO, device, socket or directory is refused without being read: it is opened without
 /// waiting for a writer, and its type is checked on the open file, so a path swapped
 /// after the check is not read either.
-fn read(path: &Path) -> Result<Vec<u8>, CassetteError> {
-    use std::io::Read as _;
+fn read(path: &Path, cores: usize) -> Result<Vec<u8>, CassetteError> {
+    use std::io::{Read as _, Seek as _};
     use std::os::unix::fs::{FileTypeExt as _, OpenOptionsExt as _};
     let failed = |source| CassetteError::Read {
         path: path.to_owned(),
@@ -90,15 +90,46 @@ fn read(path: &Path) -> Result<Vec<u8>, CassetteError> {
     if meta.len() > MAX_CASSETTE {
         return Err(too_large(meta.len()));
     }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    // A file that grows while it is read stops at the ceiling too.
-    file.take(MAX_CASSETTE + 1)
+    let mut bytes = read_split(&file, meta.len() as usize, cores).unwrap_or_default();
+    // What follows (all of a small file or one that shrank while it was split, what one
+    // grew by) is read in one pass, which stops at the ceiling too.
+    (&file)
+        .seek(std::io::SeekFrom::Start(bytes.len() as u64))
+        .map_err(failed)?;
+    (&file)
+        .take(MAX_CASSETTE + 1 - bytes.len() as u64)
         .read_to_end(&mut bytes)
         .map_err(failed)?;
     if bytes.len() as u64 > MAX_CASSETTE {
         return Err(too_large(bytes.len() as u64));
     }
     Ok(bytes)
+}
+
+/// The `len` bytes of `file` from its start, read by up to `cores` threads, each into its
+/// own part of the buffer: most of reading a large file into fresh memory is the kernel
+/// zeroing the pages it copies into, one core at a time in a single read. `None` when the
+/// file is small, or ended early (it shrank while it was read). The file's position is
+/// not moved.
+fn read_split(file: &std::fs::File, len: usize, cores: usize) -> Option<Vec<u8>> {
+    use std::os::unix::fs::FileExt as _;
+    /// Below this a second thread costs more than it saves.
+    const PART: usize = 4 << 20;
+    let parts = cores.min(len / PART);
+    if parts < 2 {
+        return None;
+    }
+    let mut bytes = vec![0u8; len];
+    let size = len.div_ceil(parts);
+    let read = std::thread::scope(|s| {
+        let readers: Vec<_> = (bytes.chunks_mut(size).enumerate())
+            .map(|(i, part)| s.spawn(move || file.read_exact_at(part, (i * size) as u64)))
+            .collect();
+        readers
+            .into_iter()
+            .all(|r| r.join().is_ok_and(|r| r.is_ok()))
+    });
+    read.then_some(bytes)
 }
 
 /// Parse cassette bytes; `path` only names the file in errors.
@@ -201,6 +232,22 @@ pub(super) mod tests {
         assert!(!bytes.contains(&b'\r'));
         let back = load(&path).unwrap();
         assert_eq!(back.upstreams, empty().upstreams);
+    }
+
+    /// A file read by several threads is the file, whole, in order; one that turns out
+    /// shorter than its size said (it shrank) is read in one pass instead.
+    #[test]
+    fn a_large_file_is_read_in_parts_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big");
+        let data: Vec<u8> = (0..9_000_001u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&path, &data).unwrap();
+        let file = std::fs::File::open(&path).unwrap();
+        assert_eq!(read_split(&file, data.len(), 3).as_deref(), Some(&data[..]));
+        assert_eq!(read_split(&file, data.len() + 10, 2), None);
+        assert_eq!(read_split(&file, data.len(), 1), None);
+        assert_eq!(read(&path, 2).unwrap(), data);
+        assert_eq!(read(&path, 1).unwrap(), data);
     }
 
     #[test]
