@@ -125,10 +125,6 @@ pub enum Error {
         topics: Vec<&'static str>,
     },
 
-    /// The thread reading a cassette panicked.
-    #[error("failed to read {}", path.display())]
-    ReadPanicked { path: PathBuf },
-
     #[error(transparent)]
     Cassette(#[from] CassetteError),
 
@@ -242,7 +238,6 @@ impl Error {
             | Error::CassetteCollision { .. }
             | Error::NoSuchCase { .. }
             | Error::WhichCase { .. }
-            | Error::ReadPanicked { .. }
             | Error::GitCassette { .. }
             | Error::NoSuchTopic { .. }
             | Error::NoCassette { .. }

@@ -158,6 +158,35 @@ fn a_rerecord_that_changed_only_volatile_values_is_identical() {
     );
 }
 
+/// What either cassette declares volatile is left out of both sides, whichever side
+/// declares it.
+#[test]
+fn the_match_rules_of_either_side_apply_to_both() {
+    let dir = setup();
+    let d = dir.path();
+    let tolerant = |from: &str, to: &str| {
+        let mut c = store::load(&d.join(from)).unwrap();
+        c.match_rules.ignore = vec!["/messages/0/content".into()];
+        store::save(&d.join(to), &c).unwrap();
+    };
+    tolerant("prompt.json", "prompt-tolerant.json");
+    tolerant("old.json", "old-tolerant.json");
+    let verdict = |old: &str, new: &str| {
+        let out = run(&["diff", old, new], d);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        out.stdout.lines().last().unwrap_or_default().to_owned()
+    };
+    assert_ne!(verdict("old.json", "prompt.json"), "verdict: identical");
+    assert_eq!(
+        verdict("old.json", "prompt-tolerant.json"),
+        "verdict: identical"
+    );
+    assert_eq!(
+        verdict("old-tolerant.json", "prompt.json"),
+        "verdict: identical"
+    );
+}
+
 #[test]
 fn check_fails_only_on_regression() {
     let dir = setup();

@@ -8,27 +8,19 @@ use crate::spec::{self, Case};
 use crate::trajectory::{self, Asserted, Verdict};
 
 pub fn run(args: DiffArgs) -> Result<Exit> {
-    // Parsing dominates on large cassettes: read both at once.
-    let (old, new) = std::thread::scope(|s| {
-        let old = s.spawn(|| revision::load(&args.old));
-        let new = revision::load(&args.new);
-        (old.join(), new)
-    });
-    let old = old.map_err(|_| Error::ReadPanicked {
-        path: args.old.clone(),
-    })?;
-    let (old, new) = (old?, new?);
     let asserted = match &args.spec {
         Some(path) => crate::spec::asserted(&spec_case(path, args.case.as_deref())?),
         None => Asserted::everything(),
     };
-    // Each recording is read and its cassette let go before the next: the diff holds the
-    // steps of both, not both files.
-    let rules = trajectory::diff::rules(&old, &new);
-    let was = trajectory::Recording::read(&old, rules.as_ref());
-    drop(old);
+    // The match rules of both cassettes apply to each, so the old one is read for its
+    // rules first; then each recording is read with its cassette alone in memory, and the
+    // cassette let go: the diff holds the steps of both and one file at most, not two.
+    let old_rules = revision::load(&args.old)?.match_rules;
+    let new = revision::load(&args.new)?;
+    let rules = trajectory::diff::rules(&old_rules, &new.match_rules);
     let now = trajectory::Recording::read(&new, rules.as_ref());
     drop(new);
+    let was = trajectory::Recording::read(&revision::load(&args.old)?, rules.as_ref());
     let mut d = trajectory::diff_recordings(&was, &now, &asserted);
     d.old_name = Some(args.old.display().to_string());
     d.new_name = Some(args.new.display().to_string());

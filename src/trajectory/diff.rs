@@ -19,14 +19,14 @@ use super::executions::Executions;
 use super::extract::{self, Step};
 use super::textdiff;
 use super::{align, sides, told};
-use crate::cassette::Cassette;
+use crate::cassette::{Cassette, MatchRules};
 use crate::matching::normalize::Rules;
 use crate::neutral::ToolCall;
 
 /// The trajectory diff of two cassettes, with both cassettes' match rules applied to the
 /// requests (what the user declared volatile stays out of the diff).
 pub fn diff_cassettes(old: &Cassette, new: &Cassette, asserted: &Asserted) -> TrajectoryDiff {
-    let rules = rules(old, new);
+    let rules = rules(&old.match_rules, &new.match_rules);
     diff_recordings(
         &Recording::read(old, rules.as_ref()),
         &Recording::read(new, rules.as_ref()),
@@ -37,8 +37,8 @@ pub fn diff_cassettes(old: &Cassette, new: &Cassette, asserted: &Asserted) -> Tr
 /// Both cassettes' match rules, merged: what either side declared volatile is left out of
 /// both. Rules that do not compile were refused when recording; without them, compare as
 /// is.
-pub fn rules(old: &Cassette, new: &Cassette) -> Option<Rules> {
-    let merged = old.match_rules.merged(&new.match_rules);
+pub fn rules(old: &MatchRules, new: &MatchRules) -> Option<Rules> {
+    let merged = old.merged(new);
     (!merged.is_empty())
         .then(|| Rules::compile(&merged).ok())
         .flatten()
