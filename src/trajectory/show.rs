@@ -236,8 +236,9 @@ fn shown<T, U>(cassette: &Cassette, turns: T, totals: U) -> Shown<T, U> {
     }
 }
 
-/// A cassette read whole for showing (the HTML page and the OTLP export need it all
-/// before they begin; [`write_text`] and [`write_json`] show a step at a time).
+/// A cassette read whole for showing (the HTML page needs it all before it begins: its
+/// totals come first; [`write_text`], [`write_json`] and the OTLP export take a step at a
+/// time from a [`Walk`]).
 pub fn read(cassette: &Cassette) -> Shown {
     let mut walk = Walk::new(cassette);
     let mut turns: Vec<ShownTurn> = Vec::new();

@@ -160,80 +160,77 @@ fn trace(t: &Trace<'_>, content: bool) -> Vec<Value> {
         now: start,
         content,
     };
-    let shown = show::read(t.cassette);
     // Tool calls waiting for the request that sends their result back: when the answer
     // asking for them ended.
     let mut pending: Vec<(ToolCall, u64, Option<String>)> = Vec::new();
-    for turn in &shown.turns {
-        for s in &turn.steps {
-            match s {
-                ShownStep::ModelCall(c) => {
-                    tool_spans(&mut b, &mut pending, Some(c));
-                    chat(&mut b, c);
-                    let end = b.now;
-                    for (n, tc) in c.tool_calls.iter().enumerate() {
-                        let spoiled = (c.spoiled.as_ref())
-                            .filter(|s| s.call == n)
-                            .map(|s| s.fault.clone());
-                        pending.push((tc.call.clone(), end, spoiled));
-                    }
+    for (_, s) in show::Walk::new(t.cassette) {
+        match &s {
+            ShownStep::ModelCall(c) => {
+                tool_spans(&mut b, &mut pending, Some(c));
+                chat(&mut b, c);
+                let end = b.now;
+                for (n, tc) in c.tool_calls.iter().enumerate() {
+                    let spoiled = (c.spoiled.as_ref())
+                        .filter(|s| s.call == n)
+                        .map(|s| s.fault.clone());
+                    pending.push((tc.call.clone(), end, spoiled));
                 }
-                ShownStep::Failed {
-                    route,
-                    model,
-                    status,
-                    latency_ms,
-                    error,
-                } => {
-                    let when = b.advance(*latency_ms);
-                    let mut attrs = chat_attributes(route, model);
-                    attrs.push(attr("http.response.status_code", u64::from(*status)));
-                    attrs.push(attr("error.type", status.to_string()));
-                    let why = error.clone().unwrap_or_else(|| format!("HTTP {status}"));
-                    b.span(&format!("chat {model}"), CLIENT, when, attrs, Some(why));
+            }
+            ShownStep::Failed {
+                route,
+                model,
+                status,
+                latency_ms,
+                error,
+            } => {
+                let when = b.advance(*latency_ms);
+                let mut attrs = chat_attributes(route, model);
+                attrs.push(attr("http.response.status_code", u64::from(*status)));
+                attrs.push(attr("error.type", status.to_string()));
+                let why = error.clone().unwrap_or_else(|| format!("HTTP {status}"));
+                b.span(&format!("chat {model}"), CLIENT, when, attrs, Some(why));
+            }
+            ShownStep::Mcp {
+                server,
+                method,
+                tool,
+                arguments,
+                error,
+                latency_ms,
+            } => {
+                let when = b.advance(*latency_ms);
+                let mut attrs = vec![
+                    attr("mcp.method.name", method.as_str()),
+                    attr("agentproxy.mcp.server", server.as_str()),
+                ];
+                if let Some(tool) = tool {
+                    attrs.push(attr("gen_ai.tool.name", tool.as_str()));
+                    attrs.push(attr("gen_ai.operation.name", "execute_tool"));
                 }
-                ShownStep::Mcp {
-                    server,
-                    method,
-                    tool,
-                    arguments,
-                    error,
-                    latency_ms,
-                } => {
-                    let when = b.advance(*latency_ms);
-                    let mut attrs = vec![
-                        attr("mcp.method.name", method.as_str()),
-                        attr("agentproxy.mcp.server", server.as_str()),
-                    ];
-                    if let Some(tool) = tool {
-                        attrs.push(attr("gen_ai.tool.name", tool.as_str()));
-                        attrs.push(attr("gen_ai.operation.name", "execute_tool"));
-                    }
-                    if let (Some(a), true) = (arguments, b.content) {
-                        attrs.push(attr("gen_ai.tool.call.arguments", a.to_string()));
-                    }
-                    let name = match tool {
-                        Some(tool) => format!("{method} {tool}"),
-                        None => method.clone(),
-                    };
-                    let error = error.then(|| "the MCP server answered with an error".to_owned());
-                    b.span(&name, CLIENT, when, attrs, error);
+                if let (Some(a), true) = (arguments, b.content) {
+                    attrs.push(attr("gen_ai.tool.call.arguments", a.to_string()));
                 }
-                ShownStep::Http {
-                    method,
-                    path,
-                    status,
-                    latency_ms,
-                } => {
-                    let when = b.advance(*latency_ms);
-                    let attrs = vec![
-                        attr("http.request.method", method.as_str()),
-                        attr("url.path", path.split('?').next().unwrap_or_default()),
-                        attr("http.response.status_code", u64::from(*status)),
-                    ];
-                    let error = (*status >= 500).then(|| format!("HTTP {status}"));
-                    b.span(method, CLIENT, when, attrs, error);
-                }
+                let name = match tool {
+                    Some(tool) => format!("{method} {tool}"),
+                    None => method.clone(),
+                };
+                let error = error.then(|| "the MCP server answered with an error".to_owned());
+                b.span(&name, CLIENT, when, attrs, error);
+            }
+            ShownStep::Http {
+                method,
+                path,
+                status,
+                latency_ms,
+            } => {
+                let when = b.advance(*latency_ms);
+                let attrs = vec![
+                    attr("http.request.method", method.as_str()),
+                    attr("url.path", path.split('?').next().unwrap_or_default()),
+                    attr("http.response.status_code", u64::from(*status)),
+                ];
+                let error = (*status >= 500).then(|| format!("HTTP {status}"));
+                b.span(method, CLIENT, when, attrs, error);
             }
         }
     }
