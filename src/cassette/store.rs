@@ -90,7 +90,8 @@ fn read(path: &Path, cores: usize) -> Result<Vec<u8>, CassetteError> {
     if meta.len() > MAX_CASSETTE {
         return Err(too_large(meta.len()));
     }
-    let mut bytes = read_split(&file, meta.len() as usize, cores).unwrap_or_default();
+    let mut bytes = read_split(&file, meta.len() as usize, cores)
+        .unwrap_or_else(|| Vec::with_capacity(meta.len() as usize));
     // What follows (all of a small file or one that shrank while it was split, what one
     // grew by) is read in one pass, which stops at the ceiling too.
     (&file)
@@ -109,8 +110,9 @@ fn read(path: &Path, cores: usize) -> Result<Vec<u8>, CassetteError> {
 /// The `len` bytes of `file` from its start, read by up to `cores` threads, each into its
 /// own part of the buffer: most of reading a large file into fresh memory is the kernel
 /// zeroing the pages it copies into, one core at a time in a single read. `None` when the
-/// file is small, or ended early (it shrank while it was read). The file's position is
-/// not moved.
+/// file is small, or the parts could not all be read (it shrank while it was read, a
+/// read failed, no thread could be started): the caller reads it in one pass. The file's
+/// position is not moved.
 fn read_split(file: &std::fs::File, len: usize, cores: usize) -> Option<Vec<u8>> {
     use std::os::unix::fs::FileExt as _;
     /// Below this a second thread costs more than it saves.
@@ -123,11 +125,16 @@ fn read_split(file: &std::fs::File, len: usize, cores: usize) -> Option<Vec<u8>>
     let size = len.div_ceil(parts);
     let read = std::thread::scope(|s| {
         let readers: Vec<_> = (bytes.chunks_mut(size).enumerate())
-            .map(|(i, part)| s.spawn(move || file.read_exact_at(part, (i * size) as u64)))
+            .map(|(i, part)| {
+                std::thread::Builder::new()
+                    .spawn_scoped(s, move || file.read_exact_at(part, (i * size) as u64))
+            })
             .collect();
-        readers
-            .into_iter()
-            .all(|r| r.join().is_ok_and(|r| r.is_ok()))
+        // Every reader is joined, whatever the others did.
+        let done: Vec<bool> = (readers.into_iter())
+            .map(|r| r.is_ok_and(|r| r.join().is_ok_and(|r| r.is_ok())))
+            .collect();
+        done.iter().all(|ok| *ok)
     });
     read.then_some(bytes)
 }

@@ -314,7 +314,10 @@ impl Stream<'_> {
 
     /// The next step, if it belongs to `turn`.
     fn next_in(&mut self, turn: usize) -> Option<ShownStep> {
-        (self.next_turn()? == turn).then(|| self.next.take().map(|(_, s)| s))?
+        if self.next_turn()? != turn {
+            return None;
+        }
+        self.next.take().map(|(_, step)| step)
     }
 }
 
@@ -327,7 +330,8 @@ struct TurnSteps<'s, 'a> {
     stream: &'s RefCell<Stream<'a>>,
 }
 
-/// The totals of a [`Stream`], serialized after its turns.
+/// The totals of a [`Stream`], serialized after its turns: [`Shown`] declares `totals`
+/// after `turns`, and serde writes fields in that order.
 struct Counted<'s, 'a>(&'s RefCell<Stream<'a>>);
 
 impl Serialize for Turns<'_, '_> {
@@ -360,7 +364,9 @@ impl Serialize for TurnSteps<'_, '_> {
 
 impl Serialize for Counted<'_, '_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.0.borrow().walk.totals.serialize(serializer)
+        let mut stream = self.0.borrow_mut();
+        debug_assert!(stream.next_turn().is_none(), "totals before the last turn");
+        stream.walk.totals.serialize(serializer)
     }
 }
 

@@ -54,7 +54,7 @@ fn show_json_form() {
 }
 
 /// The JSON written a step at a time is the serde form of the recording read whole, for
-/// several turns, for one, and for none.
+/// several turns, for a turn met again after another (0, 1, 0), for one, and for none.
 #[test]
 fn streamed_json_is_the_whole_reading() {
     let whole = |c: &Cassette| serde_json::to_string_pretty(&read(c)).unwrap() + "\n";
@@ -62,7 +62,12 @@ fn streamed_json_is_the_whole_reading() {
     one.turn(0, "Hi").reply("Hello.");
     let mut none = recording();
     none.interactions.clear();
-    for c in [recording(), one.cassette(), none] {
+    let mut again = recording();
+    if let Some(last) = again.interactions.last_mut() {
+        last.turn = Some(0);
+    }
+    assert_eq!(read(&again).turns.len(), 3);
+    for c in [recording(), again, one.cassette(), none] {
         assert_eq!(json(&c), whole(&c));
     }
     assert!(json(&recording()).contains("\"turn\": 1"));
