@@ -46,16 +46,19 @@ fn in_parts(bytes: &Bytes, parts: usize) -> Option<Cassette> {
     let ends: Vec<usize> = (starts.iter().skip(1).copied())
         .chain([array.end - 1])
         .collect();
+    // A thread that cannot be started (a process limit) gives up the split like an error.
     let runs: Vec<Option<Vec<Interaction>>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (starts.iter().zip(&ends).enumerate())
             .map(|(n, (&from, &to))| {
                 let last = n == starts.len() - 1;
-                scope.spawn(move || lazy::with_source(bytes, || run(bytes, from, to, last)))
+                std::thread::Builder::new().spawn_scoped(scope, move || {
+                    lazy::with_source(bytes, || run(bytes, from, to, last))
+                })
             })
             .collect();
         handles
             .into_iter()
-            .map(|h| h.join().ok().flatten())
+            .map(|h| h.ok().and_then(|h| h.join().ok().flatten()))
             .collect()
     });
     for run in runs {
