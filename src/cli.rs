@@ -279,7 +279,10 @@ base-URL traffic is; other hosts are passed through and named, or recorded as pl
 in a network namespace where the proxy is its only way out (`agentproxy docs egress`).\n\n\
 The program's own credentials are forwarded upstream and never written; values of environment variables whose \
 names contain KEY, TOKEN, SECRET, PASSWORD or CREDENTIAL are written as ${{NAME}}; a cassette that still holds \
-a key-shaped string is refused. A run that sent no request through the proxy fails and writes nothing.",
+a key-shaped string is refused. A run that sent no request through the proxy fails and writes nothing.\n\n\
+A recording that replaces a cassette says on stderr what changed in the trajectory against it, as \
+`agentproxy diff OLD NEW` prints it (what the agent did, what it was told, a verdict; `--json` adds the \
+verdict as `trajectory`).",
         vars.join(", ")
     )
 }

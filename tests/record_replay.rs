@@ -930,3 +930,43 @@ async fn claude_code_replays_on_another_run_and_day_with_its_tolerances_written_
         "{err}"
     );
 }
+
+/// A re-record that replaced a cassette says what changed against it, as `agentproxy
+/// diff` of the two would (stderr; the verdict in `--json`): the same model is the same
+/// trajectory, a model that now also asks for London's weather is a regression naming it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rerecord_tells_how_the_trajectory_changed() {
+    use support::run::{agentproxy, session};
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let cassette = dir.path().join("c.json");
+    let agent = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/weather-agent/agent.py");
+    let record = |model: &'static str, flags: &'static [&'static str]| {
+        let args = session(
+            "record",
+            &cassette,
+            &[&["--upstream", &fake.url()][..], flags].concat(),
+            &["python3".as_ref(), agent.as_os_str()],
+        );
+        async move {
+            let run = agentproxy(args, &[("AGENT_MODEL", model)]).await;
+            assert!(run.status.success(), "{run}");
+            run
+        }
+    };
+    let first = record("gpt-4o-mini", &[]).await;
+    assert!(!first.stderr.contains("replaced"), "{first}");
+    let same = record("gpt-4o-mini", &[]).await;
+    assert!(
+        same.stderr.contains("agentproxy: against the recording it replaced:\n  no change in what the agent did or was told\n  verdict: identical\n"),
+        "{same}"
+    );
+    let eager = record("gpt-4o-mini-eager", &["--json"]).await;
+    assert!(eager.stderr.contains("London"), "{eager}");
+    assert!(eager.stderr.contains("  verdict: regression"), "{eager}");
+    let summary: Value = serde_json::from_str(eager.stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(summary["trajectory"], "regression", "{eager}");
+    let quiet = record("gpt-4o-mini", &["-q"]).await;
+    assert!(!quiet.stderr.contains("replaced"), "{quiet}");
+    fake.stop().await;
+}

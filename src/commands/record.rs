@@ -1,12 +1,13 @@
 //! `agentproxy record`: forward to the upstream, write the cassette when the program exits.
 
 use crate::cassette::format::Upstreams;
-use crate::cassette::Interaction;
+use crate::cassette::{store, Cassette, Interaction};
 use crate::cli::RecordArgs;
 use crate::dialect::provider_of;
 use crate::error::{Error, Exit, Result, EXIT_OK};
 use crate::runner::env;
 use crate::runner::plan::{self, Forwarding, Plan, Setup, Use};
+use crate::trajectory::{self, Asserted};
 
 use super::session;
 
@@ -82,9 +83,18 @@ pub async fn run(args: RecordArgs) -> Result<Exit> {
         .filter(|i| i.response.events.is_some())
         .count();
     let used = used_upstreams(&upstreams, &out.recorded);
-    if let Some(writer) = &writer {
-        plan::save(writer, &upstreams, &match_rules, None, Use::Record, out)?;
-    }
+    // The recording this one replaces, read before it is: what the re-record changed is
+    // told with the rest, as `agentproxy diff` of the two would print it.
+    let previous = (!s.quiet || s.json)
+        .then(|| replaced(&s.cassette))
+        .flatten();
+    let saved = match &writer {
+        Some(writer) => plan::save(writer, &upstreams, &match_rules, None, Use::Record, out)?,
+        None => None,
+    };
+    let drift = previous
+        .zip(saved)
+        .map(|(old, new)| trajectory::diff_cassettes(&old, &new, &Asserted::everything()));
     let errors = ended.outcome.upstream_errors.len();
     if !s.quiet {
         for client in &out.clients {
@@ -103,6 +113,12 @@ pub async fn run(args: RecordArgs) -> Result<Exit> {
             used.join(" and "),
             s.cassette.display()
         );
+        if let Some(d) = &drift {
+            tell!("agentproxy: against the recording it replaced:");
+            for line in trajectory::render_text(d).lines() {
+                tell!("{}", format!("  {line}").trim_end());
+            }
+        }
         if errors > 0 {
             // Named here whether or not they were as they happened (an MCP message over
             // the size limit is noted, not printed).
@@ -124,6 +140,7 @@ pub async fn run(args: RecordArgs) -> Result<Exit> {
             "cassette": s.cassette,
             "recorded": count,
             "streamed": streamed,
+            "trajectory": drift.as_ref().map(|d| d.verdict.as_str()),
             "upstream_errors": ended.outcome.upstream_errors,
             "faults": ended.outcome.faults,
             "fault_problems": ended.outcome.fault_problems,
@@ -135,6 +152,14 @@ pub async fn run(args: RecordArgs) -> Result<Exit> {
         super::output::print(&format!("{summary}\n"))?;
     }
     Ok(exit)
+}
+
+/// The cassette at `path` a recording is about to replace, if there is one to read.
+fn replaced(path: &std::path::Path) -> Option<Cassette> {
+    std::fs::metadata(path)
+        .is_ok_and(|m| m.is_file() && m.len() > 0)
+        .then(|| store::load(path).ok())
+        .flatten()
 }
 
 /// The upstreams the recorded interactions came from, each once, in order of first use.
