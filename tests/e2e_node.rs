@@ -166,6 +166,26 @@ async fn vitest_and_jest_helpers_from_the_packed_tarball_record_and_replay() {
         );
         assert!(others.iter().all(|o| !text.contains(o)), "{text}");
     }
+    // A re-record with another question says how the trajectory changed; recording the
+    // question again puts the cassette back (and says so).
+    let today = "\"What's the weather in Paris today?\"";
+    for (question, change) in [(today, format!("→ {today}")), ("", format!("{today} →"))] {
+        let env = [&record[..], &[("QUESTION", question.trim_matches('"'))]].concat();
+        let env: Vec<_> = env.into_iter().filter(|(_, v)| !v.is_empty()).collect();
+        let (code, out) = run_tests(
+            &app,
+            &node,
+            "vitest",
+            &["vitest/agent", "-t", "paris"],
+            &env,
+        );
+        assert_eq!(code, Some(0), "{out}");
+        let told = "agentproxy: vitest/agent.test.mjs > weather > paris: trajectory changed by re-recording (benign):";
+        assert!(
+            out.contains(told) && out.contains(&change),
+            "{change}: {out}"
+        );
+    }
     fake.stop().await;
     // CI, no key, the fake stopped, another run id (tolerated): every test replays.
     let ci = [("CI", "true"), ("RUN_ID", "run-2")];

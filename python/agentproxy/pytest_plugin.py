@@ -137,6 +137,8 @@ class _Proxy:
         # environment, for the MCP stand-ins they start.
         self.secret = self.env[SECRET_VAR]
         self.unused = []
+        # (nodeid, {"verdict", "diff"}) of each re-recorded test whose trajectory changed.
+        self.drifted = []
 
     def control(self, method, path, body=None):
         __tracebackhide__ = True
@@ -381,6 +383,9 @@ def _end(item):
     # After a miss the program did not get the answers that would have used them.
     if not ended["misses"]:
         proxy.unused.extend(f"{item.nodeid}: {u}" for u in ended["unused"])
+    drift = ended.get("trajectory")
+    if drift and drift["verdict"] != "identical":
+        proxy.drifted.append((item.nodeid, drift))
     problems = ended["misses"] + ended["upstream_errors"] + ended["mock_problems"]
     return problems
 
@@ -408,8 +413,17 @@ def pytest_runtest_call(item):
 
 def pytest_terminal_summary(terminalreporter, config):
     proxy = getattr(config, "_agentproxy", None)
-    if proxy is None or not proxy.unused:
+    if proxy is None:
         return
-    terminalreporter.section("agentproxy: recordings not used")
-    for line in proxy.unused:
-        terminalreporter.write_line(line)
+    if proxy.drifted:
+        # What each re-recording changed against the cassette it replaced, as
+        # `agentproxy diff` prints it.
+        terminalreporter.section("agentproxy: trajectories changed by re-recording")
+        for nodeid, drift in proxy.drifted:
+            terminalreporter.write_line(f"{nodeid}: {drift['verdict']}")
+            for line in drift["diff"].splitlines():
+                terminalreporter.write_line(f"    {line}".rstrip())
+    if proxy.unused:
+        terminalreporter.section("agentproxy: recordings not used")
+        for line in proxy.unused:
+            terminalreporter.write_line(line)

@@ -95,6 +95,8 @@ pub struct Ended {
     pub cassette: PathBuf,
     /// A cassette was written.
     pub written: bool,
+    /// How the trajectory changed against the cassette the test's recording replaced.
+    pub trajectory: Option<Drift>,
     /// Near-miss reports, one per request that missed.
     pub misses: Vec<String>,
     /// Recordings the test did not use.
@@ -105,6 +107,14 @@ pub struct Ended {
     /// Mocks that could not answer (results used up, a result the tool's
     /// `outputSchema` rejects): each fails the test.
     pub mock_problems: Vec<String>,
+}
+
+/// A re-recorded test's trajectory against the recording it replaced: the verdict, and
+/// the diff as `agentproxy diff` prints it.
+#[derive(Debug, Serialize)]
+pub struct Drift {
+    pub verdict: &'static str,
+    pub diff: String,
 }
 
 /// An error answer: `{"error": "…"}` with a 4xx or 5xx status.
@@ -215,7 +225,11 @@ mod tests {
             },
             mode: "replay",
             cassette: "c.json".into(),
-            written: false,
+            written: true,
+            trajectory: Some(Drift {
+                verdict: "benign",
+                diff: "verdict: benign\n".into(),
+            }),
             misses: vec![],
             unused: vec![],
             upstream_errors: vec![],
@@ -237,10 +251,15 @@ mod tests {
                 "rejected",
                 "reply",
                 "requests",
+                "trajectory",
                 "unused",
                 "upstream_errors",
                 "written"
             ]
+        );
+        assert_eq!(
+            v["trajectory"],
+            json!({"verdict": "benign", "diff": "verdict: benign\n"})
         );
         assert_eq!(
             v["calls"][0],

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use http::{Method, StatusCode};
 use serde_json::{json, Value};
 
-use crate::cassette::{store, CassetteError, Writer};
+use crate::cassette::{store, Cassette, CassetteError, Writer};
 use crate::cli::ServeArgs;
 use crate::error::{Error, Exit, Result};
 use crate::proxy::switch::{Control, Switch, Switched, TEST_HEADER};
@@ -18,8 +18,9 @@ use crate::runner::env;
 use crate::runner::mocks::{tools_from_json, MockSet};
 use crate::runner::plan::{self, Forwarding, Plan, PlanError, Setup, Use};
 use crate::spec::{Mode, ToolMock};
+use crate::trajectory::{self, Asserted};
 
-use super::control::{self, Checked, Ended, Listening, Refused, SoFar, Started};
+use super::control::{self, Checked, Drift, Ended, Listening, Refused, SoFar, Started};
 
 /// What a test asked for when it started.
 #[derive(Clone)]
@@ -42,6 +43,8 @@ struct Active {
     match_rules: crate::cassette::MatchRules,
     writer: Option<Writer>,
     mocks: Arc<MockSet>,
+    /// The cassette a recording replaces, to say how the trajectory changed.
+    previous: Option<Cassette>,
 }
 
 struct Harness {
@@ -279,7 +282,7 @@ impl Harness {
             match_rules,
             writer,
             mocks,
-            ..
+            previous,
         } = plan::plan(setup, &self.fwd).map_err(|e| e.to_string())?;
         let active = Active {
             spec,
@@ -287,6 +290,7 @@ impl Harness {
             match_rules,
             writer,
             mocks,
+            previous,
         };
         Ok((active, options))
     }
@@ -353,7 +357,7 @@ impl Harness {
             Some(p) => Switch::drain(p).await,
             None => Default::default(),
         };
-        let written = match &a.writer {
+        let saved = match &a.writer {
             Some(w) => plan::save(
                 w,
                 &self.fwd.upstreams,
@@ -362,17 +366,24 @@ impl Harness {
                 a.usage,
                 &outcome,
             )
-            .map_err(|e| error(StatusCode::INTERNAL_SERVER_ERROR, e))?
-            .is_some(),
-            None => false,
+            .map_err(|e| error(StatusCode::INTERNAL_SERVER_ERROR, e))?,
+            None => None,
         };
+        let trajectory = (a.previous.as_ref().zip(saved.as_ref())).map(|(old, new)| {
+            let d = trajectory::diff_cassettes(old, new, &Asserted::everything());
+            Drift {
+                verdict: d.verdict.as_str(),
+                diff: trajectory::render_text(&d),
+            }
+        });
         let mut mock_problems = a.mocks.problems();
         mock_problems.extend(outcome.mock_problems);
         Ok(Ended {
             so_far: SoFar::of(&outcome.exchanges),
             mode: a.usage.name(),
             cassette: a.spec.cassette,
-            written,
+            written: saved.is_some(),
+            trajectory,
             misses: outcome.misses,
             unused: outcome.unused,
             upstream_errors: outcome.upstream_errors,

@@ -193,6 +193,22 @@ def test_record_then_replay_with_the_upstream_stopped(pytester, env):
     replay(pytester, env, "-k", "anthropic").assert_outcomes(passed=1, deselected=3)
 
 
+def test_a_rerecord_says_how_each_trajectory_changed(pytester, env):
+    pytester.makepyfile(test_agent=TESTS)
+    record(pytester, env, "-k", "openai").assert_outcomes(passed=1, deselected=3)
+    same = record(pytester, env, "-k", "openai")
+    same.assert_outcomes(passed=1, deselected=3)
+    assert "trajectories changed" not in same.stdout.str()
+    pytester.makepyfile(test_agent=TESTS.replace("weather in Paris?", "weather in Paris today?"))
+    changed = record(pytester, env, "-k", "openai")
+    changed.assert_outcomes(passed=1, deselected=3)
+    out = changed.stdout.str()
+    assert "agentproxy: trajectories changed by re-recording" in out, out
+    assert "test_agent.py::test_openai: benign" in out, out
+    assert "Paris today?" in out, out
+    assert "    verdict: benign" in out, out
+
+
 def test_two_xdist_workers_replay(pytester, env):
     pytester.makepyfile(test_agent=TESTS)
     record(pytester, env).assert_outcomes(passed=4)

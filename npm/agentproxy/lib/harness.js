@@ -170,6 +170,14 @@ class Session {
     }
     this.running.delete(id);
     const ended = await this.serve.control("DELETE", "test", undefined, id);
+    const drift = ended.trajectory;
+    if (drift && drift.verdict !== "identical") {
+      // What the re-recording changed against the cassette it replaced, as
+      // `agentproxy diff` prints it.
+      const diff = drift.diff.split("\n").map((line) => `    ${line}`.trimEnd()).join("\n");
+      const test = `${path.relative(process.cwd(), file)} > ${name}`;
+      process.stderr.write(`agentproxy: ${test}: trajectory changed by re-recording (${drift.verdict}):\n${diff}\n`);
+    }
     return [...ended.misses, ...ended.upstream_errors, ...ended.mock_problems];
   }
 }
