@@ -281,8 +281,8 @@ The program's own credentials are forwarded upstream and never written; values o
 names contain KEY, TOKEN, SECRET, PASSWORD or CREDENTIAL are written as ${{NAME}}; a cassette that still holds \
 a key-shaped string is refused. A run that sent no request through the proxy fails and writes nothing.\n\n\
 A recording that replaces a cassette says on stderr what changed in the trajectory against it, as \
-`agentproxy diff OLD NEW` prints it (what the agent did, what it was told, a verdict; `--json` adds the \
-verdict as `trajectory`).",
+`agentproxy diff OLD NEW` of the two would (what the agent did, what it was told, a verdict; `--json` adds \
+the verdict as `trajectory`).",
         vars.join(", ")
     )
 }

@@ -172,19 +172,28 @@ async fn vitest_and_jest_helpers_from_the_packed_tarball_record_and_replay() {
     for (question, change) in [(today, format!("→ {today}")), ("", format!("{today} →"))] {
         let env = [&record[..], &[("QUESTION", question.trim_matches('"'))]].concat();
         let env: Vec<_> = env.into_iter().filter(|(_, v)| !v.is_empty()).collect();
-        let (code, out) = run_tests(
-            &app,
-            &node,
-            "vitest",
-            &["vitest/agent", "-t", "paris"],
-            &env,
-        );
-        assert_eq!(code, Some(0), "{out}");
-        let told = "agentproxy: vitest/agent.test.mjs > weather > paris: trajectory changed by re-recording (benign):";
-        assert!(
-            out.contains(told) && out.contains(&change),
-            "{change}: {out}"
-        );
+        for (runner, args, test) in [
+            (
+                "vitest",
+                ["vitest/agent", "-t", "paris"],
+                "vitest/agent.test.mjs > weather > paris",
+            ),
+            (
+                "jest",
+                ["jest/", "-t", "paris"],
+                "jest/agent.test.js > weather paris",
+            ),
+        ] {
+            let (code, out) = run_tests(&app, &node, runner, &args, &env);
+            assert_eq!(code, Some(0), "{out}");
+            let told = format!(
+                "agentproxy: {test}: trajectory changed by re-recording (benign):\n    what the agent was told\n"
+            );
+            assert!(
+                out.contains(&told) && out.contains(&change),
+                "{change}: {out}"
+            );
+        }
     }
     fake.stop().await;
     // CI, no key, the fake stopped, another run id (tolerated): every test replays.

@@ -223,7 +223,7 @@ mod tests {
                 executions: vec![],
                 reply: Some("18°C".into()),
             },
-            mode: "replay",
+            mode: "record",
             cassette: "c.json".into(),
             written: true,
             trajectory: Some(Drift {

@@ -1,7 +1,7 @@
 //! `agentproxy record`: forward to the upstream, write the cassette when the program exits.
 
 use crate::cassette::format::Upstreams;
-use crate::cassette::{store, Cassette, Interaction};
+use crate::cassette::Interaction;
 use crate::cli::RecordArgs;
 use crate::dialect::provider_of;
 use crate::error::{Error, Exit, Result, EXIT_OK};
@@ -86,7 +86,7 @@ pub async fn run(args: RecordArgs) -> Result<Exit> {
     // The recording this one replaces, read before it is: what the re-record changed is
     // told with the rest, as `agentproxy diff` of the two would print it.
     let previous = (!s.quiet || s.json)
-        .then(|| replaced(&s.cassette))
+        .then(|| plan::replaced(&s.cassette))
         .flatten();
     let saved = match &writer {
         Some(writer) => plan::save(writer, &upstreams, &match_rules, None, Use::Record, out)?,
@@ -152,14 +152,6 @@ pub async fn run(args: RecordArgs) -> Result<Exit> {
         super::output::print(&format!("{summary}\n"))?;
     }
     Ok(exit)
-}
-
-/// The cassette at `path` a recording is about to replace, if there is one to read.
-fn replaced(path: &std::path::Path) -> Option<Cassette> {
-    std::fs::metadata(path)
-        .is_ok_and(|m| m.is_file() && m.len() > 0)
-        .then(|| store::load(path).ok())
-        .flatten()
 }
 
 /// The upstreams the recorded interactions came from, each once, in order of first use.

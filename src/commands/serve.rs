@@ -9,7 +9,7 @@ use std::sync::Arc;
 use http::{Method, StatusCode};
 use serde_json::{json, Value};
 
-use crate::cassette::{store, Cassette, CassetteError, Writer};
+use crate::cassette::{store, CassetteError, Writer};
 use crate::cli::ServeArgs;
 use crate::error::{Error, Exit, Result};
 use crate::proxy::switch::{Control, Switch, Switched, TEST_HEADER};
@@ -43,8 +43,6 @@ struct Active {
     match_rules: crate::cassette::MatchRules,
     writer: Option<Writer>,
     mocks: Arc<MockSet>,
-    /// The cassette a recording replaces, to say how the trajectory changed.
-    previous: Option<Cassette>,
 }
 
 struct Harness {
@@ -282,7 +280,7 @@ impl Harness {
             match_rules,
             writer,
             mocks,
-            previous,
+            ..
         } = plan::plan(setup, &self.fwd).map_err(|e| e.to_string())?;
         let active = Active {
             spec,
@@ -290,7 +288,6 @@ impl Harness {
             match_rules,
             writer,
             mocks,
-            previous,
         };
         Ok((active, options))
     }
@@ -357,6 +354,18 @@ impl Harness {
             Some(p) => Switch::drain(p).await,
             None => Default::default(),
         };
+        // The cassette this test's recording replaces, read before it is, and the diff
+        // after: both off the runtime, which other tests' proxies share.
+        let previous = match &a.writer {
+            Some(_) => {
+                let path = a.spec.cassette.clone();
+                tokio::task::spawn_blocking(move || plan::replaced(&path))
+                    .await
+                    .ok()
+                    .flatten()
+            }
+            None => None,
+        };
         let saved = match &a.writer {
             Some(w) => plan::save(
                 w,
@@ -369,20 +378,26 @@ impl Harness {
             .map_err(|e| error(StatusCode::INTERNAL_SERVER_ERROR, e))?,
             None => None,
         };
-        let trajectory = (a.previous.as_ref().zip(saved.as_ref())).map(|(old, new)| {
-            let d = trajectory::diff_cassettes(old, new, &Asserted::everything());
-            Drift {
-                verdict: d.verdict.as_str(),
-                diff: trajectory::render_text(&d),
-            }
-        });
+        let written = saved.is_some();
+        let trajectory = match previous.zip(saved) {
+            Some((old, new)) => tokio::task::spawn_blocking(move || {
+                let d = trajectory::diff_cassettes(&old, &new, &Asserted::everything());
+                Drift {
+                    verdict: d.verdict.as_str(),
+                    diff: trajectory::render_text(&d),
+                }
+            })
+            .await
+            .ok(),
+            None => None,
+        };
         let mut mock_problems = a.mocks.problems();
         mock_problems.extend(outcome.mock_problems);
         Ok(Ended {
             so_far: SoFar::of(&outcome.exchanges),
             mode: a.usage.name(),
             cassette: a.spec.cassette,
-            written: saved.is_some(),
+            written,
             trajectory,
             misses: outcome.misses,
             unused: outcome.unused,

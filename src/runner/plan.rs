@@ -5,7 +5,7 @@
 //! [`Setup`] through [`plan`].
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -287,6 +287,20 @@ fn foreign_origin(by: &RecordedBy) -> (String, String) {
 /// Write the cassette of a record or update run that recorded something (update keeps
 /// what was replayed and adds what was recorded, in the order of the run); `None` when
 /// nothing new was recorded.
+/// The cassette at `path` a recording is about to replace, read to say how the
+/// trajectory changed; `None` when there is none, or when it cannot be read (said on
+/// stderr: the recording goes on, without the diff).
+pub(crate) fn replaced(path: &Path) -> Option<Cassette> {
+    if !std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() > 0) {
+        return None;
+    }
+    store::load(path)
+        .inspect_err(|e| {
+            tell!("agentproxy: warning: the cassette being replaced cannot be read, so no trajectory diff: {e}")
+        })
+        .ok()
+}
+
 pub(crate) fn save(
     writer: &Writer,
     upstreams: &Upstreams,
@@ -331,4 +345,36 @@ pub(crate) fn save(
     };
     writer.save(&cassette)?;
     Ok(Some(cassette))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Only a cassette that is there and reads is the one replaced: none, an empty file
+    /// and a broken one give no diff (the broken one said in a warning).
+    #[test]
+    fn the_cassette_replaced_is_one_that_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.json");
+        assert!(replaced(&path).is_none());
+        std::fs::write(&path, "").unwrap();
+        assert!(replaced(&path).is_none());
+        std::fs::write(&path, "{\"format\": \"2.0\", \"interactions\": [").unwrap();
+        assert!(replaced(&path).is_none());
+        let cassette = Cassette {
+            format: format_version(),
+            recorder: "agentproxy test".into(),
+            recorded_at: "2026-01-01T00:00:00Z".into(),
+            recorded_by: None,
+            upstreams: Upstreams(BTreeMap::new()),
+            match_rules: MatchRules::default(),
+            interactions: vec![],
+        };
+        store::save(&path, &cassette).unwrap();
+        assert_eq!(
+            replaced(&path).map(|c| c.recorder).as_deref(),
+            Some("agentproxy test")
+        );
+    }
 }

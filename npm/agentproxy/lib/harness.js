@@ -174,7 +174,7 @@ class Session {
     if (drift && drift.verdict !== "identical") {
       // What the re-recording changed against the cassette it replaced, as
       // `agentproxy diff` prints it.
-      const diff = drift.diff.split("\n").map((line) => `    ${line}`.trimEnd()).join("\n");
+      const diff = drift.diff.trimEnd().split("\n").map((line) => `    ${line}`.trimEnd()).join("\n");
       const test = `${path.relative(process.cwd(), file)} > ${name}`;
       process.stderr.write(`agentproxy: ${test}: trajectory changed by re-recording (${drift.verdict}):\n${diff}\n`);
     }
