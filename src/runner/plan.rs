@@ -284,9 +284,6 @@ fn foreign_origin(by: &RecordedBy) -> (String, String) {
     (origin, command(Some("record")))
 }
 
-/// Write the cassette of a record or update run that recorded something (update keeps
-/// what was replayed and adds what was recorded, in the order of the run); `None` when
-/// nothing new was recorded.
 /// The cassette at `path` a recording is about to replace, read to say how the
 /// trajectory changed; `None` when there is none, or when it cannot be read (said on
 /// stderr: the recording goes on, without the diff).
@@ -301,6 +298,9 @@ pub(crate) fn replaced(path: &Path) -> Option<Cassette> {
         .ok()
 }
 
+/// Write the cassette of a record or update run that recorded something (update keeps
+/// what was replayed and adds what was recorded, in the order of the run); `None` when
+/// nothing new was recorded.
 pub(crate) fn save(
     writer: &Writer,
     upstreams: &Upstreams,
