@@ -3,8 +3,9 @@
 //!
 //! The commit comes from git when the source is a checkout, else from the
 //! `.cargo_vcs_info.json` that `cargo package` writes (a crates.io or sdist build), else it
-//! is `unknown`. The date is `SOURCE_DATE_EPOCH`'s when set (reproducible builds), else
-//! today's (UTC).
+//! is `unknown`. The date is `SOURCE_DATE_EPOCH`'s when set, else the commit's (so every
+//! build of one commit says the same date, as reproducible builds want: the wheel and the
+//! test binaries built either side of midnight agree), else today's (UTC).
 
 use std::process::Command;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -51,11 +52,12 @@ fn commit() -> String {
 }
 
 fn date() -> String {
-    let now = std::env::var("SOURCE_DATE_EPOCH")
+    let when = std::env::var("SOURCE_DATE_EPOCH")
         .ok()
+        .or_else(|| git(&["log", "-1", "--format=%ct", "HEAD"]))
         .and_then(|s| s.trim().parse().ok())
         .map_or_else(SystemTime::now, |secs| {
             UNIX_EPOCH + Duration::from_secs(secs)
         });
-    humantime::format_rfc3339_seconds(now).to_string()[..10].to_owned()
+    humantime::format_rfc3339_seconds(when).to_string()[..10].to_owned()
 }
