@@ -1,7 +1,8 @@
 //! The pytest plugin's own tests (`tests/python/test_pytest_plugin.py`, written with
 //! pytest's `pytester`), run against the fake OpenAI and Anthropic upstreams: record then
 //! replay with the upstreams stopped, a miss failing its test with the report, mocks,
-//! pytest-xdist with two workers, SDK clients made at import time, a subprocess agent.
+//! pytest-xdist with two workers (what each found told once by the controller), SDK clients
+//! made at import time, a subprocess agent.
 
 mod support;
 
@@ -37,7 +38,7 @@ async fn the_plugin_passes_its_pytester_suite() {
     let text =
         String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{text}");
-    assert!(text.contains("11 passed"), "{text}");
+    assert!(text.contains("12 passed"), "{text}");
     // Only the record runs reached the upstreams: 2 model requests per recorded test.
     assert!(openai.request_count() > 0 && anthropic.request_count() > 0);
     openai.stop().await;

@@ -5,7 +5,9 @@ OPENAI_BASE_URL, OPENAI_API_BASE, ANTHROPIC_BASE_URL, GOOGLE_GEMINI_BASE_URL and
 AGENTPROXY_URL before collection, so SDK clients made at import time go through it. Each
 test that uses the `agentproxy` fixture (or carries `@pytest.mark.agentproxy`) switches
 the proxy to its own cassette and mode, and reads back what the model was asked and said.
-docs/pytest.md documents every option.
+What the run tells at its end (recordings not used, trajectories changed by re-recording)
+is gathered from every worker by the xdist controller. docs/pytest.md documents every
+option.
 """
 
 import json
@@ -136,9 +138,6 @@ class _Proxy:
         # Presented with every control request; the programs get it through the
         # environment, for the MCP stand-ins they start.
         self.secret = self.env[SECRET_VAR]
-        self.unused = []
-        # (nodeid, {"verdict", "diff"}) of each re-recorded test whose trajectory changed.
-        self.drifted = []
 
     def control(self, method, path, body=None):
         __tracebackhide__ = True
@@ -171,6 +170,10 @@ def pytest_configure(config):
                    "mode and tolerances (a spec's `match:` block)")
     if hasattr(config, "_agentproxy") or config.option.help:
         return
+    # Told at the end of the run, each as [nodeid, what]: the recordings a test did not use
+    # (a line each), and the {"verdict", "diff"} of each re-recorded test whose trajectory
+    # changed. Plain lists, for xdist to send.
+    config._agentproxy_told = {"unused": [], "drifted": []}
     # Under pytest-xdist the workers run the tests, each with its own proxy.
     if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
         return
@@ -378,14 +381,14 @@ def agentproxy(request):
 def _end(item):
     """End the item's test at the proxy; the near-miss reports of its misses, if any."""
     item._agentproxy_active = False
-    proxy = item.config._agentproxy
-    ended = proxy.control("DELETE", "test")
+    ended = item.config._agentproxy.control("DELETE", "test")
+    told = item.config._agentproxy_told
     # After a miss the program did not get the answers that would have used them.
     if not ended["misses"]:
-        proxy.unused.extend(f"{item.nodeid}: {u}" for u in ended["unused"])
+        told["unused"].extend([item.nodeid, u] for u in ended["unused"])
     drift = ended.get("trajectory")
     if drift and drift["verdict"] != "identical":
-        proxy.drifted.append((item.nodeid, drift))
+        told["drifted"].append([item.nodeid, drift])
     problems = ended["misses"] + ended["upstream_errors"] + ended["mock_problems"]
     return problems
 
@@ -411,19 +414,37 @@ def pytest_runtest_call(item):
     return result
 
 
+def pytest_sessionfinish(session):
+    # An xdist worker sends what it has to tell to the controller (pytest_testnodedown).
+    told = getattr(session.config, "_agentproxy_told", None)
+    if told is not None and hasattr(session.config, "workeroutput"):
+        session.config.workeroutput["agentproxy"] = told
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    told = getattr(node.config, "_agentproxy_told", None)
+    sent = getattr(node, "workeroutput", {}).get("agentproxy")
+    if told is not None and sent:
+        # Workers end in any order: the lists read the same whichever ended first.
+        for key, entries in told.items():
+            entries.extend(sent[key])
+            entries.sort(key=lambda entry: entry[0])
+
+
 def pytest_terminal_summary(terminalreporter, config):
-    proxy = getattr(config, "_agentproxy", None)
-    if proxy is None:
+    told = getattr(config, "_agentproxy_told", None)
+    if told is None:
         return
-    if proxy.drifted:
+    if told["drifted"]:
         # What each re-recording changed against the cassette it replaced, as
         # `agentproxy diff` prints it.
         terminalreporter.section("agentproxy: trajectories changed by re-recording")
-        for nodeid, drift in proxy.drifted:
+        for nodeid, drift in told["drifted"]:
             terminalreporter.write_line(f"{nodeid}: {drift['verdict']}")
             for line in drift["diff"].splitlines():
                 terminalreporter.write_line(f"    {line}".rstrip())
-    if proxy.unused:
+    if told["unused"]:
         terminalreporter.section("agentproxy: recordings not used")
-        for line in proxy.unused:
-            terminalreporter.write_line(line)
+        for nodeid, line in told["unused"]:
+            terminalreporter.write_line(f"{nodeid}: {line}")

@@ -217,6 +217,51 @@ def test_two_xdist_workers_replay(pytester, env):
     assert "2 workers" in result.stdout.str()
 
 
+TWO_QUESTIONS = '''
+from openai import OpenAI
+
+QUESTIONS = ["What's the weather in Paris?", "And in Rome?"]
+
+
+def ask(questions):
+    client = OpenAI()
+    for q in questions:
+        client.chat.completions.create(
+            model="gpt-4o-mini", messages=[{"role": "user", "content": q}])
+
+
+def test_first(agentproxy):
+    ask(QUESTIONS)
+
+
+def test_second(agentproxy):
+    ask(QUESTIONS)
+'''
+
+
+def test_under_xdist_what_each_worker_found_is_told_at_the_end(pytester, env):
+    """Each test runs on its own worker; the controller tells both, in nodeid order."""
+    pytester.makepyfile(test_two=TWO_QUESTIONS)
+    record(pytester, env, "-n", "2").assert_outcomes(passed=2)
+    pytester.makepyfile(test_two=TWO_QUESTIONS.replace("in questions:", "in questions[:1]:"))
+    replayed = replay(pytester, env, "-n", "2")
+    replayed.assert_outcomes(passed=2)
+    out = replayed.stdout.str()
+    assert "2 workers" in out, out
+    told = out[out.index("agentproxy: recordings not used"):]
+    first, second = told.index("test_two.py::test_first: "), told.index("test_two.py::test_second: ")
+    assert first < second, out
+    assert told.count("#1 POST /v1/chat/completions (openai.chat)") == 2, out
+
+    rerecorded = record(pytester, env, "-n", "2")
+    rerecorded.assert_outcomes(passed=2)
+    out = rerecorded.stdout.str()
+    told = out[out.index("agentproxy: trajectories changed by re-recording"):]
+    first, second = told.index("test_two.py::test_first: "), told.index("test_two.py::test_second: ")
+    assert first < second, out
+    assert "And in Rome?" in told, out
+
+
 def test_a_miss_fails_the_test_with_the_near_miss_report(pytester, env):
     pytester.makepyfile(test_agent=TESTS)
     record(pytester, env, "-k", "openai").assert_outcomes(passed=1, deselected=3)
