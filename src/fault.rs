@@ -5,6 +5,7 @@
 //! proxy serves it and each dialect gives it its native shape. A crash test's point is here
 //! too: the proxy holds the program's next request once it has passed.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
@@ -304,6 +305,32 @@ impl Plan {
             .find(|f| f.covers(nth_in_turn));
         of_turn.or_else(|| self.case.iter().find(|f| f.covers(nth)))
     }
+
+    /// The faults no request reached, said as problems, given how many model requests
+    /// came in each turn (`None`: outside any turn): a test of a reaction that never
+    /// happened must not pass.
+    pub fn unreached(&self, requests: &BTreeMap<Option<usize>, usize>) -> Vec<String> {
+        let came = |n: usize| match n {
+            1 => "only 1 model request came".to_owned(),
+            n => format!("only {n} model requests came"),
+        };
+        let total: usize = requests.values().sum();
+        let case = (self.case.iter().filter(|f| f.request > total)).map(|f| {
+            let why = came(total);
+            format!("request {}: {} did not fire: {why}", f.request, f.kind)
+        });
+        let turns = self.turns.iter().filter_map(|(turn, f)| {
+            let n = requests.get(&Some(*turn)).copied().unwrap_or(0);
+            (f.request > n).then(|| {
+                let (turn, why) = (turn + 1, came(n));
+                format!(
+                    "turn {turn} request {}: {} did not fire: {why} in turn {turn}",
+                    f.request, f.kind
+                )
+            })
+        });
+        case.chain(turns).collect()
+    }
 }
 
 /// A fault that fired.
@@ -443,5 +470,43 @@ mod tests {
         assert_eq!(kind(4, Some(1), 2), Some(Kind::Disconnect));
         // Outside any turn (record, replay): only the case's faults.
         assert_eq!(kind(1, None, 1), Some(Kind::Overloaded));
+    }
+
+    #[test]
+    fn a_fault_beyond_the_requests_that_came_is_said_unreached() {
+        let plan = Plan {
+            case: vec![
+                parse_flag("request=2,kind=overloaded").unwrap(),
+                parse_flag("request=4,kind=rate_limit").unwrap(),
+            ],
+            turns: vec![
+                (0, parse_flag("request=1,kind=disconnect").unwrap()),
+                (1, parse_flag("request=2,kind=disconnect").unwrap()),
+                (2, parse_flag("request=1,kind=length").unwrap()),
+            ],
+        };
+        // Two requests in the first turn, one in the second, none in the third.
+        let came = BTreeMap::from([(Some(0), 2), (Some(1), 1)]);
+        assert_eq!(
+            plan.unreached(&came),
+            [
+                "request 4: rate_limit did not fire: only 3 model requests came",
+                "turn 2 request 2: disconnect did not fire: only 1 model request came in turn 2",
+                "turn 3 request 1: length did not fire: only 0 model requests came in turn 3",
+            ]
+        );
+        // Outside any turn, counted over the session.
+        let session = Plan {
+            case: plan.case.clone(),
+            turns: vec![],
+        };
+        assert_eq!(
+            session.unreached(&BTreeMap::from([(None, 1)])),
+            [
+                "request 2: overloaded did not fire: only 1 model request came",
+                "request 4: rate_limit did not fire: only 1 model request came"
+            ]
+        );
+        assert!(session.unreached(&BTreeMap::from([(None, 4)])).is_empty());
     }
 }

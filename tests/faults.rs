@@ -364,6 +364,56 @@ fn a_tool_call_fault_that_cannot_fire_fails_its_case() {
     assert!(stderr.contains("0 passed, 1 failed"), "{stderr}");
 }
 
+/// A fault on a request that never comes fails its case too, under a turn or over the
+/// case, saying how many came.
+#[test]
+fn a_fault_no_request_reached_fails_its_case() {
+    let (code, stderr) = test_travel_case(
+        r#"  - name: paris weather
+    turns:
+      - input: What's the weather in Paris?
+        faults: [{request: 5, kind: server_error}]
+    faults: [{request: 9, kind: rate_limit}]
+    expect: {reply: 18°C}
+"#,
+    );
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains(
+            "problem: fault request 9: rate_limit did not fire: only 2 model requests came\n"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("problem: fault turn 1 request 5: server_error did not fire: only 2 model requests came in turn 1\n"),
+        "{stderr}"
+    );
+}
+
+/// A replay the program made no request of tested nothing, whatever it printed.
+#[test]
+fn a_program_that_asks_the_model_nothing_fails_its_replayed_case() {
+    let python = repo().join(".venv/bin/python");
+    let dir = tempfile::tempdir().unwrap();
+    let spec = format!(
+        "app:\n  command: [{python}, -c, 'print(\"18°C\")']\ncassettes: {cassettes}\ncases:\n  - name: paris weather\n    input: What's the weather in Paris?\n    expect: {{reply: 18°C}}\n",
+        python = python.display(),
+        cassettes = repo().join("cassettes/examples/travel-agent").display(),
+    );
+    std::fs::write(dir.path().join("spec.yaml"), spec).unwrap();
+    let out = std::process::Command::new(support::proxy::bin())
+        .args(["test", "spec.yaml", "--mode", "replay"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("problem: the program made no request through the proxy, so none of the cassette's 2 recording(s) was served: nothing was tested"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn a_fuzz_with_no_call_to_give_arguments_to_fails_its_case() {
     let (code, stderr) = test_travel_case(

@@ -5,7 +5,7 @@
 //! served as any other, then its answer's tool call spoiled on the way to the program. A
 //! fuzz run's arguments go the same way, into the first call to their tool.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::future::Future;
 use std::sync::Mutex;
 
@@ -205,14 +205,17 @@ impl Faults {
         resp
     }
 
-    /// What became of the faults and the fuzz arguments; taken once the session is over.
-    pub(super) fn outcome(&self) -> Outcome {
+    /// What became of the faults and the fuzz arguments; taken once the session is over,
+    /// when `requests` model requests came in each turn.
+    pub(super) fn outcome(&self, requests: &BTreeMap<Option<usize>, usize>) -> Outcome {
         let log = std::mem::take(&mut *self.lock());
         let mut fired = log.fired;
         with_next(&mut fired, &log.answered);
+        let mut problems = log.problems;
+        problems.extend(self.plan.unreached(requests));
         Outcome {
             fired,
-            problems: log.problems,
+            problems,
             spoiled: log.spoiled,
             fuzzed: log.fuzzed,
         }

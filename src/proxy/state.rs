@@ -227,7 +227,7 @@ impl Proxy {
         recorded.sort_by_key(|(seq, _)| *seq);
         let mut exchanges = std::mem::take(&mut st.exchanges);
         exchanges.sort_by_key(|(seq, _)| *seq);
-        let faults = self.faults.outcome();
+        let faults = self.faults.outcome(&st.turn_requests);
         // The log has the answer as the program got it; the cassette keeps the real one.
         // Both say which call was spoiled.
         for (seq, it) in &mut exchanges {

@@ -121,6 +121,14 @@ pub(crate) fn judge(ran: Ran) -> Verdict {
             ));
         }
     }
+    // A replay the program made no request of: whatever it printed, nothing was tested
+    // (recording it would have failed the same way).
+    if outcome.requests == 0 && !outcome.unused.is_empty() {
+        problems.push(format!(
+            "the program made no request through the proxy, so none of the cassette's {} recording(s) was served: nothing was tested",
+            outcome.unused.len()
+        ));
+    }
     // Mocks that could not answer and faults that could not fire: the case did not test
     // what it says.
     problems.extend(outcome.mock_problems.iter().cloned());
