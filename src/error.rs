@@ -255,6 +255,7 @@ impl Error {
                 | CassetteError::Invalid { .. }
                 | CassetteError::Version { .. }
                 | CassetteError::Refused { .. }
+                | CassetteError::NotACassette { .. }
                 | CassetteError::Unwritable { .. }
                 | CassetteError::Locked { .. } => EXIT_USAGE,
                 CassetteError::Secret { .. } | CassetteError::Write { .. } => EXIT_EXECUTION,

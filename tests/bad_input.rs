@@ -288,6 +288,26 @@ fn bad_hole_regex_is_a_usage_error() {
     assert!(err.contains("invalid regex for hole `d`"), "{err}");
 }
 
+/// A cassette whose own match rules cannot compile names itself, not a flag.
+#[test]
+fn a_cassettes_broken_match_rules_name_the_cassette() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.json");
+    write_cassette(&path, chat("hi"), completion("hello"));
+    let mut c: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    c["match"] = json!({"holes": [{"name": "d", "regex": "(unclosed"}]});
+    std::fs::write(&path, serde_json::to_vec(&c).unwrap()).unwrap();
+    let (code, err) = run(
+        &["replay", "--cassette", "c.json", "--", "true"],
+        dir.path(),
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("cassette c.json is invalid at /match: invalid regex for hole `d`"),
+        "{err}"
+    );
+}
+
 #[test]
 fn a_program_that_bypasses_the_proxy_records_nothing() {
     let dir = tempfile::tempdir().unwrap();

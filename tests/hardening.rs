@@ -111,6 +111,7 @@ fn record_never_replaces_a_file_that_is_not_a_cassette() {
         "{}",
         r.stderr
     );
+    assert!(r.stderr.contains("`git checkout -- "), "{}", r.stderr);
     assert!(!d.join("started").exists(), "the program must not run");
     assert_eq!(
         std::fs::read_to_string(d.join("bashrc")).unwrap(),

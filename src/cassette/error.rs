@@ -55,6 +55,9 @@ pub enum CassetteError {
     #[error("refusing to write cassette {path}: {why}\n  hint: give --cassette (or the spec's `cassettes:`) a path to a regular file, or to none yet", path = .path.display())]
     Refused { path: PathBuf, why: String },
 
+    #[error("refusing to write cassette {path}: it exists and is not a cassette this agentproxy reads ({why}); it is left as it is\n  hint: a cassette that broke (a merge conflict, a cut-off copy) can be restored (`git checkout -- {path}`) or deleted to record anew; anything else: give --cassette another path", path = .path.display())]
+    NotACassette { path: PathBuf, why: String },
+
     #[error("cassette {path} cannot be written: {source}\n  hint: the program was not started; make its directory writable or choose another --cassette", path = .path.display())]
     Unwritable {
         path: PathBuf,

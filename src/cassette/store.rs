@@ -22,11 +22,9 @@ pub fn open_writer(path: &Path) -> Result<Writer, CassetteError> {
         if let Err(e) = load(path) {
             let why = e.to_string();
             let why = why.lines().next().unwrap_or_default();
-            return Err(CassetteError::Refused {
+            return Err(CassetteError::NotACassette {
                 path: path.to_owned(),
-                why: format!(
-                    "it exists and is not a cassette this agentproxy reads ({why}); it is left as it is"
-                ),
+                why: why.to_owned(),
             });
         }
     }

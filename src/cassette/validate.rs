@@ -6,6 +6,7 @@
 use base64::Engine;
 
 use super::format::{Body, Cassette};
+use crate::dialect::Route;
 
 /// Where a cassette is invalid: a JSON pointer into the file and what is wrong there.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,6 +42,19 @@ pub fn check(cassette: &Cassette) -> Result<(), Invalid> {
                     "the value is not a valid header value".into(),
                 ));
             }
+        }
+        // A model's answer is a message: with nothing to serve, the program would get an
+        // empty success it cannot read.
+        let nothing = r.body.is_none() && r.events.is_none() && r.aborted.is_none();
+        if (200..300).contains(&r.status) && nothing && Route::from_name(&it.route).requires_json()
+        {
+            return Err(at(
+                "response",
+                format!(
+                    "a {} answer on route `{}` with neither `body` nor `events`: it would replay as an empty answer",
+                    r.status, it.route
+                ),
+            ));
         }
         for (place, body) in [
             ("request/body", &it.request.body),
@@ -106,5 +120,28 @@ mod tests {
         assert!(msg.contains("not a valid header name"), "{msg}");
         let msg = problem(r#"{"status": 200, "headers": {"x~a": "line\nbreak"}}"#);
         assert!(msg.contains("/response/headers/x~0a"), "{msg}");
+    }
+
+    #[test]
+    fn a_model_answer_with_nothing_to_serve_is_refused() {
+        let on = |route: &str, response: &str| {
+            let text = String::from_utf8(cassette(response)).unwrap();
+            let text = text.replace(r#""route": "http""#, &format!(r#""route": "{route}""#));
+            parse(Path::new("c.json"), text.as_bytes()).map(|_| ())
+        };
+        let msg = on("openai.chat", r#"{"status": 200}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("is invalid at /interactions/0/response: a 200 answer on route `openai.chat` with neither `body` nor `events`"), "{msg}");
+        // An error answer may be empty, a stream keeps its events, an aborted one may
+        // have none, and plain HTTP may answer nothing (204).
+        assert!(on("openai.chat", r#"{"status": 502}"#).is_ok());
+        assert!(on("anthropic.messages", r#"{"status": 200, "events": []}"#).is_ok());
+        assert!(on(
+            "openai.chat",
+            r#"{"status": 200, "aborted": "the upstream's stream broke off"}"#
+        )
+        .is_ok());
+        assert!(on("http", r#"{"status": 204}"#).is_ok());
     }
 }

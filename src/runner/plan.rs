@@ -184,6 +184,14 @@ pub(crate) fn plan(setup: Setup, fwd: &Forwarding) -> Result<Plan, PlanError> {
     // A cassette served or updated keeps the hash its keys were made with; one whose keys
     // mix kinds is keyed anew. A new recording keys with the current hash.
     let kept = (setup.existing.as_ref()).filter(|_| matches!(usage, Use::Replay | Use::Update));
+    // The cassette's own rules first: one it carries that cannot compile names the file.
+    if let Some(c) = kept.filter(|c| !c.match_rules.is_empty()) {
+        Rules::compile(&c.match_rules).map_err(|e| CassetteError::Invalid {
+            path: setup.path.clone(),
+            pointer: "/match".to_owned(),
+            message: e.to_string(),
+        })?;
+    }
     let hash = kept.map(|c| KeyHash::of(c.interactions.iter().map(|i| i.key.as_str())));
     let rules = Rules::compile(&match_rules)?.hashed_with(hash.flatten().unwrap_or_default());
     // A spec case's cassette served by anything but that case: its mocks and its way of
