@@ -214,7 +214,7 @@ accept the traces.",
 #[derive(Debug, Args)]
 pub struct ExportArgs {
     /// Where the traces go: a file (`-`: stdout), or an OTLP/HTTP endpoint URL.
-    #[arg(long, value_name = "FILE|URL")]
+    #[arg(long, value_name = "FILE|URL", value_parser = parse_otlp)]
     pub otlp: String,
 
     /// Leave out message text, tool arguments and results: names, models, tokens and times only.
@@ -544,7 +544,7 @@ pub struct TestArgs {
 
     /// Export each case's trajectory as an OpenTelemetry trace to an OTLP/HTTP endpoint
     /// (or a file); see `agentproxy export --help`.
-    #[arg(long, value_name = "URL|FILE")]
+    #[arg(long, value_name = "URL|FILE", value_parser = parse_otlp)]
     pub otlp: Option<String>,
 
     /// With --otlp: leave out message text, tool arguments and results.
@@ -739,6 +739,19 @@ pub struct ReplayArgs {
     pub max_age: Option<Duration>,
 }
 
+/// `--otlp`: a URL, `-` or a file. An endpoint written without its scheme
+/// (`localhost:4318`) is refused: it would be written as a file of that name, and the
+/// traces never sent.
+pub fn parse_otlp(s: &str) -> Result<String, String> {
+    let host_port = regex::Regex::new(r"^[\w.-]+:\d+(/|$)").expect("a valid regex");
+    if host_port.is_match(s) {
+        return Err(format!(
+            "`{s}` looks like an endpoint without its scheme: write `http://{s}` (or `./{s}` for a file of that name)"
+        ));
+    }
+    Ok(s.to_owned())
+}
+
 /// `NAME[@POINTER]=REGEX`; the regex is everything after the first `=`.
 pub fn parse_hole(s: &str) -> Result<Hole, String> {
     let (head, regex) = s
@@ -900,6 +913,25 @@ mod tests {
                 assert!(line.chars().count() <= 80, "{}: {line}", sub.get_name());
             }
         }
+    }
+
+    #[test]
+    fn an_otlp_endpoint_without_its_scheme_is_refused() {
+        for ok in [
+            "http://localhost:4318",
+            "https://otel.test/v1/traces",
+            "-",
+            "traces.json",
+            "out/run:1.json",
+        ] {
+            assert_eq!(parse_otlp(ok).as_deref(), Ok(ok));
+        }
+        assert_eq!(
+            parse_otlp("localhost:4318").unwrap_err(),
+            "`localhost:4318` looks like an endpoint without its scheme: write `http://localhost:4318` (or `./localhost:4318` for a file of that name)"
+        );
+        assert!(parse_otlp("127.0.0.1:4318/v1/traces").is_err());
+        assert!(parse_otlp("otel.test:443").is_err());
     }
 
     #[test]

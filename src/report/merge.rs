@@ -65,8 +65,13 @@ pub fn parse(file: PathBuf, text: &str) -> Result<(PathBuf, RunReport), MergeErr
     // The version first: a newer major may not parse as this one's fields.
     let version = serde_json::from_str::<Version>(text)
         .map_err(unreadable)?
-        .version
-        .unwrap_or_default();
+        .version;
+    let Some(version) = version else {
+        return Err(MergeError::Unreadable {
+            file,
+            message: "it has no `version`".to_owned(),
+        });
+    };
     let major = |v: &str| v.split('.').next().unwrap_or_default().to_owned();
     if major(&version) != major(super::json::FORMAT_VERSION) {
         return Err(MergeError::Version { file, version });
@@ -272,5 +277,10 @@ mod tests {
         assert_eq!(e.to_string(), "b.json: JSON report version 3.0, this agentproxy reads 2.x; merge with the agentproxy that wrote it");
         let e = parse("c.json".into(), r#"{"version": "2.1", "cases": []}"#).unwrap_err();
         assert!(matches!(e, MergeError::Unreadable { .. }), "{e}");
+        let e = parse("d.json".into(), "{}").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "d.json: not a JSON report of agentproxy test: it has no `version`"
+        );
     }
 }

@@ -117,24 +117,31 @@ impl Builder<'_> {
 
     /// `version:`, which must be the one this agentproxy reads.
     fn version(&self, v: &Node) -> R<()> {
-        let number = match &v.kind {
-            Kind::Number(n) => n.as_u64(),
-            _ => None,
-        };
-        match number {
-            Some(n) if n == u64::from(SPEC_VERSION) => Ok(()),
-            Some(n) if n > u64::from(SPEC_VERSION) => {
+        let write = format!("write `version: {SPEC_VERSION}`");
+        match &v.kind {
+            Kind::Number(n) if n.as_u64() == Some(u64::from(SPEC_VERSION)) => Ok(()),
+            // Whole numbers past u64 too (`99999999999999999999`).
+            Kind::Number(n)
+                if n.as_f64()
+                    .is_some_and(|f| f.fract() == 0.0 && f > f64::from(SPEC_VERSION)) =>
+            {
                 let why = format!(
                     "spec version {n} is newer than this agentproxy reads ({SPEC_VERSION})"
                 );
                 Err(self.err_hint(v.at, why, "upgrade agentproxy"))
             }
-            _ => Err(self.err(
+            Kind::Str(s) => Err(self.err_hint(
+                v.at,
+                format!("the spec version is the string \"{s}\"; it is a number"),
+                format!("{write}, without quotes"),
+            )),
+            _ => Err(self.err_hint(
                 v.at,
                 format!(
                     "unknown spec version {}; this agentproxy reads version {SPEC_VERSION}",
                     display_scalar(v)
                 ),
+                write,
             )),
         }
     }

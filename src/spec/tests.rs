@@ -495,7 +495,10 @@ fn errors_point_at_file_line_and_column() {
             "specs/weather.yaml:3:14: expected a string, number or boolean for `app.env.EMPTY`, found nothing (null)\n  hint: write `\"\"` for an empty value".into(),
         ),
         ("version: 2\n", "specs/weather.yaml:1:10: spec version 2 is newer than this agentproxy reads (1)\n  hint: upgrade agentproxy".into()),
-        ("version: 0.5\n", "specs/weather.yaml:1:10: unknown spec version 0.5; this agentproxy reads version 1".into()),
+        ("version: 0.5\n", "specs/weather.yaml:1:10: unknown spec version 0.5; this agentproxy reads version 1\n  hint: write `version: 1`".into()),
+        ("version: 1.0\n", "specs/weather.yaml:1:10: unknown spec version 1.0; this agentproxy reads version 1\n  hint: write `version: 1`".into()),
+        ("version: \"1\"\n", "specs/weather.yaml:1:10: the spec version is the string \"1\"; it is a number\n  hint: write `version: 1`, without quotes".into()),
+        ("version: 99999999999999999999\n", "specs/weather.yaml:1:10: spec version 1e+20 is newer than this agentproxy reads (1)\n  hint: upgrade agentproxy".into()),
         // Cases: duplicates and cassette names.
         (
             &format!("{app}cases:\n  - {{name: a, input: x}}\n  - {{name: a, input: y}}\n"),
