@@ -119,7 +119,7 @@ fn run_tests(
 /// `npm install agentproxy` with no Rust toolchain: vitest and jest suites of an agent on
 /// the openai Node SDK record against the fake and replay with it stopped; a changed
 /// question fails its test with the near-miss report; two tests of one cassette name are
-/// refused; tests that run concurrently in one file each get their own; under CI a test without a cassette fails saying how to record it; and
+/// refused; tests that run concurrently in one file each get their own; under CI a test without a cassette fails saying how to record it (and one that asks the model nothing passes without one); and
 /// `npx agentproxy` runs the binary.
 #[tokio::test(flavor = "multi_thread")]
 async fn vitest_and_jest_helpers_from_the_packed_tarball_record_and_replay() {
@@ -235,7 +235,7 @@ async fn vitest_and_jest_helpers_from_the_packed_tarball_record_and_replay() {
     // The hints' patterns select exactly their test.
     let (code, out) = run_tests(&app, &node, "vitest", &["-t", "^weather > paris$"], &ci);
     assert_eq!(code, Some(0), "{out}");
-    assert!(out.contains("Tests  1 passed | 12 skipped (13)"), "{out}");
+    assert!(out.contains("Tests  1 passed | 13 skipped (14)"), "{out}");
     let (code, out) = run_tests(&app, &node, "jest", &["-t", "^weather paris$"], &ci);
     assert_eq!(code, Some(0), "{out}");
     assert!(out.contains("Tests:       1 passed, 1 total"), "{out}");
@@ -243,14 +243,17 @@ async fn vitest_and_jest_helpers_from_the_packed_tarball_record_and_replay() {
     let (code, out) = run_tests(&app, &node, "vitest", &["vitest/collide"], &[]);
     assert_eq!(code, Some(1), "{out}");
     assert!(out.contains("would share the cassette"), "{out}");
-    // Under CI, a test without a cassette fails saying how to record it.
+    // Under CI, a test without a cassette fails saying how to record it, in this
+    // runner's words; one that asks the model nothing needs none.
     std::fs::remove_dir_all(app.join("vitest/cassettes")).unwrap();
     let (code, out) = run_tests(&app, &node, "vitest", &["vitest/agent", "-t", "paris"], &ci);
     assert_eq!(code, Some(1), "{out}");
     assert!(
-        out.contains("no cassette") && out.contains("to replay"),
+        out.contains("to replay, and the test made 1 request(s) that needed one; record it with `AGENTPROXY_MODE=record npx vitest run vitest/agent.test.mjs -t '^weather > paris$'`"),
         "{out}"
     );
+    let (code, out) = run_tests(&app, &node, "vitest", &["vitest/plain"], &ci);
+    assert_eq!(code, Some(0), "{out}");
     // The launcher runs the binary.
     let version = std::process::Command::new(&node)
         .arg(app.join("node_modules/agentproxy/bin/agentproxy.js"))

@@ -40,6 +40,9 @@ struct TestSpec {
 struct Active {
     spec: TestSpec,
     usage: Use,
+    /// A replay of a cassette that is not there: a test that asks the model nothing needs
+    /// none, so it fails only when a request comes.
+    missing: bool,
     match_rules: crate::cassette::MatchRules,
     writer: Option<Writer>,
     mocks: Arc<MockSet>,
@@ -59,14 +62,20 @@ struct Harness {
     replay_only: bool,
 }
 
-/// Between tests every request misses: nothing is recorded or forwarded.
+/// Between tests every request misses: nothing is recorded or forwarded, and the miss
+/// says why.
 fn idle(fwd: &Forwarding, secret: &str) -> std::result::Result<Options, PlanError> {
     let nothing = Setup {
         secret: Some(secret.to_owned()),
         ..Setup::new(PathBuf::new(), None, Use::Replay)
     };
-    Ok(plan::plan(nothing, fwd)?.options)
+    let mut options = plan::plan(nothing, fwd)?.options;
+    options.origin = Some(IDLE.to_owned());
+    Ok(options)
 }
+
+/// Why a request outside any test missed.
+const IDLE: &str = "no agentproxy test is active, and between tests every request misses: make model requests inside a test (one with the `agentproxy` fixture or marker under pytest; any test under the vitest and jest helpers)";
 
 /// `asked` resolved against `root`, if it stays inside it once the links of the part that
 /// exists are followed (a link out of the root is refused like a `..`).
@@ -260,12 +269,8 @@ impl Harness {
             true => Some(store::load(&spec.cassette).map_err(load_error)?),
             false => None,
         };
-        let usage = Use::of(spec.mode, existing.is_some()).ok_or_else(|| {
-            format!(
-                "no cassette {} to replay; record it with --agentproxy-mode=record (or auto)",
-                spec.cassette.display()
-            )
-        })?;
+        let usage = Use::of(spec.mode, existing.is_some()).unwrap_or(Use::Replay);
+        let missing = usage == Use::Replay && existing.is_none();
         let setup = Setup {
             tools: spec.tools.clone(),
             match_rules: spec.match_rules.clone(),
@@ -285,6 +290,7 @@ impl Harness {
         let active = Active {
             spec,
             usage,
+            missing,
             match_rules,
             writer,
             mocks,
@@ -393,19 +399,36 @@ impl Harness {
         };
         let mut mock_problems = a.mocks.problems();
         mock_problems.extend(outcome.mock_problems);
+        // Every request missed a cassette that is not there: one line says so.
+        let misses = match (a.missing, outcome.misses.len()) {
+            (true, n) if n > 0 => vec![no_cassette(&a.spec, n)],
+            _ => outcome.misses,
+        };
         Ok(Ended {
             so_far: SoFar::of(&outcome.exchanges),
             mode: a.usage.name(),
             cassette: a.spec.cassette,
             written,
             trajectory,
-            misses: outcome.misses,
+            misses,
             unused: outcome.unused,
             upstream_errors: outcome.upstream_errors,
             rejected: outcome.rejected,
             mock_problems,
         })
     }
+}
+
+/// Why a test whose cassette is not there failed: `requests` of its requests needed it.
+fn no_cassette(spec: &TestSpec, requests: usize) -> String {
+    let record = match &spec.rerecord {
+        Some(command) => format!("`{command}`"),
+        None => "a mode that records (record or auto)".to_owned(),
+    };
+    format!(
+        "no cassette {} to replay, and the test made {requests} request(s) that needed one; record it with {record}",
+        spec.cassette.display()
+    )
 }
 
 /// The answer about a test that is not running.

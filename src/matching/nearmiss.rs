@@ -215,6 +215,13 @@ pub fn report(
                 hints.rerecord()
             );
         }
+        // With a word on where the requests should have gone, re-recording is no answer.
+        MissKind::Unknown { nearest: None } if hints.origin.is_some() => {
+            let _ = writeln!(
+                out,
+                "  the cassette has no recorded request to compare with"
+            );
+        }
         MissKind::Unknown { nearest: None } => {
             let _ = writeln!(
                 out,

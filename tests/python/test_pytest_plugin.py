@@ -278,8 +278,40 @@ def test_a_miss_fails_the_test_with_the_near_miss_report(pytester, env):
     result = replay(pytester, env, "-k", "anthropic")
     result.assert_outcomes(failed=1, deselected=3)
     out = result.stdout.str()
-    assert "agentproxy: no cassette" in out and "--agentproxy-mode=record" in out, out
+    assert "agentproxy:\nno cassette " in out, out
+    assert "to replay, and the test made 1 request(s) that needed one; record it with " \
+        "`pytest test_agent.py::test_anthropic --agentproxy-mode=record`" in out, out
     assert "pytest_plugin.py" not in out, out
+
+
+def test_a_test_that_asks_the_model_nothing_needs_no_cassette(pytester, env):
+    """Recording writes none for it, so a replay must not ask for one."""
+    pytester.makepyfile(test_plain="""
+import pytest
+
+def test_arithmetic(agentproxy):
+    assert 1 + 1 == 2
+
+@pytest.mark.agentproxy
+def test_marked():
+    assert "a".upper() == "A"
+""")
+    record(pytester, env).assert_outcomes(passed=2)
+    assert not list(pytester.path.glob("cassettes/**/*.json"))
+    replay(pytester, env).assert_outcomes(passed=2)
+
+
+def test_a_request_outside_any_test_says_no_test_is_active(pytester, env):
+    pytester.makepyfile(test_outside=AGENT + '''
+
+def test_without_the_fixture():
+    ask_openai("What's the weather in Paris?")
+''')
+    result = replay(pytester, env)
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "no agentproxy test is active, and between tests every request misses" in out, out
+    assert "re-record" not in out, out
 
 
 def test_mocks_answer_in_record_and_replay(pytester, env):
@@ -344,8 +376,7 @@ import pytest
 
 @pytest.mark.agentproxy(mode="record")
 def test_marked(agentproxy):
-    pass
-''')
+''' + "\n".join("    " + line for line in SUBPROCESS_AGENT.strip().splitlines()))
     # The marker's mode is replay in CI: nothing to replay, nothing recorded.
     result = pytester.runpytest_subprocess("-p", "agentproxy.pytest_plugin")
     result.assert_outcomes(failed=1)
@@ -357,9 +388,10 @@ def test_marked(agentproxy):
     assert result.ret != 0
     assert "CI is set, and agentproxy_mode = record in the ini file" in result.stderr.str()
 
+    env.setenv("OPENAI_API_KEY", "sk-test-secret-0123456789")
     result = pytester.runpytest_subprocess(
         "-p", "agentproxy.pytest_plugin", "--agentproxy-mode=record",
-        "--agentproxy-upstream", STOPPED)
+        "--agentproxy-upstream", os.environ["FAKE_OPENAI_URL"])
     result.assert_outcomes(passed=1)
 
 
