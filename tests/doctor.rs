@@ -50,6 +50,25 @@ fn json_of(run: &Run) -> Value {
 
 const CANNED: &str = "This is a canned reply from agentproxy doctor";
 
+/// The program never gets a real key, even one set in the environment: a client that
+/// ignored the URL variables could take it to the real API.
+#[test]
+fn the_program_gets_placeholder_keys_even_when_real_ones_are_set() {
+    let out = Command::new(bin())
+        .args(["doctor", "--json", "--", "sh", "-c"])
+        .arg("echo \"$OPENAI_API_KEY $ANTHROPIC_API_KEY\"")
+        .env("OPENAI_API_KEY", "sk-real-0123456789")
+        .env("ANTHROPIC_API_KEY", "sk-ant-real-0123456789")
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        report["stdout_tail"],
+        serde_json::json!(["agentproxy-replay-placeholder agentproxy-replay-placeholder"]),
+        "{report}"
+    );
+}
+
 #[test]
 fn a_program_that_reads_openai_base_url_is_ok() {
     let r = doctor(&[

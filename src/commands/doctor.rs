@@ -106,10 +106,13 @@ fn kernel_release() -> Option<String> {
     Some(release.to_string_lossy().into_owned())
 }
 
-/// What record and replay inject, with every URL variable but [`PLAIN_VAR`] moved under
-/// its own `/_via/NAME` prefix, so the path a request arrives on names the variable.
+/// What a replay injects, with every URL variable but [`PLAIN_VAR`] moved under its own
+/// `/_via/NAME` prefix, so the path a request arrives on names the variable. Every key is
+/// a placeholder, set or not: nothing is forwarded, so no real key is needed, and a client
+/// that ignores the URL variables (a hard-coded `https://api.openai.com`) cannot take one
+/// to the real API.
 fn doctor_variables(base: &str) -> Vec<Injected> {
-    env::injected(base, None, true, &|name| std::env::var_os(name).is_some())
+    env::injected(base, None, true, &|_| false)
         .into_iter()
         .map(|mut v| {
             if v.name != PLAIN_VAR {

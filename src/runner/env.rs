@@ -42,8 +42,17 @@ pub fn injected(
         ));
     }
     if replay {
+        // A provider with any key of its own set gets no placeholder key, as in
+        // [`placeholder_keys`].
+        let keyed = |r: &crate::dialect::Row| {
+            let keys = crate::dialect::key_vars(r.provider);
+            let any_set = keys.iter().any(|name| is_set(name));
+            r.replay
+                .iter()
+                .filter(move |v| !(any_set && v.value == crate::dialect::PLACEHOLDER))
+        };
         let telemetry = TELEMETRY.iter().flat_map(|t| t.off);
-        for v in PROVIDERS.iter().flat_map(|r| r.replay).chain(telemetry) {
+        for v in PROVIDERS.iter().flat_map(keyed).chain(telemetry) {
             if !is_set(v.name) {
                 out.push(var(v.name, v.value, v.why));
             }
@@ -334,6 +343,16 @@ mod tests {
         assert!(n.contains(&"LITELLM_LOCAL_MODEL_COST_MAP"));
         assert!(n.contains(&"ANTHROPIC_AUTH_TOKEN") && n.contains(&"AZURE_OPENAI_API_KEY"));
         assert!(n.contains(&"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"));
+        // One of Anthropic's keys set: its SDK would warn of both, so the other gets none.
+        let v = injected("http://127.0.0.1:9", None, true, &|n| {
+            n == "ANTHROPIC_API_KEY"
+        });
+        let n = names(&v);
+        assert!(!n.contains(&"ANTHROPIC_AUTH_TOKEN") && !n.contains(&"ANTHROPIC_API_KEY"));
+        assert!(
+            n.contains(&"OPENAI_API_KEY")
+                && n.contains(&"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC")
+        );
     }
 
     #[test]
