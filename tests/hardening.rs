@@ -1522,3 +1522,68 @@ fn an_unprivileged_user_is_contained_in_a_user_namespace_or_told_why_not() {
     }
     drop(host);
 }
+
+/// While its program runs contained, a session's own listener on the host is no forward
+/// proxy: another process on the host can neither relay through it (CONNECT, absolute
+/// form) nor have its traffic named as the program's.
+#[test]
+fn the_host_listener_of_a_contained_session_relays_for_nobody() {
+    use std::io::{Read, Write};
+    let target = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let target_port = target.local_addr().unwrap().port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let listen = format!("127.0.0.1:{port}");
+    let child = Command::new(bin())
+        .args([
+            "record",
+            "--cassette",
+            "c.json",
+            "--upstream",
+            "http://127.0.0.1:9",
+        ])
+        .args([
+            "--listen",
+            &listen,
+            "--",
+            "sh",
+            "-c",
+            "touch started; sleep 3",
+        ])
+        .current_dir(d)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !d.join("started").exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // The listener comes back from the namespace as the program starts.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    for request in [
+        format!("CONNECT 127.0.0.1:{target_port} HTTP/1.1\r\nHost: 127.0.0.1:{target_port}\r\n\r\n"),
+        format!("GET http://127.0.0.1:{target_port}/ HTTP/1.1\r\nHost: 127.0.0.1:{target_port}\r\nConnection: close\r\n\r\n"),
+    ] {
+        let mut s = std::net::TcpStream::connect(&listen).unwrap();
+        s.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+            .unwrap();
+        s.write_all(request.as_bytes()).unwrap();
+        let mut answer = vec![0; 512];
+        let n = s.read(&mut answer).unwrap();
+        let answer = String::from_utf8_lossy(&answer[..n]);
+        assert!(answer.starts_with("HTTP/1.1 405"), "{request}: {answer}");
+        assert!(answer.contains("this listener is not a forward proxy"), "{answer}");
+    }
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("egress: contained"), "{stderr}");
+    assert!(!stderr.contains(&target_port.to_string()), "{stderr}");
+    // Nothing reached the target.
+    target.set_nonblocking(true).unwrap();
+    assert!(target.accept().is_err());
+}

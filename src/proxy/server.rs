@@ -110,7 +110,7 @@ pub async fn serve(
 ) {
     let handler = {
         let proxy = proxy.clone();
-        move |req| dispatch(proxy.clone(), req)
+        move |req| dispatch_on_host(proxy.clone(), req)
     };
     accept_loop(listener, handler, shutdown, hurry.clone()).await;
     proxy.tasks.close();
@@ -139,6 +139,24 @@ pub(crate) async fn serve_more(
         hurry,
     )
     .await;
+}
+
+/// A request on the proxy's own listener. Once its program runs contained (reaching the
+/// proxy inside its namespace), this listener is no forward proxy: another process on the
+/// host may not relay through it, nor have its traffic named as the program's.
+fn dispatch_on_host(proxy: Arc<Proxy>, req: Request<Incoming>) -> Answer {
+    let forwarding = req.method() == http::Method::CONNECT || req.uri().authority().is_some();
+    if forwarding && proxy.contained.load(std::sync::atomic::Ordering::SeqCst) {
+        let refused = tunnel::text(
+            http::StatusCode::METHOD_NOT_ALLOWED,
+            format!(
+                "agentproxy: {}: the program runs contained and reaches the proxy inside its namespace; this listener is not a forward proxy",
+                req.uri()
+            ),
+        );
+        return Box::pin(std::future::ready(refused));
+    }
+    dispatch(proxy, req)
 }
 
 /// A request to the proxy: a `CONNECT` opens a tunnel (whose requests come back here),

@@ -131,6 +131,9 @@ impl Session {
     pub(crate) fn serve_also(&self, listener: std::net::TcpListener) -> std::io::Result<()> {
         let listener = tokio::net::TcpListener::from_std(listener)?;
         let proxy = self.proxy.clone();
+        proxy
+            .contained
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         let running = Running::on(listener, move |listener, stop, hurry| {
             server::serve_more(
                 listener,

@@ -3,7 +3,7 @@
 //! here; [`Proxy::outcome`] takes it once the session has drained.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use http::Response;
@@ -42,6 +42,9 @@ pub struct Proxy {
     /// The port the session listens on, once bound: a request in absolute form to it on
     /// loopback is for the proxy itself.
     pub(super) port: std::sync::OnceLock<u16>,
+    /// Its program runs contained, and reaches the proxy on a listener inside its
+    /// namespace: the proxy's own listener on the host is then no forward proxy.
+    pub(super) contained: AtomicBool,
 }
 
 #[derive(Default)]
@@ -101,6 +104,7 @@ impl Proxy {
             crash,
             tunnels: super::intercept::tunnels(),
             port: std::sync::OnceLock::new(),
+            contained: AtomicBool::new(false),
         }
     }
 
