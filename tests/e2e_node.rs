@@ -126,6 +126,26 @@ async fn vitest_and_jest_helpers_from_the_packed_tarball_record_and_replay() {
     let Some(node) = node() else { return };
     let project = fresh_project(&node, &repo().join("tests/node/project"));
     let app = project.path().join("app");
+    // Under AGENTPROXY_CASSETTE_DIR a test file keeps its directory: files of one name in
+    // two directories (run by workers that cannot see each other) get two cassettes.
+    let paths = std::process::Command::new(&node)
+        .arg("-e")
+        .arg(
+            r#"const { cassettePath } = require("agentproxy");
+            const env = { AGENTPROXY_CASSETTE_DIR: "cass" };
+            for (const dir of ["t/a", "t/b"]) {
+              console.log(cassettePath("/p", `/p/${dir}/agent.test.mjs`, "weather > paris", env));
+            }"#,
+        )
+        .current_dir(&app)
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&paths.stdout),
+        "/p/cass/t/a/agent.test/weather-paris.json\n/p/cass/t/b/agent.test/weather-paris.json\n",
+        "{}",
+        String::from_utf8_lossy(&paths.stderr)
+    );
     let fake = FakeOpenAi::start().await;
     let upstream = fake.url();
     let record = [

@@ -48,13 +48,18 @@ function slug(text) {
 /**
  * The cassette of the test `name` (its full name, with its describe blocks) in `file`:
  * `cassettes/<file name without its extension>/<name>.json` next to the file, or under
- * AGENTPROXY_CASSETTE_DIR (relative to `root`).
+ * AGENTPROXY_CASSETTE_DIR (relative to `root`) in the file's directory relative to `root`,
+ * so files of one name in two directories keep apart (their tests may run in workers that
+ * cannot see each other).
  */
 function cassettePath(root, file, name, env = process.env) {
   const stem = path.basename(file).replace(/\.[^.]+$/, "");
-  const dir = env.AGENTPROXY_CASSETTE_DIR
-    ? path.resolve(root, env.AGENTPROXY_CASSETTE_DIR)
-    : path.join(path.dirname(file), "cassettes");
+  let dir = path.join(path.dirname(file), "cassettes");
+  if (env.AGENTPROXY_CASSETTE_DIR) {
+    const within = path.relative(root, path.dirname(file));
+    const inside = !within.startsWith("..") && !path.isAbsolute(within);
+    dir = path.join(path.resolve(root, env.AGENTPROXY_CASSETTE_DIR), inside ? within : "");
+  }
   return path.join(dir, stem, `${slug(name)}.json`);
 }
 
