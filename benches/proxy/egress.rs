@@ -119,6 +119,8 @@ struct Session {
 }
 
 impl Session {
+    /// Uncontained: the bench itself is the program's side of the tunnel, from the host,
+    /// and a contained session's host listener is no forward proxy.
     fn start(dir: &std::path::Path) -> Result<Session, String> {
         let env = dir.join("egress-env.txt");
         let _ = std::fs::remove_file(&env);
@@ -134,6 +136,8 @@ impl Session {
                 "-q",
                 "--repeat",
                 "last",
+                "--contain",
+                "off",
                 "--",
                 "sh",
                 "-c",
