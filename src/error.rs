@@ -140,8 +140,12 @@ pub enum Error {
     #[error(transparent)]
     Upstream(#[from] InvalidUpstream),
 
-    #[error("the program made no request through the proxy, so no cassette was written\n  the proxy injected: {injected}\n  hint: make the program read one of these variables for its API base URL (run `agentproxy doctor -- COMMAND` to check)")]
-    NothingRecorded { injected: String },
+    #[error("the program made no request through the proxy{elsewhere}, so no cassette was written\n  the proxy injected: {injected}\n  hint: make the program read one of these variables for its API base URL (run `agentproxy doctor -- COMMAND` to check)")]
+    NothingRecorded {
+        injected: String,
+        /// `` but to other hosts (…), which are not recorded``, or nothing.
+        elsewhere: String,
+    },
 
     /// Requests arrived, but each failed at the upstream or was refused by the proxy.
     #[error("nothing was recorded, so no cassette was written: every request that reached the proxy failed\n{}\n  hint: the errors above say why: an unreachable or failing --upstream, a path that is not a provider API path, or a body over --max-body-size", failures.iter().map(|f| format!("  - {f}")).collect::<Vec<_>>().join("\n"))]

@@ -1587,3 +1587,49 @@ fn the_host_listener_of_a_contained_session_relays_for_nobody() {
     target.set_nonblocking(true).unwrap();
     assert!(target.accept().is_err());
 }
+
+/// A record run whose program reached only another host through the proxy (a tunnel,
+/// not recorded) says so instead of "no request": the proxy saw it, and names it.
+#[test]
+fn a_record_run_that_only_reached_other_hosts_says_so() {
+    let other = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = other.local_addr().unwrap().port();
+    let server = std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        if let Ok((mut s, _)) = other.accept() {
+            let mut buf = [0; 1024];
+            let _ = s.read(&mut buf);
+            let _ = s.write_all(b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok");
+        }
+    });
+    let program = format!(
+        "import http.client, os, urllib.parse\n\
+         p = urllib.parse.urlsplit(os.environ['HTTPS_PROXY'])\n\
+         c = http.client.HTTPConnection(p.hostname, p.port, timeout=10)\n\
+         c.set_tunnel('127.0.0.1', {port})\n\
+         c.request('GET', '/')\n\
+         print(c.getresponse().read().decode())\n"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let r = run(
+        &[
+            "record",
+            "--cassette",
+            "c.json",
+            "--upstream",
+            "http://127.0.0.1:9",
+            "--",
+            "python3",
+            "-c",
+            &program,
+        ],
+        dir.path(),
+    );
+    server.join().unwrap();
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(&format!("the program made no request through the proxy but to other hosts (127.0.0.1:{port}), which are not recorded (--record-other-hosts records them), so no cassette was written")),
+        "{}",
+        r.stderr
+    );
+}

@@ -67,7 +67,19 @@ pub async fn run(args: RecordArgs) -> Result<Exit> {
         if !failures.is_empty() {
             return Err(Error::NothingRecordable { failures });
         }
+        let reached: Vec<&str> = (out.egress.iter())
+            .filter(|(_, e)| e.passed + e.allowed > 0)
+            .map(|(host, _)| host.as_str())
+            .collect();
+        let elsewhere = match reached.is_empty() {
+            true => String::new(),
+            false => format!(
+                " but to other hosts ({}), which are not recorded (--record-other-hosts records them)",
+                reached.join(", ")
+            ),
+        };
         return Err(Error::NothingRecorded {
+            elsewhere,
             injected: ended
                 .injected
                 .iter()
