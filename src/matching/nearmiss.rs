@@ -22,13 +22,13 @@ pub struct Candidate<'a> {
 pub const SHORTLIST: usize = 8;
 
 /// The recordings worth measuring for a miss on `route` whose sketch is `now`, from each
-/// recording's route and sketch (in cassette order): among those on the same route (all,
-/// when none is), the [`SHORTLIST`] nearest by sketch, earliest first on a tie; their
-/// positions, nearest first.
+/// recording's route and sketch (in cassette order): among those [`comparable`], the
+/// [`SHORTLIST`] nearest by sketch, earliest first on a tie; their positions, nearest
+/// first.
 pub fn shortlist(route: &str, now: &Sketch, recorded: &[(&str, Option<&Sketch>)]) -> Vec<usize> {
     let same_route = recorded.iter().any(|(r, _)| *r == route);
     let mut ranked: Vec<(usize, usize)> = (recorded.iter().enumerate())
-        .filter(|(_, (r, _))| !same_route || *r == route)
+        .filter(|(_, (r, _))| comparable(route, r, same_route))
         .map(|(pos, (_, s))| (s.map_or(usize::MAX, |s| s.distance(now)), pos))
         .collect();
     if ranked.len() > SHORTLIST {
@@ -39,16 +39,25 @@ pub fn shortlist(route: &str, now: &Sketch, recorded: &[(&str, Option<&Sketch>)]
     ranked.into_iter().map(|(_, pos)| pos).collect()
 }
 
-/// Which recorded request is nearest: fewest differing leaves, same route preferred,
-/// earliest on a tie.
+/// Which recorded request is nearest: fewest differing leaves among those
+/// [`comparable`], earliest on a tie.
 pub fn nearest(route: &str, body: &Value, candidates: &[Candidate<'_>]) -> Option<usize> {
     let same_route = candidates.iter().any(|c| c.route == route);
     candidates
         .iter()
-        .filter(|c| !same_route || c.route == route)
+        .filter(|c| comparable(route, c.route, same_route))
         .map(|c| (distance(body, c.body, DISTANCE_CAP), c.pos))
         .min()
         .map(|(_, pos)| pos)
+}
+
+/// Whether a recording on route `recorded` is compared with a miss on `route`: those on
+/// its own route when the cassette has any (`same_route`); else any model route for a
+/// model request (a program moved from chat completions to Responses), but never plain
+/// HTTP beside a model call, either way: their bodies have nothing to compare.
+fn comparable(route: &str, recorded: &str, same_route: bool) -> bool {
+    let http = Route::Http.name();
+    recorded == route || (!same_route && route != http && recorded != http)
 }
 
 /// Stop counting differences past this: the nearest candidate is rarely that far, and a
@@ -395,9 +404,22 @@ mod tests {
         );
         // Ties are taken earliest first.
         assert_eq!(&short[1..], &[0, 1, 2, 3, 4, 5, 6]);
-        // A route nothing was recorded on: every recording is a candidate.
+        // A model route nothing was recorded on: every model recording is a candidate.
         let short = shortlist("gemini.generate", &Sketch::of_value(&now), &recorded);
         assert_eq!(short[0], 20);
+        // Plain HTTP and model calls are never compared, either way.
+        assert!(shortlist("http", &Sketch::of_value(&now), &recorded).is_empty());
+        let plain = Sketch::of_value(&Value::Null);
+        let with_http = [("http", Some(&plain)), ("openai.chat", Some(&sketches[0]))];
+        assert_eq!(shortlist("http", &plain, &with_http), [0]);
+        assert_eq!(shortlist("anthropic.messages", &plain, &with_http), [1]);
+        let candidates = [Candidate {
+            pos: 0,
+            route: "openai.chat",
+            body: &now,
+        }];
+        assert_eq!(nearest("http", &Value::Null, &candidates), None);
+        assert_eq!(nearest("anthropic.messages", &now, &candidates), Some(0));
     }
 
     fn chat(content: &str, tools: &[&str]) -> Value {
@@ -433,7 +455,8 @@ mod tests {
             route: "http",
             body: &other,
         }];
-        assert_eq!(nearest("openai.chat", &now, &cands), Some(7));
+        // Plain HTTP has nothing to compare with a model call.
+        assert_eq!(nearest("openai.chat", &now, &cands), None);
         assert_eq!(nearest("openai.chat", &now, &[]), None);
     }
 
