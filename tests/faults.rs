@@ -321,13 +321,18 @@ fn a_bad_fault_flag_says_what_to_write() {
 /// Replay `case` (a `cases:` item, indented as one) of a spec for the travel example's
 /// agent over its committed cassettes under `agentproxy test`: the exit code and stderr.
 fn test_travel_case(case: &str) -> (Option<i32>, String) {
+    let agent = repo().join("examples/travel-agent/agent.py");
+    test_case_on_travel_cassettes(&agent.display().to_string(), case)
+}
+
+/// [`test_travel_case`] with another program: `python ARGS` (YAML flow items).
+fn test_case_on_travel_cassettes(args: &str, case: &str) -> (Option<i32>, String) {
     let python = repo().join(".venv/bin/python");
     assert!(python.exists(), "run scripts/setup-python.sh first");
     let dir = tempfile::tempdir().unwrap();
     let spec = format!(
-        "app:\n  command: [{python}, {agent}]\ncassettes: {cassettes}\ncases:\n{case}",
+        "app:\n  command: [{python}, {args}]\ncassettes: {cassettes}\ncases:\n{case}",
         python = python.display(),
-        agent = repo().join("examples/travel-agent/agent.py").display(),
         cassettes = repo().join("cassettes/examples/travel-agent").display(),
     );
     std::fs::write(dir.path().join("spec.yaml"), spec).unwrap();
@@ -393,21 +398,11 @@ fn a_fault_no_request_reached_fails_its_case() {
 /// A replay the program made no request of tested nothing, whatever it printed.
 #[test]
 fn a_program_that_asks_the_model_nothing_fails_its_replayed_case() {
-    let python = repo().join(".venv/bin/python");
-    let dir = tempfile::tempdir().unwrap();
-    let spec = format!(
-        "app:\n  command: [{python}, -c, 'print(\"18°C\")']\ncassettes: {cassettes}\ncases:\n  - name: paris weather\n    input: What's the weather in Paris?\n    expect: {{reply: 18°C}}\n",
-        python = python.display(),
-        cassettes = repo().join("cassettes/examples/travel-agent").display(),
+    let (code, stderr) = test_case_on_travel_cassettes(
+        r#"-c, 'print("18°C")'"#,
+        "  - name: paris weather\n    input: What's the weather in Paris?\n    expect: {reply: 18°C}\n",
     );
-    std::fs::write(dir.path().join("spec.yaml"), spec).unwrap();
-    let out = std::process::Command::new(support::proxy::bin())
-        .args(["test", "spec.yaml", "--mode", "replay"])
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(code, Some(1), "{stderr}");
     assert!(
         stderr.contains("problem: the program made no request through the proxy, so none of the cassette's 2 recording(s) was served: nothing was tested"),
         "{stderr}"
