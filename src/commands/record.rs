@@ -67,9 +67,9 @@ pub async fn run(args: RecordArgs) -> Result<Exit> {
         if !failures.is_empty() {
             return Err(Error::NothingRecordable { failures });
         }
-        let reached: Vec<&str> = (out.egress.iter())
+        let reached: Vec<String> = (out.egress.iter())
             .filter(|(_, e)| e.passed + e.allowed > 0)
-            .map(|(host, _)| host.as_str())
+            .map(|(host, _)| crate::proxy::intercept::label(host))
             .collect();
         let elsewhere = match reached.is_empty() {
             true => String::new(),
