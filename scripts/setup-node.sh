@@ -21,7 +21,8 @@ if [[ "$(uname -s)-$(uname -m)" != Linux-x86_64 ]]; then
 fi
 stamp="$dir/node_modules/.lock.sha256"
 wanted="$(sha256sum "$dir/package-lock.json" | cut -d' ' -f1)"
-if [[ -f "$stamp" && "$(cat "$stamp")" == "$wanted" ]]; then
+if [[ -f "$stamp" && "$(cat "$stamp")" == "$wanted" ]] &&
+    (cd "$dir" && npm ls --all --offline >/dev/null 2>&1); then
     echo "setup-node: tests/node/node_modules is up to date"
     exit 0
 fi

@@ -25,40 +25,22 @@ pub fn node() -> Option<PathBuf> {
 }
 
 /// The project at `source` (a directory with its package.json) copied into a temporary
-/// directory (`app/` in it) and installed from npm's cache (`--offline`: the setup
-/// script's install filled it; no network), its `agentproxy` being the npm packages made
-/// from this binary by `scripts/build-npm.sh`. Its other dependencies must be the
-/// versions `tests/node` pins (the ones in the cache).
+/// directory (`app/` in it) and installed as a user installs from source:
+/// `scripts/install-npm.sh` packs this build's binary and installs both tarballs. Its
+/// other dependencies must be the versions `tests/node` pins: the copy starts with a
+/// hard-linked copy of `tests/node/node_modules`, so npm installs `--offline` and needs
+/// nothing from its cache (which a new machine's npm does not hold) or the network.
 pub fn fresh_project(node: &Path, source: &Path) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    let packs = dir.path().join("packs");
-    let binary = format!("linux-x64={}", env!("CARGO_BIN_EXE_agentproxy"));
-    let built = std::process::Command::new(repo().join("scripts/build-npm.sh"))
-        .arg(&packs)
-        .arg(&binary)
-        .output()
-        .unwrap();
-    assert!(
-        built.status.success(),
-        "{}",
-        String::from_utf8_lossy(&built.stderr)
-    );
-    let read = |path: &Path| -> serde_json::Value {
-        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-    };
-    let pinned = read(&repo().join("tests/node/package.json"));
-    let pack = |name: &str| {
-        let mut packs = std::fs::read_dir(&packs)
-            .unwrap()
-            .map(|e| e.unwrap().path());
-        let found = packs.find(|p| p.file_name().unwrap().to_string_lossy().starts_with(name));
-        format!("file:{}", found.unwrap().display())
-    };
+    let pinned: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(repo().join("tests/node/package.json")).unwrap(),
+    )
+    .unwrap();
     let app = dir.path().join("app");
     copy_dir(source, &app);
-    let mut manifest = read(&app.join("package.json"));
-    let deps = manifest["devDependencies"].as_object_mut().unwrap();
-    for (name, version) in deps.iter() {
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(app.join("package.json")).unwrap()).unwrap();
+    for (name, version) in manifest["devDependencies"].as_object().unwrap() {
         if name != "agentproxy" {
             assert_eq!(
                 Some(version),
@@ -68,37 +50,45 @@ pub fn fresh_project(node: &Path, source: &Path) -> tempfile::TempDir {
             );
         }
     }
-    deps.insert("agentproxy".into(), pack("agentproxy-0").into());
-    deps.insert(
-        "@agentproxy/linux-x64".into(),
-        pack("agentproxy-linux-x64").into(),
-    );
-    std::fs::write(app.join("package.json"), manifest.to_string()).unwrap();
-    let installed = std::process::Command::new("npm")
-        .args([
-            "install",
-            "--offline",
-            "--no-audit",
-            "--no-fund",
-            "--loglevel=error",
-        ])
+    let linked = std::process::Command::new("cp")
+        .arg("-al")
+        .arg(repo().join("tests/node/node_modules"))
+        .arg(app.join("node_modules"))
+        .status()
+        .unwrap();
+    assert!(linked.success(), "cp -al tests/node/node_modules");
+    let installed = std::process::Command::new(repo().join("scripts/install-npm.sh"))
+        .arg(&app)
         .current_dir(&app)
         .env("PATH", no_cargo_path(node))
+        .env("AGENTPROXY_BINARY", env!("CARGO_BIN_EXE_agentproxy"))
+        .env(
+            "AGENTPROXY_NPM_FLAGS",
+            "--offline --no-audit --no-fund --loglevel=error",
+        )
         .output()
         .unwrap();
     assert!(
         installed.status.success(),
-        "npm install --offline (run scripts/setup-node.sh to fill npm's cache): {}",
+        "scripts/install-npm.sh (offline, over tests/node's packages): {}",
         String::from_utf8_lossy(&installed.stderr)
     );
     dir
 }
 
+/// A copy of a project as a fresh clone has it: what an install leaves in a working tree
+/// (node_modules, the packed tarballs, a lockfile naming them) is not copied.
 pub fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {
         let entry = entry.unwrap();
         let target = to.join(entry.file_name());
+        if [".agentproxy", "node_modules", "package-lock.json"]
+            .iter()
+            .any(|skip| entry.file_name() == *skip)
+        {
+            continue;
+        }
         if entry.file_type().unwrap().is_dir() {
             copy_dir(&entry.path(), &target);
         } else {
