@@ -146,3 +146,72 @@ fn the_action_scripts_pass_shellcheck_and_use_declared_inputs() {
     }
     assert!(checked >= 4, "{checked} scripts");
 }
+
+/// A `major.minor[.patch]` version as numbers, for comparing (`1.89` is `1.89.0`).
+fn version(text: &str) -> [u32; 3] {
+    let mut v = [0; 3];
+    for (slot, n) in v.iter_mut().zip(text.split('.')) {
+        *slot = n.parse().unwrap();
+    }
+    v
+}
+
+/// No Docker engine runs here, so the image is never built by the suite: its Rust is
+/// checked instead. The Dockerfile builds with the Rust that Cargo.toml's `rust-version`
+/// names (so the image also proves the stated minimum), and no dependency in Cargo.lock
+/// asks for a newer one (a `cargo update` that raised it would break the image unseen).
+/// Each dependency's `rust-version` is read from its sources in cargo's registry, where
+/// building this test put every one the Linux build uses.
+#[test]
+fn the_dockerfile_rust_is_the_minimum_and_every_dependency_builds_with_it() {
+    let read = |name: &str| std::fs::read_to_string(repo().join(name)).unwrap();
+    let docker = Regex::new(r"(?m)^FROM rust:(\d+\.\d+(?:\.\d+)?)-")
+        .unwrap()
+        .captures(&read("Dockerfile"))
+        .map(|c| c[1].to_owned())
+        .expect("the Dockerfile builds FROM rust:X.Y-…");
+    let msrv = Regex::new(r#"(?m)^rust-version = "([^"]+)""#).unwrap();
+    let stated = msrv.captures(&read("Cargo.toml")).unwrap()[1].to_owned();
+    assert_eq!(
+        docker, stated,
+        "the Dockerfile's rust:{docker} is not Cargo.toml's rust-version {stated}"
+    );
+    let home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cargo"));
+    let sources: Vec<PathBuf> = std::fs::read_dir(home.join("registry/src"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    let package =
+        Regex::new(r#"(?m)^name = "([^"]+)"\nversion = "([^"]+)"\nsource = "registry\+"#).unwrap();
+    let lock = read("Cargo.lock");
+    let (mut checked, mut newer) = (0, vec![]);
+    for c in package.captures_iter(&lock) {
+        let dir = format!("{}-{}", &c[1], &c[2]);
+        // Another platform's dependency (Windows, macOS) is not downloaded for this build.
+        let Some(manifest) = (sources.iter())
+            .map(|s| s.join(&dir).join("Cargo.toml"))
+            .find(|m| m.exists())
+        else {
+            continue;
+        };
+        checked += 1;
+        let text = std::fs::read_to_string(manifest).unwrap();
+        if let Some(wanted) = msrv.captures(&text) {
+            if version(&wanted[1]) > version(&docker) {
+                newer.push(format!("{dir} needs Rust {}", &wanted[1]));
+            }
+        }
+    }
+    assert!(
+        checked > 100,
+        "only {checked} dependencies found under {}",
+        home.display()
+    );
+    assert!(
+        newer.is_empty(),
+        "the Dockerfile builds with rust:{docker}, but {}",
+        newer.join(", ")
+    );
+}
