@@ -239,15 +239,22 @@ async fn vitest_and_jest_helpers_from_the_packed_tarball_record_and_replay() {
         "cassette miss: POST /v1/chat/completions (openai.chat) has no recording",
         "+ What's the weather in Paris today?",
         "AGENTPROXY_MODE=record npx vitest run vitest/agent.test.mjs -t '^weather > paris$'",
+        // In the helpers' words, not a CLI flag or a spec block.
+        "`agentproxy.tolerate(...)`, the AGENTPROXY_MATCH variable, or `agentproxy.mockTool(...)`",
     ] {
         assert!(out.contains(line), "{line}: {out}");
     }
+    assert!(!out.contains("--match-ignore"), "{out}");
+    // Reported once: the helper's report, not the SDK's error about the same miss too.
+    assert_eq!(out.matches("cassette miss: POST").count(), 1, "{out}");
     let (code, out) = run_tests(&app, &node, "jest", &["jest/", "-t", "paris"], &changed);
     assert_eq!(code, Some(1), "{out}");
     assert!(
         out.contains("cassette miss: POST /v1/chat/completions"),
         "{out}"
     );
+    assert_eq!(out.matches("cassette miss: POST").count(), 1, "{out}");
+    assert!(out.contains("`agentproxy.tolerate(...)`"), "{out}");
     assert!(
         out.contains("AGENTPROXY_MODE=record npx jest jest/agent.test.js -t '^weather paris$'"),
         "{out}"

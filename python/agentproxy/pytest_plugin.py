@@ -10,11 +10,13 @@ is gathered from every worker by the xdist controller. docs/pytest.md documents 
 option.
 """
 
+import hashlib
 import json
 import os
 import re
 import shlex
 import subprocess
+import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -86,9 +88,10 @@ PROTOCOL = 3
 # What serve's control endpoint asks every request to present, and where the plugin finds it.
 SECRET_HEADER = "x-agentproxy-secret"
 SECRET_VAR = "AGENTPROXY_SECRET"
-# A control request waits this long at most: ending a test drains its exchanges, and a
-# stuck serve must fail the test, not hang the session.
-CONTROL_TIMEOUT = 120
+# A control request waits this long at most (seconds): ending a test drains its exchanges,
+# and a stuck serve must fail the test, not hang the session. Serve is given as long to
+# exit at the session's end. AGENTPROXY_CONTROL_TIMEOUT sets another, to test a stuck serve.
+CONTROL_TIMEOUT = float(os.environ.get("AGENTPROXY_CONTROL_TIMEOUT") or 120)
 # Control requests go straight to serve on loopback, whatever HTTP_PROXY says.
 _LOOPBACK = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
@@ -138,9 +141,15 @@ class _Proxy:
         # Presented with every control request; the programs get it through the
         # environment, for the MCP stand-ins they start.
         self.secret = self.env[SECRET_VAR]
+        # The control request serve left unanswered, once it left one: it is stuck (or
+        # stopped), and each test after that would wait as long again.
+        self.stuck = None
 
     def control(self, method, path, body=None):
         __tracebackhide__ = True
+        if self.stuck:
+            raise AgentProxyError(f"{self.stuck} earlier in this session, so it was ended: "
+                                  "every test that uses agentproxy after that fails at once")
         data = None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(
             f"{self.url}/_agentproxy/{path}", data=data, method=method,
@@ -152,12 +161,28 @@ class _Proxy:
             message = json.load(e).get("error", str(e))
             raise AgentProxyError(message) from None
         except (TimeoutError, urllib.error.URLError) as e:
+            if isinstance(e, TimeoutError) or isinstance(getattr(e, "reason", None), TimeoutError):
+                # Ended, so that a request the programs still send fails at once instead of
+                # hanging as this one did.
+                self.process.kill()
+                self.stuck = (f"agentproxy serve did not answer {method} /_agentproxy/{path} "
+                              f"within {CONTROL_TIMEOUT:g} s")
+                raise AgentProxyError(f"{self.stuck}, so it was ended: every test that uses "
+                                      "agentproxy after this one fails at once") from None
             raise AgentProxyError(
                 f"agentproxy serve did not answer {method} /_agentproxy/{path}: {e}") from None
 
     def stop(self):
+        """Stop serve: it writes what a test still active recorded, then exits; one that
+        does not exit in time (stuck, stopped) is killed rather than waited for."""
         self.process.stdin.close()
-        self.process.wait(timeout=60)
+        try:
+            self.process.wait(timeout=CONTROL_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            print(f"agentproxy: serve did not exit within {CONTROL_TIMEOUT:g} s of the end of "
+                  "the session: killed", file=sys.stderr)
 
 
 class AgentProxyError(Exception):
@@ -213,8 +238,18 @@ def pytest_collection_modifyitems(items):
                 "a cassette of its own with @pytest.mark.agentproxy(cassette=...), or rename it")
 
 
+# The longest cassette file name (without `.json`), as the spec runner's: a test id holds
+# its parameters, which may be longer than a file name may be.
+SLUG_MAX = 80
+
+
 def _slug(text):
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "test"
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "test"
+    if len(slug) <= SLUG_MAX:
+        return slug
+    # Cut, and told apart from the other names of that beginning by a hash of the whole.
+    digest = hashlib.sha256(slug.encode()).hexdigest()[:8]
+    return f"{slug[:SLUG_MAX - len(digest) - 1].rstrip('-')}-{digest}"
 
 
 def _cassette_path(item, marker):
@@ -361,7 +396,7 @@ def agentproxy(request):
         mode = "replay"  # in CI only the command line chooses a mode that records
     cassette = _cassette_path(request.node, marker)
     start = {"protocol": PROTOCOL, "name": request.node.nodeid, "cassette": str(cassette),
-             "mode": mode, "match": _match(request.node, marker),
+             "mode": mode, "match": _match(request.node, marker), "runner": "pytest",
              "rerecord": f"pytest {shlex.quote(request.node.nodeid)} --agentproxy-mode=record"}
     try:
         started = proxy.control("POST", "test", start)
@@ -399,19 +434,45 @@ def pytest_runtest_call(item):
     whatever the SDK raised about it."""
     refused = getattr(item, "_agentproxy_refused", None)
     if refused:
-        raise pytest.fail.Exception(refused, pytrace=False)
+        _fail(item, refused)
     try:
         result = yield
         raised = None
     except BaseException as e:  # noqa: BLE001 - re-raised below unless a miss explains it
         result, raised = None, e
     if getattr(item, "_agentproxy_active", False):
-        problems = _end(item)
+        try:
+            problems = _end(item)
+        except AgentProxyError as e:
+            problems = [str(e)]
         if problems:
-            raise pytest.fail.Exception("agentproxy:\n" + "\n".join(problems), pytrace=False)
+            _fail(item, "agentproxy:\n" + "\n".join(problems))
     if raised is not None:
         raise raised
     return result
+
+
+def _fail(item, report):
+    """Fail the item with the plugin's `report`, shown whole and without a traceback."""
+    __tracebackhide__ = True
+    item._agentproxy_failure = pytest.fail.Exception(report, pytrace=False)
+    raise item._agentproxy_failure
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    failure = getattr(item, "_agentproxy_failure", None)
+    crash = getattr(report.longrepr, "reprcrash", None)
+    if crash is not None and call.excinfo is not None and call.excinfo.value is failure:
+        # The short test summary gives the failure's message whole under CI (and with
+        # -vv): one line there, the report itself is in the failure section above it.
+        lines = failure.msg.splitlines()
+        shown = 2 if lines[0] == "agentproxy:" and len(lines) > 1 else 1
+        crash.message = " ".join(lines[:shown])
+        if len(lines) > shown:
+            crash.message += f" (+{len(lines) - shown} more lines above)"
+    return report
 
 
 def pytest_sessionfinish(session):

@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 use crate::cassette::{store, CassetteError, Writer};
 use crate::cli::ServeArgs;
 use crate::error::{Error, Exit, Result};
+use crate::matching::nearmiss::Runner;
 use crate::proxy::switch::{Control, Switch, Switched, TEST_HEADER};
 use crate::proxy::Options;
 use crate::runner::env;
@@ -34,6 +35,8 @@ struct TestSpec {
     repeat: crate::matching::index::Repeat,
     /// The command that records this test again, for the miss report's hint.
     rerecord: Option<String>,
+    /// The harness that runs it, whose words the hints speak (`Cli` when it names none).
+    runner: Runner,
 }
 
 /// A test being served.
@@ -70,7 +73,7 @@ fn idle(fwd: &Forwarding, secret: &str) -> std::result::Result<Options, PlanErro
         ..Setup::new(PathBuf::new(), None, Use::Replay)
     };
     let mut options = plan::plan(nothing, fwd)?.options;
-    options.origin = Some(IDLE.to_owned());
+    options.advice.origin = Some(IDLE.to_owned());
     Ok(options)
 }
 
@@ -278,6 +281,7 @@ impl Harness {
             log_exchanges: true,
             secret: Some(self.secret.to_string()),
             rerecord: spec.rerecord.clone(),
+            runner: spec.runner,
             ..Setup::new(spec.cassette.clone(), existing, usage)
         };
         let Plan {
@@ -440,7 +444,7 @@ fn not_running(name: &str) -> (StatusCode, Value) {
 }
 
 /// A test's start request: `{"protocol", "name", "cassette", "mode", "mocks"?, "match"?,
-/// "rerecord"?}`, in the protocol version this binary speaks.
+/// "rerecord"?, "runner"?}`, in the protocol version this binary speaks.
 fn test_spec(body: &Value) -> std::result::Result<TestSpec, String> {
     if let Some(why) = control::refuse_version(&body["protocol"]) {
         return Err(why);
@@ -477,6 +481,12 @@ fn test_spec(body: &Value) -> std::result::Result<TestSpec, String> {
                 "`rerecord` must be a non-empty string (the command that records the test again)"
                     .to_owned(),
             ),
+        },
+        runner: match &body["runner"] {
+            Value::Null => Runner::Cli,
+            v => v.as_str().and_then(Runner::named).ok_or_else(|| {
+                format!("unknown runner {v}; expected \"pytest\", \"vitest\" or \"jest\"")
+            })?,
         },
     })
 }

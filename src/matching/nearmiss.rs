@@ -186,22 +186,97 @@ pub enum MissKind<'a> {
     Exhausted { recorded: usize },
 }
 
-/// What the session adds to a miss report: the match rules in force (what they leave
-/// out, said so the reader knows), the command that re-records the cassette, and a word
-/// on a cassette this session does not serve as its recorder did (a spec case's).
+/// Who runs the session: a miss report's hints name this runner's own ways of recording
+/// again and of declaring a volatile value (a pytest user has no `--match-ignore` flag).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub enum Runner {
+    /// `agentproxy record` / `replay`: flags.
+    #[default]
+    Cli,
+    /// A case of `agentproxy test`: the spec's blocks.
+    Spec,
+    /// The pytest plugin: its marker, ini option and fixture.
+    Pytest,
+    /// The vitest and jest helpers: the `agentproxy` object and their variables.
+    Vitest,
+    Jest,
+}
+
+impl Runner {
+    /// The runner a harness names in serve's start request.
+    pub fn named(name: &str) -> Option<Runner> {
+        match name {
+            "pytest" => Some(Runner::Pytest),
+            "vitest" => Some(Runner::Vitest),
+            "jest" => Some(Runner::Jest),
+            _ => None,
+        }
+    }
+
+    /// How a value that differs on every run is declared.
+    fn declare(self) -> &'static str {
+        match self {
+            Runner::Cli => "declare it with --match-ignore POINTER or --match-hole NAME=REGEX",
+            Runner::Spec => {
+                "declare it in the spec (its `match:` block, or a `tools:` mock for a tool result)"
+            }
+            Runner::Pytest => "declare it (`@pytest.mark.agentproxy(match=...)`, `agentproxy_match` in the ini file, or `agentproxy.mock_tool(...)` for a tool result)",
+            Runner::Vitest | Runner::Jest => "declare it (`agentproxy.tolerate(...)`, the AGENTPROXY_MATCH variable, or `agentproxy.mockTool(...)` for a tool result)",
+        }
+    }
+
+    /// How an exhausted recording is served again.
+    fn repeat(self) -> &'static str {
+        match self {
+            Runner::Cli => "pass `--repeat last`",
+            Runner::Spec => "set `repeat: last` in the spec's `match:` block",
+            Runner::Pytest => {
+                "mark the test `@pytest.mark.agentproxy(match={\"repeat\": \"last\"})`"
+            }
+            Runner::Vitest | Runner::Jest => "call `agentproxy.tolerate({ repeat: \"last\" })`",
+        }
+    }
+}
+
+/// What a session adds to each of its miss reports, fixed when it starts: the command
+/// that records the cassette again, a word on a cassette this session does not serve as
+/// its recorder did (a spec case's), and the runner whose ways the hints name.
+#[derive(Debug, Default, Clone)]
+pub struct Advice {
+    pub rerecord: Option<String>,
+    pub origin: Option<String>,
+    pub runner: Runner,
+    /// No cassette was there to replay: the test was never recorded.
+    pub unrecorded: bool,
+}
+
+/// A miss report's hints: the session's [`Advice`] and the match rules in force (what
+/// they leave out, said so the reader knows).
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Hints<'a> {
     pub tolerated: Option<&'a str>,
-    pub rerecord: Option<&'a str>,
-    pub origin: Option<&'a str>,
+    pub advice: Option<&'a Advice>,
 }
 
 impl Hints<'_> {
-    /// "re-record", with the command when the session knows it.
+    fn runner(&self) -> Runner {
+        self.advice.map(|a| a.runner).unwrap_or_default()
+    }
+
+    fn origin(&self) -> Option<&str> {
+        self.advice.and_then(|a| a.origin.as_deref())
+    }
+
+    /// "re-record" (or "record", for what was never recorded), with the command when the
+    /// session knows it.
     fn rerecord(&self) -> String {
-        match self.rerecord {
-            Some(command) => format!("re-record (`{command}`)"),
-            None => "re-record (`agentproxy record`)".to_owned(),
+        let verb = match self.advice.is_some_and(|a| a.unrecorded) {
+            true => "record",
+            false => "re-record",
+        };
+        match self.advice.and_then(|a| a.rerecord.as_deref()) {
+            Some(command) => format!("{verb} (`{command}`)"),
+            None => format!("{verb} (`agentproxy record`)"),
         }
     }
 }
@@ -220,12 +295,13 @@ pub fn report(
         MissKind::Exhausted { recorded } => {
             let _ = writeln!(
                 out,
-                "  this exact request was recorded {recorded} time(s) and each recording was already served: the program made an extra call\n  hint: {}, or pass `--repeat last` to serve the last recording again",
-                hints.rerecord()
+                "  this exact request was recorded {recorded} time(s) and each recording was already served: the program made an extra call\n  hint: {}, or {} to serve the last recording again",
+                hints.rerecord(),
+                hints.runner().repeat()
             );
         }
         // With a word on where the requests should have gone, re-recording is no answer.
-        MissKind::Unknown { nearest: None } if hints.origin.is_some() => {
+        MissKind::Unknown { nearest: None } if hints.origin().is_some() => {
             let _ = writeln!(
                 out,
                 "  the cassette has no recorded request to compare with"
@@ -270,10 +346,15 @@ pub fn report(
             if let Some(t) = hints.tolerated {
                 let _ = writeln!(out, "  tolerated (the match rules in force): {t}");
             }
-            let _ = writeln!(out, "  hint: if this change is intended, {}; if the value is volatile, declare it (a spec's `match:` block or `tools:` mock, or --match-ignore / --match-hole)", hints.rerecord());
+            let _ = writeln!(
+                out,
+                "  hint: if this change is intended, {}; if the value is volatile, {}",
+                hints.rerecord(),
+                hints.runner().declare()
+            );
         }
     }
-    if let Some(origin) = hints.origin {
+    if let Some(origin) = hints.origin() {
         let _ = writeln!(out, "  hint: {origin}");
     }
     out
@@ -475,6 +556,82 @@ mod tests {
     }
 
     #[test]
+    fn hints_speak_the_runners_words() {
+        let recorded = chat("What's the weather in Paris?", &["get_weather"]);
+        let now = chat("What's the weather in Lyon?", &["get_weather"]);
+        let hint = |runner, unrecorded| {
+            let advice = Advice {
+                runner,
+                unrecorded,
+                ..Advice::default()
+            };
+            let hints = Hints {
+                tolerated: None,
+                advice: Some(&advice),
+            };
+            let near = MissKind::Unknown {
+                nearest: Some((0, &recorded)),
+            };
+            let exhausted = MissKind::Exhausted { recorded: 1 };
+            let r = |kind| {
+                report(
+                    "POST",
+                    "/v1/chat/completions",
+                    "openai.chat",
+                    &now,
+                    kind,
+                    &hints,
+                )
+            };
+            (r(&near), r(&exhausted))
+        };
+        let (near, exhausted) = hint(Runner::Pytest, false);
+        assert!(near.contains("re-record (`agentproxy record`); if the value is volatile, declare it (`@pytest.mark.agentproxy(match=...)`, `agentproxy_match` in the ini file, or `agentproxy.mock_tool(...)`"), "{near}");
+        assert!(
+            exhausted
+                .contains("mark the test `@pytest.mark.agentproxy(match={\"repeat\": \"last\"})`"),
+            "{exhausted}"
+        );
+        for runner in [Runner::Vitest, Runner::Jest] {
+            let (near, exhausted) = hint(runner, false);
+            assert!(near.contains("`agentproxy.tolerate(...)`, the AGENTPROXY_MATCH variable, or `agentproxy.mockTool(...)`"), "{near}");
+            assert!(
+                exhausted.contains("call `agentproxy.tolerate({ repeat: \"last\" })`"),
+                "{exhausted}"
+            );
+        }
+        let (near, exhausted) = hint(Runner::Spec, false);
+        assert!(
+            near.contains("declare it in the spec (its `match:` block, or a `tools:` mock"),
+            "{near}"
+        );
+        assert!(
+            exhausted.contains("set `repeat: last` in the spec's `match:` block"),
+            "{exhausted}"
+        );
+        let (near, exhausted) = hint(Runner::Cli, false);
+        assert!(
+            near.contains("declare it with --match-ignore POINTER or --match-hole NAME=REGEX"),
+            "{near}"
+        );
+        assert!(exhausted.contains("pass `--repeat last`"), "{exhausted}");
+        // No runner names another's ways.
+        for runner in [Runner::Pytest, Runner::Vitest, Runner::Spec] {
+            let (near, exhausted) = hint(runner, false);
+            assert!(
+                !near.contains("--match") && !exhausted.contains("--repeat"),
+                "{near}{exhausted}"
+            );
+        }
+        // What was never recorded is recorded, not re-recorded.
+        let (near, _) = hint(Runner::Pytest, true);
+        assert!(
+            near.contains("if this change is intended, record (`agentproxy record`)"),
+            "{near}"
+        );
+    }
+
+    #[test]
     fn report_shows_envelope_then_path_and_diff() {
         let recorded = chat("What's the weather in Paris?", &["get_weather"]);
         let now = chat("What's the weather in Lyon?", &["get_weather", "get_time"]);
@@ -506,8 +663,10 @@ mod tests {
             &kind,
             &Hints {
                 tolerated: Some("ignored /metadata/user_id"),
-                rerecord: Some("agentproxy record --cassette c.json -- claude"),
-                origin: None,
+                advice: Some(&Advice {
+                    rerecord: Some("agentproxy record --cassette c.json -- claude".to_owned()),
+                    ..Advice::default()
+                }),
             },
         );
         assert!(

@@ -21,8 +21,7 @@ pub(super) fn note(
 ) -> String {
     let hints = nearmiss::Hints {
         tolerated: proxy.opts.rules.described(),
-        rerecord: proxy.opts.rerecord.as_deref(),
-        origin: proxy.opts.origin.as_deref(),
+        advice: Some(&proxy.opts.advice),
     };
     let mut near = None;
     let report = match lookup {

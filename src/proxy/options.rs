@@ -51,11 +51,10 @@ pub struct Options {
     pub replay: Option<Replay>,
     /// Print each miss report on stderr as it happens.
     pub print_misses: bool,
-    /// The command that re-records the cassette, for the miss report's hint.
-    pub rerecord: Option<String>,
-    /// For a spec case's cassette served by another session: what the miss report says of
-    /// it (see `runner::plan`).
-    pub origin: Option<String>,
+    /// What every miss report's hints say of this session (how to record again, whose
+    /// words; for a spec case's cassette served by another session, what it is: see
+    /// `runner::plan`).
+    pub advice: crate::matching::nearmiss::Advice,
     /// Replace tool results in requests before they are matched, recorded or forwarded,
     /// and answer `tools/call` of mocked MCP tools.
     pub mocks: Option<Mocks>,

@@ -183,6 +183,7 @@ pub(crate) fn setup(
             .collect(),
         record_other_hosts: spec.egress.record || s.record_other_hosts,
         recorded_by: Some(recorded_by(spec, case)),
+        runner: crate::matching::nearmiss::Runner::Spec,
         rerecord: Some(super::env::shell_line(&[
             "agentproxy",
             "test",

@@ -17,6 +17,7 @@ use crate::fault::CrashPoint;
 use crate::matching;
 use crate::matching::index::Repeat;
 use crate::matching::key::KeyHash;
+use crate::matching::nearmiss::{Advice, Runner};
 use crate::matching::normalize::{RuleError, Rules};
 use crate::proxy::intercept::Authority;
 use crate::proxy::upstream::{InvalidUpstream, Upstream};
@@ -95,6 +96,8 @@ pub(crate) struct Setup {
     pub print_misses: bool,
     /// The command that re-records the cassette (shell words), for the miss report.
     pub rerecord: Option<String>,
+    /// Whose words the miss report's hints speak.
+    pub runner: Runner,
     /// The spec case this run is, written into the cassette it records.
     pub recorded_by: Option<RecordedBy>,
     /// Keep every exchange served or recorded (trajectories, serve's answers).
@@ -133,6 +136,7 @@ impl Setup {
             fuzz: None,
             print_misses: false,
             rerecord: None,
+            runner: Runner::Cli,
             recorded_by: None,
             log_exchanges: false,
             known_clients: true,
@@ -200,6 +204,7 @@ pub(crate) fn plan(setup: Setup, fwd: &Forwarding) -> Result<Plan, PlanError> {
         (Some(c), None) => c.recorded_by.as_ref().map(foreign_origin),
         _ => None,
     };
+    let unrecorded = setup.existing.is_none() && usage == Use::Replay;
     let previous = (usage != Use::Replay)
         .then(|| setup.existing.clone())
         .flatten();
@@ -244,11 +249,15 @@ pub(crate) fn plan(setup: Setup, fwd: &Forwarding) -> Result<Plan, PlanError> {
         upstream,
         replay,
         print_misses: setup.print_misses,
-        rerecord: foreign
-            .as_ref()
-            .map(|(_, rerecord)| rerecord.clone())
-            .or(setup.rerecord),
-        origin: foreign.map(|(origin, _)| origin),
+        advice: Advice {
+            rerecord: foreign
+                .as_ref()
+                .map(|(_, rerecord)| rerecord.clone())
+                .or(setup.rerecord),
+            origin: foreign.map(|(origin, _)| origin),
+            runner: setup.runner,
+            unrecorded,
+        },
         mocks: (!mocks.is_empty()).then(|| {
             let m = mocks.clone();
             Arc::new(move |c: &crate::neutral::ToolCall, n: usize| m.result_for(c, n)) as Mocks

@@ -273,7 +273,17 @@ def test_a_miss_fails_the_test_with_the_near_miss_report(pytester, env):
     assert "+ What's the weather in Paris today?" in out
     # The hint gives the command that records this test again.
     assert "re-record (`pytest test_agent.py::test_openai --agentproxy-mode=record`)" in out
+    # In pytest's words: its marker, ini option and fixture, never a CLI flag or a spec.
+    assert "`@pytest.mark.agentproxy(match=...)`, `agentproxy_match` in the ini file, or " \
+        "`agentproxy.mock_tool(...)`" in out, out
+    assert "--match-ignore" not in out and "spec" not in out, out
     assert "recordings not used" not in out
+    # The short test summary, where CI has pytest print whole messages, gives it in a line.
+    summary = out[out.index("short test summary info"):].splitlines()
+    assert summary[1].startswith("FAILED test_agent.py::test_openai - agentproxy: cassette miss: "
+                                 "POST /v1/chat/completions (openai.chat) has no recording (+"), out
+    assert summary[1].endswith(" more lines above)"), out
+    assert summary[2].startswith("="), out
     # A test with no cassette at all fails saying how to record it, in a few lines.
     result = replay(pytester, env, "-k", "anthropic")
     result.assert_outcomes(failed=1, deselected=3)
@@ -397,7 +407,8 @@ def test_marked(agentproxy):
 
 def test_tests_that_would_share_a_cassette_are_refused_at_collection(pytester, env):
     """Ids that differ only in characters the cassette name drops, and modules of one name
-    in two directories, would share a file: refused before anything runs."""
+    in two directories, would share a file: refused before anything runs. Ids too long for
+    a file name are cut, and still get a file each."""
     pytester.makepyfile(test_ids='''
 import pytest
 
@@ -410,6 +421,20 @@ def test_ask(agentproxy, q):
     err = result.stderr.str()
     assert "tests test_ids.py::test_ask[what?] and test_ids.py::test_ask[what!] would share " \
         "the cassette" in err, err
+
+    # Ids longer than a file name may be: cut, each with a hash of its own.
+    long = "x" * 400
+    pytester.makepyfile(test_ids=f'''
+import pytest
+from openai import OpenAI
+
+@pytest.mark.parametrize("q", ["{long}", "{long}y"], ids=["{long}", "{long}y"])
+def test_ask(agentproxy, q):
+    OpenAI().chat.completions.create(model="gpt-4o-mini", messages=[{{"role": "user", "content": q}}])
+''')
+    record(pytester, env).assert_outcomes(passed=2)
+    names = cassettes(pytester, "test_ids")
+    assert len(names) == 2 and all(n.startswith("test_ask-xxx") and len(n) == 85 for n in names), names
 
     (pytester.path / "test_ids.py").unlink()
     for d in ("a", "b"):

@@ -3,6 +3,7 @@
 // test's start and end at serve, and the `agentproxy` object a test asks about its
 // trajectory (and the matchers over it). Each framework wires these into its own hooks.
 
+const { createHash } = require("node:crypto");
 const path = require("node:path");
 const { Serve, AgentProxyError, PROTOCOL } = require("./serve.js");
 
@@ -40,9 +41,20 @@ function serveArgs(root, mode, env = process.env) {
   return args;
 }
 
-/** A test name as a file name: what is not a letter, digit, `.`, `_` or `-` becomes `-`. */
+/** The longest cassette file name (without `.json`), as the spec runner's: a test's full
+ * name (its describe blocks, `test.each`'s values) may be longer than a file name may be. */
+const SLUG_MAX = 80;
+
+/** A test name as a file name: what is not a letter, digit, `.`, `_` or `-` becomes `-`;
+ * a name longer than SLUG_MAX is cut, and told apart from the other names of that
+ * beginning by a hash of the whole (as the pytest plugin does). */
 function slug(text) {
-  return text.replace(/[^A-Za-z0-9._-]+/g, "-").replace(/^-+|-+$/g, "") || "test";
+  const slug = text.replace(/[^A-Za-z0-9._-]+/g, "-").replace(/^-+|-+$/g, "") || "test";
+  if (slug.length <= SLUG_MAX) {
+    return slug;
+  }
+  const digest = createHash("sha256").update(slug).digest("hex").slice(0, 8);
+  return `${slug.slice(0, SLUG_MAX - digest.length - 1).replace(/-+$/, "")}-${digest}`;
 }
 
 /**
@@ -87,12 +99,14 @@ function shellQuote(word) {
 }
 
 /** The tests of one session at serve: those running, and which test owns which cassette.
- * `concurrent`: tests may overlap (each request names its test); else one at a time. */
+ * `runner`: the test runner (`vitest`, `jest`), told to serve so that its hints speak of
+ * it; `concurrent`: tests may overlap (each request names its test); else one at a time. */
 class Session {
-  constructor(serve, mode, root, { concurrent = false } = {}) {
+  constructor(serve, mode, root, { runner, concurrent = false } = {}) {
     this.serve = serve;
     this.mode = mode;
     this.root = root;
+    this.runner = runner;
     this.concurrent = concurrent;
     this.owners = new Map();
     this.running = new Map();
@@ -143,6 +157,7 @@ class Session {
         mode: this.mode,
         rerecord,
         match: projectMatch(),
+        runner: this.runner,
       });
       const test = new Test(this.serve, id, started.cassette, started.mode);
       this.running.set(id, test);
@@ -189,12 +204,13 @@ class Session {
 
 /**
  * The hooks every test gets from a framework where `current(context)` names the test a
- * hook runs for (`{file, name}`: its file and full name) and `command(file, name)` is the
- * command line that runs one test (without the mode): before, the test starts on its
- * cassette; after, it ends, failing with what went wrong (its misses' near-miss reports
- * and how to record it again, …).
+ * hook runs for (`{file, name}`: its file and full name), `command(file, name)` is the
+ * command line that runs one test (without the mode) and `forget(context)` drops the
+ * failures the test has so far: before, the test starts on its cassette; after, it ends,
+ * failing with what went wrong (its misses' near-miss reports and how to record it
+ * again, …).
  */
-function hooks(session, current, command) {
+function hooks(session, current, command, forget) {
   return {
     async before(context) {
       const { file, name } = current(context);
@@ -205,6 +221,9 @@ function hooks(session, current, command) {
     async after(context) {
       const problems = await session.end(current(context));
       if (problems.length > 0) {
+        // A miss fails the test once, with its report: not also with what the SDK threw
+        // about the error serve answered it with (as the pytest plugin does).
+        forget(context);
         throw new Error(`agentproxy:\n${problems.join("\n")}`);
       }
     },

@@ -24,7 +24,7 @@ const { session, tests } = globalThis[KEY];
 
 /** The worker's session, and fetch wrapped to name the running test to serve. */
 async function setup() {
-  const session = await Session.start(process.cwd(), { concurrent: true });
+  const session = await Session.start(process.cwd(), { runner: "vitest", concurrent: true });
   const tests = new AsyncLocalStorage();
   const fetch = globalThis.fetch;
   const origin = new URL(session.serve.url).origin;
@@ -59,12 +59,21 @@ const current = ({ task }) => {
   }
   return { file: task.file.filepath, name: names.join(" > ") };
 };
-const { before, after } = hooks(session, current, (file, name) => ["npx", "vitest", "run", file, "-t", pattern(name)]);
+// Where each test's errors of its current run start: a retried test keeps those of its
+// earlier runs.
+const starts = new WeakMap();
+const { before, after } = hooks(
+  session,
+  current,
+  (file, name) => ["npx", "vitest", "run", file, "-t", pattern(name)],
+  ({ task }) => task.result?.errors?.splice(starts.get(task)),
+);
 
 beforeEach(async (context) => {
   const { file, name } = current(context);
   // The test's own async context: its body and its requests run in it.
   tests.enterWith(`${file} > ${name}`);
+  starts.set(context.task, context.task.result?.errors?.length ?? 0);
   await before(context);
 });
 afterEach(after);
