@@ -138,6 +138,9 @@ pub(super) fn compact(v: &Value, max: usize) -> String {
     cut(&clean(&v.to_string()), max)
 }
 
+/// The marks of a word diff: `[-deleted-]`, `{+inserted+}`.
+const MARKS: [&str; 4] = ["[-", "-]", "{+", "+}"];
+
 /// The pieces of a line or word diff, each line indented by `indent`.
 pub(super) fn pieces_text(out: &mut String, indent: &str, diff: &TextDiff) {
     match diff {
@@ -154,6 +157,20 @@ pub(super) fn pieces_text(out: &mut String, indent: &str, diff: &TextDiff) {
             }
         }
         TextDiff::Words(words) => {
+            // A text that holds the marks themselves could not be read: its old and new
+            // line whole instead.
+            let marked = words
+                .iter()
+                .any(|w| MARKS.iter().any(|m| w.text.contains(m)));
+            if marked {
+                let side = |skip: Tag| -> String {
+                    let kept = words.iter().filter(|w| w.tag != skip);
+                    clean(&kept.map(|w| w.text.as_str()).collect::<String>())
+                };
+                let _ = writeln!(out, "{indent}- {}", side(Tag::Insert));
+                let _ = writeln!(out, "{indent}+ {}", side(Tag::Delete));
+                return;
+            }
             let mut line = String::new();
             for w in words {
                 match w.tag {
@@ -206,4 +223,34 @@ pub(crate) fn clean(s: &str) -> String {
         .chars()
         .filter(|&c| !c.is_control() || c == '\n' || c == '\t')
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trajectory::textdiff;
+
+    #[test]
+    fn a_word_diff_whose_text_holds_its_marks_shows_both_lines_whole() {
+        let mut out = String::new();
+        let plain = textdiff::text(
+            "The weather in Paris is sunny with a high of 18 degrees and light wind today.",
+            "The weather in Paris is cloudy with a high of 18 degrees and light wind today.",
+        );
+        pieces_text(&mut out, "", &plain);
+        assert_eq!(
+            out,
+            "The weather in Paris is [-sunny-]{+cloudy+} with a high of 18 degrees and light wind today.\n"
+        );
+        let mut out = String::new();
+        let marked = textdiff::text(
+            "Use the list [-a, b-] then {+c+} as given, which is a fairly long line of text here.",
+            "Use the list [-a, b-] then {+d+} as given, which is a fairly long line of text here.",
+        );
+        pieces_text(&mut out, "  ", &marked);
+        assert_eq!(
+            out,
+            "  - Use the list [-a, b-] then {+c+} as given, which is a fairly long line of text here.\n  + Use the list [-a, b-] then {+d+} as given, which is a fairly long line of text here.\n"
+        );
+    }
 }

@@ -1,6 +1,8 @@
 //! Text diffs of changed values, as data: a short value is shown `old → new`, multi-line
-//! text as a line diff with context, a long single line as a word diff. Computed with
-//! `similar`; the renderers only lay the pieces out.
+//! text as a line diff with context, a long single line as a word diff, and text that is
+//! JSON (a reply the model wrote as an object) as a line diff of its pretty form, one
+//! member a line, so its own braces and quotes are never mixed with the diff's marks.
+//! Computed with `similar`; the renderers only lay the pieces out.
 
 use serde::Serialize;
 use serde_json::Value;
@@ -43,6 +45,11 @@ pub enum Tag {
 
 /// The diff of two texts, in the style their shape calls for.
 pub fn text(old: &str, new: &str) -> TextDiff {
+    if let (Some(a), Some(b)) = (json_text(old), json_text(new)) {
+        if a != b {
+            return lines(&pretty(&a), &pretty(&b));
+        }
+    }
     if old.contains('\n') || new.contains('\n') {
         lines(old, new)
     } else if old.chars().count() <= INLINE_MAX && new.chars().count() <= INLINE_MAX {
@@ -50,6 +57,17 @@ pub fn text(old: &str, new: &str) -> TextDiff {
     } else {
         words(old, new)
     }
+}
+
+/// Text that is a JSON object or array, parsed.
+fn json_text(text: &str) -> Option<Value> {
+    let trimmed = text.trim_start();
+    if !trimmed.starts_with(['{', '[']) {
+        return None;
+    }
+    serde_json::from_str::<Value>(text)
+        .ok()
+        .filter(|v| v.is_object() || v.is_array())
 }
 
 /// The diff of two optional texts (absent, or not text at all, is shown inline).
@@ -179,6 +197,19 @@ mod tests {
         assert_eq!(show(&text(a, b)), "…2| 3| 4|-5|+five| 6| 7|…2");
         assert_eq!(show(&lines("a\n", "a\nb\n")), " a|+b");
         assert_eq!(value(Some(&json!(1)), Some(&json!(2))), TextDiff::Inline);
+        // A reply that is JSON: one member a line, whatever its length.
+        let was = r#"{"city": "Paris", "sky": "cloudy"}"#;
+        let now = r#"{"city": "Paris", "sky": "sunny"}"#;
+        assert_eq!(
+            show(&text(was, now)),
+            " {|   \"city\": \"Paris\",|-  \"sky\": \"cloudy\"|+  \"sky\": \"sunny\"| }"
+        );
+        // JSON of the same value written another way is no change of structure: a word diff.
+        let spaced =
+            r#"{"city": "Paris",  "sky": "cloudy", "wind": "light", "pressure": "high", "x": 1}"#;
+        let tight =
+            r#"{"city": "Paris", "sky": "cloudy", "wind": "light", "pressure": "high", "x": 1}"#;
+        assert!(matches!(text(spaced, tight), TextDiff::Words(_)));
         let big = json!({"type": "object", "properties": {"city": {"type": "string"}, "unit": {"type": "string"}}});
         assert!(matches!(
             value(Some(&big), Some(&json!({}))),
