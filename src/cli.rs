@@ -517,7 +517,8 @@ pub struct TestArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub max_age: Option<Duration>,
 
-    /// How many cases run at once (turns within a case stay sequential).
+    /// How many cases run at once (default: the number of cores; turns within a case stay
+    /// sequential, and each case's output is printed in case order).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub parallel: Option<u16>,
 

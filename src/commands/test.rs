@@ -1,4 +1,4 @@
-//! `agentproxy test`: load specs, pick cases, run them (in parallel when asked), report.
+//! `agentproxy test`: load specs, pick cases, run them (in parallel), report.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -74,7 +74,7 @@ pub async fn run(args: TestArgs) -> Result<Exit> {
     }
     // A fixed listen port can serve one case at a time.
     let parallel = match args.listen.port() {
-        0 => selected.parallel,
+        0 => selected.parallel.unwrap_or_else(cores),
         _ => 1,
     };
     let quiet = selected.verbosity == Verbosity::Quiet;
@@ -123,10 +123,12 @@ pub async fn run(args: TestArgs) -> Result<Exit> {
 }
 
 /// The cases the command line selects, in file order, and how the run goes: as parallel
-/// and as verbose as the most demanding spec asks.
+/// as the most careful spec allows and as verbose as the most demanding one asks.
 struct Selected {
     jobs: Vec<Job>,
-    parallel: usize,
+    /// The smallest `parallel` a spec (or the command line, or the environment) gives;
+    /// `None` where none gives one: one case per core.
+    parallel: Option<usize>,
     verbosity: Verbosity,
     /// The reports each spec asks for (`execution.reports`), by spec file.
     reports: Vec<(String, Vec<(Format, std::path::PathBuf)>)>,
@@ -159,13 +161,18 @@ fn select(
     };
     let mut out = Selected {
         jobs: vec![],
-        parallel: 1,
+        parallel: None,
         verbosity: Verbosity::Quiet,
         reports: vec![],
     };
     for sp in specs {
         let resolved = spec::resolve(&cli, &sp, env)?;
-        out.parallel = out.parallel.max(resolved.parallel);
+        // A spec whose cases share something outside agentproxy says so with a small
+        // `parallel`: the run goes no faster than it allows.
+        out.parallel = match (out.parallel, resolved.parallel) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         out.verbosity = out.verbosity.max(resolved.verbosity);
         let settings = Settings {
             mode: resolved.mode,
@@ -294,6 +301,11 @@ async fn export_traces(
     super::export::deliver(&otlp::export(&traces, content), target).await
 }
 
+/// How many cases run at once where nothing says: one per core the process may use.
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
+}
+
 /// Run the jobs, `parallel` at a time, starting in file order; their reports in that order.
 async fn run_jobs(
     jobs: Vec<Job>,
@@ -308,7 +320,7 @@ async fn run_jobs(
         parallel.clamp(1, jobs.len().max(1)),
     ));
     let mut handles = Vec::with_capacity(jobs.len());
-    for (sp, i, settings) in jobs {
+    for (order, (sp, i, settings)) in jobs.into_iter().enumerate() {
         // Taking the permit before spawning keeps cases starting in file order.
         let permit = permits.clone().acquire_owned().await;
         let console = console.clone();
@@ -317,10 +329,10 @@ async fn run_jobs(
             let c = &sp.cases[i];
             console.case_started(&sp.file.display().to_string(), &c.name);
             if check_determinism {
-                return check_determinism_of(&sp, c, &settings, &console, quiet).await;
+                return check_determinism_of(order, &sp, c, &settings, &console, quiet).await;
             }
             let report = case::run(&sp, c, &settings).await;
-            console.case_finished(&report);
+            console.case_finished(order, &report, None);
             report
         }));
     }
@@ -334,6 +346,7 @@ async fn run_jobs(
 /// `--check-determinism`: run the case twice against its recording and print, after its
 /// block, the spec entries that would stabilise what differed.
 async fn check_determinism_of(
+    order: usize,
     sp: &spec::Spec,
     c: &spec::Case,
     settings: &Settings,
@@ -341,9 +354,8 @@ async fn check_determinism_of(
     quiet: bool,
 ) -> CaseReport {
     let checked = determinism::check(sp, c, settings).await;
-    console.case_finished(&checked.report);
-    if let Some(yaml) = checked.suggestion.filter(|_| !quiet) {
-        console.note(&determinism::suggestion_note(&sp.file, &c.name, &yaml));
-    }
+    let note = (checked.suggestion.filter(|_| !quiet))
+        .map(|yaml| determinism::suggestion_note(&sp.file, &c.name, &yaml));
+    console.case_finished(order, &checked.report, note.as_deref());
     checked.report
 }

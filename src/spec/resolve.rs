@@ -21,9 +21,6 @@ pub const ENV_VERBOSITY: &str = "AGENTPROXY_VERBOSITY";
 /// `AGENTPROXY_CASSETTE_DIR`: a directory, relative to the current directory.
 pub const ENV_CASSETTE_DIR: &str = "AGENTPROXY_CASSETTE_DIR";
 
-/// Cases run one at a time unless asked otherwise: programs under test often share files
-/// or ports, and sequential output is easier to read.
-pub const DEFAULT_PARALLEL: usize = 1;
 /// The longest one case may take, all turns included.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -71,8 +68,9 @@ pub struct Origins {
 pub struct Resolved {
     /// Default: `replay` when `CI` is set (see [`resolve`]), else `auto`.
     pub mode: Mode,
-    /// Default: [`DEFAULT_PARALLEL`].
-    pub parallel: usize,
+    /// How many cases run at once; `None` where nothing says: as many as the machine has
+    /// cores (cases are independent, and their output is printed in case order anyway).
+    pub parallel: Option<usize>,
     /// The case timeout. Default: [`DEFAULT_TIMEOUT`].
     pub timeout: Duration,
     /// Default: `normal`.
@@ -127,10 +125,10 @@ pub fn resolve(
         }
     }
     let (parallel, parallel_origin) = pick(
-        cli.parallel,
-        ex.parallel,
-        env_parallel.map(|v| (v, ENV_PARALLEL)),
-        || (DEFAULT_PARALLEL, Origin::Default),
+        cli.parallel.map(Some),
+        ex.parallel.map(Some),
+        env_parallel.map(|v| (Some(v), ENV_PARALLEL)),
+        || (None, Origin::Default),
     );
     let (timeout, timeout_origin) = pick(
         cli.timeout,
@@ -351,7 +349,7 @@ mod tests {
             ),
             (
                 Mode::Auto,
-                1,
+                None,
                 Duration::from_secs(60),
                 Verbosity::Normal,
                 Path::new("specs/cassettes/weather")
@@ -451,7 +449,7 @@ mod tests {
             ),
             (
                 Mode::Record,
-                3,
+                Some(3),
                 Duration::from_secs(90),
                 Verbosity::Quiet,
                 Path::new("env/cassettes")
@@ -479,7 +477,7 @@ mod tests {
             ),
             (
                 Mode::Update,
-                4,
+                Some(4),
                 Duration::from_secs(120),
                 Verbosity::Verbose,
                 Path::new("specs/recorded")
@@ -515,7 +513,7 @@ mod tests {
             ),
             (
                 Mode::Replay,
-                8,
+                Some(8),
                 Duration::from_secs(5),
                 Verbosity::Debug,
                 Path::new("cli/cassettes")
@@ -554,7 +552,7 @@ mod tests {
         );
         assert_eq!(
             (r.mode, r.parallel, r.timeout),
-            (Mode::Update, 2, Duration::from_secs(10))
+            (Mode::Update, Some(2), Duration::from_secs(10))
         );
     }
 

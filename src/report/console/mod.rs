@@ -4,8 +4,10 @@
 //! [`Style`] in, a string out) and snapshot-tested; [`Console`], here, is the thin glue that
 //! writes those strings.
 //! On a terminal it shows an `indicatif` spinner per running case and prints each finished
-//! block above the spinners in one piece, so cases run with `--parallel` never interleave
+//! block above the spinners in one piece, so cases run in parallel never interleave
 //! mid-case. Anywhere else (a CI log, a pipe) there is no animation, no colour, just lines.
+//! Either way blocks come out in case order: a case that ends before an earlier one waits
+//! for it, so two runs of one suite print the same log.
 //!
 //! The last line of a run is the summary line, `N passed, N failed` followed by `, N error(s)`
 //! when there are errors and `, N skipped` when cases were skipped (see
@@ -43,6 +45,28 @@ pub struct ConsoleOptions {
 pub struct Console {
     style: Style,
     out: Out,
+    /// Finished blocks not yet printed, waiting for an earlier case.
+    order: Mutex<InOrder>,
+}
+
+/// Blocks released in case order: `next` is the first case not printed yet.
+#[derive(Default)]
+struct InOrder {
+    next: usize,
+    held: std::collections::BTreeMap<usize, String>,
+}
+
+impl InOrder {
+    /// Hold the block of case `order`; the blocks that can now be printed, in order.
+    fn finished(&mut self, order: usize, block: String) -> String {
+        self.held.insert(order, block);
+        let mut out = String::new();
+        while let Some(block) = self.held.remove(&self.next) {
+            out.push_str(&block);
+            self.next += 1;
+        }
+        out
+    }
 }
 
 enum Out {
@@ -77,6 +101,7 @@ impl Console {
             return Console {
                 style,
                 out: Out::Plain(Mutex::new(Box::new(io::stderr()))),
+                order: Mutex::default(),
             };
         }
         let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
@@ -101,6 +126,7 @@ impl Console {
                 running: Mutex::new(HashMap::new()),
                 overall,
             }),
+            order: Mutex::default(),
         }
     }
 
@@ -115,6 +141,7 @@ impl Console {
         Console {
             style,
             out: Out::Plain(Mutex::new(w)),
+            order: Mutex::default(),
         }
     }
 
@@ -152,11 +179,21 @@ impl Console {
         }
     }
 
-    /// A case finished: its spinner goes and its whole block is printed at once.
-    pub fn case_finished(&self, case: &CaseReport) {
-        let block = case_block(case, &self.style);
+    /// Case number `order` (from 0, in file order) finished: its spinner goes, and its
+    /// whole block, with the runner's `note` under it, is printed at once when every
+    /// earlier case's has been.
+    pub fn case_finished(&self, order: usize, case: &CaseReport, note: Option<&str>) {
+        let mut block = case_block(case, &self.style);
+        if let Some(note) = note {
+            block.push_str(&clean(note));
+            block.push('\n');
+        }
+        // Released under the lock, so two blocks that became printable together cannot
+        // be printed out of order by their two tasks.
+        let mut order_lock = self.order.lock().unwrap_or_else(PoisonError::into_inner);
+        let ready = order_lock.finished(order, block);
         match &self.out {
-            Out::Plain(w) => write_locked(w, &block),
+            Out::Plain(w) => write_locked(w, &ready),
             Out::Live(live) => {
                 let label = format!("{}::{}", case.spec, case.name);
                 let pb = live
@@ -168,22 +205,13 @@ impl Console {
                     pb.finish_and_clear();
                     live.multi.remove(&pb);
                 }
-                live.print(&block);
+                if !ready.is_empty() {
+                    live.print(&ready);
+                }
                 if let Some(overall) = &live.overall {
                     overall.inc(1);
                 }
             }
-        }
-    }
-
-    /// A line from the runner (e.g. `recording cassettes/paris.json`), printed whole and
-    /// above the spinners.
-    pub fn note(&self, line: &str) {
-        let mut text = clean(line);
-        text.push('\n');
-        match &self.out {
-            Out::Plain(w) => write_locked(w, &text),
-            Out::Live(live) => live.print(&text),
         }
     }
 
@@ -364,13 +392,13 @@ mod tests {
             },
             Box::new(buf.clone()),
         ));
-        let threads: Vec<_> = (0..4)
-            .flat_map(|_| report.cases.clone())
-            .map(|case| {
+        let cases: Vec<_> = (0..4).flat_map(|_| report.cases.clone()).collect();
+        let threads: Vec<_> = (cases.iter().cloned().enumerate())
+            .map(|(order, case)| {
                 let console = Arc::clone(&console);
                 std::thread::spawn(move || {
                     console.case_started(&case.spec, &case.name);
-                    console.case_finished(&case);
+                    console.case_finished(order, &case, None);
                 })
             })
             .collect();
@@ -383,23 +411,32 @@ mod tests {
         let mut rest = out.as_str();
         // Peel whole blocks off the front: any interleaving would leave a prefix that is
         // no case's block.
-        let blocks: Vec<String> = report.cases.iter().map(|c| case_block(c, &style)).collect();
-        let mut peeled = 0;
-        while let Some(b) = blocks.iter().find(|b| rest.starts_with(b.as_str())) {
-            rest = &rest[b.len()..];
-            peeled += 1;
+        // Whichever thread ran first, the blocks come out in case order.
+        for case in &cases {
+            let block = case_block(case, &style);
+            assert!(rest.starts_with(&block), "{out}");
+            rest = &rest[block.len()..];
         }
-        assert_eq!(peeled, 4 * report.cases.len());
         assert_eq!(rest, summary_block(&report, &style));
     }
 
     #[test]
-    fn plain_console_prints_nothing_when_a_case_starts() {
+    fn plain_console_prints_nothing_when_a_case_starts_and_a_later_case_waits() {
+        let cases = sample::run().cases;
         let buf = Buf::default();
         let console = Console::with_writer(ConsoleOptions::default(), Box::new(buf.clone()));
+        let printed = || String::from_utf8(buf.0.lock().expect("lock").clone()).expect("utf-8");
         console.case_started("a.yaml", "x");
-        console.note("recording cassettes/x.json\u{1b}]52;c;aGk=\u{7}");
-        let out = String::from_utf8(buf.0.lock().expect("lock").clone()).expect("utf-8");
-        assert_eq!(out, "recording cassettes/x.json\n");
+        assert_eq!(printed(), "");
+        console.case_finished(1, &cases[1], Some("note\u{1b}]52;c;aGk=\u{7}"));
+        assert_eq!(printed(), "", "case 1 waits for case 0");
+        console.case_finished(0, &cases[0], None);
+        let style = console.style();
+        let want = format!(
+            "{}{}note\n",
+            case_block(&cases[0], &style),
+            case_block(&cases[1], &style)
+        );
+        assert_eq!(printed(), want);
     }
 }
