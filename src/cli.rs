@@ -367,6 +367,12 @@ pub struct ServeArgs {
     #[arg(long, value_name = "DIR")]
     pub root: Option<PathBuf>,
 
+    /// Write each test, when it ends, as a case of the JSON report into DIR (a file per
+    /// test), for `agentproxy report cases DIR` to render the whole run; the harnesses'
+    /// HTML report (pytest --agentproxy-html, AGENTPROXY_HTML) sets it.
+    #[arg(long, value_name = "DIR", env = "AGENTPROXY_CASES_DIR")]
+    pub cases_dir: Option<PathBuf>,
+
     #[command(flatten)]
     pub upstreams: UpstreamArgs,
 
@@ -393,6 +399,29 @@ twice, or the reports are not of one run. Formats: `agentproxy docs spec-referen
 agentproxy report merge a.json b.json --report markdown -o report.md --report json -o all.json"
     )]
     Merge(MergeArgs),
+    /// Render the tests a harness's serves wrote (`--cases-dir`) as the report of one run.
+    #[command(
+        long_about = "Read the cases that `agentproxy serve --cases-dir DIR` wrote, a file per test (the pytest plugin's, vitest's and jest's serves, several processes alike), and render them as the report of one run, failures first in the HTML page: what `pytest --agentproxy-html` and AGENTPROXY_HTML write. Cases are in the order their tests ended.\n\n\
+Exit codes: 0 written (whatever the tests' statuses); 2 a directory or a case cannot be read. Formats: `agentproxy docs spec-reference` (Reports).",
+        after_help = "Examples:\n  agentproxy report cases /tmp/cases --report html -o report.html"
+    )]
+    Cases(CasesArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CasesArgs {
+    /// The directories `serve --cases-dir` wrote.
+    #[arg(value_name = "DIR", required = true)]
+    pub dirs: Vec<PathBuf>,
+
+    /// Write the report: json, markdown, junit or html (repeatable; pair each with -o).
+    /// Without it, the JSON report goes to stdout.
+    #[arg(long = "report", value_name = "FORMAT")]
+    pub reports: Vec<ReportFormat>,
+
+    /// File for the report given at the same position (default, or `-`: stdout).
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub outputs: Vec<PathBuf>,
 }
 
 #[derive(Debug, Args)]

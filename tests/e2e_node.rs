@@ -176,6 +176,20 @@ async fn vitest_and_jest_helpers_from_the_packed_tarball_record_and_replay() {
             .unwrap_or_else(|e| panic!("{cassette}: {e}"));
         assert!(!text.contains(API_KEY), "{text}");
     }
+    // `show --format html` gives a mocked result open, under the tool call it answers,
+    // not folded into the next request's additions.
+    let shown = std::process::Command::new(env!("CARGO_BIN_EXE_agentproxy"))
+        .args(["show", "--format", "html"])
+        .arg(app.join("vitest/cassettes/agent.test/weather-mocked.json"))
+        .output()
+        .unwrap();
+    let page = String::from_utf8_lossy(&shown.stdout);
+    let call = page.find("→ tool call").expect("a tool call");
+    let mocked = page.find("mocked</span>").expect("a mocked result");
+    let fold = page[call..]
+        .find("<details")
+        .map_or(usize::MAX, |at| call + at);
+    assert!(call < mocked && mocked < fold, "{page}");
     // Each concurrent test's requests went to its own cassette.
     for (city, others) in [("Paris", ["Tokyo", "Lima"]), ("Tokyo", ["Paris", "Lima"])] {
         let cassette = format!("vitest/cassettes/concurrent.test/weather-in-{city}.json");
@@ -247,6 +261,19 @@ async fn vitest_and_jest_helpers_from_the_packed_tarball_record_and_replay() {
     assert!(!out.contains("--match-ignore"), "{out}");
     // Reported once: the helper's report, not the SDK's error about the same miss too.
     assert_eq!(out.matches("cassette miss: POST").count(), 1, "{out}");
+    // The run as one HTML page, in either runner: the failure first, the mock beside its
+    // tool call; in a real browser, with nothing logged.
+    for runner in ["vitest", "jest"] {
+        let page = project.path().join(format!("{runner}.html"));
+        let page_env = [&changed[..], &[("AGENTPROXY_HTML", page.to_str().unwrap())]].concat();
+        let args: &[&str] = match runner {
+            "vitest" => &["vitest/agent"],
+            _ => &["jest/"],
+        };
+        let (code, out) = run_tests(&app, &node, runner, args, &page_env);
+        assert_eq!(code, Some(1), "{out}");
+        html_page_of_a_run(&page, runner);
+    }
     let (code, out) = run_tests(&app, &node, "jest", &["jest/", "-t", "paris"], &changed);
     assert_eq!(code, Some(1), "{out}");
     assert!(
@@ -328,4 +355,44 @@ async fn re_record_the_typescript_example() {
     let _ = std::fs::remove_dir_all(example.join("cassettes"));
     copy_dir(&app.join("cassettes"), &example.join("cassettes"));
     fake.stop().await;
+}
+
+/// The HTML page of a harness's run (`AGENTPROXY_HTML`) of the agent tests with the
+/// question changed: the miss first and failed, the others passed, a mocked result shown
+/// as the mock's beside its call; the browser logs nothing.
+fn html_page_of_a_run(page: &Path, runner: &str) {
+    let Some(chromium) = support::browser::chromium() else {
+        return;
+    };
+    let (dom, console) = support::browser::browse(&chromium, page, "");
+    assert!(console.is_empty(), "{console:#?}");
+    let sections: Vec<&str> = dom
+        .match_indices("<section class=\"case")
+        .map(|(i, _)| &dom[i..i + dom[i..].find('>').unwrap()])
+        .collect();
+    // jest's project has the one test, vitest's three.
+    let tests = if runner == "jest" { 1 } else { 3 };
+    assert_eq!(sections.len(), tests, "{runner}: {dom}");
+    // Failures first, then what passed; names as the runner shows them (no absolute path).
+    let failed = sections
+        .iter()
+        .take_while(|s| s.contains("data-status=\"failed\""))
+        .count();
+    assert!(failed >= 1, "{runner}: {sections:#?}");
+    assert!(
+        sections[failed..]
+            .iter()
+            .all(|s| s.contains("data-status=\"passed\"")),
+        "{runner}: {sections:#?}"
+    );
+    assert!(!dom.contains("/tmp/"), "{runner}: {sections:#?}");
+    assert!(
+        dom.contains("cassette miss: POST /v1/chat/completions"),
+        "{runner}: {dom}"
+    );
+    if runner == "vitest" {
+        let mocked = &dom[dom.find("weather &gt; mocked").expect("the mocked test")..];
+        assert!(mocked.contains("get_weather"), "{mocked}");
+        assert!(mocked.contains("mock"), "{mocked}");
+    }
 }

@@ -15,8 +15,10 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
+import tempfile
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -42,6 +44,9 @@ def pytest_addoption(parser):
                          "provider's AGENTPROXY_*_UPSTREAM variable)")
     group.addoption("--agentproxy-anthropic-upstream", default=None,
                     help="the same as --agentproxy-upstream anthropic=URL")
+    group.addoption("--agentproxy-html", default=None, metavar="FILE",
+                    help="write the run's agentproxy tests as one HTML page (failures first, "
+                         "each test's trajectory), as agentproxy test --html does")
     parser.addini("agentproxy_mode", "default --agentproxy-mode", default=None)
     parser.addini("agentproxy_upstream", "default --agentproxy-upstream, one per line",
                   type="linelist", default=[])
@@ -88,6 +93,8 @@ PROTOCOL = 3
 # What serve's control endpoint asks every request to present, and where the plugin finds it.
 SECRET_HEADER = "x-agentproxy-secret"
 SECRET_VAR = "AGENTPROXY_SECRET"
+# Where serve writes each ended test for the run's HTML report (--agentproxy-html).
+CASES_VAR = "AGENTPROXY_CASES_DIR"
 # A control request waits this long at most (seconds): ending a test drains its exchanges,
 # and a stuck serve must fail the test, not hang the session. Serve is given as long to
 # exit at the session's end. AGENTPROXY_CONTROL_TIMEOUT sets another, to test a stuck serve.
@@ -199,6 +206,12 @@ def pytest_configure(config):
     # (a line each), and the {"verdict", "diff"} of each re-recorded test whose trajectory
     # changed. Plain lists, for xdist to send.
     config._agentproxy_told = {"unused": [], "drifted": []}
+    html = config.getoption("agentproxy_html")
+    if html and not hasattr(config, "workerinput"):
+        # Every serve of the run (this process's, each xdist worker's, which inherit the
+        # environment) writes each test that ends into one directory, rendered at the end.
+        config._agentproxy_html = (Path(html).resolve(), tempfile.mkdtemp(prefix="agentproxy-cases-"))
+        os.environ[CASES_VAR] = config._agentproxy_html[1]
     # Under pytest-xdist the workers run the tests, each with its own proxy.
     if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
         return
@@ -214,6 +227,16 @@ def pytest_unconfigure(config):
     if proxy is not None:
         proxy.stop()
         del config._agentproxy
+    html = getattr(config, "_agentproxy_html", None)
+    if html is not None:
+        page, cases = html
+        binary = os.environ.get("AGENTPROXY_BIN") or find_binary()
+        rendered = subprocess.run([binary, "report", "cases", cases, "--report", "html", "-o",
+                                   str(page)], capture_output=True, text=True)
+        shutil.rmtree(cases, ignore_errors=True)
+        if rendered.returncode != 0:
+            print(f"agentproxy: the HTML report {page} was not written: {rendered.stderr.strip()}",
+                  file=sys.stderr)
 
 
 def pytest_collection_modifyitems(items):
@@ -413,10 +436,16 @@ def agentproxy(request):
         _end(request.node)
 
 
-def _end(item):
-    """End the item's test at the proxy; the near-miss reports of its misses, if any."""
+def _end(item, raised=None):
+    """End the item's test at the proxy (`raised`: what failed it in its own code); the
+    near-miss reports of its misses, if any."""
     item._agentproxy_active = False
-    ended = item.config._agentproxy.control("DELETE", "test")
+    # A skip or an expected failure is no failure of the test.
+    if raised is None or isinstance(raised, (pytest.skip.Exception, pytest.xfail.Exception)):
+        failure = None
+    else:
+        failure = f"{type(raised).__name__}: {raised}".rstrip(": ")
+    ended = item.config._agentproxy.control("DELETE", "test", {"failure": failure})
     told = item.config._agentproxy_told
     # After a miss the program did not get the answers that would have used them.
     if not ended["misses"]:
@@ -442,7 +471,7 @@ def pytest_runtest_call(item):
         result, raised = None, e
     if getattr(item, "_agentproxy_active", False):
         try:
-            problems = _end(item)
+            problems = _end(item, raised)
         except AgentProxyError as e:
             problems = [str(e)]
         if problems:

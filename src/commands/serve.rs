@@ -49,6 +49,7 @@ struct Active {
     match_rules: crate::cassette::MatchRules,
     writer: Option<Writer>,
     mocks: Arc<MockSet>,
+    started: std::time::Instant,
 }
 
 struct Harness {
@@ -63,6 +64,8 @@ struct Harness {
     root: PathBuf,
     /// Under CI without `--allow-ci-recording`: a test may only replay.
     replay_only: bool,
+    /// Where each ended test is written as a case of the run report (`--cases-dir`).
+    cases_dir: Option<PathBuf>,
 }
 
 /// Between tests every request misses: nothing is recorded or forwarded, and the miss
@@ -194,7 +197,7 @@ impl Harness {
                 None => not_running(&test),
             },
             (Method::POST, "test/check") => self.check(&test, &body),
-            (Method::DELETE, "test") => match self.end(&test).await {
+            (Method::DELETE, "test") => match self.end(&test, failure(&body)).await {
                 Ok(ended) => (StatusCode::OK, answer(&ended)),
                 Err(e) => e,
             },
@@ -298,6 +301,7 @@ impl Harness {
             match_rules,
             writer,
             mocks,
+            started: std::time::Instant::now(),
         };
         Ok((active, options))
     }
@@ -350,8 +354,20 @@ impl Harness {
         (StatusCode::OK, json!({}))
     }
 
-    /// End the test `name`: drain, write its cassette when recording, say what happened.
-    async fn end(&self, name: &str) -> std::result::Result<Ended, (StatusCode, Value)> {
+    /// `path` relative to the root, as a report shows it.
+    fn relative<'a>(&self, path: &'a str) -> &'a str {
+        (path.strip_prefix(&*self.root.to_string_lossy()))
+            .map(|p| p.trim_start_matches('/'))
+            .unwrap_or(path)
+    }
+
+    /// End the test `name` (`failure`: why it failed in its own code, as its harness says):
+    /// drain, write its cassette when recording, say what happened.
+    async fn end(
+        &self,
+        name: &str,
+        failure: Option<&str>,
+    ) -> std::result::Result<Ended, (StatusCode, Value)> {
         // Taken out together, so a test of the same name may start at once.
         let (a, proxy) = {
             let mut active = self.active.lock().await;
@@ -408,6 +424,28 @@ impl Harness {
             (true, n) if n > 0 => vec![no_cassette(&a.spec, n)],
             _ => outcome.misses,
         };
+        if let Some(dir) = &self.cases_dir {
+            let case = crate::runner::harness::case(crate::runner::harness::Ended {
+                runner: a.spec.runner.name(),
+                // The npm helpers name a test by its file's absolute path.
+                name: self.relative(name),
+                mode: a.usage.name(),
+                cassette: self.relative(&a.spec.cassette.display().to_string()),
+                duration_ms: u64::try_from(a.started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                exchanges: &outcome.exchanges,
+                requests: outcome.requests,
+                mocked: &a.spec.tools.keys().cloned().collect(),
+                misses: &misses,
+                problems: (outcome.upstream_errors.iter())
+                    .chain(&mock_problems)
+                    .cloned()
+                    .collect(),
+                unused: &outcome.unused,
+                diff: trajectory.as_ref().map(|d| d.diff.clone()),
+                failure,
+            });
+            write_case(dir, &case).map_err(|e| error(StatusCode::INTERNAL_SERVER_ERROR, e))?;
+        }
         Ok(Ended {
             so_far: SoFar::of(&outcome.exchanges),
             mode: a.usage.name(),
@@ -421,6 +459,35 @@ impl Harness {
             mock_problems,
         })
     }
+}
+
+/// Why the test failed in its own code, from an end request's `{"failure": "…"}`.
+fn failure(body: &Value) -> Option<&str> {
+    body["failure"].as_str().filter(|f| !f.is_empty())
+}
+
+/// Write `case` into `dir` as a file of its own, whole or not at all (another serve of the
+/// run may be writing there too, and `report cases` may read it at any time).
+fn write_case(dir: &Path, case: &crate::report::CaseReport) -> std::result::Result<(), String> {
+    let failed = |e: &dyn std::fmt::Display| {
+        format!(
+            "failed to write the test's case into {}: {e}",
+            dir.display()
+        )
+    };
+    std::fs::create_dir_all(dir).map_err(|e| failed(&e))?;
+    let mut file = tempfile::Builder::new()
+        .prefix(".case")
+        .tempfile_in(dir)
+        .map_err(|e| failed(&e))?;
+    serde_json::to_writer(&mut file, case).map_err(|e| failed(&e))?;
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_nanos();
+    let name = format!("{stamp:024}-{}.json", std::process::id());
+    file.persist(dir.join(name)).map_err(|e| failed(&e.error))?;
+    Ok(())
 }
 
 /// Why a test whose cassette is not there failed: `requests` of its requests needed it.
@@ -526,6 +593,7 @@ pub async fn run(args: ServeArgs) -> Result<Exit> {
         root,
         replay_only: crate::spec::is_ci(&|name| std::env::var(name).ok())
             && !args.allow_ci_recording,
+        cases_dir: args.cases_dir,
     });
     let control: Control = {
         let harness = harness.clone();
@@ -562,7 +630,7 @@ pub async fn run(args: ServeArgs) -> Result<Exit> {
     // A test still active keeps what it recorded.
     let still: Vec<String> = harness.active.lock().await.keys().cloned().collect();
     for name in still {
-        if let Some(ended) = harness.end(&name).await.ok().filter(|e| e.written) {
+        if let Some(ended) = harness.end(&name, None).await.ok().filter(|e| e.written) {
             tell!(
                 "agentproxy serve: wrote {} for the test that was still active",
                 ended.cassette.display()

@@ -213,6 +213,16 @@ impl Runner {
         }
     }
 
+    /// Its name, as a harness gives it (`agentproxy` for the command line and specs).
+    pub fn name(self) -> &'static str {
+        match self {
+            Runner::Cli | Runner::Spec => "agentproxy",
+            Runner::Pytest => "pytest",
+            Runner::Vitest => "vitest",
+            Runner::Jest => "jest",
+        }
+    }
+
     /// How a value that differs on every run is declared.
     fn declare(self) -> &'static str {
         match self {

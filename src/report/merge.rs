@@ -12,7 +12,7 @@ use crate::spec::{shard_owner, Shard};
 pub enum MergeError {
     #[error("no report to merge")]
     NoReports,
-    #[error("{}: not a JSON report of agentproxy test: {message}", file.display())]
+    #[error("{}: not a JSON report (or case) of agentproxy: {message}", file.display())]
     Unreadable { file: PathBuf, message: String },
     #[error("{}: JSON report version {version}, this agentproxy reads {major}.x; merge with the agentproxy that wrote it", file.display(), major = super::json::FORMAT_VERSION.split('.').next().unwrap_or_default())]
     Version { file: PathBuf, version: String },
@@ -79,6 +79,14 @@ pub fn parse(file: PathBuf, text: &str) -> Result<(PathBuf, RunReport), MergeErr
     let doc: Document = serde_json::from_str(text).map_err(unreadable)?;
     debug_assert_eq!(doc.version, version);
     Ok((file, doc.report))
+}
+
+/// One case of a run, as `serve --cases-dir` writes it; `file` names it in errors.
+pub fn case(file: PathBuf, text: &str) -> Result<super::CaseReport, MergeError> {
+    serde_json::from_str(text).map_err(|e| MergeError::Unreadable {
+        file,
+        message: e.to_string(),
+    })
 }
 
 /// The whole run from the reports of each of its shards, given once each in any order:
@@ -270,7 +278,7 @@ mod tests {
         let e = parse("a.json".into(), "{").unwrap_err();
         assert!(
             e.to_string()
-                .starts_with("a.json: not a JSON report of agentproxy test: "),
+                .starts_with("a.json: not a JSON report (or case) of agentproxy: "),
             "{e}"
         );
         let e = parse("b.json".into(), r#"{"version": "3.0", "cases": 1}"#).unwrap_err();
@@ -280,7 +288,7 @@ mod tests {
         let e = parse("d.json".into(), "{}").unwrap_err();
         assert_eq!(
             e.to_string(),
-            "d.json: not a JSON report of agentproxy test: it has no `version`"
+            "d.json: not a JSON report (or case) of agentproxy: it has no `version`"
         );
     }
 }

@@ -106,6 +106,49 @@ pub fn evaluate(
     (turns, case_assertions)
 }
 
+/// A harness's test (`agentproxy serve`) as the one turn of a case: what the model was
+/// asked and said, its tool calls beside their results (a mock's marked as such), with no
+/// expectation of its own (the test asserts in its own code). `requests` reached the
+/// proxy; `missed`: one of them missed the cassette.
+pub fn harness_turn(
+    exchanges: &[Interaction],
+    requests: usize,
+    missed: bool,
+    mocked: &BTreeSet<String>,
+) -> TurnReport {
+    let calls = model_calls(exchanges);
+    let executions = Executions::pair(exchanges);
+    let schemas = schemas(&calls);
+    let origins = origins(exchanges);
+    let trace = traces(1, calls, &executions).pop().unwrap_or_default();
+    let missed_turns = match missed {
+        true => BTreeSet::from([0]),
+        false => BTreeSet::new(),
+    };
+    let requests = std::collections::BTreeMap::from([(None, requests)]);
+    let progress = Progress {
+        missed_turns: &missed_turns,
+        stopped: None,
+        requests: &requests,
+        faults: &[],
+        exit: None,
+    };
+    let seen = Seen {
+        executions: &executions,
+        schemas: &schemas,
+        mocked,
+        origins: &origins,
+        progress: &progress,
+    };
+    let turn = Turn {
+        at: Default::default(),
+        input: None,
+        expect: None,
+        faults: vec![],
+    };
+    turn_report(0, &turn, &trace, String::new(), &seen)
+}
+
 /// Check an `expect:` block against a harness's test (`agentproxy serve`) as one scope:
 /// its `exchanges`, and the `requests` that reached the proxy. `exit` and `output` are
 /// about a program the runner starts: the caller refuses them.

@@ -10,6 +10,7 @@ pub mod env;
 pub(crate) mod error;
 pub mod evaluate;
 mod fuzz;
+pub mod harness;
 pub mod mocks;
 pub(crate) mod plan;
 mod procfs;

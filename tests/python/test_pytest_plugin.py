@@ -7,6 +7,7 @@ the plugin's package (PYTHONPATH)."""
 
 import json
 import os
+import re
 import subprocess
 import urllib.error
 import urllib.request
@@ -191,6 +192,15 @@ def test_record_then_replay_with_the_upstream_stopped(pytester, env):
 
     replay(pytester, env).assert_outcomes(passed=4)
     replay(pytester, env, "-k", "anthropic").assert_outcomes(passed=1, deselected=3)
+    # The run as one HTML page, also when two xdist workers (two serves) ran its tests.
+    for workers in ([], ["-n", "2"]):
+        page = pytester.path / "report.html"
+        replay(pytester, env, f"--agentproxy-html={page}", *workers).assert_outcomes(passed=4)
+        html = page.read_text()
+        names = re.findall(r'data-status="passed" data-name="pytest::([^"]+)"', html)
+        assert sorted(names) == [f"test_agent.py::test_{t}" for t in
+                                 ("anthropic", "marked", "openai", "subprocess_agent")], html
+        page.unlink()
 
 
 def test_a_rerecord_says_how_each_trajectory_changed(pytester, env):
@@ -284,6 +294,13 @@ def test_a_miss_fails_the_test_with_the_near_miss_report(pytester, env):
                                  "POST /v1/chat/completions (openai.chat) has no recording (+"), out
     assert summary[1].endswith(" more lines above)"), out
     assert summary[2].startswith("="), out
+    # On the run's HTML page the test is failed by its miss and by what the SDK raised.
+    page = pytester.path / "report.html"
+    replay(pytester, env, "-k", "openai", f"--agentproxy-html={page}")
+    html = page.read_text()
+    assert 'data-status="failed" data-name="pytest::test_agent.py::test_openai"' in html, html
+    assert "cassette miss: POST /v1/chat/completions (openai.chat) has no recording" in html, html
+    assert "the test&#39;s own code (pytest)" in html or "the test's own code (pytest)" in html, html
     # A test with no cassette at all fails saying how to record it, in a few lines.
     result = replay(pytester, env, "-k", "anthropic")
     result.assert_outcomes(failed=1, deselected=3)

@@ -3,6 +3,7 @@
 // Each test binary compiles this module and uses only part of it.
 #![allow(dead_code)]
 
+pub mod browser;
 pub mod fake_anthropic;
 pub mod fake_gemini;
 pub mod fake_ollama;

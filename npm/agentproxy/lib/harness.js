@@ -3,8 +3,12 @@
 // test's start and end at serve, and the `agentproxy` object a test asks about its
 // trajectory (and the matchers over it). Each framework wires these into its own hooks.
 
+const { spawnSync } = require("node:child_process");
 const { createHash } = require("node:crypto");
+const fs = require("node:fs");
+const os = require("node:os");
 const path = require("node:path");
+const { binary } = require("./binary.js");
 const { Serve, AgentProxyError, PROTOCOL } = require("./serve.js");
 
 const MODES = ["replay", "record", "auto", "update"];
@@ -183,13 +187,13 @@ class Session {
 
   /** End the test `name` of `file`, if it is running: what makes it fail (its misses'
    * near-miss reports, failed upstream requests, mocks that could not answer). */
-  async end({ file, name }) {
+  async end({ file, name }, failure) {
     const id = `${file} > ${name}`;
     if (!this.running.get(id)) {
       return [];
     }
     this.running.delete(id);
-    const ended = await this.serve.control("DELETE", "test", undefined, id);
+    const ended = await this.serve.control("DELETE", "test", { failure: failure ?? null }, id);
     const drift = ended.trajectory;
     if (drift && drift.verdict !== "identical") {
       // What the re-recording changed against the cassette it replaced, as
@@ -205,12 +209,13 @@ class Session {
 /**
  * The hooks every test gets from a framework where `current(context)` names the test a
  * hook runs for (`{file, name}`: its file and full name), `command(file, name)` is the
- * command line that runs one test (without the mode) and `forget(context)` drops the
- * failures the test has so far: before, the test starts on its cassette; after, it ends,
- * failing with what went wrong (its misses' near-miss reports and how to record it
- * again, …).
+ * command line that runs one test (without the mode), `errors(context)` gives the errors
+ * the test has so far and `forget(context)` drops them: before, the test starts on its
+ * cassette; after, it ends (telling serve why it failed in its own code, for the run's
+ * report), failing with what went wrong (its misses' near-miss reports and how to record
+ * it again, …).
  */
-function hooks(session, current, command, forget) {
+function hooks(session, current, command, { errors, forget }) {
   return {
     async before(context) {
       const { file, name } = current(context);
@@ -219,7 +224,8 @@ function hooks(session, current, command, forget) {
       await session.begin({ file, name, rerecord });
     },
     async after(context) {
-      const problems = await session.end(current(context));
+      const failed = errors(context).map((e) => String(e?.message ?? e));
+      const problems = await session.end(current(context), failed.length > 0 ? failed.join("\n") : null);
       if (problems.length > 0) {
         // A miss fails the test once, with its report: not also with what the SDK threw
         // about the error serve answered it with (as the pytest plugin does).
@@ -361,12 +367,38 @@ function facade(test) {
   };
 }
 
+/**
+ * The run's HTML report, when AGENTPROXY_HTML names its file: a directory every serve of
+ * the run writes each test into as it ends (they inherit AGENTPROXY_CASES_DIR, so it is
+ * made in the runner's own process before any serve starts), rendered by `render()` once
+ * every serve is done. `null` without AGENTPROXY_HTML.
+ */
+function htmlReport(env = process.env) {
+  const page = env.AGENTPROXY_HTML;
+  if (!page) {
+    return null;
+  }
+  const cases = fs.mkdtempSync(path.join(os.tmpdir(), "agentproxy-cases-"));
+  env.AGENTPROXY_CASES_DIR = cases;
+  return {
+    render() {
+      const args = ["report", "cases", cases, "--report", "html", "-o", path.resolve(page)];
+      const out = spawnSync(binary(env), args, { encoding: "utf8" });
+      fs.rmSync(cases, { recursive: true, force: true });
+      if (out.status !== 0) {
+        process.stderr.write(`agentproxy: the HTML report ${page} was not written: ${out.stderr || out.error}\n`);
+      }
+    },
+  };
+}
+
 module.exports = {
   AgentProxyError,
   Session,
   cassettePath,
   facade,
   hooks,
+  htmlReport,
   matchers,
   pattern,
   serveArgs,

@@ -48,7 +48,11 @@ const { before, after } = hooks(
   session,
   current,
   (file, name) => ["npx", "jest", file, "-t", pattern(name)],
-  () => running?.errors.splice(0),
+  {
+    // jest-circus keeps an error as [error, asyncError] or alone.
+    errors: () => (running?.errors ?? []).map((e) => (Array.isArray(e) ? e[0] : e)),
+    forget: () => running?.errors.splice(0),
+  },
 );
 // Without parameters: jest would wait for a `done` callback.
 beforeEach(() => before());

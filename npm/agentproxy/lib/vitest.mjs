@@ -66,7 +66,10 @@ const { before, after } = hooks(
   session,
   current,
   (file, name) => ["npx", "vitest", "run", file, "-t", pattern(name)],
-  ({ task }) => task.result?.errors?.splice(starts.get(task)),
+  {
+    errors: ({ task }) => task.result?.errors?.slice(starts.get(task)) ?? [],
+    forget: ({ task }) => task.result?.errors?.splice(starts.get(task)),
+  },
 );
 
 beforeEach(async (context) => {

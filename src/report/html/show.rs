@@ -2,7 +2,9 @@
 //! turn as `show` prints it: each model call with what it added to the conversation
 //! (collapsed), the tool calls it asked for with what the MCP boundary saw and the marks of
 //! a spec's mocks and faults, its reply; failed calls, MCP and plain HTTP requests where
-//! they happened; the totals. No script: the page only shows.
+//! they happened; the totals. A result a mock wrote is shown open, under the tool call it
+//! answers (it reached the model in the next request, whose additions are folded), since
+//! it is what the test decided. No script: the page only shows.
 
 use std::fmt::Write as _;
 
@@ -117,6 +119,24 @@ fn shown_step(out: &mut String, s: &ShownStep) {
 }
 
 fn call(out: &mut String, c: &ShownCall) {
+    // The mocked results this request carries, beside the calls they answer (just above).
+    for m in &c.messages {
+        if let Message::ToolResult {
+            call_id,
+            name,
+            content,
+        } = m
+        {
+            if c.mocked.contains(call_id) {
+                let text = serde_json::Value::String(result_text(content));
+                step(
+                    out,
+                    &format!("← {}", name.as_deref().unwrap_or("tool")),
+                    &format!("<span class=\"mark\">mocked</span> {}", json_block(&text)),
+                );
+            }
+        }
+    }
     let _ = writeln!(
         out,
         "<div class=\"step\"><span class=\"label\">model call {}</span> {} · {} · {} ms · {}</div>",
@@ -145,23 +165,12 @@ fn call(out: &mut String, c: &ShownCall) {
                 "assistant",
                 &format!("→ <code>{}</code> {}", esc(name), json_block(arguments)),
             ),
-            Message::ToolResult {
-                call_id,
-                name,
-                content,
-            } => {
-                let mark = if c.mocked.contains(call_id) {
-                    "<span class=\"mark\">mocked</span> "
-                } else {
-                    ""
-                };
+            // Shown above, beside its call.
+            Message::ToolResult { call_id, .. } if c.mocked.contains(call_id) => {}
+            Message::ToolResult { name, content, .. } => {
                 let text = serde_json::Value::String(result_text(content));
                 let name = name.as_deref().unwrap_or("tool");
-                step(
-                    &mut added,
-                    &format!("← {name}"),
-                    &format!("{mark}{}", json_block(&text)),
-                );
+                step(&mut added, &format!("← {name}"), &json_block(&text));
             }
             Message::Other { role, item } => step(&mut added, role, &format!("[{}]", esc(item))),
         }
