@@ -11,6 +11,7 @@ use std::process::Command;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
+use futures_util::StreamExt;
 use http_body_util::{BodyExt, Full};
 use hyper::{Request, Response};
 use serde_json::Value;
@@ -27,6 +28,8 @@ struct Received {
     requests: Mutex<Vec<(String, String, Vec<u8>)>>,
     /// The status it answers with.
     status: Mutex<u16>,
+    /// Its answer's body starts and never ends (a broken collector's error).
+    endless: Mutex<bool>,
 }
 
 async fn collect(state: Arc<Received>, req: Request<hyper::body::Incoming>) -> Response<Body> {
@@ -38,7 +41,17 @@ async fn collect(state: Arc<Received>, req: Request<hyper::body::Incoming>) -> R
     let body = req.into_body().collect().await.unwrap().to_bytes().to_vec();
     state.requests.lock().unwrap().push((path, kind, body));
     let status = *state.status.lock().unwrap();
-    let mut r = Response::new(Full::new(Bytes::from_static(b"{}")).boxed_unsync());
+    let body = match *state.endless.lock().unwrap() {
+        true => {
+            let start = futures_util::stream::iter([Ok(hyper::body::Frame::data(
+                Bytes::from_static(b"collector overloaded, "),
+            ))]);
+            http_body_util::StreamBody::new(start.chain(futures_util::stream::pending()))
+                .boxed_unsync()
+        }
+        false => Full::new(Bytes::from_static(b"{}")).boxed_unsync(),
+    };
+    let mut r = Response::new(body);
     *r.status_mut() = hyper::StatusCode::from_u16(status).unwrap();
     r
 }
@@ -159,6 +172,27 @@ async fn export_posts_schema_valid_traces_to_a_collector() {
         out.contains("failed to export the traces to http://127.0.0.1:")
             && out.contains("HTTP 503"),
         "{out}"
+    );
+    // One whose error body never ends: quoted as far as it came, within seconds.
+    *got.status.lock().unwrap() = 500;
+    *got.endless.lock().unwrap() = true;
+    let began = std::time::Instant::now();
+    let (code, out) = agentproxy(vec![
+        "export".into(),
+        "--otlp".into(),
+        format!("{}/v1/traces", server.url()),
+        "cassettes/examples/weather-agent.json".into(),
+    ])
+    .await;
+    assert_eq!(code, 3, "{out}");
+    assert!(
+        out.contains("HTTP 500 Internal Server Error collector overloaded,"),
+        "{out}"
+    );
+    assert!(
+        began.elapsed() < std::time::Duration::from_secs(20),
+        "{:?}",
+        began.elapsed()
     );
     server.stop().await;
 }

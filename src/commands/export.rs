@@ -15,6 +15,9 @@ use crate::report::otlp::{self, Trace};
 
 /// How long an endpoint may take to accept the traces.
 const POST_TIMEOUT: Duration = Duration::from_secs(30);
+/// How much of a collector's error body is read, and for how long at most.
+const ERROR_BYTES: usize = 1024;
+const ERROR_WAIT: Duration = Duration::from_secs(5);
 
 pub async fn run(args: ExportArgs) -> Result<Exit> {
     let mut loaded = Vec::new();
@@ -81,14 +84,28 @@ async fn post(url: &str, body: Vec<u8>) -> std::result::Result<(), String> {
     if status.is_success() {
         return Ok(());
     }
-    let text = match response.into_body().collect().await {
-        Ok(b) => String::from_utf8_lossy(&b.to_bytes())
-            .chars()
-            .take(300)
-            .collect(),
-        Err(_) => String::new(),
-    };
+    let text = error_text(response.into_body()).await;
     Err(format!("HTTP {status} {text}").trim_end().to_owned())
+}
+
+/// The start of a collector's error body, to quote: at most [`ERROR_BYTES`], read for at
+/// most [`ERROR_WAIT`]. The rest is never read: an error body may be huge, or never end.
+async fn error_text(mut body: hyper::body::Incoming) -> String {
+    let mut start = Vec::new();
+    let read = async {
+        while start.len() < ERROR_BYTES {
+            match body.frame().await {
+                Some(Ok(frame)) => {
+                    if let Ok(data) = frame.into_data() {
+                        start.extend_from_slice(&data);
+                    }
+                }
+                _ => break,
+            }
+        }
+    };
+    let _ = tokio::time::timeout(ERROR_WAIT, read).await;
+    String::from_utf8_lossy(&start).chars().take(300).collect()
 }
 
 #[cfg(test)]

@@ -118,8 +118,8 @@ pub async fn run(
     if !args.quiet {
         tell!("agentproxy: {banner}, listening on {base}");
         if args.verbose > 0 {
-            for v in &injected {
-                tell!("agentproxy:   {}={}  ({})", v.name, v.value, v.why);
+            for line in env::listing(&injected) {
+                tell!("agentproxy:   {line}");
             }
         }
     }
@@ -195,11 +195,21 @@ impl Signals {
 /// How far the program was contained, and the traffic to hosts the proxy does not stand
 /// in for: what went through while recording, what a replay refused.
 pub fn egress_lines(out: &crate::proxy::Outcome, level: Option<&Level>) -> Vec<String> {
+    // A line names at most SHOWN hosts: a program that reached thousands must not make
+    // one line of its stderr hundreds of kilobytes long (`--json` has them all).
+    const SHOWN: usize = 20;
     let list = |pick: &dyn Fn(&Egress) -> usize| -> Vec<String> {
-        (out.egress.iter())
-            .filter(|(_, e)| pick(e) > 0)
-            .map(|(host, e)| format!("{} ×{}", intercept::label(host), pick(e)))
-            .collect()
+        let all: Vec<(&String, usize)> = (out.egress.iter())
+            .map(|(host, e)| (host, pick(e)))
+            .filter(|(_, n)| *n > 0)
+            .collect();
+        let mut shown: Vec<String> = (all.iter().take(SHOWN))
+            .map(|(host, n)| format!("{} ×{n}", intercept::label(host)))
+            .collect();
+        if all.len() > SHOWN {
+            shown.push(format!("and {} more hosts", all.len() - SHOWN));
+        }
+        shown
     };
     let (intercepted, passed, allowed, refused) = (
         list(&|e| e.intercepted),
@@ -263,4 +273,23 @@ pub fn fault_lines(out: &crate::proxy::Outcome) -> Vec<String> {
     });
     let problems = (out.fault_problems.iter()).map(|p| format!("agentproxy: warning: fault {p}"));
     injected.into_iter().chain(problems).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_egress_line_names_at_most_twenty_hosts() {
+        let mut out = Outcome::default();
+        for n in 0..6000 {
+            let e = out.egress.entry(format!("h{n:04}.test:443")).or_default();
+            e.passed = 1;
+        }
+        let lines = egress_lines(&out, None);
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(lines[0].len() < 800, "{} bytes", lines[0].len());
+        assert!(lines[0].contains("h0000.test:443 ×1"), "{}", lines[0]);
+        assert!(lines[0].ends_with(", and 5980 more hosts"), "{}", lines[0]);
+    }
 }

@@ -251,8 +251,11 @@ pub fn has_dot_segment(path_and_query: &str) -> bool {
     path.split('/').any(|segment| is_dots(segment.as_bytes()))
 }
 
-/// Query parameters that carry an API key (Google's `?key=`, and the names other APIs use).
-const CREDENTIAL_PARAMS: [&str; 12] = [
+/// Query parameters that carry a credential: an API key (Google's `?key=`, and the names
+/// other APIs use), the signature and credentials of a presigned URL (AWS SigV4 with its
+/// STS session token, Google Cloud Storage, Azure SAS, CloudFront), and an OAuth code. A
+/// presigned URL is a bearer credential for as long as it lives.
+const CREDENTIAL_PARAMS: [&str; 21] = [
     "key",
     "api_key",
     "api-key",
@@ -265,6 +268,15 @@ const CREDENTIAL_PARAMS: [&str; 12] = [
     "client_secret",
     "password",
     "secret",
+    "x-amz-signature",
+    "x-amz-credential",
+    "x-amz-security-token",
+    "x-goog-signature",
+    "x-goog-credential",
+    "sig",
+    "signature",
+    "googleaccessid",
+    "code",
 ];
 
 /// `path_and_query` without its credential parameters: a key in the URL is never stored,

@@ -260,6 +260,23 @@ fn credentials_leave_the_path() {
     assert_eq!(without_credentials("/v1/x?KEY=1&api_key=2"), "/v1/x");
     assert_eq!(without_credentials("/v1/x?keys=1"), "/v1/x?keys=1");
     assert_eq!(without_credentials("/v1/x"), "/v1/x");
+    // Presigned URLs: what signs them goes, what describes them stays.
+    assert_eq!(
+        without_credentials("https://b.s3.test/o?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIA%2F20261206%2Fus-east-1%2Fs3%2Faws4_request&X-Amz-Date=20261206T000000Z&X-Amz-Expires=3600&X-Amz-SignedHeaders=host&X-Amz-Security-Token=FwoGZX&X-Amz-Signature=abc123"),
+        "https://b.s3.test/o?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Date=20261206T000000Z&X-Amz-Expires=3600&X-Amz-SignedHeaders=host"
+    );
+    assert_eq!(
+        without_credentials("/c/b?sv=2024-11-04&se=2026-12-07&sp=r&sig=AbC%3D"),
+        "/c/b?sv=2024-11-04&se=2026-12-07&sp=r"
+    );
+    assert_eq!(
+        without_credentials("/o?X-Goog-Algorithm=GOOG4-RSA-SHA256&X-Goog-Credential=sa%40p.test&X-Goog-Signature=0a1b"),
+        "/o?X-Goog-Algorithm=GOOG4-RSA-SHA256"
+    );
+    assert_eq!(
+        without_credentials("/cb?code=4%2F0Ab&state=x"),
+        "/cb?state=x"
+    );
 }
 
 #[test]

@@ -241,6 +241,17 @@ pub fn shell_line<S: AsRef<str>>(words: &[S]) -> String {
 }
 
 /// `NAME=value` lines for the daemon's `export` hints, quoted for POSIX shells.
+/// The variables as `-v` lists them on stderr (a CI log): `NAME=VALUE  (why)`, the
+/// session's secret named but not shown.
+pub fn listing(vars: &[Injected]) -> Vec<String> {
+    (vars.iter())
+        .map(|v| match v.name == SECRET_VAR {
+            true => format!("{}=(hidden)  ({})", v.name, v.why),
+            false => format!("{}={}  ({})", v.name, v.value, v.why),
+        })
+        .collect()
+}
+
 pub fn export_lines(vars: &[Injected]) -> String {
     vars.iter()
         .map(|v| format!("export {}='{}'\n", v.name, v.value.replace('\'', r"'\''")))
@@ -412,6 +423,20 @@ mod tests {
             _ => None,
         };
         assert!(overridden(&env, &upstreams()).is_empty());
+    }
+
+    #[test]
+    fn the_listing_hides_the_secret() {
+        let vars = injected("http://127.0.0.1:1", Some("s3cr3t-value"), false, &|_| {
+            false
+        });
+        let listed = listing(&vars).join("\n");
+        assert!(!listed.contains("s3cr3t-value"), "{listed}");
+        assert!(listed.contains("AGENTPROXY_SECRET=(hidden)"), "{listed}");
+        assert!(
+            listed.contains("AGENTPROXY_URL=http://127.0.0.1:1"),
+            "{listed}"
+        );
     }
 
     #[test]

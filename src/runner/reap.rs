@@ -2,7 +2,9 @@
 //! `/proc`) and every process whose environment carries the program's mark
 //! ([`MARK`]), which a worker that called `setsid` and a daemon that forked twice keep.
 //! They are stopped first (SIGSTOP), round after round until no new one appears, so none
-//! can fork or slip out of the tree meanwhile; then all are killed. Where there is no
+//! can fork or slip out of the tree meanwhile; then all are killed. The mark holds 128
+//! random bits, and only a process of this process's own user counts as marked: another
+//! user's process that carries a guessed (or copied) mark is never touched. Where there is no
 //! `/proc` (not Linux), the program's process group is all that is reached.
 
 use std::collections::BTreeSet;
@@ -18,14 +20,25 @@ pub const MARK: &str = "AGENTPROXY_RUN";
 /// round's stops landed; a tree is never this deep.
 const ROUNDS: usize = 64;
 
-/// A mark no other program of this process carries: `PID.N`.
+/// A mark no other program carries: `PID.N.RANDOM`, RANDOM 32 hex digits from the keys
+/// the standard library draws from the system's randomness for each `RandomState`.
 pub fn new_mark() -> String {
+    use std::hash::{BuildHasher, Hasher};
     static NEXT: AtomicU64 = AtomicU64::new(1);
-    format!(
-        "{}.{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    )
+    let (pid, n) = (std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
+    let random = |salt: u64| {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u64(salt);
+        h.write_u64(n);
+        h.finish()
+    };
+    format!("{pid}.{n}.{:016x}{:016x}", random(1), random(2))
+}
+
+/// The user owning the process `pid` (its `/proc` directory's owner: its effective uid).
+fn owner(proc: &Path, pid: &str) -> Option<u32> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(proc.join(pid)).ok().map(|m| m.uid())
 }
 
 /// One line of the process table.
@@ -72,9 +85,12 @@ fn with_descendants(table: &[Proc], roots: BTreeSet<u32>) -> BTreeSet<u32> {
 /// The program's processes: `root` (while it is not reaped), the processes marked `mark`,
 /// and their descendants; never this process.
 fn theirs(proc: &Path, table: &[Proc], root: Option<u32>, mark: &str) -> BTreeSet<u32> {
+    let me = owner(proc, "self");
     let marked = table.iter().map(|p| p.pid).filter(|pid| {
-        std::fs::read(proc.join(pid.to_string()).join("environ"))
-            .is_ok_and(|env| procfs::variable(&env, MARK).as_deref() == Some(mark))
+        let pid = pid.to_string();
+        owner(proc, &pid) == me
+            && std::fs::read(proc.join(&pid).join("environ"))
+                .is_ok_and(|env| procfs::variable(&env, MARK).as_deref() == Some(mark))
     });
     let mut found = with_descendants(table, root.into_iter().chain(marked).collect());
     found.remove(&std::process::id());
@@ -165,9 +181,48 @@ mod tests {
     }
 
     #[test]
-    fn marks_are_unique() {
+    fn marks_are_unique_and_unguessable() {
         assert_ne!(new_mark(), new_mark());
-        assert!(new_mark().starts_with(&format!("{}.", std::process::id())));
+        let mark = new_mark();
+        assert!(mark.starts_with(&format!("{}.", std::process::id())));
+        let random = mark.rsplit('.').next().unwrap();
+        assert_eq!(random.len(), 32, "{mark}");
+        assert!(random.chars().all(|c| c.is_ascii_hexdigit()), "{mark}");
+    }
+
+    /// Run as root (CI is): another user's process carrying the run's mark is not the
+    /// run's, and is neither stopped nor killed.
+    #[test]
+    fn another_users_process_with_the_mark_is_left_alone() {
+        use std::os::unix::process::CommandExt;
+        if owner(Path::new("/proc"), "self") != Some(0) {
+            eprintln!("not root: no other user to start a process as");
+            return;
+        }
+        let mark = new_mark();
+        let mut other = std::process::Command::new("sleep")
+            .arg("300")
+            .env(MARK, &mark)
+            .uid(65534)
+            .gid(65534)
+            .spawn()
+            .unwrap();
+        // Once it carries the mark (after its exec).
+        let environ = Path::new("/proc")
+            .join(other.id().to_string())
+            .join("environ");
+        for _ in 0..250 {
+            let env = std::fs::read(&environ).unwrap_or_default();
+            if procfs::variable(&env, MARK).as_deref() == Some(mark.as_str()) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let signalled = kill(Path::new("/proc"), None, &mark);
+        assert!(!signalled.contains(&other.id()), "{signalled:?}");
+        assert!(other.try_wait().unwrap().is_none(), "it lives");
+        other.kill().unwrap();
+        other.wait().unwrap();
     }
 
     /// A program that left a detached worker (its own session, parent gone) and a child of
