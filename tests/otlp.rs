@@ -160,13 +160,15 @@ async fn export_posts_schema_valid_traces_to_a_collector() {
 
     // A collector that refuses them: the command fails and says so.
     *got.status.lock().unwrap() = 503;
-    let (code, out) = agentproxy(vec![
-        "export".into(),
-        "--otlp".into(),
-        format!("{}/v1/traces", server.url()),
-        "cassettes/examples/weather-agent.json".into(),
-    ])
-    .await;
+    let export = || {
+        agentproxy(vec![
+            "export".into(),
+            "--otlp".into(),
+            format!("{}/v1/traces", server.url()),
+            "cassettes/examples/weather-agent.json".into(),
+        ])
+    };
+    let (code, out) = export().await;
     assert_eq!(code, 3, "{out}");
     assert!(
         out.contains("failed to export the traces to http://127.0.0.1:")
@@ -177,13 +179,7 @@ async fn export_posts_schema_valid_traces_to_a_collector() {
     *got.status.lock().unwrap() = 500;
     *got.endless.lock().unwrap() = true;
     let began = std::time::Instant::now();
-    let (code, out) = agentproxy(vec![
-        "export".into(),
-        "--otlp".into(),
-        format!("{}/v1/traces", server.url()),
-        "cassettes/examples/weather-agent.json".into(),
-    ])
-    .await;
+    let (code, out) = export().await;
     assert_eq!(code, 3, "{out}");
     assert!(
         out.contains("HTTP 500 Internal Server Error collector overloaded,"),

@@ -1,6 +1,8 @@
 //! `agentproxy report merge`: read the shards' JSON reports, merge, render; `agentproxy
 //! report cases`: read the cases a harness's serves wrote, render them as one run.
 
+use std::path::{Path, PathBuf};
+
 use crate::cli::{CasesArgs, MergeArgs, ReportCommand, ReportFormat};
 use crate::error::{Error, Exit, Result};
 use crate::report::{merge, RunReport, Summary};
@@ -37,10 +39,7 @@ fn run_cases(args: CasesArgs) -> Result<Exit> {
     files.sort_by(|a, b| a.file_name().cmp(&b.file_name()));
     let mut cases = Vec::with_capacity(files.len());
     for path in files {
-        let text = std::fs::read_to_string(&path).map_err(|source| Error::ReadReport {
-            path: path.clone(),
-            source,
-        })?;
+        let text = read(&path)?;
         cases.push(merge::case(path, &text)?);
     }
     let run = RunReport {
@@ -49,13 +48,7 @@ fn run_cases(args: CasesArgs) -> Result<Exit> {
         cases,
         shard: None,
     };
-    let formats = if args.reports.is_empty() {
-        vec![ReportFormat::Json]
-    } else {
-        args.reports
-    };
-    super::output::write_reports(&formats, &args.outputs, &run)?;
-    Ok(Exit::Ok)
+    write(args.reports, &args.outputs, &run)
 }
 
 fn run_merge(args: MergeArgs) -> Result<Exit> {
@@ -64,18 +57,25 @@ fn run_merge(args: MergeArgs) -> Result<Exit> {
     }
     let mut reports = Vec::with_capacity(args.files.len());
     for path in &args.files {
-        let text = std::fs::read_to_string(path).map_err(|source| Error::ReadReport {
-            path: path.clone(),
-            source,
-        })?;
-        reports.push(merge::parse(path.clone(), &text)?);
+        reports.push(merge::parse(path.clone(), &read(path)?)?);
     }
-    let run = merge::merge(reports)?;
-    let formats = if args.reports.is_empty() {
+    write(args.reports, &args.outputs, &merge::merge(reports)?)
+}
+
+fn read(path: &Path) -> Result<String> {
+    std::fs::read_to_string(path).map_err(|source| Error::ReadReport {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+/// The run in each format asked for (the JSON report on stdout when none is).
+fn write(formats: Vec<ReportFormat>, outputs: &[PathBuf], run: &RunReport) -> Result<Exit> {
+    let formats = if formats.is_empty() {
         vec![ReportFormat::Json]
     } else {
-        args.reports
+        formats
     };
-    super::output::write_reports(&formats, &args.outputs, &run)?;
+    super::output::write_reports(&formats, outputs, run)?;
     Ok(Exit::Ok)
 }

@@ -424,32 +424,10 @@ impl Harness {
             (true, n) if n > 0 => vec![no_cassette(&a.spec, n)],
             _ => outcome.misses,
         };
-        if let Some(dir) = &self.cases_dir {
-            let case = crate::runner::harness::case(crate::runner::harness::Ended {
-                runner: a.spec.runner.name(),
-                // The npm helpers name a test by its file's absolute path.
-                name: self.relative(name),
-                mode: a.usage.name(),
-                cassette: self.relative(&a.spec.cassette.display().to_string()),
-                duration_ms: u64::try_from(a.started.elapsed().as_millis()).unwrap_or(u64::MAX),
-                exchanges: &outcome.exchanges,
-                requests: outcome.requests,
-                mocked: &a.spec.tools.keys().cloned().collect(),
-                misses: &misses,
-                problems: (outcome.upstream_errors.iter())
-                    .chain(&mock_problems)
-                    .cloned()
-                    .collect(),
-                unused: &outcome.unused,
-                diff: trajectory.as_ref().map(|d| d.diff.clone()),
-                failure,
-            });
-            write_case(dir, &case).map_err(|e| error(StatusCode::INTERNAL_SERVER_ERROR, e))?;
-        }
-        Ok(Ended {
+        let ended = Ended {
             so_far: SoFar::of(&outcome.exchanges),
             mode: a.usage.name(),
-            cassette: a.spec.cassette,
+            cassette: a.spec.cassette.clone(),
             written,
             trajectory,
             misses,
@@ -457,6 +435,48 @@ impl Harness {
             upstream_errors: outcome.upstream_errors,
             rejected: outcome.rejected,
             mock_problems,
+        };
+        if let Some(dir) = &self.cases_dir {
+            let case = self.case(
+                &a,
+                name,
+                failure,
+                (&outcome.exchanges, outcome.requests),
+                &ended,
+            );
+            write_case(dir, &case).map_err(|e| error(StatusCode::INTERNAL_SERVER_ERROR, e))?;
+        }
+        Ok(ended)
+    }
+
+    /// The test `name` that `ended` as a case of the run report: `done` are its exchanges
+    /// and how many requests it made; `failure`, why it failed in its own code.
+    fn case(
+        &self,
+        a: &Active,
+        name: &str,
+        failure: Option<&str>,
+        (exchanges, requests): (&[crate::cassette::Interaction], usize),
+        ended: &Ended,
+    ) -> crate::report::CaseReport {
+        crate::runner::harness::case(crate::runner::harness::Ended {
+            runner: a.spec.runner.name(),
+            // The npm helpers name a test by its file's absolute path.
+            name: self.relative(name),
+            mode: a.usage.name(),
+            cassette: self.relative(&a.spec.cassette.display().to_string()),
+            duration_ms: u64::try_from(a.started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            exchanges,
+            requests,
+            mocked: &a.spec.tools.keys().cloned().collect(),
+            misses: &ended.misses,
+            problems: (ended.upstream_errors.iter())
+                .chain(&ended.mock_problems)
+                .cloned()
+                .collect(),
+            unused: &ended.unused,
+            diff: ended.trajectory.as_ref().map(|d| d.diff.clone()),
+            failure,
         })
     }
 }

@@ -181,6 +181,7 @@ pub(crate) struct Plan {
 /// The proxy options, the writer and the mocks of the run `setup` asks for.
 pub(crate) fn plan(setup: Setup, fwd: &Forwarding) -> Result<Plan, PlanError> {
     let usage = setup.usage;
+    let advice = advice(&setup);
     let match_rules = match (&setup.existing, usage) {
         (Some(c), Use::Replay | Use::Update) => c.match_rules.merged(&setup.match_rules),
         _ => setup.match_rules,
@@ -198,13 +199,6 @@ pub(crate) fn plan(setup: Setup, fwd: &Forwarding) -> Result<Plan, PlanError> {
     }
     let hash = kept.map(|c| KeyHash::of(c.interactions.iter().map(|i| i.key.as_str())));
     let rules = Rules::compile(&match_rules)?.hashed_with(hash.flatten().unwrap_or_default());
-    // A spec case's cassette served by anything but that case: its mocks and its way of
-    // driving the program are missing, and a miss says so and how to run it.
-    let foreign = match (&setup.existing, &setup.recorded_by) {
-        (Some(c), None) => c.recorded_by.as_ref().map(foreign_origin),
-        _ => None,
-    };
-    let unrecorded = setup.existing.is_none() && usage == Use::Replay;
     let previous = (usage != Use::Replay)
         .then(|| setup.existing.clone())
         .flatten();
@@ -249,15 +243,7 @@ pub(crate) fn plan(setup: Setup, fwd: &Forwarding) -> Result<Plan, PlanError> {
         upstream,
         replay,
         print_misses: setup.print_misses,
-        advice: Advice {
-            rerecord: foreign
-                .as_ref()
-                .map(|(_, rerecord)| rerecord.clone())
-                .or(setup.rerecord),
-            origin: foreign.map(|(origin, _)| origin),
-            runner: setup.runner,
-            unrecorded,
-        },
+        advice,
         mocks: (!mocks.is_empty()).then(|| {
             let m = mocks.clone();
             Arc::new(move |c: &crate::neutral::ToolCall, n: usize| m.result_for(c, n)) as Mocks
@@ -286,6 +272,24 @@ pub(crate) fn plan(setup: Setup, fwd: &Forwarding) -> Result<Plan, PlanError> {
 
 /// For a cassette `by` recorded, served by another session: the miss report's word on it,
 /// and the command that re-records it (the case's, not a plain `record` over it).
+/// What the session's miss reports advise. A spec case's cassette served by anything but
+/// that case: its mocks and its way of driving the program are missing, and a miss says
+/// so and how to run it.
+fn advice(setup: &Setup) -> Advice {
+    let foreign = match (&setup.existing, &setup.recorded_by) {
+        (Some(c), None) => c.recorded_by.as_ref().map(foreign_origin),
+        _ => None,
+    };
+    Advice {
+        rerecord: (foreign.as_ref())
+            .map(|(_, rerecord)| rerecord.clone())
+            .or(setup.rerecord.clone()),
+        origin: foreign.map(|(origin, _)| origin),
+        runner: setup.runner,
+        unrecorded: setup.existing.is_none() && setup.usage == Use::Replay,
+    }
+}
+
 fn foreign_origin(by: &RecordedBy) -> (String, String) {
     let command = |mode: Option<&str>| {
         let mut words = vec!["agentproxy", "test", &by.spec, "--case", &by.case];
