@@ -208,14 +208,74 @@ impl Session {
     }
 }
 
-/// The certificates the program trusts, in a file of their own (no key is in it).
+/// The certificates the program trusts, in a file of their own (no key is in it), named
+/// for this process (`agentproxy-ca-PID-….pem`); the bundles of sessions killed before
+/// they could remove theirs are swept first.
 fn write_bundle(pem: &str) -> std::io::Result<tempfile::NamedTempFile> {
     use std::io::Write;
+    sweep(&std::env::temp_dir(), std::path::Path::new("/proc"));
     let mut f = tempfile::Builder::new()
-        .prefix("agentproxy-ca-")
+        .prefix(&format!("{BUNDLE}{}-", std::process::id()))
         .suffix(".pem")
         .tempfile()?;
     f.write_all(pem.as_bytes())?;
     f.flush()?;
     Ok(f)
+}
+
+/// How a session's CA bundle is named, before its process id.
+const BUNDLE: &str = "agentproxy-ca-";
+
+/// Remove from `dir` the CA bundles of sessions whose process no longer runs (`kill -9`
+/// left them): those of this user whose name's process id is not in `proc`. Nothing is
+/// swept where there is no `proc` to tell.
+fn sweep(dir: &std::path::Path, proc: &std::path::Path) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(me) = std::fs::metadata(proc.join("self")).map(|m| m.uid()) else {
+        return;
+    };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = (name.to_str())
+            .and_then(|n| n.strip_prefix(BUNDLE))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let mine = entry.metadata().is_ok_and(|m| m.uid() == me && m.is_file());
+        if mine && !proc.join(pid.to_string()).exists() {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
+#[cfg(test)]
+mod bundle_tests {
+    use super::*;
+
+    #[test]
+    fn the_bundles_of_sessions_gone_are_swept_and_no_other() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = |name: &str| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, "-----BEGIN CERTIFICATE-----").unwrap();
+            path
+        };
+        // 4194304 is above Linux's largest process id: no process has it.
+        let gone = file("agentproxy-ca-4194305-abc.pem");
+        let live = file(&format!("agentproxy-ca-{}-abc.pem", std::process::id()));
+        let other = file("agentproxy-ca-notapid.pem");
+        let unrelated = file("ca-4194305.pem");
+        sweep(dir.path(), std::path::Path::new("/proc"));
+        assert!(!gone.exists());
+        assert!(live.exists() && other.exists() && unrelated.exists());
+        // Without /proc to tell, nothing goes.
+        let gone = file("agentproxy-ca-4194305-abd.pem");
+        sweep(dir.path(), &dir.path().join("no-proc"));
+        assert!(gone.exists());
+    }
 }

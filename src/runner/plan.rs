@@ -235,10 +235,17 @@ pub(crate) fn plan(setup: Setup, fwd: &Forwarding) -> Result<Plan, PlanError> {
             _ => new_secret().map_err(PlanError::Secret)?,
         },
     };
+    // The session's own secret too: a program that sends its environment to the model (a
+    // coding agent does) must not leave the key to the control endpoint in a cassette, a
+    // report or a trace.
+    let secrets = Secrets::from_env().and(Secrets::from_vars([(
+        SECRET_VAR.to_owned(),
+        secret.clone(),
+    )]));
     let options = Options {
         secret,
         rules,
-        secrets: Secrets::from_env(),
+        secrets,
         max_body: fwd.max_body,
         upstream,
         replay,
@@ -371,6 +378,29 @@ pub(crate) fn save(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The session's secret is one of the secrets redacted, whoever made it.
+    #[test]
+    fn the_sessions_secret_is_redacted() {
+        let dir = tempfile::tempdir().unwrap();
+        let setup = Setup {
+            secret: Some("0123456789abcdef0123456789abcdef".into()),
+            ..Setup::new(dir.path().join("c.json"), None, Use::Replay)
+        };
+        let fwd = Forwarding {
+            upstreams: Upstreams(BTreeMap::new()),
+            upstream_timeout: Duration::from_secs(1),
+            max_body: 1024,
+        };
+        let options = plan(setup, &fwd).ok().unwrap().options;
+        assert_eq!(
+            options
+                .secrets
+                .redact_str("env: AGENTPROXY_SECRET=0123456789abcdef0123456789abcdef")
+                .as_deref(),
+            Some("env: AGENTPROXY_SECRET=${AGENTPROXY_SECRET}")
+        );
+    }
 
     /// Only a cassette that is there and reads is the one replaced: none, an empty file
     /// and a broken one give no diff (the broken one said in a warning).
