@@ -510,8 +510,9 @@ async fn other_host() -> (u16, tokio::task::JoinHandle<()>) {
 
 /// Traffic to another host goes through while recording and is named; a replay refuses
 /// it, names it and fails; allowed, a replay lets it through. Contained (where the machine
-/// allows it), the program reaches that host only through the proxy (directly, the host's
-/// loopback is not its loopback) unless the allowed host is a loopback port, relayed.
+/// allows it), the program reaches that host (on the host's loopback) neither directly
+/// (the host's loopback is not its loopback) nor through the proxy while recording,
+/// unless it is allowed: an allowed loopback port is relayed.
 #[tokio::test(flavor = "multi_thread")]
 async fn another_host_is_named_while_recording_and_refused_in_a_replay() {
     let Some(python) = python() else { return };
@@ -527,34 +528,40 @@ async fn another_host_is_named_while_recording_and_refused_in_a_replay() {
         agentproxy(args, &[("OPENAI_API_KEY", API_KEY)])
     };
     let recorded = run("record", Some(fake.url())).await;
-    assert!(recorded.status.success(), "{recorded}");
-    assert!(
-        recorded
-            .stdout
-            .contains("through the proxy: hello from the other host"),
-        "{recorded}"
-    );
-    assert!(
-        recorded
-            .stdout
-            .contains("plain through the proxy: 200 hello from the other host"),
-        "{recorded}"
-    );
     // Each run reaches it twice: a tunnel, and a plain request.
     let other = format!("127.0.0.1:{port} ×2");
-    assert!(
-        recorded.stderr.contains(&format!("agentproxy: other hosts the program reached through the proxy (not recorded, so a replay refuses them; --record-other-hosts records them): {other}")),
-        "{recorded}"
-    );
     if recorded
         .stderr
         .contains("agentproxy: egress: contained (network namespace)")
     {
+        // The program's own exit: its tunnel was refused.
+        assert_eq!(recorded.status.code(), Some(1), "{recorded}");
+        // Contained, the host's own loopback is refused through the proxy too (a
+        // database, a Docker port, another agentproxy there): the program reaches none
+        // of the host's services, whatever way it asks.
+        for line in [
+            "through the proxy: Tunnel connection failed: 403".to_owned(),
+            format!("plain through the proxy: 403 agentproxy: 127.0.0.1:{port} is the host's own loopback: a contained program does not reach the host's services through the proxy (allow it with --allow-host 127.0.0.1:{port}"),
+            "directly: Connection refused".to_owned(),
+        ] {
+            assert!(recorded.stdout.contains(&line), "{line}: {recorded}");
+        }
         assert!(
-            recorded.stdout.contains("directly: Connection refused"),
+            recorded.stderr.contains(&format!("agentproxy: refused the host's own loopback (contained, the program reaches none of the host's services through the proxy; --allow-host HOST:PORT lets one through): {other}")),
             "{recorded}"
         );
     } else {
+        assert!(recorded.status.success(), "{recorded}");
+        for line in [
+            "through the proxy: hello from the other host",
+            "plain through the proxy: 200 hello from the other host",
+        ] {
+            assert!(recorded.stdout.contains(line), "{line}: {recorded}");
+        }
+        assert!(
+            recorded.stderr.contains(&format!("agentproxy: other hosts the program reached through the proxy (not recorded, so a replay refuses them; --record-other-hosts records them): {other}")),
+            "{recorded}"
+        );
         // The machine cannot contain: the level says why, and the program goes around.
         assert!(
             recorded
@@ -655,7 +662,15 @@ async fn other_hosts_are_recorded_and_replayed_with_record_other_hosts() {
         agentproxy(args, &[("OPENAI_API_KEY", API_KEY)])
     };
     let upstream = fake.url();
-    let extra = ["--record-other-hosts", "--upstream", upstream.as_str()];
+    // Uncontained: the only other host a test may reach is on the host's loopback, which
+    // a contained program is refused while recording.
+    let extra = [
+        "--record-other-hosts",
+        "--contain",
+        "off",
+        "--upstream",
+        upstream.as_str(),
+    ];
     let recorded = run("record", &extra, port).await;
     assert!(recorded.status.success(), "{recorded}");
     for line in [
@@ -772,7 +787,8 @@ async fn another_hosts_https_is_recorded_and_replayed_with_record_other_hosts() 
         let trusted = trusted.to_str().unwrap().to_owned();
         async move { agentproxy(args, &[("SSL_CERT_FILE", &trusted)]).await }
     };
-    let recorded = run("record", &["--record-other-hosts"]).await;
+    // Uncontained: a contained program is refused the host's loopback while recording.
+    let recorded = run("record", &["--record-other-hosts", "--contain", "off"]).await;
     assert!(recorded.status.success(), "{recorded}");
     assert!(
         recorded.stdout.contains("forecast: 200 sunny in Paris"),

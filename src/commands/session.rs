@@ -218,6 +218,7 @@ pub fn egress_lines(out: &crate::proxy::Outcome, level: Option<&Level>) -> Vec<S
         list(&|e| e.refused),
     );
     let (direct, looked_up) = (list(&|e| e.direct), list(&|e| e.looked_up));
+    let loopback = list(&|e| e.loopback);
     let mut lines: Vec<String> = level
         .map(|l| format!("agentproxy: egress: {l}"))
         .into_iter()
@@ -244,6 +245,12 @@ pub fn egress_lines(out: &crate::proxy::Outcome, level: Option<&Level>) -> Vec<S
         lines.push(format!(
             "agentproxy: refused: {} outside the cassette (a replay reaches no host but the model APIs it serves); exit 1",
             refused.join(", ")
+        ));
+    }
+    if !loopback.is_empty() {
+        lines.push(format!(
+            "agentproxy: refused the host's own loopback (contained, the program reaches none of the host's services through the proxy; --allow-host HOST:PORT lets one through): {}",
+            loopback.join(", ")
         ));
     }
     if !direct.is_empty() {

@@ -119,6 +119,7 @@ impl Proxy {
             Passage::Refused => &mut e.refused,
             Passage::Direct => &mut e.direct,
             Passage::LookedUp => &mut e.looked_up,
+            Passage::Loopback => &mut e.loopback,
         } += 1;
     }
 

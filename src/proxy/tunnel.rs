@@ -80,6 +80,10 @@ pub(super) async fn connect(
             proxy.note_egress(&name, Passage::Refused);
             text(StatusCode::FORBIDDEN, outside(&name))
         }
+        Fate::Loopback => {
+            proxy.note_egress(&name, Passage::Loopback);
+            text(StatusCode::FORBIDDEN, own_loopback(&name))
+        }
         Fate::Pass(passage) => {
             let mut remote = match tokio::net::TcpStream::connect((host.as_str(), port)).await {
                 Ok(s) => s,
@@ -107,6 +111,10 @@ pub(super) enum Fate {
     Pass(Passage),
     /// Refused: a replay reaches no other host.
     Refuse,
+    /// Refused while recording: a contained program reaches none of the host's own
+    /// loopback services through the proxy (a database, a Docker port, another
+    /// agentproxy) unless allowed.
+    Loopback,
 }
 
 pub(super) fn fate(proxy: &Proxy, host: &str, port: u16) -> Fate {
@@ -118,6 +126,11 @@ pub(super) fn fate(proxy: &Proxy, host: &str, port: u16) -> Fate {
         return Fate::Pass(Passage::Allowed);
     }
     let recording = proxy.opts.upstream.is_some();
+    // While recording (a replay refuses what its cassette does not hold anyway).
+    let contained = proxy.contained.load(std::sync::atomic::Ordering::SeqCst);
+    if recording && contained && is_loopback(bare) {
+        return Fate::Loopback;
+    }
     if recording && intercept::never_recorded(bare) {
         return Fate::Pass(Passage::Passed);
     }
@@ -130,6 +143,23 @@ pub(super) fn fate(proxy: &Proxy, host: &str, port: u16) -> Fate {
         true => Fate::Pass(Passage::Passed),
         false => Fate::Refuse,
     }
+}
+
+/// Is `host` (bare, as a URI writes it) the machine's own: a loopback or unspecified
+/// address (`0.0.0.0` reaches the host too), `localhost` or a name under it?
+fn is_loopback(host: &str) -> bool {
+    let host = host.trim_end_matches('.').to_ascii_lowercase();
+    host == "localhost"
+        || host.ends_with(".localhost")
+        || host.parse::<std::net::IpAddr>().is_ok_and(|ip| {
+            let ip = ip.to_canonical();
+            ip.is_loopback() || ip.is_unspecified()
+        })
+}
+
+/// The refusal of the host's loopback to a contained program.
+fn own_loopback(name: &str) -> String {
+    format!("agentproxy: {name} is the host's own loopback: a contained program does not reach the host's services through the proxy (allow it with --allow-host {name} or the spec's egress.allow)")
 }
 
 /// The refusal of another host in a replay.
@@ -272,11 +302,7 @@ pub(super) fn plain_elsewhere<B>(proxy: &Proxy, req: &Request<B>) -> Option<Plai
         "https" => 443,
         _ => 80,
     });
-    let loopback = host.eq_ignore_ascii_case("localhost")
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback());
-    let own = loopback && proxy.port.get().is_none_or(|p| *p == port);
+    let own = is_loopback(host) && proxy.port.get().is_none_or(|p| *p == port);
     if own || dialect::provider_of_host(host).is_some() {
         return None;
     }
@@ -297,6 +323,10 @@ pub(super) fn plain_elsewhere<B>(proxy: &Proxy, req: &Request<B>) -> Option<Plai
         Fate::Refuse => {
             proxy.note_egress(&name, Passage::Refused);
             Plain::Refused(text(StatusCode::FORBIDDEN, outside(&name)))
+        }
+        Fate::Loopback => {
+            proxy.note_egress(&name, Passage::Loopback);
+            Plain::Refused(text(StatusCode::FORBIDDEN, own_loopback(&name)))
         }
     })
 }
@@ -345,4 +375,34 @@ pub(super) fn text(status: StatusCode, body: String) -> Response<ProxyBody> {
     let mut resp = Response::new(super::body::full(body.into()));
     *resp.status_mut() = status;
     resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_loopback;
+
+    #[test]
+    fn the_hosts_own_addresses_are_loopback() {
+        for host in [
+            "127.0.0.1",
+            "127.8.9.10",
+            "::1",
+            "::ffff:127.0.0.1",
+            "0.0.0.0",
+            "::",
+            "localhost",
+            "LOCALHOST.",
+            "db.localhost",
+        ] {
+            assert!(is_loopback(host), "{host}");
+        }
+        for host in [
+            "10.0.0.1",
+            "api.openai.com",
+            "localhost.test",
+            "mylocalhost",
+        ] {
+            assert!(!is_loopback(host), "{host}");
+        }
+    }
 }

@@ -108,6 +108,12 @@ pub(crate) fn judge(ran: Ran) -> Verdict {
                 e.direct
             ));
         }
+        if e.loopback > 0 {
+            warnings.push(format!(
+                "the program asked the proxy for {host}, the host's own loopback ({} time(s)): contained, it was refused (`egress.allow` lets it through)",
+                e.loopback
+            ));
+        }
         if e.looked_up > 0 {
             warnings.push(format!(
                 "the program looked up {host} itself ({} time(s)), ignoring the proxy variables: contained, it was answered with its own loopback",

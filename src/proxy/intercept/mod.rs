@@ -27,6 +27,10 @@ pub struct Egress {
     /// Address lookups of this name by a contained program (each answered with its
     /// loopback): traffic that did not go through the proxy variables.
     pub looked_up: usize,
+    /// Tunnels (and plain requests) to the host's own loopback a contained program asked
+    /// the proxy for while recording, refused unless allowed (a replay counts them as
+    /// `refused`).
+    pub loopback: usize,
 }
 
 /// The variables that name a trust store, and the clients that read them: OpenSSL and
@@ -133,6 +137,7 @@ pub enum Passage {
     Refused,
     Direct,
     LookedUp,
+    Loopback,
 }
 
 /// The most tunnels open at once; more are refused (a runaway client cannot exhaust the
