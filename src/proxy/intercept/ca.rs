@@ -2,7 +2,7 @@
 //! never written anywhere, and a certificate for each intercepted host signed by it on
 //! first use. The program trusts it through the bundle `runner::env` writes.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use rcgen::{
@@ -22,8 +22,37 @@ pub enum CaError {
 
 pub struct Authority {
     issuer: CertifiedIssuer<'static, KeyPair>,
-    /// The TLS configuration of each host served so far.
-    hosts: Mutex<HashMap<String, Arc<ServerConfig>>>,
+    /// The TLS configurations of the hosts served last.
+    hosts: Mutex<Leaves>,
+}
+
+/// How many hosts' certificates are kept: a program that names thousands of hosts under
+/// a provider's wildcard must not grow the session by kilobytes each (a host dropped
+/// gets a new certificate when it comes again).
+const KEPT: usize = 512;
+
+/// The hosts' TLS configurations, the oldest dropped first past [`KEPT`].
+#[derive(Default)]
+struct Leaves {
+    by_host: HashMap<String, Arc<ServerConfig>>,
+    order: VecDeque<String>,
+}
+
+impl Leaves {
+    /// Keep `config` for `host`, unless one was kept meanwhile: the one kept.
+    fn keep(&mut self, host: &str, config: Arc<ServerConfig>) -> Arc<ServerConfig> {
+        if let Some(kept) = self.by_host.get(host) {
+            return kept.clone();
+        }
+        if self.order.len() >= KEPT {
+            if let Some(oldest) = self.order.pop_front() {
+                self.by_host.remove(&oldest);
+            }
+        }
+        self.order.push_back(host.to_owned());
+        self.by_host.insert(host.to_owned(), config.clone());
+        config
+    }
 }
 
 impl Authority {
@@ -73,10 +102,12 @@ impl Authority {
     /// The TLS configuration that presents `host` a certificate of this authority (made on
     /// first use), offering HTTP/2 and HTTP/1.1.
     pub fn server_config(&self, host: &str) -> Result<Arc<ServerConfig>, CaError> {
-        let mut hosts = self.hosts.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(c) = hosts.get(host) {
+        let leaves = || self.hosts.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(c) = leaves().by_host.get(host) {
             return Ok(c.clone());
         }
+        // Made outside the lock: a key takes a while, and other hosts' tunnels must not
+        // wait for it.
         let mut params = CertificateParams::new(vec![host.to_owned()])?;
         params.distinguished_name.push(DnType::CommonName, host);
         params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
@@ -92,9 +123,7 @@ impl Authority {
             .with_no_client_auth()
             .with_single_cert(chain, key)?;
         config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-        let config = Arc::new(config);
-        hosts.insert(host.to_owned(), config.clone());
-        Ok(config)
+        Ok(leaves().keep(host, Arc::new(config)))
     }
 }
 
@@ -113,4 +142,29 @@ fn validity(params: &mut CertificateParams) {
     let now = std::time::SystemTime::now();
     params.not_before = (now - std::time::Duration::from_secs(86_400)).into();
     params.not_after = (now + std::time::Duration::from_secs(7 * 86_400)).into();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_certificates_kept_are_bounded_and_one_per_host() {
+        let ca = Authority::new().unwrap();
+        let first = ca.server_config("h0.openai.test").unwrap();
+        assert!(Arc::ptr_eq(
+            &first,
+            &ca.server_config("h0.openai.test").unwrap()
+        ));
+        for n in 1..KEPT + 10 {
+            ca.server_config(&format!("h{n}.openai.test")).unwrap();
+        }
+        let leaves = ca.hosts.lock().unwrap();
+        assert_eq!((leaves.by_host.len(), leaves.order.len()), (KEPT, KEPT));
+        // The oldest went first.
+        assert!(!leaves.by_host.contains_key("h0.openai.test"));
+        assert!(leaves
+            .by_host
+            .contains_key(&format!("h{}.openai.test", KEPT + 9)));
+    }
 }
