@@ -499,6 +499,84 @@ fn an_upstream_that_aborts_mid_stream_is_an_abort_in_record_and_in_replay() {
     assert!(!ended_cleanly(&raw), "replay must abort too: {text}");
 }
 
+/// While recording, a program that hangs up mid-stream ends the upstream's stream too (a
+/// real model would go on generating, and billing): the upstream sees its connection
+/// closed at once, not when the shutdown drain cuts it, and what was relayed is recorded
+/// as aborted, which is no failure of the upstream.
+#[test]
+fn a_program_that_hangs_up_mid_stream_stops_the_upstream() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let upstream = format!("http://{}", listener.local_addr().unwrap());
+    let (closed_tx, closed) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let (mut conn, _) = listener.accept().unwrap();
+        let mut reader = BufReader::new(conn.try_clone().unwrap());
+        let mut length = 0;
+        loop {
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                length = v.trim().parse().unwrap();
+            }
+            if line == "\r\n" {
+                break;
+            }
+        }
+        reader.read_exact(&mut vec![0; length]).unwrap();
+        let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+        conn.write_all(head.as_bytes()).unwrap();
+        // A chunk every 50 ms for up to 20 s, until a write fails: the proxy hung up.
+        let started = std::time::Instant::now();
+        for _ in 0..400 {
+            let c = TWO_CHUNKS[0];
+            if conn
+                .write_all(format!("{:x}\r\n{c}\r\n", c.len()).as_bytes())
+                .and_then(|()| conn.flush())
+                .is_err()
+            {
+                let _ = closed_tx.send(started.elapsed());
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let d = Daemon::start(
+        &["record", "--cassette", "c.json", "--upstream", &upstream],
+        dir.path(),
+    );
+    let body = chat("hello", true).to_string();
+    let mut s = std::net::TcpStream::connect(d.url.trim_start_matches("http://")).unwrap();
+    write!(
+        s,
+        "POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut first = [0u8; 512];
+    let n = s.read(&mut first).unwrap();
+    assert!(String::from_utf8_lossy(&first[..n]).contains("200 OK"));
+    drop(s);
+    let noticed = closed
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .expect("the upstream's connection was closed");
+    assert!(noticed < std::time::Duration::from_secs(10), "{noticed:?}");
+    let (code, stderr) = d.interrupt();
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains("the program hung up mid-stream"),
+        "{stderr}"
+    );
+    let cassette: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("c.json")).unwrap()).unwrap();
+    let response = &cassette["interactions"][0]["response"];
+    assert!(
+        (response["aborted"].as_str().unwrap()).starts_with("the program hung up mid-stream"),
+        "{response}"
+    );
+}
+
 #[test]
 fn an_upstream_that_stalls_after_the_head_times_out_and_fails_the_record() {
     let upstream = raw_upstream(TWO_CHUNKS[..1].to_vec(), true);

@@ -87,16 +87,20 @@ pub(super) async fn forward(
         let status = parts.status;
         let kept = kept_headers(&parts.headers);
         let idle = up.timeout();
-        // The recording finishes in a tracked task even if the program hangs up early, and
-        // the cassette is not written before it has.
+        // The recording finishes in a tracked task (at once, as aborted, if the program
+        // hangs up early), and the cassette is not written before it has.
         proxy.tasks.clone().spawn(async move {
             let parser = framing.parser();
-            let (events, aborted) = pump_stream(body, tx, encoding.decoder(), parser, idle).await;
+            let (events, aborted, hung_up) =
+                pump_stream(body, tx, encoding.decoder(), parser, idle).await;
             let latency = started.elapsed();
             if let Some(why) = &aborted {
                 let message = format!("{} {}: {why}; recorded as aborted", ex.method, ex.path);
                 tell!("agentproxy: {message}");
-                proxy.lock().upstream_errors.push(message);
+                // The program's own choice is no failure of the upstream.
+                if !hung_up {
+                    proxy.lock().upstream_errors.push(message);
+                }
             }
             let response = Recorded {
                 status,
@@ -152,18 +156,31 @@ pub(super) async fn forward(
 
 /// Forward each chunk to the program the moment it arrives (decoded), and parse events on
 /// the side. A stream that breaks off, stalls for `idle`, or cannot be decoded ends the
-/// program's stream the same abrupt way and comes back with why.
+/// program's stream the same abrupt way and comes back with why; one the program hangs up
+/// on is read no further (dropping `body` closes the upstream's connection), and comes
+/// back with why and `true`.
 async fn pump_stream(
     mut body: Incoming,
     tx: mpsc::Sender<std::io::Result<Bytes>>,
     mut decoder: Option<Decoder>,
     mut parser: sse::StreamParser,
     idle: Duration,
-) -> (Vec<sse::SseEvent>, Option<String>) {
+) -> (Vec<sse::SseEvent>, Option<String>, bool) {
+    const HUNG_UP: &str = "the program hung up mid-stream";
     let mut events = Vec::new();
-    let mut program_gone = false;
+    let mut hung_up = false;
     let aborted = loop {
-        let data = match tokio::time::timeout(idle, body.frame()).await {
+        // A program that hangs up ends the upstream's stream too (a model keeps generating,
+        // and billing, for as long as it is read), whenever it does: what it was relayed
+        // is recorded as aborted.
+        let next = tokio::select! {
+            next = tokio::time::timeout(idle, body.frame()) => next,
+            () = tx.closed() => {
+                hung_up = true;
+                break Some(HUNG_UP.to_owned());
+            }
+        };
+        let data = match next {
             Err(_) => {
                 break Some(format!(
                     "the upstream's stream sent nothing for {}",
@@ -192,11 +209,11 @@ async fn pump_stream(
         if data.is_empty() {
             continue;
         }
-        if !program_gone {
-            // A program that hung up stops receiving, but the recording still completes.
-            program_gone = tx.send(Ok(data.clone())).await.is_err();
-        }
         events.extend(parser.push(&data));
+        if tx.send(Ok(data)).await.is_err() {
+            hung_up = true;
+            break Some(HUNG_UP.to_owned());
+        }
     };
     match &aborted {
         Some(why) => {
@@ -205,7 +222,7 @@ async fn pump_stream(
         None => events.extend(parser.finish()),
     }
     let aborted = aborted.map(|why| format!("{why} (after {} events)", events.len()));
-    (events, aborted)
+    (events, aborted, hung_up)
 }
 
 /// Why a whole body could not be read.
