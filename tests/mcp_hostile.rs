@@ -379,6 +379,25 @@ fn a_batch_in_replay_is_answered_with_an_error() {
     );
 }
 
+/// A JSON-RPC batch while recording is refused as in replay, never reaches the server,
+/// and fails the recording naming it (it was a silent gap in the cassette).
+#[test]
+fn a_batch_while_recording_is_refused_and_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, stdout, stderr) = record(dir.path(), "batch", &[]);
+    assert_eq!(code, Some(3), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains(
+            "{\"error\": -32600, \"id\": null, \"says\": \"agentproxy: JSON-RPC batches are not supported"
+        ),
+        "{stdout}\n{stderr}"
+    );
+    assert!(
+        stderr.contains("MCP server `raw`: the client sent a JSON-RPC batch of "),
+        "{stderr}"
+    );
+}
+
 /// A server that answers with an id no request had: the stand-in says so, the request it
 /// left unanswered too, and the recording exits 3 (it is not complete).
 #[test]

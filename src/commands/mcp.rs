@@ -194,6 +194,9 @@ async fn send_line(out: &mut tokio::io::Stdout, msg: &Value) -> std::io::Result<
     out.flush().await
 }
 
+/// The answer to a JSON-RPC batch, in any mode.
+const BATCH: &str = "agentproxy: JSON-RPC batches are not supported; send one message per line";
+
 /// Replay: answer each client message from the session; the server never starts.
 async fn replay(endpoint: &Endpoint) -> Result<Exit> {
     let mut input = BufReader::new(tokio::io::stdin());
@@ -203,11 +206,7 @@ async fn replay(endpoint: &Endpoint) -> Result<Exit> {
             continue;
         }
         let answer = match serde_json::from_slice::<Value>(&line) {
-            Ok(Value::Array(_)) => mcp::error(
-                &Value::Null,
-                mcp::INVALID_REQUEST,
-                "agentproxy: JSON-RPC batches are not supported; send one message per line",
-            ),
+            Ok(Value::Array(_)) => mcp::error(&Value::Null, mcp::INVALID_REQUEST, BATCH),
             Ok(msg) => endpoint
                 .send(http::Method::POST, "/call", Some(&msg))
                 .await
@@ -255,7 +254,23 @@ async fn record(endpoint: &Endpoint, command: &[String], secrets: &Secrets) -> R
     let forwarding = async {
         let mut input = BufReader::new(tokio::io::stdin());
         while let Ok(Some(line)) = next_line(&mut input).await {
-            if let Ok(msg) = serde_json::from_slice::<Value>(&line) {
+            let parsed = serde_json::from_slice::<Value>(&line);
+            if let Ok(Value::Array(batch)) = &parsed {
+                // Refused as a replay refuses it (MCP dropped batches in 2025-06-18): a
+                // batch the server executed would be a silent gap in the cassette.
+                let e = mcp::error(&Value::Null, mcp::INVALID_REQUEST, BATCH);
+                if send_line(&mut *out.lock().await, &e).await.is_err() {
+                    break;
+                }
+                let n = batch.len();
+                problem(
+                    endpoint,
+                    format!("the client sent a JSON-RPC batch of {n} message(s), which was refused (batches are not supported; send one message per line): it is not recorded"),
+                )
+                .await;
+                continue;
+            }
+            if let Ok(msg) = parsed {
                 if let Message::Request { id, method } = mcp::classify(&msg) {
                     // Two requests in flight with one id: the answer could go to either.
                     let taken = (pending.lock().unwrap_or_else(|p| p.into_inner()))
