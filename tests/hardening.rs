@@ -383,28 +383,33 @@ async fn a_secret_split_over_streamed_deltas_is_stored_in_neither_form() {
     assert!(!cassette.to_string().contains(PASSWORD));
 }
 
+/// Read one HTTP/1.1 request (its head and its `content-length` body) from `conn`.
+fn read_request(conn: &std::net::TcpStream) {
+    use std::io::{BufRead, BufReader, Read};
+    let mut reader = BufReader::new(conn);
+    let mut length = 0;
+    loop {
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+            length = v.trim().parse().unwrap();
+        }
+        if line == "\r\n" {
+            break;
+        }
+    }
+    reader.read_exact(&mut vec![0; length]).unwrap();
+}
+
 /// A one-connection upstream on 127.0.0.1 that reads one request, then sends `head` and
 /// `chunks` (HTTP/1.1 chunked) and does `end`: cut the connection, or stall.
 fn raw_upstream(chunks: Vec<&'static str>, stall: bool) -> String {
-    use std::io::{BufRead, BufReader, Read, Write};
+    use std::io::Write;
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     std::thread::spawn(move || {
         let (mut conn, _) = listener.accept().unwrap();
-        let mut reader = BufReader::new(conn.try_clone().unwrap());
-        let mut length = 0;
-        loop {
-            let mut line = String::new();
-            reader.read_line(&mut line).unwrap();
-            if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                length = v.trim().parse().unwrap();
-            }
-            if line == "\r\n" {
-                break;
-            }
-        }
-        let mut body = vec![0; length];
-        reader.read_exact(&mut body).unwrap();
+        read_request(&conn);
         let mut out = String::from(
             "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n",
         );
@@ -505,25 +510,13 @@ fn an_upstream_that_aborts_mid_stream_is_an_abort_in_record_and_in_replay() {
 /// as aborted, which is no failure of the upstream.
 #[test]
 fn a_program_that_hangs_up_mid_stream_stops_the_upstream() {
-    use std::io::{BufRead, BufReader, Read, Write};
+    use std::io::{Read, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let upstream = format!("http://{}", listener.local_addr().unwrap());
     let (closed_tx, closed) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let (mut conn, _) = listener.accept().unwrap();
-        let mut reader = BufReader::new(conn.try_clone().unwrap());
-        let mut length = 0;
-        loop {
-            let mut line = String::new();
-            reader.read_line(&mut line).unwrap();
-            if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                length = v.trim().parse().unwrap();
-            }
-            if line == "\r\n" {
-                break;
-            }
-        }
-        reader.read_exact(&mut vec![0; length]).unwrap();
+        read_request(&conn);
         let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
         conn.write_all(head.as_bytes()).unwrap();
         // A chunk every 50 ms for up to 20 s, until a write fails: the proxy hung up.
