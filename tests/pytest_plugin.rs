@@ -38,7 +38,7 @@ async fn the_plugin_passes_its_pytester_suite() {
     let text =
         String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{text}");
-    assert!(text.contains("14 passed"), "{text}");
+    assert!(text.contains("15 passed"), "{text}");
     // Only the record runs reached the upstreams: 2 model requests per recorded test.
     assert!(openai.request_count() > 0 && anthropic.request_count() > 0);
     openai.stop().await;

@@ -9,6 +9,7 @@ import json
 import os
 import re
 import subprocess
+import time
 import urllib.error
 import urllib.request
 
@@ -309,6 +310,33 @@ def test_a_miss_fails_the_test_with_the_near_miss_report(pytester, env):
     assert "to replay, and the test made 1 request(s) that needed one; record it with " \
         "`pytest test_agent.py::test_anthropic --agentproxy-mode=record`" in out, out
     assert "pytest_plugin.py" not in out, out
+
+
+def test_a_serve_that_stops_answering_fails_the_rest_at_once(pytester, env):
+    """A stopped serve (SIGSTOP) times out the first control request; every later test
+    fails at once, and the session ends without waiting on serve forever."""
+    pytester.makepyfile(test_stuck="""
+import os, signal
+
+def test_stops_serve(agentproxy, request):
+    os.kill(request.config._agentproxy.process.pid, signal.SIGSTOP)
+
+def test_after(agentproxy):
+    pass
+
+def test_after_too(agentproxy):
+    pass
+""")
+    env.setenv("AGENTPROXY_CONTROL_TIMEOUT", "2")
+    started = time.monotonic()
+    result = replay(pytester, env)
+    took = time.monotonic() - started
+    result.assert_outcomes(failed=3)
+    out = result.stdout.str() + result.stderr.str()
+    assert "agentproxy serve did not answer DELETE /_agentproxy/test within 2 s" in out, out
+    # The two later tests, each in its failure and its summary line.
+    assert out.count("earlier in this session, so it was ended") == 4, out
+    assert took < 30, took
 
 
 def test_a_test_that_asks_the_model_nothing_needs_no_cassette(pytester, env):
