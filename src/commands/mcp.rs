@@ -197,6 +197,23 @@ async fn send_line(out: &mut tokio::io::Stdout, msg: &Value) -> std::io::Result<
 /// The answer to a JSON-RPC batch, in any mode.
 const BATCH: &str = "agentproxy: JSON-RPC batches are not supported; send one message per line";
 
+/// Refuse a client's batch of `n` messages while recording, as a replay refuses it (MCP
+/// dropped batches in 2025-06-18), and name it: a batch the server executed would be a
+/// silent gap in the cassette.
+async fn refuse_batch(
+    endpoint: &Endpoint,
+    out: &mut tokio::io::Stdout,
+    n: usize,
+) -> std::io::Result<()> {
+    send_line(out, &mcp::error(&Value::Null, mcp::INVALID_REQUEST, BATCH)).await?;
+    problem(
+        endpoint,
+        format!("the client sent a JSON-RPC batch of {n} message(s), which was refused (batches are not supported; send one message per line): it is not recorded"),
+    )
+    .await;
+    Ok(())
+}
+
 /// Replay: answer each client message from the session; the server never starts.
 async fn replay(endpoint: &Endpoint) -> Result<Exit> {
     let mut input = BufReader::new(tokio::io::stdin());
@@ -256,18 +273,12 @@ async fn record(endpoint: &Endpoint, command: &[String], secrets: &Secrets) -> R
         while let Ok(Some(line)) = next_line(&mut input).await {
             let parsed = serde_json::from_slice::<Value>(&line);
             if let Ok(Value::Array(batch)) = &parsed {
-                // Refused as a replay refuses it (MCP dropped batches in 2025-06-18): a
-                // batch the server executed would be a silent gap in the cassette.
-                let e = mcp::error(&Value::Null, mcp::INVALID_REQUEST, BATCH);
-                if send_line(&mut *out.lock().await, &e).await.is_err() {
+                if refuse_batch(endpoint, &mut *out.lock().await, batch.len())
+                    .await
+                    .is_err()
+                {
                     break;
                 }
-                let n = batch.len();
-                problem(
-                    endpoint,
-                    format!("the client sent a JSON-RPC batch of {n} message(s), which was refused (batches are not supported; send one message per line): it is not recorded"),
-                )
-                .await;
                 continue;
             }
             if let Ok(msg) = parsed {

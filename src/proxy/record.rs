@@ -95,12 +95,7 @@ pub(super) async fn forward(
                 pump_stream(body, tx, encoding.decoder(), parser, idle).await;
             let latency = started.elapsed();
             if let Some(why) = &aborted {
-                let message = format!("{} {}: {why}; recorded as aborted", ex.method, ex.path);
-                tell!("agentproxy: {message}");
-                // The program's own choice is no failure of the upstream.
-                if !hung_up {
-                    proxy.lock().upstream_errors.push(message);
-                }
+                note_abort(&proxy, &ex, why, hung_up);
             }
             let response = Recorded {
                 status,
@@ -152,6 +147,16 @@ pub(super) async fn forward(
     };
     store(proxy, ex, response, latency);
     out
+}
+
+/// Say why a stream was recorded as aborted; an upstream's failure (not the program's
+/// own hang-up) is one of the session's upstream errors.
+fn note_abort(proxy: &Proxy, ex: &Exchange, why: &str, hung_up: bool) {
+    let message = format!("{} {}: {why}; recorded as aborted", ex.method, ex.path);
+    tell!("agentproxy: {message}");
+    if !hung_up {
+        proxy.lock().upstream_errors.push(message);
+    }
 }
 
 /// Forward each chunk to the program the moment it arrives (decoded), and parse events on

@@ -92,8 +92,46 @@ pub(crate) fn judge(ran: Ran) -> Verdict {
         .map(|name| format!("mocked tool `{name}` was never called"))
         .collect();
     problems.extend(uncertified(ran.require, driven.level.as_ref()));
-    // Traffic around the model APIs: refused in a replay (the case cannot be certified),
-    // named while recording (a replay will refuse it).
+    egress_findings(outcome, &mut problems, &mut warnings);
+    // A replay the program made no request of: whatever it printed, nothing was tested
+    // (recording it would have failed the same way).
+    if outcome.requests == 0 && !outcome.unused.is_empty() {
+        problems.push(format!(
+            "the program made no request through the proxy, so none of the cassette's {} recording(s) was served: nothing was tested",
+            outcome.unused.len()
+        ));
+    }
+    // Mocks that could not answer and faults that could not fire: the case did not test
+    // what it says.
+    problems.extend(outcome.mock_problems.iter().cloned());
+    problems.extend(outcome.fault_problems.iter().map(|p| format!("fault {p}")));
+    if let (Some(call), false) = (ran.fuzz, outcome.fuzzed) {
+        problems.push(format!(
+            "fuzz: no answer called `{}`, so the arguments never reached the program",
+            call.tool
+        ));
+    }
+    let mut usage = Usage::default();
+    for t in &turns {
+        usage += t.usage;
+    }
+    Verdict {
+        turns,
+        assertions,
+        crash: crash_report,
+        problems,
+        warnings,
+        usage,
+    }
+}
+
+/// Traffic around the model APIs: refused in a replay (the case cannot be certified),
+/// named while recording (a replay will refuse it).
+fn egress_findings(
+    outcome: &crate::proxy::Outcome,
+    problems: &mut Vec<String>,
+    warnings: &mut Vec<String>,
+) {
     for (host, e) in &outcome.egress {
         let host = crate::proxy::intercept::label(host);
         if e.refused > 0 {
@@ -126,36 +164,6 @@ pub(crate) fn judge(ran: Ran) -> Verdict {
                 e.passed
             ));
         }
-    }
-    // A replay the program made no request of: whatever it printed, nothing was tested
-    // (recording it would have failed the same way).
-    if outcome.requests == 0 && !outcome.unused.is_empty() {
-        problems.push(format!(
-            "the program made no request through the proxy, so none of the cassette's {} recording(s) was served: nothing was tested",
-            outcome.unused.len()
-        ));
-    }
-    // Mocks that could not answer and faults that could not fire: the case did not test
-    // what it says.
-    problems.extend(outcome.mock_problems.iter().cloned());
-    problems.extend(outcome.fault_problems.iter().map(|p| format!("fault {p}")));
-    if let (Some(call), false) = (ran.fuzz, outcome.fuzzed) {
-        problems.push(format!(
-            "fuzz: no answer called `{}`, so the arguments never reached the program",
-            call.tool
-        ));
-    }
-    let mut usage = Usage::default();
-    for t in &turns {
-        usage += t.usage;
-    }
-    Verdict {
-        turns,
-        assertions,
-        crash: crash_report,
-        problems,
-        warnings,
-        usage,
     }
 }
 
