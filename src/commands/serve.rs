@@ -354,11 +354,12 @@ impl Harness {
         (StatusCode::OK, json!({}))
     }
 
-    /// `path` relative to the root, as a report shows it.
-    fn relative<'a>(&self, path: &'a str) -> &'a str {
-        (path.strip_prefix(&*self.root.to_string_lossy()))
-            .map(|p| p.trim_start_matches('/'))
-            .unwrap_or(path)
+    /// `path` relative to the root (whole components only), as a report shows it.
+    fn relative(&self, path: &str) -> String {
+        match Path::new(path).strip_prefix(&self.root) {
+            Ok(p) => p.display().to_string(),
+            Err(_) => path.to_owned(),
+        }
     }
 
     /// End the test `name` (`failure`: why it failed in its own code, as its harness says):
@@ -462,9 +463,9 @@ impl Harness {
         crate::runner::harness::case(crate::runner::harness::Ended {
             runner: a.spec.runner.name(),
             // The npm helpers name a test by its file's absolute path.
-            name: self.relative(name),
+            name: &self.relative(name),
             mode: a.usage.name(),
-            cassette: self.relative(&a.spec.cassette.display().to_string()),
+            cassette: &self.relative(&a.spec.cassette.display().to_string()),
             duration_ms: u64::try_from(a.started.elapsed().as_millis()).unwrap_or(u64::MAX),
             exchanges,
             requests,
