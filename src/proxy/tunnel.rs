@@ -397,7 +397,7 @@ mod tests {
             assert!(is_loopback(host), "{host}");
         }
         for host in [
-            "10.0.0.1",
+            "127.0.0.1.test",
             "api.openai.com",
             "localhost.test",
             "mylocalhost",
