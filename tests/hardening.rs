@@ -1711,3 +1711,47 @@ fn a_record_run_that_only_reached_other_hosts_says_so() {
         r.stderr
     );
 }
+
+#[test]
+fn a_program_that_reaches_hundreds_of_hosts_gets_a_bounded_egress_summary() {
+    // 300 tunnels to distinct names, each refused by the replay: stderr names 20 of them,
+    // `--json` the first 256 and counts the rest under "*".
+    let program = "import http.client, os, urllib.parse\n\
+         p = urllib.parse.urlsplit(os.environ['HTTPS_PROXY'])\n\
+         for n in range(300):\n    \
+             c = http.client.HTTPConnection(p.hostname, p.port, timeout=10)\n    \
+             c.set_tunnel(f'h{n:03}.invalid', 443)\n    \
+             try:\n        c.connect()\n    except OSError:\n        pass\n    \
+             c.close()\n";
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("c.json"), cassette_with("")).unwrap();
+    let out = Command::new(bin())
+        .args([
+            "replay",
+            "--cassette",
+            "c.json",
+            "--json",
+            "--contain",
+            "off",
+        ])
+        .args(["--", "python3", "-c", program])
+        .current_dir(dir.path())
+        .env_remove("CI")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let egress = summary["egress"].as_object().unwrap();
+    assert_eq!(egress.len(), 257, "hosts named");
+    assert_eq!(egress["h000.invalid:443"]["refused"], 1);
+    assert_eq!(egress["*"]["refused"], 44);
+    let line = (stderr.lines())
+        .find(|l| l.contains("h000.invalid:443"))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(line.len() < 1000, "{line}");
+    assert!(
+        line.contains("and 236 more hosts, other hosts (beyond the first 256) ×44"),
+        "{line}"
+    );
+}

@@ -196,18 +196,25 @@ impl Signals {
 /// in for: what went through while recording, what a replay refused.
 pub fn egress_lines(out: &crate::proxy::Outcome, level: Option<&Level>) -> Vec<String> {
     // A line names at most SHOWN hosts: a program that reached thousands must not make
-    // one line of its stderr hundreds of kilobytes long (`--json` has them all).
+    // one line of its stderr hundreds of kilobytes long (`--json` names up to
+    // `intercept::NAMED_HOSTS`).
     const SHOWN: usize = 20;
     let list = |pick: &dyn Fn(&Egress) -> usize| -> Vec<String> {
         let all: Vec<(&String, usize)> = (out.egress.iter())
             .map(|(host, e)| (host, pick(e)))
-            .filter(|(_, n)| *n > 0)
+            .filter(|(host, n)| *n > 0 && *host != intercept::OTHER_HOSTS)
             .collect();
         let mut shown: Vec<String> = (all.iter().take(SHOWN))
             .map(|(host, n)| format!("{} ×{n}", intercept::label(host)))
             .collect();
         if all.len() > SHOWN {
             shown.push(format!("and {} more hosts", all.len() - SHOWN));
+        }
+        match out.egress.get(intercept::OTHER_HOSTS).map(pick) {
+            Some(n) if n > 0 => {
+                shown.push(format!("{} ×{n}", intercept::label(intercept::OTHER_HOSTS)))
+            }
+            _ => {}
         }
         shown
     };
@@ -298,5 +305,16 @@ mod tests {
         assert!(lines[0].len() < 800, "{} bytes", lines[0].len());
         assert!(lines[0].contains("h0000.test:443 ×1"), "{}", lines[0]);
         assert!(lines[0].ends_with(", and 5980 more hosts"), "{}", lines[0]);
+        // Beyond the hosts the log names, the rest are counted together, last.
+        out.egress
+            .entry(intercept::OTHER_HOSTS.into())
+            .or_default()
+            .passed = 7;
+        let lines = egress_lines(&out, None);
+        let tail = format!(
+            ", and 5980 more hosts, other hosts (beyond the first {}) ×7",
+            intercept::NAMED_HOSTS
+        );
+        assert!(lines[0].ends_with(&tail), "{}", lines[0]);
     }
 }

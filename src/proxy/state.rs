@@ -14,7 +14,7 @@ use super::body::ProxyBody;
 use super::crash::Crash;
 use super::exchange::Exchange;
 use super::fault::{self, Faults};
-use super::intercept::{Egress, Passage};
+use super::intercept::{self, Egress, Passage};
 use super::options::Options;
 use super::outcome::Outcome;
 use crate::cassette::format::Spoiled;
@@ -111,7 +111,8 @@ impl Proxy {
     /// Note a tunnel through the forward proxy.
     pub(super) fn note_egress(&self, host: &str, passage: Passage) {
         let mut st = self.lock();
-        let e = st.egress.entry(host.to_owned()).or_default();
+        let key = intercept::log_key(&st.egress, host);
+        let e = st.egress.entry(key.to_owned()).or_default();
         *match passage {
             Passage::Intercepted => &mut e.intercepted,
             Passage::Passed => &mut e.passed,

@@ -6,6 +6,7 @@ pub mod ca;
 
 pub use ca::Authority;
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// Tunnels through the forward proxy to one host.
@@ -118,9 +119,30 @@ pub fn host_port(path: &str) -> Option<String> {
     Some(format!("{}:{port}", uri.host()?.to_ascii_lowercase()))
 }
 
+/// How many hosts a session's egress log names one by one: the traffic to any further
+/// host is counted under [`OTHER_HOSTS`], so a program that reaches thousands costs the
+/// log, the summaries and `--json` no more than this many entries.
+pub const NAMED_HOSTS: usize = 256;
+
+/// The egress log's key for the hosts beyond the first [`NAMED_HOSTS`].
+pub const OTHER_HOSTS: &str = "*";
+
+/// The key `host` is counted under in a session's egress log: its own while the log names
+/// fewer than [`NAMED_HOSTS`] hosts (or already names it), [`OTHER_HOSTS`] after.
+pub fn log_key<'a>(log: &BTreeMap<String, Egress>, host: &'a str) -> &'a str {
+    let named = log.len() - usize::from(log.contains_key(OTHER_HOSTS));
+    match named < NAMED_HOSTS || log.contains_key(host) {
+        true => host,
+        false => OTHER_HOSTS,
+    }
+}
+
 /// `host:port` as reports name it: with the telemetry service it belongs to, if known
 /// (`api.smith.langchain.com:443 (LangSmith telemetry)`).
 pub fn label(host_port: &str) -> String {
+    if host_port == OTHER_HOSTS {
+        return format!("other hosts (beyond the first {NAMED_HOSTS})");
+    }
     let host = host_port.rsplit_once(':').map_or(host_port, |(h, _)| h);
     match crate::dialect::telemetry_of(host) {
         Some(name) => format!("{host_port} ({name} telemetry)"),
@@ -152,6 +174,27 @@ pub(crate) fn tunnels() -> Arc<tokio::sync::Semaphore> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_egress_log_names_a_bounded_number_of_hosts() {
+        let mut log: BTreeMap<String, Egress> = BTreeMap::new();
+        for n in 0..NAMED_HOSTS + 100 {
+            let host = format!("h{n:05}.test:443");
+            log.entry(log_key(&log, &host).to_owned())
+                .or_default()
+                .passed += 1;
+        }
+        assert_eq!(log.len(), NAMED_HOSTS + 1);
+        assert_eq!(log[OTHER_HOSTS].passed, 100);
+        // A host it names goes on being counted as itself.
+        let first = "h00000.test:443";
+        assert_eq!(log_key(&log, first), first);
+        assert_eq!(log_key(&log, "new.test:443"), OTHER_HOSTS);
+        assert_eq!(
+            label(OTHER_HOSTS),
+            format!("other hosts (beyond the first {NAMED_HOSTS})")
+        );
+    }
 
     #[test]
     fn a_whole_url_names_its_host_and_port_and_a_path_none() {
