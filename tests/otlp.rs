@@ -67,9 +67,15 @@ async fn collector(status: u16) -> (Server, Arc<Received>) {
 
 /// Run the binary off the runtime the collector serves on.
 async fn agentproxy(args: Vec<String>) -> (i32, String) {
+    agentproxy_with(args, vec![]).await
+}
+
+/// [`agentproxy`] with these variables set.
+async fn agentproxy_with(args: Vec<String>, env: Vec<(&'static str, PathBuf)>) -> (i32, String) {
     tokio::task::spawn_blocking(move || {
         let out = Command::new(bin())
             .args(&args)
+            .envs(env)
             .current_dir(repo())
             .env_remove("CI")
             .output()
@@ -234,5 +240,64 @@ async fn test_sends_a_trace_per_case_with_its_status() {
     if let Some(n) = check_schema(&requests[0].2) {
         assert_eq!(n, all.len());
     }
+    server.stop().await;
+}
+
+/// A private CA (its certificate as PEM) and a TLS configuration for `127.0.0.1` signed by it.
+fn private_ca() -> (String, Arc<rustls::ServerConfig>) {
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca_key = KeyPair::generate().unwrap();
+    let ca = rcgen::CertifiedIssuer::self_signed(ca, ca_key).unwrap();
+    let leaf_key = KeyPair::generate().unwrap();
+    let leaf = CertificateParams::new(vec!["127.0.0.1".to_owned()])
+        .unwrap()
+        .signed_by(&leaf_key, &ca)
+        .unwrap();
+    let key = rustls::pki_types::PrivatePkcs8KeyDer::from(leaf_key.serialize_der());
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(vec![leaf.der().clone()], key.into())
+        .unwrap();
+    (ca.pem(), Arc::new(config))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn export_reaches_a_collector_behind_a_private_ca_that_ssl_cert_file_names() {
+    let (ca, tls) = private_ca();
+    let state = Arc::new(Received::default());
+    *state.status.lock().unwrap() = 200;
+    let server = Server::start_tls("collector", state.clone(), collect, tls).await;
+    let dir = tempfile::tempdir().unwrap();
+    let bundle = dir.path().join("ca.pem");
+    std::fs::write(&bundle, ca).unwrap();
+    let args = || {
+        vec![
+            "export".to_owned(),
+            "--otlp".to_owned(),
+            server.url(),
+            "cassettes/examples/weather-agent.json".to_owned(),
+        ]
+    };
+    // Not trusted: the web roots alone refuse the collector's certificate.
+    let (code, out) = agentproxy(args()).await;
+    assert_eq!(code, 3, "{out}");
+    assert!(state.requests.lock().unwrap().is_empty());
+    // Named by SSL_CERT_FILE, or found in SSL_CERT_DIR, as an OpenSSL client finds it.
+    for var in ["SSL_CERT_FILE", "SSL_CERT_DIR"] {
+        let path = match var {
+            "SSL_CERT_FILE" => bundle.clone(),
+            _ => dir.path().to_owned(),
+        };
+        let (code, out) = agentproxy_with(args(), vec![(var, path)]).await;
+        assert_eq!(code, 0, "{var}: {out}");
+    }
+    let requests = state.requests.lock().unwrap().clone();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[0].0, "/v1/traces");
     server.stop().await;
 }

@@ -5,8 +5,6 @@ use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
 
 use super::revision;
 use crate::cli::ExportArgs;
@@ -66,12 +64,7 @@ fn endpoint(url: &str) -> String {
 }
 
 async fn post(url: &str, body: Vec<u8>) -> std::result::Result<(), String> {
-    let connector = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_webpki_roots()
-        .https_or_http()
-        .enable_http1()
-        .build();
-    let client: Client<_, Full<Bytes>> = Client::builder(TokioExecutor::new()).build(connector);
+    let client = crate::proxy::client::new();
     let request = http::Request::post(url)
         .header(http::header::CONTENT_TYPE, "application/json")
         .body(Full::new(Bytes::from(body)))

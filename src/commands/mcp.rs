@@ -9,8 +9,6 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use hyper_util::client::legacy::{connect::HttpConnector, Client};
-use hyper_util::rt::TokioExecutor;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
@@ -23,7 +21,7 @@ use crate::runner::ancestry::{self, Found, SessionAt};
 
 /// The session's MCP endpoint for one server.
 struct Endpoint {
-    client: Client<HttpConnector, Full<Bytes>>,
+    client: crate::proxy::client::Client,
     base: String,
     /// The session's secret, presented with every request.
     secret: Option<String>,
@@ -81,7 +79,7 @@ pub async fn run(args: McpArgs) -> Result<Exit> {
         Found::Unsure(why) => return Err(Error::McpUnsure { why }),
     };
     let endpoint = Endpoint {
-        client: Client::builder(TokioExecutor::new()).build_http(),
+        client: crate::proxy::client::new(),
         base: format!(
             "{}{}{}",
             url.trim_end_matches('/'),

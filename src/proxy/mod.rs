@@ -8,6 +8,7 @@
 
 mod api;
 pub(crate) mod body;
+pub mod client;
 mod conn;
 pub(crate) mod crash;
 mod direct;

@@ -4,15 +4,12 @@
 //! names, and others only for that program, while recording or when allowed), and a
 //! header timeout.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Request, Response, Uri};
 use http_body_util::Full;
 use hyper::body::Incoming;
-use hyper_util::client::legacy::{connect::HttpConnector, Client};
-use hyper_util::rt::{TokioExecutor, TokioTimer};
 
 use crate::cassette::format::Upstreams;
 use crate::dialect::Provider;
@@ -33,7 +30,7 @@ const NOT_FORWARDED: [&str; 11] = [
 ];
 
 pub struct Upstream {
-    client: Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>,
+    client: super::client::Client,
     /// The bases, without a trailing `/`.
     bases: Upstreams,
     timeout: Duration,
@@ -102,33 +99,6 @@ impl UpstreamError {
     }
 }
 
-/// The certificates a recording trusts upstream: the built-in web roots, and those of
-/// the file `SSL_CERT_FILE` names in agentproxy's environment (a private CA, a company's
-/// TLS-inspecting proxy), as OpenSSL-based clients trust them.
-fn roots() -> Arc<rustls::RootCertStore> {
-    static ROOTS: std::sync::OnceLock<Arc<rustls::RootCertStore>> = std::sync::OnceLock::new();
-    ROOTS.get_or_init(|| Arc::new(read_roots())).clone()
-}
-
-/// [`roots`], read (once per process).
-fn read_roots() -> rustls::RootCertStore {
-    use rustls::pki_types::{pem::PemObject, CertificateDer};
-    let mut roots = rustls::RootCertStore::empty();
-    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-    let Some(file) = std::env::var_os("SSL_CERT_FILE").filter(|f| !f.is_empty()) else {
-        return roots;
-    };
-    let certs: Result<Vec<_>, _> =
-        CertificateDer::pem_file_iter(&file).and_then(|certs| certs.collect());
-    let added = certs.map(|c| roots.add_parsable_certificates(c));
-    match added {
-        Ok((n, _)) if n > 0 => {}
-        Ok(_) => tell!("agentproxy: warning: SSL_CERT_FILE={}: no certificate in it; recording trusts the built-in roots only", file.to_string_lossy()),
-        Err(e) => tell!("agentproxy: warning: SSL_CERT_FILE={}: {e}; recording trusts the built-in roots only", file.to_string_lossy()),
-    }
-    roots
-}
-
 #[derive(Debug, thiserror::Error)]
 #[error("invalid upstream URL `{url}`: {reason}")]
 pub struct InvalidUpstream {
@@ -158,31 +128,7 @@ impl Upstream {
                 ));
             }
         }
-        let mut http = HttpConnector::new();
-        // Streams are many small writes: Nagle would hold back every other SSE chunk.
-        http.set_nodelay(true);
-        http.enforce_http(false);
-        let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .map_err(|e| InvalidUpstream {
-            url: String::new(),
-            reason: e.to_string(),
-        })?
-        .with_root_certificates(roots())
-        .with_no_client_auth();
-        let connector = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_tls_config(tls)
-            .https_or_http()
-            .enable_http1()
-            .enable_http2()
-            .wrap_connector(http);
-        let client = Client::builder(TokioExecutor::new())
-            .pool_timer(TokioTimer::new())
-            .pool_idle_timeout(Duration::from_secs(60))
-            .timer(TokioTimer::new())
-            .build(connector);
+        let client = super::client::new();
         Ok(Upstream {
             client,
             bases: Upstreams(

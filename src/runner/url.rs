@@ -5,8 +5,6 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use hyper_util::client::legacy::{connect::HttpConnector, Client};
-use hyper_util::rt::TokioExecutor;
 
 #[derive(Debug, thiserror::Error)]
 pub enum UrlError {
@@ -23,7 +21,7 @@ pub enum UrlError {
 }
 
 pub struct UrlApp {
-    client: Client<HttpConnector, Full<Bytes>>,
+    client: crate::proxy::client::Client,
     url: String,
     session: String,
 }
@@ -31,7 +29,7 @@ pub struct UrlApp {
 impl UrlApp {
     pub fn new(url: &str, session: &str) -> UrlApp {
         UrlApp {
-            client: Client::builder(TokioExecutor::new()).build_http(),
+            client: crate::proxy::client::new(),
             url: url.to_owned(),
             session: session.to_owned(),
         }

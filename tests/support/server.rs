@@ -29,6 +29,7 @@ const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 pub struct Server {
     name: &'static str,
     addr: SocketAddr,
+    tls: bool,
     // Dropping the sender is the shutdown signal.
     shutdown: watch::Sender<()>,
     task: JoinHandle<()>,
@@ -43,6 +44,36 @@ impl Server {
         F: Fn(Arc<S>, Request<Incoming>) -> Fut + Clone + Send + Sync + 'static,
         Fut: Future<Output = Response<Body>> + Send + 'static,
     {
+        Server::start_with(name, state, handle, None).await
+    }
+
+    /// [`Server::start`] behind TLS with `config` (`https://127.0.0.1:PORT`).
+    #[allow(dead_code)]
+    pub async fn start_tls<S, F, Fut>(
+        name: &'static str,
+        state: Arc<S>,
+        handle: F,
+        config: Arc<rustls::ServerConfig>,
+    ) -> Server
+    where
+        S: Send + Sync + 'static,
+        F: Fn(Arc<S>, Request<Incoming>) -> Fut + Clone + Send + Sync + 'static,
+        Fut: Future<Output = Response<Body>> + Send + 'static,
+    {
+        Server::start_with(name, state, handle, Some(config.into())).await
+    }
+
+    async fn start_with<S, F, Fut>(
+        name: &'static str,
+        state: Arc<S>,
+        handle: F,
+        tls: Option<tokio_rustls::TlsAcceptor>,
+    ) -> Server
+    where
+        S: Send + Sync + 'static,
+        F: Fn(Arc<S>, Request<Incoming>) -> Fut + Clone + Send + Sync + 'static,
+        Fut: Future<Output = Response<Body>> + Send + 'static,
+    {
         let listener = TcpListener::bind(("127.0.0.1", 0))
             .await
             .unwrap_or_else(|e| panic!("{name}: failed to bind 127.0.0.1:0: {e}"));
@@ -50,18 +81,23 @@ impl Server {
             .local_addr()
             .unwrap_or_else(|e| panic!("{name}: failed to read the bound address: {e}"));
         let (shutdown, shutdown_rx) = watch::channel(());
-        let task = tokio::spawn(serve(listener, state, handle, shutdown_rx));
+        let secure = tls.is_some();
+        let task = tokio::spawn(serve(listener, tls, state, handle, shutdown_rx));
         Server {
             name,
             addr,
+            tls: secure,
             shutdown,
             task,
         }
     }
 
-    /// `http://127.0.0.1:PORT`.
+    /// `http://127.0.0.1:PORT` (`https://` behind TLS).
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        match self.tls {
+            true => format!("https://{}", self.addr),
+            false => format!("http://{}", self.addr),
+        }
     }
 
     /// Closes the listener (later connections are refused), then waits, bounded, for
@@ -82,6 +118,7 @@ impl Server {
 
 async fn serve<S, F, Fut>(
     listener: TcpListener,
+    tls: Option<tokio_rustls::TlsAcceptor>,
     state: Arc<S>,
     handle: F,
     mut shutdown: watch::Receiver<()>,
@@ -111,14 +148,23 @@ async fn serve<S, F, Fut>(
             let answer = handle(Arc::clone(&state), req);
             async move { Ok::<_, Infallible>(answer.await) }
         });
-        let conn = graceful.watch(
-            builder
-                .serve_connection(TokioIo::new(stream), service)
-                .into_owned(),
-        );
-        // A connection error is a client hanging up mid-answer: nothing to report.
+        let (builder, watcher, tls) = (builder.clone(), graceful.watcher(), tls.clone());
+        // A connection error is a client hanging up mid-answer (or failing the TLS
+        // handshake): nothing to report.
         tokio::spawn(async move {
-            let _ = conn.await;
+            let _ = match tls {
+                None => {
+                    let conn = builder.serve_connection(TokioIo::new(stream), service);
+                    watcher.watch(conn.into_owned()).await
+                }
+                Some(tls) => match tls.accept(stream).await {
+                    Ok(stream) => {
+                        let conn = builder.serve_connection(TokioIo::new(stream), service);
+                        watcher.watch(conn.into_owned()).await
+                    }
+                    Err(_) => Ok(()),
+                },
+            };
         });
     }
     drop(listener);
