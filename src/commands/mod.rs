@@ -14,6 +14,7 @@ mod revision;
 pub mod serve;
 mod session;
 pub mod show;
+mod summary;
 pub mod test;
 
 use crate::cli::{Cli, Command};

@@ -10,6 +10,7 @@ use crate::runner::plan::{self, Forwarding, Plan, Setup, Use};
 use crate::trajectory::{self, Asserted};
 
 use super::session;
+use super::summary::{Common, Summary};
 
 pub async fn run(args: RecordArgs) -> Result<Exit> {
     let s = &args.session;
@@ -42,59 +43,13 @@ pub async fn run(args: RecordArgs) -> Result<Exit> {
     }
     let ended = session::run(s, options, false, &banner).await?;
     let out = &ended.outcome;
-    let child_failed = ended.child.filter(|c| *c != EXIT_OK);
     if out.recorded.is_empty() {
-        // What the program reached around the proxy may say why nothing came through it.
-        if !s.quiet {
-            for line in session::egress_lines(out, ended.level.as_ref()) {
-                tell!("{line}");
-            }
-        }
-        if let Some(code) = child_failed.filter(|_| out.upstream_errors.is_empty()) {
-            tell!("agentproxy: the program exited with status {code} before any request was recorded; no cassette written");
-            return Ok(Exit::Program(code));
-        }
-        let mut failures: Vec<String> = (out.upstream_errors.iter())
-            .chain(&out.rejected)
-            .cloned()
-            .collect();
-        if failures.is_empty() && out.requests > 0 {
-            failures.push(format!(
-                "{} request(s) were still waiting for the upstream when agentproxy was stopped",
-                out.requests
-            ));
-        }
-        if !failures.is_empty() {
-            return Err(Error::NothingRecordable { failures });
-        }
-        let reached: Vec<String> = (out.egress.iter())
-            .filter(|(_, e)| e.passed + e.allowed > 0)
-            .map(|(host, _)| crate::proxy::intercept::label(host))
-            .collect();
-        let elsewhere = match reached.is_empty() {
-            true => String::new(),
-            false => format!(
-                " but to other hosts ({}), which are not recorded (--record-other-hosts records them)",
-                reached.join(", ")
-            ),
-        };
-        return Err(Error::NothingRecorded {
-            elsewhere,
-            injected: ended
-                .injected
-                .iter()
-                .map(|v| v.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", "),
-        });
+        return nothing_recorded(s, &ended);
     }
     let count = out.recorded.len();
-    let streamed = out
-        .recorded
-        .iter()
+    let streamed = (out.recorded.iter())
         .filter(|i| i.response.events.is_some())
         .count();
-    let used = used_upstreams(&upstreams, &out.recorded);
     // The recording this one replaces, read before it is: what the re-record changed is
     // told with the rest, as `agentproxy diff` of the two would print it.
     let previous = (!s.quiet || s.json)
@@ -107,63 +62,120 @@ pub async fn run(args: RecordArgs) -> Result<Exit> {
     let drift = previous
         .zip(saved)
         .map(|(old, new)| trajectory::diff_cassettes(&old, &new, &Asserted::everything()));
-    let errors = ended.outcome.upstream_errors.len();
     if !s.quiet {
-        for client in &out.clients {
-            tell!(
-                "agentproxy: recorded {client}: its volatile fields are tolerated (see the cassette's match block; --no-client-tolerances turns this off)"
-            );
-        }
-        for line in session::fault_lines(out)
-            .into_iter()
-            .chain(session::egress_lines(out, ended.level.as_ref()))
-        {
-            tell!("{line}");
-        }
-        tell!(
-            "agentproxy: recorded {count} interaction(s) ({streamed} streamed) from {} to {}",
-            used.join(" and "),
-            s.cassette.display()
-        );
-        if let Some(d) = &drift {
-            tell!("agentproxy: against the recording it replaced:");
-            for line in trajectory::render_text(d).lines() {
-                tell!("{}", format!("  {line}").trim_end());
-            }
-        }
-        if errors > 0 {
-            // Named here whether or not they were as they happened (an MCP message over
-            // the size limit is noted, not printed).
-            tell!("agentproxy: {errors} request(s) failed at the upstream; exit 3:");
-            for e in &ended.outcome.upstream_errors {
-                tell!("agentproxy:   {e}");
-            }
-        }
+        let used = used_upstreams(&upstreams, &out.recorded);
+        tell_recorded(s, &ended, &used, drift.as_ref());
     }
     // A failed upstream is the cause when the program then fails too.
-    let exit = match child_failed {
-        _ if errors > 0 => Exit::Execution,
+    let exit = match ended.child.filter(|c| *c != EXIT_OK) {
+        _ if !out.upstream_errors.is_empty() => Exit::Execution,
         Some(code) => Exit::Program(code),
         None => Exit::Ok,
     };
     if s.json {
-        let summary = serde_json::json!({
-            "command": "record",
-            "cassette": s.cassette,
-            "recorded": count,
-            "streamed": streamed,
-            "trajectory": drift.as_ref().map(|d| d.verdict.as_str()),
-            "upstream_errors": ended.outcome.upstream_errors,
-            "faults": ended.outcome.faults,
-            "fault_problems": ended.outcome.fault_problems,
-            "egress": ended.outcome.egress,
-            "containment": ended.level.as_ref().map(ToString::to_string),
-            "program_exit": ended.child,
-            "exit_code": exit.code(),
-        });
-        super::output::print(&format!("{summary}\n"))?;
+        Summary::Record {
+            cassette: &s.cassette,
+            recorded: count,
+            streamed,
+            trajectory: drift.as_ref().map(|d| d.verdict.as_str()),
+            upstream_errors: &out.upstream_errors,
+            common: Common::of(&ended, exit.code()),
+        }
+        .print()?;
     }
     Ok(exit)
+}
+
+/// What a session that recorded nothing ends with: the program's own failure, or why no
+/// request came through (failed upstream, refused, or none made but to other hosts).
+fn nothing_recorded(s: &crate::cli::SessionArgs, ended: &session::Ended) -> Result<Exit> {
+    let out = &ended.outcome;
+    // What the program reached around the proxy may say why nothing came through it.
+    if !s.quiet {
+        for line in session::egress_lines(out, ended.level.as_ref()) {
+            tell!("{line}");
+        }
+    }
+    let child_failed = ended.child.filter(|c| *c != EXIT_OK);
+    if let Some(code) = child_failed.filter(|_| out.upstream_errors.is_empty()) {
+        tell!("agentproxy: the program exited with status {code} before any request was recorded; no cassette written");
+        return Ok(Exit::Program(code));
+    }
+    let mut failures: Vec<String> = (out.upstream_errors.iter())
+        .chain(&out.rejected)
+        .cloned()
+        .collect();
+    if failures.is_empty() && out.requests > 0 {
+        failures.push(format!(
+            "{} request(s) were still waiting for the upstream when agentproxy was stopped",
+            out.requests
+        ));
+    }
+    if !failures.is_empty() {
+        return Err(Error::NothingRecordable { failures });
+    }
+    let reached: Vec<String> = (out.egress.iter())
+        .filter(|(_, e)| e.passed + e.allowed > 0)
+        .map(|(host, _)| crate::proxy::intercept::label(host))
+        .collect();
+    let elsewhere = match reached.is_empty() {
+        true => String::new(),
+        false => format!(
+            " but to other hosts ({}), which are not recorded (--record-other-hosts records them)",
+            reached.join(", ")
+        ),
+    };
+    let injected: Vec<&str> = ended.injected.iter().map(|v| v.name.as_str()).collect();
+    Err(Error::NothingRecorded {
+        elsewhere,
+        injected: injected.join(", "),
+    })
+}
+
+/// What a recording tells on stderr: the known clients, faults and egress, the count, the
+/// trajectory against the recording it replaced, and each failed upstream request.
+fn tell_recorded(
+    s: &crate::cli::SessionArgs,
+    ended: &session::Ended,
+    used: &[String],
+    drift: Option<&trajectory::changes::TrajectoryDiff>,
+) {
+    let out = &ended.outcome;
+    for client in &out.clients {
+        tell!(
+            "agentproxy: recorded {client}: its volatile fields are tolerated (see the cassette's match block; --no-client-tolerances turns this off)"
+        );
+    }
+    for line in session::fault_lines(out)
+        .into_iter()
+        .chain(session::egress_lines(out, ended.level.as_ref()))
+    {
+        tell!("{line}");
+    }
+    let streamed = (out.recorded.iter())
+        .filter(|i| i.response.events.is_some())
+        .count();
+    tell!(
+        "agentproxy: recorded {} interaction(s) ({streamed} streamed) from {} to {}",
+        out.recorded.len(),
+        used.join(" and "),
+        s.cassette.display()
+    );
+    if let Some(d) = drift {
+        tell!("agentproxy: against the recording it replaced:");
+        for line in trajectory::render_text(d).lines() {
+            tell!("{}", format!("  {line}").trim_end());
+        }
+    }
+    let errors = out.upstream_errors.len();
+    if errors > 0 {
+        // Named here whether or not they were as they happened (an MCP message over
+        // the size limit is noted, not printed).
+        tell!("agentproxy: {errors} request(s) failed at the upstream; exit 3:");
+        for e in &out.upstream_errors {
+            tell!("agentproxy:   {e}");
+        }
+    }
 }
 
 /// The upstreams the recorded interactions came from, each once, in order of first use.

@@ -8,6 +8,7 @@ use crate::error::{Exit, Result, EXIT_OK};
 use crate::runner::plan::{self, Forwarding, Setup, Use};
 
 use super::session;
+use super::summary::{Common, Summary};
 
 /// Unused recordings listed by name without `-v`.
 const UNUSED_SHOWN: usize = 10;
@@ -86,21 +87,15 @@ pub async fn run(args: ReplayArgs) -> Result<Exit> {
         _ => Exit::Ok,
     };
     if s.json {
-        let summary = serde_json::json!({
-            "command": "replay",
-            "cassette": s.cassette,
-            "interactions": total,
-            "served": served,
-            "misses": out.misses,
-            "unused": out.unused,
-            "faults": out.faults,
-            "fault_problems": out.fault_problems,
-            "egress": out.egress,
-            "containment": ended.level.as_ref().map(ToString::to_string),
-            "program_exit": ended.child,
-            "exit_code": exit.code(),
-        });
-        super::output::print(&format!("{summary}\n"))?;
+        Summary::Replay {
+            cassette: &s.cassette,
+            interactions: total,
+            served,
+            misses: &out.misses,
+            unused: &out.unused,
+            common: Common::of(&ended, exit.code()),
+        }
+        .print()?;
     }
     Ok(exit)
 }
