@@ -259,68 +259,117 @@ async fn record(endpoint: &Endpoint, command: &[String], secrets: &Secrets) -> R
             command: command.join(" "),
             source,
         })?;
-    let (Some(mut to_server), Some(from_server)) = (child.stdin.take(), child.stdout.take()) else {
+    let (Some(to_server), Some(from_server)) = (child.stdin.take(), child.stdout.take()) else {
         unreachable!("both pipes were asked for");
     };
-    // The client's stdout, written by both directions (mocked answers, relayed lines).
-    let out = tokio::sync::Mutex::new(tokio::io::stdout());
-    // Requests sent and not yet answered, by their id's JSON text.
-    let pending: Mutex<HashMap<String, (Value, Instant)>> = Mutex::default();
-    let forwarding = async {
+    let relay = Relay {
+        endpoint,
+        secrets,
+        out: tokio::sync::Mutex::new(tokio::io::stdout()),
+        pending: Mutex::default(),
+    };
+    tokio::join!(relay.forward(to_server), relay.relay_back(from_server));
+    let status = child.wait().await.map_err(Error::McpIo)?;
+    Ok(match status.code() {
+        Some(0) => Exit::Ok,
+        Some(code) => Exit::Program(code),
+        None => {
+            use std::os::unix::process::ExitStatusExt;
+            Exit::Program(128 + status.signal().unwrap_or(0))
+        }
+    })
+}
+
+/// What a recording relay shares between its two directions.
+struct Relay<'a> {
+    endpoint: &'a Endpoint,
+    secrets: &'a Secrets,
+    /// The client's stdout, written by both directions (mocked answers, relayed lines).
+    out: tokio::sync::Mutex<tokio::io::Stdout>,
+    /// Requests sent and not yet answered, by their id's JSON text.
+    pending: Mutex<HashMap<String, (Value, Instant)>>,
+}
+
+/// What becomes of a line from the client.
+enum Step {
+    /// Sent on to the server.
+    Forward,
+    /// Answered here (a mock, a refusal): the server never sees it.
+    Answered,
+    /// The client's stdout is gone: the relay ends.
+    Stop,
+}
+
+impl Relay<'_> {
+    fn pending(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Value, Instant)>> {
+        self.pending.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Send `answer` to the client.
+    async fn answer(&self, answer: &Value) -> Step {
+        match send_line(&mut *self.out.lock().await, answer).await {
+            Ok(()) => Step::Answered,
+            Err(_) => Step::Stop,
+        }
+    }
+
+    /// The client's lines to the server, until the client is done (then the server's
+    /// stdin closes, which tells it to exit).
+    async fn forward(&self, mut to_server: tokio::process::ChildStdin) {
         let mut input = BufReader::new(tokio::io::stdin());
-        while let Ok(Some(line)) = next_line(&mut input).await {
-            let parsed = serde_json::from_slice::<Value>(&line);
-            if let Ok(Value::Array(batch)) = &parsed {
-                if refuse_batch(endpoint, &mut *out.lock().await, batch.len())
-                    .await
-                    .is_err()
-                {
-                    break;
-                }
-                continue;
+        while let Ok(Some(mut line)) = next_line(&mut input).await {
+            match self.from_client(&line).await {
+                Step::Forward => {}
+                Step::Answered => continue,
+                Step::Stop => break,
             }
-            if let Ok(msg) = parsed {
-                if let Message::Request { id, method } = mcp::classify(&msg) {
-                    // Two requests in flight with one id: the answer could go to either.
-                    let taken = (pending.lock().unwrap_or_else(|p| p.into_inner()))
-                        .contains_key(&id.to_string());
-                    if taken {
-                        let e = mcp::error(
-                            id,
-                            mcp::INVALID_REQUEST,
-                            "agentproxy: a request with this id is still in flight; ids must be unique among pending requests",
-                        );
-                        if send_line(&mut *out.lock().await, &e).await.is_err() {
-                            break;
-                        }
-                        continue;
-                    }
-                    if method == "tools/call" {
-                        if let Some(answer) = mock_answer(endpoint, &msg).await {
-                            if send_line(&mut *out.lock().await, &answer).await.is_err() {
-                                break;
-                            }
-                            continue;
-                        }
-                    }
-                    let id = id.to_string();
-                    pending
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .insert(id, (msg, Instant::now()));
-                }
-            }
-            let mut line = line;
             line.push(b'\n');
             let sent = to_server.write_all(&line).await;
             if sent.is_err() || to_server.flush().await.is_err() {
                 break;
             }
         }
-        // The client is done: closing the server's stdin tells it to exit.
-        drop(to_server);
-    };
-    let relaying = async {
+    }
+
+    /// A line from the client: a batch is refused, a request whose id is in flight
+    /// refused, a mocked `tools/call` answered; any other request is remembered.
+    async fn from_client(&self, line: &[u8]) -> Step {
+        let msg = match serde_json::from_slice::<Value>(line) {
+            Ok(Value::Array(batch)) => {
+                let mut out = self.out.lock().await;
+                return match refuse_batch(self.endpoint, &mut *out, batch.len()).await {
+                    Ok(()) => Step::Answered,
+                    Err(_) => Step::Stop,
+                };
+            }
+            Ok(msg) => msg,
+            Err(_) => return Step::Forward,
+        };
+        let Message::Request { id, method } = mcp::classify(&msg) else {
+            return Step::Forward;
+        };
+        // Two requests in flight with one id: the answer could go to either.
+        if self.pending().contains_key(&id.to_string()) {
+            let e = mcp::error(
+                id,
+                mcp::INVALID_REQUEST,
+                "agentproxy: a request with this id is still in flight; ids must be unique among pending requests",
+            );
+            return self.answer(&e).await;
+        }
+        if method == "tools/call" {
+            if let Some(answer) = mock_answer(self.endpoint, &msg).await {
+                return self.answer(&answer).await;
+            }
+        }
+        let id = id.to_string();
+        self.pending().insert(id, (msg, Instant::now()));
+        Step::Forward
+    }
+
+    /// The server's lines to the client, each answer stored first; then what the server
+    /// left unanswered, or answered without being asked, is reported.
+    async fn relay_back(&self, from_server: tokio::process::ChildStdout) {
         // Answers whose id no request in flight had.
         let mut foreign: Vec<String> = Vec::new();
         let mut input = BufReader::new(from_server);
@@ -329,10 +378,7 @@ async fn record(endpoint: &Endpoint, command: &[String], secrets: &Secrets) -> R
                 let Message::Response { id } = mcp::classify(&msg) else {
                     return None;
                 };
-                let asked = pending
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .remove(&id.to_string());
+                let asked = self.pending().remove(&id.to_string());
                 if asked.is_none() {
                     foreign.push(id.to_string());
                 }
@@ -344,23 +390,24 @@ async fn record(endpoint: &Endpoint, command: &[String], secrets: &Secrets) -> R
             // Stored before the client sees it: the tools a server lists decide how mocks
             // answer, and a client that ends the session on an answer must not outrun
             // its recording.
-            store(endpoint, answered, secrets).await;
+            store(self.endpoint, answered, self.secrets).await;
             line.push(b'\n');
             let relayed = {
-                let mut out = out.lock().await;
+                let mut out = self.out.lock().await;
                 out.write_all(&line).await.is_ok() && out.flush().await.is_ok()
             };
             if !relayed {
                 break;
             }
         }
-        // The server is gone: what it left unanswered gets an error, not silence.
-        let left: Vec<(String, (Value, Instant))> = pending
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .drain()
-            .collect();
-        let mut out = out.lock().await;
+        self.server_gone(foreign).await;
+    }
+
+    /// The server is gone: what it left unanswered gets an error, not silence, and is
+    /// reported with the answers no request asked for.
+    async fn server_gone(&self, foreign: Vec<String>) {
+        let left: Vec<(String, (Value, Instant))> = self.pending().drain().collect();
+        let mut out = self.out.lock().await;
         for (_, (request, _)) in &left {
             if let Message::Request { id, method } = mcp::classify(request) {
                 let e = mcp::error(
@@ -369,31 +416,17 @@ async fn record(endpoint: &Endpoint, command: &[String], secrets: &Secrets) -> R
                     "agentproxy: the MCP server exited before answering",
                 );
                 let _ = send_line(&mut out, &e).await;
-                problem(
-                    endpoint,
-                    format!(
-                        "it ended without answering request {id} ({method}); it is not recorded"
-                    ),
-                )
-                .await;
+                let why = format!(
+                    "it ended without answering request {id} ({method}); it is not recorded"
+                );
+                problem(self.endpoint, why).await;
             }
         }
         for id in foreign {
-            problem(
-                endpoint,
-                format!("it answered id {id}, which no request in flight had; the answer is not recorded"),
-            )
-            .await;
+            let why = format!(
+                "it answered id {id}, which no request in flight had; the answer is not recorded"
+            );
+            problem(self.endpoint, why).await;
         }
-    };
-    tokio::join!(forwarding, relaying);
-    let status = child.wait().await.map_err(Error::McpIo)?;
-    Ok(match status.code() {
-        Some(0) => Exit::Ok,
-        Some(code) => Exit::Program(code),
-        None => {
-            use std::os::unix::process::ExitStatusExt;
-            Exit::Program(128 + status.signal().unwrap_or(0))
-        }
-    })
+    }
 }
