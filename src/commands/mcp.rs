@@ -318,7 +318,7 @@ impl Relay<'_> {
     async fn forward(&self, mut to_server: tokio::process::ChildStdin) {
         let mut input = BufReader::new(tokio::io::stdin());
         while let Ok(Some(mut line)) = next_line(&mut input).await {
-            match self.from_client(&line).await {
+            match self.client_line(&line).await {
                 Step::Forward => {}
                 Step::Answered => continue,
                 Step::Stop => break,
@@ -333,11 +333,11 @@ impl Relay<'_> {
 
     /// A line from the client: a batch is refused, a request whose id is in flight
     /// refused, a mocked `tools/call` answered; any other request is remembered.
-    async fn from_client(&self, line: &[u8]) -> Step {
+    async fn client_line(&self, line: &[u8]) -> Step {
         let msg = match serde_json::from_slice::<Value>(line) {
             Ok(Value::Array(batch)) => {
                 let mut out = self.out.lock().await;
-                return match refuse_batch(self.endpoint, &mut *out, batch.len()).await {
+                return match refuse_batch(self.endpoint, &mut out, batch.len()).await {
                     Ok(()) => Step::Answered,
                     Err(_) => Step::Stop,
                 };

@@ -81,51 +81,90 @@ pub(super) async fn forward(
             return upstream_failed(proxy, &ex, UpstreamError::Unreachable { url, message })
         }
     };
-    if let Some(framing) = framing {
-        let (tx, rx) = mpsc::channel(STREAM_BUFFER);
-        let proxy = proxy.clone();
-        let status = parts.status;
-        let kept = kept_headers(&parts.headers);
-        let idle = up.timeout();
-        // The recording finishes in a tracked task (at once, as aborted, if the program
-        // hangs up early), and the cassette is not written before it has.
-        proxy.tasks.clone().spawn(async move {
-            let parser = framing.parser();
-            let (events, aborted, hung_up) =
-                pump_stream(body, tx, encoding.decoder(), parser, idle).await;
-            let latency = started.elapsed();
-            if let Some(why) = &aborted {
-                note_abort(&proxy, &ex, why, hung_up);
-            }
-            let response = Recorded {
-                status,
-                headers: kept,
-                body: None,
-                events: Some(events),
-                aborted,
-            };
-            store(&proxy, ex, response, latency);
-        });
-        let mut out = Response::new(ChannelBody::new(rx).boxed());
-        *out.status_mut() = parts.status;
-        copy_headers(&parts.headers, out.headers_mut());
-        return out;
+    match framing {
+        Some(framing) => stream(
+            proxy,
+            ex,
+            (parts, body),
+            framing,
+            encoding,
+            up.timeout(),
+            started,
+        ),
+        None => {
+            whole(
+                proxy,
+                ex,
+                (parts, body),
+                encoding,
+                url,
+                up.timeout(),
+                started,
+            )
+            .await
+        }
     }
-    let bytes = match read_body(body, up.timeout()).await {
+}
+
+/// A streamed answer: relayed chunk by chunk as it comes, and recorded as its events when
+/// it ends (in a tracked task: at once, as aborted, if the program hangs up early; the
+/// cassette is not written before it has).
+fn stream(
+    proxy: &std::sync::Arc<Proxy>,
+    ex: Exchange,
+    (parts, body): (http::response::Parts, Incoming),
+    framing: sse::Framing,
+    encoding: Encoding,
+    idle: Duration,
+    started: Instant,
+) -> Response<ProxyBody> {
+    let (tx, rx) = mpsc::channel(STREAM_BUFFER);
+    let proxy = proxy.clone();
+    let status = parts.status;
+    let kept = kept_headers(&parts.headers);
+    proxy.tasks.clone().spawn(async move {
+        let parser = framing.parser();
+        let (events, aborted, hung_up) =
+            pump_stream(body, tx, encoding.decoder(), parser, idle).await;
+        let latency = started.elapsed();
+        if let Some(why) = &aborted {
+            note_abort(&proxy, &ex, why, hung_up);
+        }
+        let response = Recorded {
+            status,
+            headers: kept,
+            body: None,
+            events: Some(events),
+            aborted,
+        };
+        store(&proxy, ex, response, latency);
+    });
+    let mut out = Response::new(ChannelBody::new(rx).boxed());
+    *out.status_mut() = parts.status;
+    copy_headers(&parts.headers, out.headers_mut());
+    out
+}
+
+/// An answer that is not streamed: read whole (bounded by `idle` between chunks),
+/// decoded, recorded and given to the program.
+async fn whole(
+    proxy: &std::sync::Arc<Proxy>,
+    ex: Exchange,
+    (parts, body): (http::response::Parts, Incoming),
+    encoding: Encoding,
+    url: String,
+    idle: Duration,
+    started: Instant,
+) -> Response<ProxyBody> {
+    let bytes = match read_body(body, idle).await {
         Ok(b) => b,
         Err(BodyEnd::Stalled) => {
-            let secs = up.timeout().as_secs();
+            let secs = idle.as_secs();
             return upstream_failed(proxy, &ex, UpstreamError::Timeout { url, secs });
         }
         Err(BodyEnd::Broke(e)) => {
-            return upstream_failed(
-                proxy,
-                &ex,
-                UpstreamError::Unreachable {
-                    url,
-                    message: format!("the response body broke off: {e}"),
-                },
-            )
+            let message = format!("the response body broke off: {e}");
+            return upstream_failed(proxy, &ex, UpstreamError::Unreachable { url, message });
         }
     };
     let bytes = match encoding.decode(bytes) {

@@ -197,6 +197,44 @@ pub(crate) fn setup(
     }
 }
 
+/// The case's cassette as it is (`None` when there is none yet) and how the run uses it,
+/// in `report` too; a stale cassette a replay uses is warned of.
+fn cassette_use(
+    spec: &Spec,
+    case: &Case,
+    s: &Settings,
+    cassette_path: &Path,
+    report: &mut CaseReport,
+    fuzz: Option<&FuzzCall>,
+) -> Result<(Option<Cassette>, Use), CaseError> {
+    let existing = if cassette_path.exists() {
+        Some(store::load(cassette_path)?)
+    } else {
+        None
+    };
+    let mode = if fuzz.is_some() { Mode::Replay } else { s.mode };
+    let Some(usage) = Use::of(mode, existing.is_some()) else {
+        report.mode = Use::Replay.name().into();
+        return Err(CaseError::NoCassette {
+            path: cassette_path.to_owned(),
+            spec: spec.file.clone(),
+            case: case.name.clone(),
+        });
+    };
+    report.mode = usage.name().into();
+    let max_age = s.max_age.filter(|_| fuzz.is_none());
+    if let (Some(c), Some(max), Use::Replay | Use::Update) = (&existing, max_age, usage) {
+        let stale = age::stale(
+            &path_clean::clean(cassette_path),
+            &c.recorded_at,
+            max,
+            std::time::SystemTime::now(),
+        );
+        report.warnings.extend(stale);
+    }
+    Ok((existing, usage))
+}
+
 /// Run the case once into `report`: as the mode says, or (`fuzz`) as a fuzz run, which
 /// replays the cassette by position with its arguments in the first call to their tool.
 pub(super) async fn run_inner(
@@ -207,31 +245,7 @@ pub(super) async fn run_inner(
     report: &mut CaseReport,
     fuzz: Option<&FuzzCall>,
 ) -> Result<(), CaseError> {
-    let existing = if cassette_path.exists() {
-        Some(store::load(&cassette_path)?)
-    } else {
-        None
-    };
-    let mode = if fuzz.is_some() { Mode::Replay } else { s.mode };
-    let Some(usage) = Use::of(mode, existing.is_some()) else {
-        report.mode = Use::Replay.name().into();
-        return Err(CaseError::NoCassette {
-            path: cassette_path,
-            spec: spec.file.clone(),
-            case: case.name.clone(),
-        });
-    };
-    report.mode = usage.name().into();
-    let max_age = s.max_age.filter(|_| fuzz.is_none());
-    if let (Some(c), Some(max), Use::Replay | Use::Update) = (&existing, max_age, usage) {
-        let stale = age::stale(
-            &path_clean::clean(&cassette_path),
-            &c.recorded_at,
-            max,
-            std::time::SystemTime::now(),
-        );
-        report.warnings.extend(stale);
-    }
+    let (existing, usage) = cassette_use(spec, case, s, &cassette_path, report, fuzz)?;
     let Plan {
         options,
         match_rules,

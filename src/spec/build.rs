@@ -25,14 +25,7 @@ impl Builder<'_> {
         if let Some(v) = top.get("version") {
             self.version(v)?;
         }
-        let name = match top.get("name") {
-            Some(n) => self.non_empty_string(n, "name")?,
-            None => self
-                .file
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_default(),
-        };
+        let name = self.name(top.get("name"))?;
         let dir = spec_dir(self.file);
         // The sections are read apart, so a run reports every one that is wrong.
         let mut errors = Errors::default();
@@ -112,6 +105,16 @@ impl Builder<'_> {
             _ => errors
                 .into_result(())
                 .and(Err(self.err(root.at, "the spec could not be read"))),
+        }
+    }
+
+    /// `name:`, or the file's name without its extension.
+    fn name(&self, node: Option<&Node>) -> R<String> {
+        match node {
+            Some(n) => self.non_empty_string(n, "name"),
+            None => Ok((self.file.file_stem())
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default()),
         }
     }
 

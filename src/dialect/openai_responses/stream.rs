@@ -147,83 +147,7 @@ pub fn synthesize(response: &Value) -> Vec<SseEvent> {
 
     let output = response.get("output").and_then(Value::as_array);
     for (output_index, item) in output.into_iter().flatten().enumerate() {
-        let item_id = item.get("id").cloned().unwrap_or(Value::Null);
-        let mut added = item.clone();
-        if let Some(fields) = added.as_object_mut() {
-            if fields.contains_key("status") {
-                fields.insert("status".to_owned(), json!("in_progress"));
-            }
-        }
-        match item.get("type").and_then(Value::as_str) {
-            Some("message") => {
-                added["content"] = json!([]);
-                stream.emit(
-                    "response.output_item.added",
-                    json!({"output_index": output_index, "item": added}),
-                );
-                let parts = item.get("content").and_then(Value::as_array);
-                for (content_index, part) in parts.into_iter().flatten().enumerate() {
-                    let at = json!({
-                        "item_id": item_id,
-                        "output_index": output_index,
-                        "content_index": content_index,
-                    });
-                    message_part(&mut stream, &at, part);
-                }
-            }
-            Some("function_call") => {
-                added["arguments"] = json!("");
-                stream.emit(
-                    "response.output_item.added",
-                    json!({"output_index": output_index, "item": added}),
-                );
-                let arguments = item
-                    .get("arguments")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                for piece in delta_pieces(arguments) {
-                    stream.emit(
-                        "response.function_call_arguments.delta",
-                        json!({"item_id": item_id, "output_index": output_index, "delta": piece}),
-                    );
-                }
-                stream.emit(
-                    "response.function_call_arguments.done",
-                    json!({
-                        "item_id": item_id,
-                        "output_index": output_index,
-                        "name": item.get("name"),
-                        "arguments": arguments,
-                    }),
-                );
-            }
-            Some("reasoning") => {
-                if added.get("summary").is_some() {
-                    added["summary"] = json!([]);
-                }
-                stream.emit(
-                    "response.output_item.added",
-                    json!({"output_index": output_index, "item": added}),
-                );
-                let summary = item.get("summary").and_then(Value::as_array);
-                for (summary_index, part) in summary.into_iter().flatten().enumerate() {
-                    let at = json!({
-                        "item_id": item_id,
-                        "output_index": output_index,
-                        "summary_index": summary_index,
-                    });
-                    summary_part(&mut stream, &at, part);
-                }
-            }
-            _ => stream.emit(
-                "response.output_item.added",
-                json!({"output_index": output_index, "item": added}),
-            ),
-        }
-        stream.emit(
-            "response.output_item.done",
-            json!({"output_index": output_index, "item": item}),
-        );
+        output_item(&mut stream, output_index, item);
     }
 
     let terminal = match response.get("status").and_then(Value::as_str) {
@@ -233,6 +157,88 @@ pub fn synthesize(response: &Value) -> Vec<SseEvent> {
     };
     stream.emit(terminal, json!({"response": response}));
     stream.events
+}
+
+/// One output item's events: `added` (as it starts: in progress, empty), its parts'
+/// deltas, `done` (as recorded).
+fn output_item(stream: &mut Stream, output_index: usize, item: &Value) {
+    let item_id = item.get("id").cloned().unwrap_or(Value::Null);
+    let mut added = item.clone();
+    if let Some(fields) = added.as_object_mut() {
+        if fields.contains_key("status") {
+            fields.insert("status".to_owned(), json!("in_progress"));
+        }
+    }
+    match item.get("type").and_then(Value::as_str) {
+        Some("message") => {
+            added["content"] = json!([]);
+            stream.emit(
+                "response.output_item.added",
+                json!({"output_index": output_index, "item": added}),
+            );
+            let parts = item.get("content").and_then(Value::as_array);
+            for (content_index, part) in parts.into_iter().flatten().enumerate() {
+                let at = json!({
+                    "item_id": item_id,
+                    "output_index": output_index,
+                    "content_index": content_index,
+                });
+                message_part(stream, &at, part);
+            }
+        }
+        Some("function_call") => {
+            added["arguments"] = json!("");
+            stream.emit(
+                "response.output_item.added",
+                json!({"output_index": output_index, "item": added}),
+            );
+            let arguments = item
+                .get("arguments")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            for piece in delta_pieces(arguments) {
+                stream.emit(
+                    "response.function_call_arguments.delta",
+                    json!({"item_id": item_id, "output_index": output_index, "delta": piece}),
+                );
+            }
+            stream.emit(
+                "response.function_call_arguments.done",
+                json!({
+                    "item_id": item_id,
+                    "output_index": output_index,
+                    "name": item.get("name"),
+                    "arguments": arguments,
+                }),
+            );
+        }
+        Some("reasoning") => {
+            if added.get("summary").is_some() {
+                added["summary"] = json!([]);
+            }
+            stream.emit(
+                "response.output_item.added",
+                json!({"output_index": output_index, "item": added}),
+            );
+            let summary = item.get("summary").and_then(Value::as_array);
+            for (summary_index, part) in summary.into_iter().flatten().enumerate() {
+                let at = json!({
+                    "item_id": item_id,
+                    "output_index": output_index,
+                    "summary_index": summary_index,
+                });
+                summary_part(stream, &at, part);
+            }
+        }
+        _ => stream.emit(
+            "response.output_item.added",
+            json!({"output_index": output_index, "item": added}),
+        ),
+    }
+    stream.emit(
+        "response.output_item.done",
+        json!({"output_index": output_index, "item": item}),
+    );
 }
 
 /// `at` plus `fields`, for events that all carry the same position fields.
