@@ -377,3 +377,225 @@ fn a_circle_through_mod_rs_is_found() {
     found.iter_mut().for_each(|c| c.sort());
     assert_eq!(found, vec![vec!["p/a", "p/b", "p/mod"]]);
 }
+
+/// `text` with its comments, string literals (raw ones too) and char literals blanked,
+/// each line kept where it was: what is left is code whose braces can be counted.
+fn blank(text: &str) -> String {
+    let b = text.as_bytes();
+    let mut out = b.to_vec();
+    let clear = |out: &mut Vec<u8>, from: usize, to: usize| {
+        for c in &mut out[from..to.min(b.len())] {
+            if *c != b'\n' {
+                *c = b' ';
+            }
+        }
+    };
+    let ident = |i: usize| i > 0 && (b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_');
+    let mut i = 0;
+    while i < b.len() {
+        let rest = &text[i..];
+        let end = if rest.starts_with("//") {
+            i + rest.find('\n').unwrap_or(rest.len())
+        } else if rest.starts_with("/*") {
+            let (mut depth, mut j) = (1, i + 2);
+            while j < b.len() && depth > 0 {
+                if text[j..].starts_with("/*") {
+                    (depth, j) = (depth + 1, j + 2);
+                } else if text[j..].starts_with("*/") {
+                    (depth, j) = (depth - 1, j + 2);
+                } else {
+                    j += 1;
+                }
+            }
+            j
+        } else if let Some(hashes) = (!ident(i))
+            .then(|| rest.strip_prefix("br").or_else(|| rest.strip_prefix('r')))
+            .flatten()
+            .map(|r| r.len() - r.trim_start_matches('#').len())
+            .filter(|&n| {
+                rest[rest.len() - rest.trim_start_matches(['b', 'r']).len() + n..].starts_with('"')
+            })
+        {
+            let close = format!("\"{}", "#".repeat(hashes));
+            let open = rest.find('"').unwrap() + 1;
+            i + open
+                + rest[open..]
+                    .find(&close)
+                    .map_or(rest.len() - open, |k| k + close.len())
+        } else if b[i] == b'"' || (rest.starts_with("b\"") && !ident(i)) {
+            let mut j = i + if b[i] == b'b' { 2 } else { 1 };
+            while j < b.len() && b[j] != b'"' {
+                j += if b[j] == b'\\' { 2 } else { 1 };
+            }
+            j + 1
+        } else if b[i] == b'\'' {
+            // A char literal ('x', '\n', '\u{1F600}'); otherwise a lifetime or a label.
+            let close = match rest.as_bytes().get(1) {
+                Some(b'\\') => rest[2..].find('\'').map(|k| k + 3),
+                Some(_) => rest[1..]
+                    .char_indices()
+                    .nth(1)
+                    .filter(|(_, c)| *c == '\'')
+                    .map(|(k, _)| k + 2),
+                None => None,
+            };
+            match close {
+                Some(n) => i + n,
+                None => i + 1,
+            }
+        } else {
+            i + 1
+        };
+        if end > i + 1 || rest.starts_with('"') {
+            clear(&mut out, i, end);
+        }
+        i = end.max(i + 1);
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Past the `{…}` block that starts at or after `from` (or its `;`, for an item without).
+fn item_end(code: &str, from: usize) -> usize {
+    let b = code.as_bytes();
+    let mut j = from;
+    while j < b.len() && b[j] != b'{' && b[j] != b';' {
+        j += 1;
+    }
+    if j >= b.len() || b[j] == b';' {
+        return (j + 1).min(b.len());
+    }
+    let mut depth = 0;
+    while j < b.len() {
+        match b[j] {
+            b'{' => depth += 1,
+            b'}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return j + 1;
+                }
+            }
+            _ => {}
+        }
+        j += 1;
+    }
+    b.len()
+}
+
+/// `code` with every item under `#[cfg(test)]`, `#[test]` or `#[tokio::test]` blanked.
+fn without_tests(code: &str) -> String {
+    let attr = Regex::new(r"#\[\s*(?:cfg\s*\(\s*test\s*\)|test|tokio::test[^\]]*)\s*\]").unwrap();
+    let mut out = code.as_bytes().to_vec();
+    for m in attr.find_iter(code) {
+        for c in &mut out[m.start()..item_end(code, m.end())] {
+            if *c != b'\n' {
+                *c = b' ';
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Each function of `code` (blanked, tests left out): its name, first line and length in
+/// lines, from its `fn` line to its closing brace.
+fn functions(code: &str) -> Vec<(String, usize, usize)> {
+    let fun = Regex::new(r"\bfn\s+(\w+)").unwrap();
+    let line = |at: usize| code[..at].matches('\n').count() + 1;
+    let mut out = Vec::new();
+    for m in fun.captures_iter(code) {
+        let (start, b) = (m.get(0).unwrap().start(), code.as_bytes());
+        // The body: the first `{` outside parentheses and brackets, unless a `;` comes first.
+        let (mut j, mut depth) = (m.get(0).unwrap().end(), 0i32);
+        while j < b.len() {
+            match b[j] {
+                b'(' | b'[' => depth += 1,
+                b')' | b']' => depth -= 1,
+                b';' | b'{' if depth == 0 => break,
+                _ => {}
+            }
+            j += 1;
+        }
+        if j >= b.len() || b[j] == b';' {
+            continue;
+        }
+        let end = item_end(code, j);
+        out.push((
+            m[1].to_owned(),
+            line(start),
+            line(end - 1) - line(start) + 1,
+        ));
+    }
+    out
+}
+
+/// A function reads on one screen or two: none is longer than 100 lines and at most
+/// `OVER_80` are longer than 80 (the count only ever goes down); a file holds at most 650
+/// lines that are not tests. A one-off clean-up does not hold without this guard.
+#[test]
+fn functions_and_files_stay_short() {
+    const OVER_80: usize = 27;
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    let (mut long, mut over_80, mut big) = (vec![], vec![], vec![]);
+    // Files of modules declared `#[cfg(test)] mod NAME;` are tests too.
+    let declared =
+        Regex::new(r"#\[cfg\(test\)\]\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+(\w+)\s*;").unwrap();
+    let mut test_only = BTreeSet::new();
+    for file in &files {
+        let text = blank(&fs::read_to_string(file).unwrap());
+        let stem = file.file_stem().unwrap();
+        let dir = match stem.to_str() {
+            Some("mod" | "lib") => file.parent().unwrap().to_owned(),
+            _ => file.with_extension(""),
+        };
+        for m in declared.captures_iter(&text) {
+            test_only.insert(dir.join(format!("{}.rs", &m[1])));
+        }
+    }
+    let tests = |f: &PathBuf| f.to_string_lossy().ends_with("_tests.rs") || test_only.contains(f);
+    for file in files.iter().filter(|f| !tests(f)) {
+        let rel = file.strip_prefix(&src).unwrap().display().to_string();
+        let code = without_tests(&blank(&fs::read_to_string(file).unwrap()));
+        for (name, line, n) in functions(&code) {
+            match n {
+                101.. => long.push(format!("{rel}:{line} fn {name}: {n} lines")),
+                81..=100 => over_80.push(format!("{rel}:{line} fn {name}: {n} lines")),
+                _ => {}
+            }
+        }
+        // Up to its last line of code: the tests are blank now, and usually at the end.
+        let non_test = code
+            .lines()
+            .rev()
+            .skip_while(|l| l.trim().is_empty())
+            .count();
+        if non_test > 650 {
+            big.push(format!("{rel}: {non_test} lines besides its tests"));
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "functions over 100 lines:\n{}",
+        long.join("\n")
+    );
+    assert!(
+        over_80.len() <= OVER_80,
+        "{} functions over 80 lines (at most {OVER_80}):\n{}",
+        over_80.len(),
+        over_80.join("\n")
+    );
+    assert!(big.is_empty(), "files over 650 lines:\n{}", big.join("\n"));
+}
+
+#[test]
+fn the_length_guard_reads_rust_as_the_compiler_does() {
+    let text = "fn a() {\n    let s = \"}\"; // }\n    let c = '}';\n    let r = r#\"{\"#;\n}\n\
+                #[cfg(test)]\nmod tests {\n    fn b() {\n    }\n}\nfn c<'a>(x: &'a str) -> &'a str {\n    x\n}\n";
+    let code = without_tests(&blank(text));
+    let found = functions(&code);
+    assert_eq!(
+        found,
+        [("a".to_owned(), 1, 5), ("c".to_owned(), 11, 3)],
+        "{code}"
+    );
+}

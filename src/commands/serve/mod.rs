@@ -9,35 +9,21 @@ use std::sync::Arc;
 use http::{Method, StatusCode};
 use serde_json::{json, Value};
 
-use crate::cassette::{store, CassetteError, Writer};
+use crate::cassette::{store, Writer};
 use crate::cli::ServeArgs;
 use crate::error::{Error, Exit, Result};
-use crate::matching::nearmiss::Runner;
 use crate::proxy::switch::{Control, Switch, Switched, TEST_HEADER};
 use crate::proxy::Options;
 use crate::runner::env;
 use crate::runner::mocks::{tools_from_json, MockSet};
 use crate::runner::plan::{self, Forwarding, Plan, PlanError, Setup, Use};
-use crate::spec::{Mode, ToolMock};
+use crate::spec::Mode;
 use crate::trajectory::{self, Asserted};
 
-use super::control::{self, Checked, Drift, Ended, Listening, Refused, SoFar, Started};
+mod request;
 
-/// What a test asked for when it started.
-#[derive(Clone)]
-struct TestSpec {
-    name: String,
-    cassette: PathBuf,
-    mode: Mode,
-    tools: std::collections::BTreeMap<String, ToolMock>,
-    /// Its tolerances (`match`, the spec's grammar).
-    match_rules: crate::cassette::MatchRules,
-    repeat: crate::matching::index::Repeat,
-    /// The command that records this test again, for the miss report's hint.
-    rerecord: Option<String>,
-    /// The harness that runs it, whose words the hints speak (`Cli` when it names none).
-    runner: Runner,
-}
+use super::control::{self, Checked, Drift, Ended, Listening, Refused, SoFar, Started};
+use request::{confined, failure, load_error, test_spec, TestSpec};
 
 /// A test being served.
 struct Active {
@@ -82,57 +68,6 @@ fn idle(fwd: &Forwarding, secret: &str) -> std::result::Result<Options, PlanErro
 
 /// Why a request outside any test missed.
 const IDLE: &str = "no agentproxy test is active, and between tests every request misses: make model requests inside a test (one with the `agentproxy` fixture or marker under pytest; any test under the vitest and jest helpers)";
-
-/// `asked` resolved against `root`, if it stays inside it once the links of the part that
-/// exists are followed (a link out of the root is refused like a `..`).
-fn confined(root: &Path, asked: &Path) -> std::result::Result<PathBuf, String> {
-    let joined = path_clean::clean(root.join(asked));
-    let mut existing = joined.as_path();
-    let mut rest = Vec::new();
-    let real = loop {
-        match existing.canonicalize() {
-            Ok(real) => break real,
-            Err(_) => match (existing.parent(), existing.file_name()) {
-                (Some(parent), Some(name)) => {
-                    rest.push(name.to_owned());
-                    existing = parent;
-                }
-                _ => break existing.to_owned(),
-            },
-        }
-    };
-    let resolved = rest.iter().rev().fold(real, |p, name| p.join(name));
-    if resolved.starts_with(root) {
-        Ok(joined)
-    } else {
-        Err(format!(
-            "cassette {} is outside serve's root {}; give a path inside it, or start serve with another --root",
-            asked.display(),
-            root.display()
-        ))
-    }
-}
-
-/// Why a cassette could not be loaded, without quoting the file: a control request may
-/// name any file the server can read, and its answer must not show what is in it.
-fn load_error(e: CassetteError) -> String {
-    match e {
-        CassetteError::Corrupt {
-            path, line, column, ..
-        } => format!(
-            "cassette {} is not a cassette: not JSON, or not the cassette format, at line {line}, column {column}",
-            path.display()
-        ),
-        CassetteError::Invalid { path, pointer, .. } => {
-            format!("cassette {} is invalid at {pointer}", path.display())
-        }
-        CassetteError::Version { path, supported, .. } => format!(
-            "cassette {} has a format this agentproxy does not read (it reads {supported}.x)",
-            path.display()
-        ),
-        other => other.to_string(),
-    }
-}
 
 fn error(status: StatusCode, message: impl std::fmt::Display) -> (StatusCode, Value) {
     let refused = Refused {
@@ -482,11 +417,6 @@ impl Harness {
     }
 }
 
-/// Why the test failed in its own code, from an end request's `{"failure": "…"}`.
-fn failure(body: &Value) -> Option<&str> {
-    body["failure"].as_str().filter(|f| !f.is_empty())
-}
-
 /// Write `case` into `dir` as a file of its own, whole or not at all (another serve of the
 /// run may be writing there too, and `report cases` may read it at any time).
 fn write_case(dir: &Path, case: &crate::report::CaseReport) -> std::result::Result<(), String> {
@@ -529,54 +459,6 @@ fn not_running(name: &str) -> (StatusCode, Value) {
         StatusCode::CONFLICT,
         format!("test `{name}` is not running"),
     )
-}
-
-/// A test's start request: `{"protocol", "name", "cassette", "mode", "mocks"?, "match"?,
-/// "rerecord"?, "runner"?}`, in the protocol version this binary speaks.
-fn test_spec(body: &Value) -> std::result::Result<TestSpec, String> {
-    if let Some(why) = control::refuse_version(&body["protocol"]) {
-        return Err(why);
-    }
-    let text = |key: &str| {
-        body[key]
-            .as_str()
-            .filter(|s| !s.is_empty())
-            .ok_or_else(|| format!("`{key}` must be a non-empty string"))
-    };
-    let mode = text("mode")?;
-    let mode = Mode::ALL
-        .into_iter()
-        .find(|m| m.as_str() == mode)
-        .ok_or_else(|| format!("unknown mode `{mode}`; expected replay, record, auto or update"))?;
-    let (match_rules, repeat) = match &body["match"] {
-        Value::Null => Default::default(),
-        m => crate::spec::match_from_json(m)?,
-    };
-    Ok(TestSpec {
-        name: text("name")?.to_owned(),
-        cassette: PathBuf::from(text("cassette")?),
-        mode,
-        tools: match body.get("mocks") {
-            None | Some(Value::Null) => Default::default(),
-            Some(m) => tools_from_json(m)?,
-        },
-        match_rules,
-        repeat,
-        rerecord: match &body["rerecord"] {
-            Value::Null => None,
-            Value::String(s) if !s.is_empty() => Some(s.clone()),
-            _ => return Err(
-                "`rerecord` must be a non-empty string (the command that records the test again)"
-                    .to_owned(),
-            ),
-        },
-        runner: match &body["runner"] {
-            Value::Null => Runner::Cli,
-            v => v.as_str().and_then(Runner::named).ok_or_else(|| {
-                format!("unknown runner {v}; expected \"pytest\", \"vitest\" or \"jest\"")
-            })?,
-        },
-    })
 }
 
 pub async fn run(args: ServeArgs) -> Result<Exit> {
