@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs Chromium (Debian's `chromium` package) for the HTML report's browser tests
-# (tests/html_report.rs), unless a `chromium` is already on PATH. Idempotent, so CI can
+# (tests/suite/html_report.rs), unless a `chromium` is already on PATH. Idempotent, so CI can
 # call it every run. Needs apt-get, as root or through sudo.
 set -euo pipefail
 

@@ -3,7 +3,7 @@
 //! # Layers
 //!
 //! Modules are layered, lowest first; a module names only modules of lower layers (and
-//! its own files), never one above it or beside it. `tests/layers.rs` checks the imports
+//! its own files), never one above it or beside it. `tests/suite/layers.rs` checks the imports
 //! against this list, which it reads from here.
 //!
 //! - layer 1, leaves: `neutral` `sse` `redact` `assert` `fuzz`

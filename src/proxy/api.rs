@@ -11,7 +11,7 @@ use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use serde_json::Value;
 
-use super::body::{json_response, ProxyBody, HEADER_READ_TIMEOUT};
+use super::body::{header_timeout, json_response, ProxyBody};
 use super::exchange::Exchange;
 use super::fault::{Due, Recorded};
 use super::intercept::Intercepted;
@@ -122,7 +122,7 @@ pub(super) async fn handle(
         Err(BodyError::Stalled) => {
             let why = format!(
                 "the request body stalled: nothing arrived for {}",
-                humantime::format_duration(HEADER_READ_TIMEOUT)
+                humantime::format_duration(header_timeout())
             );
             let kind = "agentproxy_bad_request";
             return refuse(proxy, &head, StatusCode::REQUEST_TIMEOUT, kind, why);
@@ -154,19 +154,19 @@ pub(super) async fn handle(
 /// Why a request body could not be read.
 pub(super) enum BodyError {
     TooLarge,
-    /// Nothing arrived for [`HEADER_READ_TIMEOUT`]: a client that sent half a body does not
+    /// Nothing arrived for [`header_timeout`]: a client that sent half a body does not
     /// hold its connection for ever.
     Stalled,
     Broke(Box<dyn std::error::Error + Send + Sync>),
 }
 
-/// The request body, at most `max` bytes, waiting at most [`HEADER_READ_TIMEOUT`] for each
+/// The request body, at most `max` bytes, waiting at most [`header_timeout`] for each
 /// chunk. A body of one chunk (most are) is passed on without a copy.
 pub(super) async fn read_request_body(body: Incoming, max: usize) -> Result<Bytes, BodyError> {
     let mut body = Limited::new(body, max);
     let mut chunks: Vec<Bytes> = Vec::new();
     loop {
-        match tokio::time::timeout(HEADER_READ_TIMEOUT, body.frame()).await {
+        match tokio::time::timeout(header_timeout(), body.frame()).await {
             Err(_) => return Err(BodyError::Stalled),
             Ok(None) if chunks.len() == 1 => return Ok(chunks.swap_remove(0)),
             Ok(None) => return Ok(Bytes::from(chunks.concat())),

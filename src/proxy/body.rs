@@ -16,8 +16,34 @@ use tokio::sync::mpsc;
 /// byte (counted from accept), or each chunk of its body: a connection that trickles or
 /// stalls is closed. hyper also counts the wait for the next request on a kept-alive
 /// connection, so an idle connection is closed after this long, as servers commonly do;
-/// SDK clients then open a new one.
-pub(crate) const HEADER_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+/// SDK clients then open a new one. 30 s, or `AGENTPROXY_HEADER_TIMEOUT` of agentproxy's
+/// environment (`5s`, `2m`; read once).
+pub(crate) fn header_timeout() -> std::time::Duration {
+    static TIMEOUT: std::sync::OnceLock<std::time::Duration> = std::sync::OnceLock::new();
+    *TIMEOUT.get_or_init(|| {
+        let given = std::env::var("AGENTPROXY_HEADER_TIMEOUT").ok();
+        header_timeout_from(given.as_deref()).unwrap_or_else(|why| {
+            tell!("agentproxy: warning: {why}; the header timeout stays 30s");
+            DEFAULT_HEADER_TIMEOUT
+        })
+    })
+}
+
+const DEFAULT_HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// [`header_timeout`] from the variable's value, if any.
+fn header_timeout_from(value: Option<&str>) -> Result<std::time::Duration, String> {
+    let Some(value) = value.filter(|v| !v.is_empty()) else {
+        return Ok(DEFAULT_HEADER_TIMEOUT);
+    };
+    match humantime::parse_duration(value) {
+        Ok(d) if !d.is_zero() => Ok(d),
+        Ok(_) => Err("AGENTPROXY_HEADER_TIMEOUT=0 would close every connection".to_owned()),
+        Err(e) => Err(format!(
+            "AGENTPROXY_HEADER_TIMEOUT={value} is not a duration ({e})"
+        )),
+    }
+}
 
 pub type ProxyBody = BoxBody<Bytes, std::io::Error>;
 
@@ -178,4 +204,24 @@ pub fn json_response(status: StatusCode, value: &Value) -> Response<ProxyBody> {
         HeaderValue::from_static("application/json"),
     );
     resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_header_timeout_is_30s_unless_the_environment_says_otherwise() {
+        let secs = |v| header_timeout_from(v).map(|d| d.as_millis());
+        assert_eq!(secs(None), Ok(30_000));
+        assert_eq!(secs(Some("")), Ok(30_000));
+        assert_eq!(secs(Some("500ms")), Ok(500));
+        assert_eq!(secs(Some("2m")), Ok(120_000));
+        assert!(secs(Some("0s"))
+            .unwrap_err()
+            .contains("would close every connection"));
+        assert!(secs(Some("soon"))
+            .unwrap_err()
+            .contains("is not a duration"));
+    }
 }

@@ -10,7 +10,7 @@ use hyper::service::{service_fn, Service};
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 use hyper_util::server::conn::auto;
 
-use super::body::{ProxyBody, HEADER_READ_TIMEOUT};
+use super::body::{header_timeout, ProxyBody};
 
 /// The answer to one request, boxed: a handler's type that names itself (a tunnel's
 /// requests are answered by the handler that opened it).
@@ -22,13 +22,13 @@ pub(crate) fn builder() -> auto::Builder<TokioExecutor> {
     builder
         .http1()
         .timer(TokioTimer::new())
-        .header_read_timeout(HEADER_READ_TIMEOUT);
+        .header_read_timeout(header_timeout());
     // An HTTP/2 client that answers no ping is gone: its connection is closed.
     builder
         .http2()
         .timer(TokioTimer::new())
-        .keep_alive_interval(Some(HEADER_READ_TIMEOUT))
-        .keep_alive_timeout(HEADER_READ_TIMEOUT);
+        .keep_alive_interval(Some(header_timeout()))
+        .keep_alive_timeout(header_timeout());
     builder
 }
 

@@ -14,7 +14,7 @@ use simple_dns::rdata::{RData, A};
 use simple_dns::{Packet, PacketFlag, ResourceRecord, CLASS, QTYPE, TYPE};
 use tokio::io::AsyncBufReadExt;
 
-use super::body::HEADER_READ_TIMEOUT;
+use super::body::header_timeout;
 use super::conn::{self, Answer};
 use super::intercept::{Intercepted, Passage};
 use super::state::Proxy;
@@ -93,7 +93,7 @@ async fn connection(
         return;
     };
     let mut io = tokio::io::BufReader::new(stream);
-    let first = match tokio::time::timeout(HEADER_READ_TIMEOUT, io.fill_buf()).await {
+    let first = match tokio::time::timeout(header_timeout(), io.fill_buf()).await {
         Ok(Ok([first, ..])) => *first,
         _ => return,
     };
@@ -102,7 +102,7 @@ async fn connection(
     }
     let acceptor = rustls::server::Acceptor::default();
     let lazy = tokio_rustls::LazyConfigAcceptor::new(acceptor, io);
-    let Ok(Ok(start)) = tokio::time::timeout(HEADER_READ_TIMEOUT, lazy).await else {
+    let Ok(Ok(start)) = tokio::time::timeout(header_timeout(), lazy).await else {
         return;
     };
     let Some(host) = start.client_hello().server_name().map(str::to_owned) else {
@@ -125,7 +125,7 @@ async fn connection(
         other: None,
         mark: move |scheme: &str| Intercepted::of(provider, scheme, &host, port),
     };
-    match tokio::time::timeout(HEADER_READ_TIMEOUT, start.into_stream(config)).await {
+    match tokio::time::timeout(header_timeout(), start.into_stream(config)).await {
         Ok(Ok(tls)) => tunnel.http(tls, "https").await,
         _ => tracing::warn!("TLS with the program for {} (direct) failed", tunnel.host),
     }

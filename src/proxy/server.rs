@@ -15,8 +15,8 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use super::body::header_timeout;
 use super::body::ProxyBody;
-use super::body::HEADER_READ_TIMEOUT;
 use super::conn::{self, Answer};
 use super::state::Proxy;
 use super::{service, tunnel};
@@ -211,7 +211,7 @@ pub(crate) async fn accept_loop<H, F>(
                         // its header timeout has not started: a connection that sends nothing
                         // is closed here, rather than holding its descriptor for ever.
                         let mut first = [0u8; 1];
-                        match tokio::time::timeout(HEADER_READ_TIMEOUT, stream.peek(&mut first)).await {
+                        match tokio::time::timeout(header_timeout(), stream.peek(&mut first)).await {
                             Ok(Ok(n)) if n > 0 => {}
                             _ => return,
                         }

@@ -14,7 +14,7 @@ use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use tokio::io::AsyncBufReadExt;
 
-use super::body::{ProxyBody, HEADER_READ_TIMEOUT};
+use super::body::{header_timeout, ProxyBody};
 use super::conn::{self, Answer};
 use super::intercept::{self, Intercepted, Passage, MAX_TUNNELS};
 use super::state::Proxy;
@@ -191,14 +191,17 @@ impl<M: Fn(&str) -> Intercepted + Send + Sync + 'static> Tunnel<M> {
         // host, it may wait for the server to speak first: passed through soon.
         let wait = match self.other {
             Some(_) => OTHER_FIRST_BYTE,
-            None => HEADER_READ_TIMEOUT,
+            None => header_timeout(),
         };
         let first = match tokio::time::timeout(wait, io.fill_buf()).await {
             Ok(Ok([first, ..])) => Some(*first),
             Ok(_) => return,
             Err(_) if self.other.is_some() => None,
             Err(_) => {
-                tracing::warn!("the program opened a tunnel to {host} and said nothing within {HEADER_READ_TIMEOUT:?}");
+                tracing::warn!(
+                    "the program opened a tunnel to {host} and said nothing within {:?}",
+                    header_timeout()
+                );
                 return;
             }
         };
@@ -219,9 +222,9 @@ impl<M: Fn(&str) -> Intercepted + Send + Sync + 'static> Tunnel<M> {
             _ => return self.http(io, "http").await,
         }
         let handshake = tokio_rustls::TlsAcceptor::from(config).accept(io);
-        match tokio::time::timeout(HEADER_READ_TIMEOUT, handshake).await {
+        match tokio::time::timeout(header_timeout(), handshake).await {
             Ok(Ok(tls)) => self.http(tls, "https").await,
-            Err(_) => tracing::warn!("the program began TLS with {host} and did not finish it within {HEADER_READ_TIMEOUT:?}"),
+            Err(_) => tracing::warn!("the program began TLS with {host} and did not finish it within {:?}", header_timeout()),
             // Most often a client that pins certificates or trusts only its own.
             Ok(Err(e)) => tracing::warn!("TLS with the program for {host} failed: {e} (does it trust the session's CA, or pin certificates?)"),
         }
@@ -342,7 +345,7 @@ pub(super) async fn forward_plain(
     let own;
     let up = match proxy.opts.upstream.as_ref() {
         Some(up) => up,
-        None => match Upstream::new(&Upstreams::default(), HEADER_READ_TIMEOUT) {
+        None => match Upstream::new(&Upstreams::default(), header_timeout()) {
             Ok(up) => {
                 own = up;
                 &own

@@ -1,4 +1,4 @@
-"""A mail agent for the crash tests (tests/e2e_crash.rs): the openai SDK's chat completions
+"""A mail agent for the crash tests (tests/clients/e2e_crash.rs): the openai SDK's chat completions
 for the model, the official `mcp` SDK's stdio Client for the tools, whose server command
 comes from MCP_SERVER_COMMAND (a JSON list, through `agentproxy mcp`).
 

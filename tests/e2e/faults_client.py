@@ -1,4 +1,4 @@
-"""One model request through a real SDK, for the fault tests (tests/e2e_faults.rs).
+"""One model request through a real SDK, for the fault tests (tests/clients/e2e_faults.rs).
 
 CLIENT picks the SDK and the call: `openai` (chat, whole), `openai-stream` (chat,
 streamed), `anthropic` (Messages, whole), `anthropic-stream` (Messages, streamed). The

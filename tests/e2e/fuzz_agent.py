@@ -1,4 +1,4 @@
-"""A mail-sending agent for the fuzz tests (tests/e2e_fuzz.rs).
+"""A mail-sending agent for the fuzz tests (tests/clients/e2e_fuzz.rs).
 
 Asks for the weather in Paris to be mailed to ops@example.com, with two tools:
 `get_weather` and `send_email` (six properties, two of them required). The careful agent

@@ -1,4 +1,4 @@
-"""A raw JSON-RPC peer for the MCP stand-in's hostile-input tests (tests/mcp_hostile.rs),
+"""A raw JSON-RPC peer for the MCP stand-in's hostile-input tests (tests/suite/mcp_hostile.rs),
 no SDK: `mcp_raw.py server` is a stdio server (with `--inline`, one request at a time,
 for the benchmark), `mcp_raw.py client SCENARIO` a host that
 starts the server command in MCP_STANDIN (a JSON list), sends the scenario's lines as they
@@ -95,7 +95,7 @@ SCENARIOS = {
         '{"jsonrpc": "2.0", "id": 1, "method": "ping"}',
         '{"jsonrpc": "2.0", "id": 2, "method": "big", "params": {"mb": 2}}',
     ],
-    # Two calls of a tool a spec mocks with one result (tests/mcp_hostile.rs).
+    # Two calls of a tool a spec mocks with one result (tests/suite/mcp_hostile.rs).
     "mocked": [
         '{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "t", "arguments": {"n": 1}}}',
         '{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "t", "arguments": {"n": 2}}}',

@@ -1,4 +1,4 @@
-"""A small tool-using agent for the tool-call fault tests (tests/e2e_faults.rs).
+"""A small tool-using agent for the tool-call fault tests (tests/clients/e2e_faults.rs).
 
 CLIENT picks the SDK: `openai` (chat, whole), `openai-stream`, `anthropic` (Messages,
 whole), `anthropic-stream`. It asks for the weather in Paris with one tool, `get_weather`,

@@ -1,7 +1,7 @@
 """The pytest plugin, tested with pytest's own `pytester`: each test writes a small
 project, runs pytest on it in a subprocess with the plugin, and checks the outcome.
 
-Run by tests/pytest_plugin.rs, which starts the fake OpenAI and Anthropic upstreams and
+Run by tests/clients/pytest_plugin.rs, which starts the fake OpenAI and Anthropic upstreams and
 passes their URLs (FAKE_OPENAI_URL, FAKE_ANTHROPIC_URL), the binary (AGENTPROXY_BIN) and
 the plugin's package (PYTHONPATH)."""
 

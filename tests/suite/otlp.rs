@@ -4,7 +4,7 @@
 //! by protobuf's JSON parser in the venv), and `agentproxy test --otlp` sending one trace
 //! per case. A collector that refuses the traces fails the command (exit 3).
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -2,10 +2,10 @@
 //! README tells a new user to run them.
 //!
 //! The cassettes were recorded against the test suite's scripted upstream; to re-record
-//! them after changing an example: `cargo test --test examples -- --ignored` (with
+//! them after changing an example: `cargo test --test suite examples:: -- --ignored` (with
 //! `RERECORD=crash.yaml`, only the specs whose path contains that).
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::Command;

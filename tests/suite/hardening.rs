@@ -1,7 +1,7 @@
 //! Adversarial probes kept as tests: each once lost data, leaked a secret or hid a failure
 //! (see docs/security.md for the behaviour each one pins).
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::Command;
@@ -640,7 +640,10 @@ async fn a_second_sigint_stops_at_once_and_keeps_what_was_recorded() {
     let _stuck = std::thread::spawn(move || {
         support::http::post_json(&base, "/v1/chat/completions", &chat("second", false))
     });
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    support::until("the second request to reach the upstream", || {
+        fake.request_count() == 2
+    })
+    .await;
     let started = std::time::Instant::now();
     let (code, stderr) = tokio::task::spawn_blocking(move || {
         d.interrupt_again_after(Some(std::time::Duration::from_millis(300)))
@@ -1243,7 +1246,10 @@ async fn a_serve_test_ending_with_an_exchange_in_flight_records_it() {
             support::http::post_json(&url, "/v1/chat/completions", &body)
         })
     };
-    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    support::until("the request to reach the upstream", || {
+        fake.request_count() == 1
+    })
+    .await;
     let ended = tokio::task::spawn_blocking(move || {
         let header = [("x-agentproxy-secret", secret.as_str())];
         support::http::request(&url, "DELETE", "/_agentproxy/test", &header, b"")
@@ -1357,19 +1363,27 @@ fn an_mcp_servers_http_error_fails_the_recording_naming_it() {
 fn silent_and_stalled_connections_are_closed() {
     use std::io::{Read, Write};
     let dir = tempfile::tempdir().unwrap();
-    let d = record_daemon(dir.path());
+    // The header timeout (30 s) made short, so the test waits it out in a second.
+    let args = [
+        "record",
+        "--cassette",
+        "c.json",
+        "--upstream",
+        "http://127.0.0.1:9",
+    ];
+    let d = Daemon::start_with_env(&args, dir.path(), &[("AGENTPROXY_HEADER_TIMEOUT", "1s")]);
     let addr = d.url.trim_start_matches("http://").to_owned();
+    // Connected (and the half body sent) before the proxy is asked anything else.
     let probe = |half_body: bool| {
-        let addr = addr.clone();
-        std::thread::spawn(move || {
-            let mut s = std::net::TcpStream::connect(&addr).unwrap();
-            s.set_read_timeout(Some(std::time::Duration::from_secs(60)))
+        let mut s = std::net::TcpStream::connect(&addr).unwrap();
+        s.set_read_timeout(Some(std::time::Duration::from_secs(60)))
+            .unwrap();
+        if half_body {
+            s.write_all(b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{\"model\":")
                 .unwrap();
-            if half_body {
-                s.write_all(b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{\"model\":")
-                    .unwrap();
-            }
-            let started = std::time::Instant::now();
+        }
+        let started = std::time::Instant::now();
+        std::thread::spawn(move || {
             let mut answer = Vec::new();
             // Ends when the proxy closes the connection (a read timeout is an error).
             let ended = s.read_to_end(&mut answer).is_ok();
@@ -1382,14 +1396,14 @@ fn silent_and_stalled_connections_are_closed() {
     };
     let silent = probe(false);
     let stalled = probe(true);
-    std::thread::sleep(std::time::Duration::from_millis(300));
     let r = support::http::request(&d.url, "GET", "/health", &[], b"");
     assert_eq!(r.status, 404, "the proxy answers meanwhile");
     for (which, probe) in [("silent", silent), ("stalled", stalled)] {
         let (ended, took, answer) = probe.join().unwrap();
         assert!(ended, "{which}: still open after {took:?}");
         assert!(
-            took < std::time::Duration::from_secs(45),
+            took >= std::time::Duration::from_millis(900)
+                && took < std::time::Duration::from_secs(15),
             "{which}: {took:?}"
         );
         if which == "stalled" {

@@ -5,7 +5,7 @@
 //! output, the side effect (an email in the outbox) not repeated. Both with a host that
 //! passes its environment to the server and one on the SDK's bare default.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::{Command, Output};

@@ -2,7 +2,7 @@
 //! cassette miss, spec errors, crashes, reports (and unwritable ones), filters, record runs
 //! against the fake upstream, and the `url:` driver.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

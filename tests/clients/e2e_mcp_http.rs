@@ -5,7 +5,7 @@
 //! repeated. In both protocol forms the SDK speaks: 2025-11-25 (initialize, a session id,
 //! SSE answers, the GET stream, DELETE) and the stateless 2026-07-28 one.
 
-mod support;
+use crate::support;
 
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;

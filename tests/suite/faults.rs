@@ -2,7 +2,7 @@
 //! example cassette answers its requests with each fault in turn, and the recording they
 //! displaced is still there for the request after them.
 
-mod support;
+use crate::support;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

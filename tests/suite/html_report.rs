@@ -8,7 +8,7 @@
 //!
 //! A missing Chromium fails these tests; `AGENTPROXY_SKIP_BROWSER=1` skips them on purpose.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

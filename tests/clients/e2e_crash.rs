@@ -5,7 +5,7 @@
 //! started: the same verdicts both times. A stateless agent mails twice (the case fails,
 //! unless `executed:` allows the repeat); one that checkpoints its conversation mails once.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 

@@ -10,10 +10,10 @@
 //! The command runs in `sh` at the repository root, offline (the committed cassettes),
 //! with stdout and stderr merged; times, milliseconds and ports are masked before the
 //! comparison. A block marked `<!-- snapshot: PATH -->` is the body of that insta snapshot
-//! (output of a unit test that builds its input in code). `UPDATE_DOC_SAMPLES=1 cargo test --test doc_samples` writes each block from
+//! (output of a unit test that builds its input in code). `UPDATE_DOC_SAMPLES=1 cargo test --test suite doc_samples::` writes each block from
 //! a real run instead (review the diff).
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

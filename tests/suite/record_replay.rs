@@ -2,7 +2,7 @@
 //! upstream unused: streams, conversions between streamed and whole bodies, recorded
 //! errors, FIFO repeats, secrets, compression, timeouts, signals and concurrency.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::time::Duration;
@@ -573,7 +573,10 @@ async fn sigint_drains_in_flight_requests_into_the_cassette() {
     let pending = tokio::task::spawn_blocking(move || {
         http::post_json(&url, CHAT, &weather_request("Bern", true))
     });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    support::until("the request to reach the upstream", || {
+        fake.request_count() == 1
+    })
+    .await;
     let (code, err) = blocking(move || d.interrupt()).await;
     let r = pending.await.unwrap();
     assert_eq!(r.status, 200);

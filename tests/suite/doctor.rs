@@ -2,7 +2,7 @@
 //! OPENAI_API_BASE or ANTHROPIC_BASE_URL (streamed), one that lists models only, one that
 //! ignores every injected variable, and the real openai SDK.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -223,7 +223,7 @@ fn a_program_that_cannot_start_is_an_execution_error() {
     assert!(r.stderr.contains("failed to start"), "{}", r.stderr);
 }
 
-/// The venv's interpreter (see tests/e2e_python.rs), or `None` when skipped on purpose.
+/// The venv's interpreter (see tests/clients/e2e_python.rs), or `None` when skipped on purpose.
 fn venv_python() -> Option<PathBuf> {
     if std::env::var_os("AGENTPROXY_SKIP_PYTHON_E2E").is_some_and(|v| v == "1") {
         return None;

@@ -4,7 +4,7 @@
 //! Each records, then replays with the server command replaced by one that fails if
 //! started: the same answers, except that what the dead server never answered is a miss.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::{Command, Output};

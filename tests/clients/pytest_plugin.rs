@@ -4,7 +4,7 @@
 //! pytest-xdist with two workers (what each found told once by the controller), SDK clients
 //! made at import time, a subprocess agent.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::Command;

@@ -6,7 +6,7 @@
 //! A missing install fails these tests (a silent skip would let CI go green without
 //! them); `AGENTPROXY_SKIP_NODE_E2E=1` skips them on purpose.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 
@@ -335,7 +335,7 @@ fn the_typescript_example_replays_its_committed_cassettes() {
 }
 
 /// Records the TypeScript example's cassettes again, against the scripted upstream:
-/// `cargo test --test e2e_node -- --ignored`.
+/// `cargo test --test clients e2e_node:: -- --ignored`.
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "re-records examples/ts-agent/cassettes"]
 async fn re_record_the_typescript_example() {

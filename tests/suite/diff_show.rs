@@ -1,7 +1,7 @@
 //! `agentproxy diff` and `agentproxy show` as a user runs them: verdicts, `--check`, the
 //! three formats, spec selection, and exit code 2 for what cannot be read.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::Command;

@@ -3,7 +3,7 @@
 //! against the fake upstream, checked (two differences, a hole and a mock suggested), fixed
 //! with exactly the suggested spec entries, re-recorded and checked again (stable).
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::Command;

@@ -1,7 +1,7 @@
 //! Bad input gets a clear error and loses nothing: broken cassettes, bad flags, malformed
 //! and oversized bodies, unknown routes, unrecorded requests, programs that bypass the proxy.
 
-mod support;
+use crate::support;
 
 use std::process::Command;
 

@@ -5,7 +5,7 @@
 //! inside a stream. The reports count every request, faulted ones included, and list the
 //! faults; `exit:` judges the programs that gave up.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 

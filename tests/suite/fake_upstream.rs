@@ -1,7 +1,7 @@
 //! Tests of the fake OpenAI upstream itself (`tests/support/fake_openai.rs`), through a
 //! plain hyper client, so a failing proxy test can be trusted to be the proxy's fault.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

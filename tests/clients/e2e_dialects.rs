@@ -10,7 +10,7 @@
 //! The SDKs live in `.venv` at the repository root: run `scripts/setup-python.sh` first.
 //! A missing venv fails these tests; `AGENTPROXY_SKIP_PYTHON_E2E=1` skips them on purpose.
 
-mod support;
+use crate::support;
 
 use std::ffi::OsString;
 use std::fmt;

@@ -3,7 +3,7 @@
 //! (`tests/support/fake_anthropic.rs`), through a plain hyper client, so a failing proxy or
 //! SDK test can be trusted to be the proxy's fault.
 
-mod support;
+use crate::support;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};

@@ -7,7 +7,7 @@
 //! A missing venv fails these tests (a silent skip would let CI go green without them);
 //! `AGENTPROXY_SKIP_PYTHON_E2E=1` skips them on purpose.
 
-mod support;
+use crate::support;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

@@ -4,7 +4,7 @@
 //! own `jsonschema` agrees with which are valid, a fragile agent's crashes fail their runs,
 //! and the `fuzz:` a failing run prints keeps it as a regression run.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 

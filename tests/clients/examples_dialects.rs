@@ -8,12 +8,12 @@
 //!
 //! The cassettes were recorded against the test suite's fake upstreams, not a real model.
 //! To re-record them after changing an example:
-//! `cargo test --test examples_dialects -- --ignored`.
+//! `cargo test --test clients examples_dialects:: -- --ignored`.
 //!
 //! The examples run on the SDKs in `.venv` (`scripts/setup-python.sh`);
 //! `AGENTPROXY_SKIP_PYTHON_E2E=1` skips these tests on purpose.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::{Command, Output};
