@@ -6,7 +6,7 @@
 //! its own files), never one above it or beside it. `tests/suite/layers.rs` checks the imports
 //! against this list, which it reads from here.
 //!
-//! - layer 1, leaves: `neutral` `sse` `redact` `assert` `fuzz`
+//! - layer 1, leaves: `neutral` `sse` `redact` `assert` `fuzz` `os`
 //! - layer 2: `dialect` `fault`
 //! - layer 3: `cassette`
 //! - layer 4: `matching`
@@ -49,6 +49,7 @@ pub mod fault;
 pub mod fuzz;
 pub mod matching;
 pub(crate) mod neutral;
+pub(crate) mod os;
 pub(crate) mod proxy;
 pub mod redact;
 pub(crate) mod report;
@@ -57,4 +58,9 @@ pub(crate) mod spec;
 pub mod sse;
 #[cfg(test)]
 mod tests;
+
+/// The unit tests count allocations (see `os`): code run in a forked child must make none.
+#[cfg(test)]
+#[global_allocator]
+static ALLOCATOR: os::tests::Counting = os::tests::Counting;
 pub(crate) mod trajectory;

@@ -82,7 +82,8 @@ fn about(json: bool) -> Result<Exit> {
     let report = about::about(
         crate::cli::VERSION,
         &|name| std::env::var(name).ok(),
-        kernel_release(),
+        // The kernel's release (`uname -r`).
+        Some(rustix::system::uname().release().to_string_lossy().into_owned()),
         exe.map(|p| p.display().to_string()),
         crate::runner::contain::available(),
     );
@@ -93,17 +94,6 @@ fn about(json: bool) -> Result<Exit> {
         super::output::print(&about::render(&report))?;
     }
     Ok(Exit::Ok)
-}
-
-/// The kernel's release (`uname -r`).
-fn kernel_release() -> Option<String> {
-    // SAFETY: uname fills the zeroed struct it is given; its fields are NUL-terminated.
-    let mut name: libc::utsname = unsafe { std::mem::zeroed() };
-    if unsafe { libc::uname(&mut name) } != 0 {
-        return None;
-    }
-    let release = unsafe { std::ffi::CStr::from_ptr(name.release.as_ptr()) };
-    Some(release.to_string_lossy().into_owned())
 }
 
 /// What a replay injects, with every URL variable but [`PLAIN_VAR`] moved under its own

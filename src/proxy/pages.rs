@@ -19,13 +19,10 @@ static TURNED_OFF: AtomicBool = AtomicBool::new(false);
 pub(super) fn off_while_recording() {
     ONCE.call_once(|| {
         #[cfg(target_os = "linux")]
-        // SAFETY: prctl(2) with these integer arguments reads and writes no memory of ours.
-        unsafe {
-            if libc::prctl(libc::PR_GET_THP_DISABLE, 0, 0, 0, 0) == 0
-                && libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) == 0
-            {
-                TURNED_OFF.store(true, Ordering::SeqCst);
-            }
+        if rustix::thread::transparent_huge_pages_are_disabled() == Ok(false)
+            && rustix::thread::disable_transparent_huge_pages(true).is_ok()
+        {
+            TURNED_OFF.store(true, Ordering::SeqCst);
         }
     });
 }
@@ -35,14 +32,11 @@ pub(super) fn off_while_recording() {
 /// in the child, so a recording session that starts while `cmd` is being spawned counts.
 pub fn as_before(cmd: &mut tokio::process::Command) {
     #[cfg(target_os = "linux")]
-    // SAFETY: the closure runs between fork and exec; it reads an atomic and makes one
-    // raw system call.
-    unsafe {
-        cmd.pre_exec(|| {
-            if TURNED_OFF.load(Ordering::SeqCst) {
-                libc::prctl(libc::PR_SET_THP_DISABLE, 0, 0, 0, 0);
-            }
-            Ok(())
-        });
-    }
+    // Between fork and exec: an atomic read and one system call.
+    crate::os::before_exec(cmd, || {
+        if TURNED_OFF.load(Ordering::SeqCst) {
+            let _ = rustix::thread::disable_transparent_huge_pages(false);
+        }
+        Ok(())
+    });
 }

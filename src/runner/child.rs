@@ -1,6 +1,7 @@
 //! The child process: start it with the injected environment, forward termination signals,
 //! and turn its end into an exit code (128+N when killed by signal N).
 
+use rustix::process::{Pid, Signal};
 use std::os::unix::process::ExitStatusExt;
 
 use tokio::signal::unix::{signal, SignalKind};
@@ -54,20 +55,20 @@ pub async fn run(
         None => (cmd.spawn().map_err(|e| spawn_err(program, e))?, None),
     };
     let pid = child.id();
-    let forward = |sig: libc::c_int| {
-        if let Some(pid) = pid.and_then(|p| libc::pid_t::try_from(p).ok()) {
-            // SAFETY: kill(2) with a pid we spawned and a valid signal number has no memory effects.
-            unsafe {
-                libc::kill(pid, sig);
-            }
+    let forward = |sig: Signal| {
+        if let Some(pid) = pid
+            .and_then(|p| i32::try_from(p).ok())
+            .and_then(Pid::from_raw)
+        {
+            let _ = rustix::process::kill_process(pid, sig);
         }
     };
     let status = loop {
         tokio::select! {
             status = child.wait() => break status.map_err(|source| ChildError::Wait { program: program.clone(), source })?,
-            _ = sigint.recv() => if !terminal_delivers_sigint() { forward(libc::SIGINT) },
-            _ = sigterm.recv() => forward(libc::SIGTERM),
-            _ = sighup.recv() => forward(libc::SIGHUP),
+            _ = sigint.recv() => if !terminal_delivers_sigint() { forward(Signal::INT) },
+            _ = sigterm.recv() => forward(Signal::TERM),
+            _ = sighup.recv() => forward(Signal::HUP),
         }
     };
     Ok((exit_code(status), level))
@@ -91,8 +92,9 @@ pub fn exit_code(status: std::process::ExitStatus) -> i32 {
 /// Is the proxy in the terminal's foreground process group? Then a Ctrl-C reached the child
 /// (which shares that group) directly.
 fn terminal_delivers_sigint() -> bool {
-    // SAFETY: isatty, tcgetpgrp and getpgrp only read process state.
-    unsafe { libc::isatty(0) == 1 && libc::tcgetpgrp(0) == libc::getpgrp() }
+    let stdin = std::io::stdin();
+    rustix::termios::isatty(&stdin)
+        && rustix::termios::tcgetpgrp(&stdin).ok() == Some(rustix::process::getpgrp())
 }
 
 #[cfg(test)]

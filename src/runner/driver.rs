@@ -494,15 +494,17 @@ mod tests {
         let killed = r.kill().await;
         assert_eq!(killed.output, "one\n");
         assert!(killed.stderr.contains("oops"), "{}", killed.stderr);
-        let child: libc::pid_t = std::fs::read_to_string(pid_file)
+        let child: i32 = std::fs::read_to_string(pid_file)
             .unwrap()
             .trim()
             .parse()
             .unwrap();
         // The child was in the process group: it is gone too (or a zombie about to go).
         let started = std::time::Instant::now();
-        // SAFETY: signal 0 only asks whether the process exists.
-        while unsafe { libc::kill(child, 0) } == 0 && started.elapsed() < Duration::from_secs(5) {
+        let pid = rustix::process::Pid::from_raw(child).unwrap();
+        while rustix::process::test_kill_process(pid).is_ok()
+            && started.elapsed() < Duration::from_secs(5)
+        {
             let stat = std::fs::read_to_string(format!("/proc/{child}/stat")).unwrap_or_default();
             if stat.split_whitespace().nth(2) == Some("Z") {
                 break;

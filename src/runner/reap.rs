@@ -7,6 +7,7 @@
 //! user's process that carries a guessed (or copied) mark is never touched. Where there is no
 //! `/proc` (not Linux), the program's process group is all that is reached.
 
+use rustix::process::{Pid, Signal};
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -110,15 +111,15 @@ pub fn kill(proc: &Path, root: Option<u32>, mark: &str) -> BTreeSet<u32> {
             break;
         }
         for pid in new {
-            signal(pid, libc::SIGSTOP);
+            signal(pid, Signal::STOP);
             stopped.insert(pid);
         }
     }
     if let Some(root) = root {
-        signal_group(root, libc::SIGKILL);
+        signal_group(root, Signal::KILL);
     }
     for pid in &stopped {
-        signal(*pid, libc::SIGKILL);
+        signal(*pid, Signal::KILL);
     }
     stopped
 }
@@ -137,21 +138,15 @@ pub fn alive(proc: &Path, pids: &BTreeSet<u32>) -> Vec<String> {
         .collect()
 }
 
-fn signal(pid: u32, sig: libc::c_int) {
-    if let Ok(pid) = libc::pid_t::try_from(pid) {
-        // SAFETY: kill(2) only sends a signal; no memory is touched.
-        unsafe {
-            libc::kill(pid, sig);
-        }
+fn signal(pid: u32, sig: Signal) {
+    if let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) {
+        let _ = rustix::process::kill_process(pid, sig);
     }
 }
 
-fn signal_group(leader: u32, sig: libc::c_int) {
-    if let Ok(pid) = libc::pid_t::try_from(leader) {
-        // SAFETY: as in `signal`, to the process group `leader` leads.
-        unsafe {
-            libc::kill(-pid, sig);
-        }
+fn signal_group(leader: u32, sig: Signal) {
+    if let Some(pid) = i32::try_from(leader).ok().and_then(Pid::from_raw) {
+        let _ = rustix::process::kill_process_group(pid, sig);
     }
 }
 
