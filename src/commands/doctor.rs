@@ -83,7 +83,12 @@ fn about(json: bool) -> Result<Exit> {
         crate::cli::VERSION,
         &|name| std::env::var(name).ok(),
         // The kernel's release (`uname -r`).
-        Some(rustix::system::uname().release().to_string_lossy().into_owned()),
+        Some(
+            rustix::system::uname()
+                .release()
+                .to_string_lossy()
+                .into_owned(),
+        ),
         exe.map(|p| p.display().to_string()),
         crate::runner::contain::available(),
     );

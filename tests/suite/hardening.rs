@@ -1639,9 +1639,15 @@ fn the_host_listener_of_a_contained_session_relays_for_nobody() {
             "--listen",
             &listen,
             "--",
-            "sh",
+            "python3",
             "-c",
-            "touch started; sleep 3",
+            // An answer from the proxy inside means the session serves the namespace's
+            // listener, which it marks contained first.
+            "import os, time, urllib.request as u\n\
+             try: u.urlopen(os.environ['AGENTPROXY_URL'] + '/health', timeout=10)\n\
+             except Exception: pass\n\
+             open('started', 'w').close()\n\
+             time.sleep(3)\n",
         ])
         .current_dir(d)
         .stderr(std::process::Stdio::piped())
@@ -1651,8 +1657,6 @@ fn the_host_listener_of_a_contained_session_relays_for_nobody() {
     while !d.join("started").exists() && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    // The listener comes back from the namespace as the program starts.
-    std::thread::sleep(std::time::Duration::from_millis(300));
     for request in [
         format!("CONNECT 127.0.0.1:{target_port} HTTP/1.1\r\nHost: 127.0.0.1:{target_port}\r\n\r\n"),
         format!("GET http://127.0.0.1:{target_port}/ HTTP/1.1\r\nHost: 127.0.0.1:{target_port}\r\nConnection: close\r\n\r\n"),
