@@ -43,29 +43,7 @@ pub async fn run(args: ReplayArgs) -> Result<Exit> {
         .count();
     let served = out.requests.saturating_sub(missed + replaced);
     if !s.quiet {
-        for line in session::fault_lines(out) {
-            tell!("{line}");
-        }
-        tell!(
-            "agentproxy: served {served} request(s) from {}; {missed} missed; {} of {total} recording(s) unused",
-            s.cassette.display(),
-            out.unused.len()
-        );
-        // A few name the pattern; all of them with -v, and in --json.
-        let shown = if s.verbose > 0 {
-            out.unused.len()
-        } else {
-            UNUSED_SHOWN
-        };
-        for line in out.unused.iter().take(shown) {
-            tell!("agentproxy:   unused {line}");
-        }
-        if out.unused.len() > shown {
-            tell!(
-                "agentproxy:   … and {} more unused (-v lists them all, --json too)",
-                out.unused.len() - shown
-            );
-        }
+        tell_served(s, out, served, total);
     }
     // Refused traffic fails the run: said even when quiet.
     for line in session::egress_lines(out, ended.level.as_ref()) {
@@ -98,4 +76,38 @@ pub async fn run(args: ReplayArgs) -> Result<Exit> {
         .print()?;
     }
     Ok(exit)
+}
+
+/// What a replay tells on stderr: the faults, what it served and missed, and the
+/// recordings it never used (a few by name; all with -v).
+fn tell_served(
+    s: &crate::cli::SessionArgs,
+    out: &crate::proxy::Outcome,
+    served: usize,
+    total: usize,
+) {
+    for line in session::fault_lines(out) {
+        tell!("{line}");
+    }
+    let missed = out.misses.len();
+    tell!(
+        "agentproxy: served {served} request(s) from {}; {missed} missed; {} of {total} recording(s) unused",
+        s.cassette.display(),
+        out.unused.len()
+    );
+    // A few name the pattern; all of them with -v, and in --json.
+    let shown = if s.verbose > 0 {
+        out.unused.len()
+    } else {
+        UNUSED_SHOWN
+    };
+    for line in out.unused.iter().take(shown) {
+        tell!("agentproxy:   unused {line}");
+    }
+    if out.unused.len() > shown {
+        tell!(
+            "agentproxy:   … and {} more unused (-v lists them all, --json too)",
+            out.unused.len() - shown
+        );
+    }
 }

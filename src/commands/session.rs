@@ -94,20 +94,7 @@ pub async fn run(
     let session = Session::start(options, args.listen).await?;
     let addr = session.addr();
     let base = format!("http://{addr}");
-    let secret = Some(session.secret());
-    let mut injected = env::injected(&base, secret, replay, &|name| {
-        std::env::var_os(name).is_some()
-    });
-    injected.extend(env::mcp_urls(&base, &mcp_servers));
-    if !args.command.is_empty() {
-        injected.extend(env::self_path());
-    }
-    if let Some(bundle) = session.ca_bundle() {
-        let no_proxy = std::env::var("NO_PROXY")
-            .or_else(|_| std::env::var("no_proxy"))
-            .ok();
-        injected.extend(env::forward_proxy(&base, bundle, no_proxy.as_deref()));
-    }
+    let injected = injected(args, &session, &base, replay, &mcp_servers);
     // Listen for SIGINT/SIGTERM before the banner: a daemon's user (or script) may signal
     // as soon as it reads the URL, and an unhandled SIGINT would lose the recording.
     let mut signals = if args.command.is_empty() {
@@ -163,6 +150,32 @@ pub async fn run(
         level,
         injected,
     })
+}
+
+/// The variables the program is given (or a daemon prints): the base URLs, the MCP
+/// servers', agentproxy's own path, and the forward proxy with its CA bundle.
+fn injected(
+    args: &SessionArgs,
+    session: &Session,
+    base: &str,
+    replay: bool,
+    mcp_servers: &[String],
+) -> Vec<env::Injected> {
+    let secret = Some(session.secret());
+    let mut injected = env::injected(base, secret, replay, &|name| {
+        std::env::var_os(name).is_some()
+    });
+    injected.extend(env::mcp_urls(base, mcp_servers));
+    if !args.command.is_empty() {
+        injected.extend(env::self_path());
+    }
+    if let Some(bundle) = session.ca_bundle() {
+        let no_proxy = std::env::var("NO_PROXY")
+            .or_else(|_| std::env::var("no_proxy"))
+            .ok();
+        injected.extend(env::forward_proxy(base, bundle, no_proxy.as_deref()));
+    }
+    injected
 }
 
 /// SIGINT and SIGTERM, caught from the moment [`Signals::listen`] returns; one that

@@ -315,27 +315,7 @@ pub fn render(r: &DoctorReport) -> String {
             r.mcp_servers.join(", ")
         );
     }
-    let _ = writeln!(
-        out,
-        "\n  injected variables (doctor mode: each points at its own path, so its use shows):"
-    );
-    let width = r.variables.iter().map(|v| v.name.len()).max().unwrap_or(0);
-    let value_width = r.variables.iter().map(|v| v.value.len()).max().unwrap_or(0);
-    for v in &r.variables {
-        let (mark, used) = match v.requests {
-            0 => ("·", "not used".to_owned()),
-            1 => ("✓", "1 request".to_owned()),
-            n => ("✓", format!("{n} requests")),
-        };
-        let _ = writeln!(
-            out,
-            "    {mark} {:width$}  {:value_width$}  {used}",
-            v.name, v.value
-        );
-    }
-    if !r.also_set.is_empty() {
-        let _ = writeln!(out, "    also set: {}", r.also_set.join(", "));
-    }
+    variables(&mut out, r);
     for note in &r.notes {
         let _ = writeln!(out, "\n  note: {note}");
     }
@@ -377,6 +357,31 @@ pub fn render(r: &DoctorReport) -> String {
         advice(&mut out, r, &command);
     }
     out
+}
+
+/// The injected variables, each with how many requests came through it.
+fn variables(out: &mut String, r: &DoctorReport) {
+    let _ = writeln!(
+        out,
+        "\n  injected variables (doctor mode: each points at its own path, so its use shows):"
+    );
+    let width = r.variables.iter().map(|v| v.name.len()).max().unwrap_or(0);
+    let value_width = r.variables.iter().map(|v| v.value.len()).max().unwrap_or(0);
+    for v in &r.variables {
+        let (mark, used) = match v.requests {
+            0 => ("·", "not used".to_owned()),
+            1 => ("✓", "1 request".to_owned()),
+            n => ("✓", format!("{n} requests")),
+        };
+        let _ = writeln!(
+            out,
+            "    {mark} {:width$}  {:value_width$}  {used}",
+            v.name, v.value
+        );
+    }
+    if !r.also_set.is_empty() {
+        let _ = writeln!(out, "    also set: {}", r.also_set.join(", "));
+    }
 }
 
 fn program_line(end: &ProgramEnd) -> String {

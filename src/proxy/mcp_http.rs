@@ -200,22 +200,17 @@ async fn forward(
         .await
     {
         Ok(r) => r,
-        Err(e) => {
-            let why = format!("MCP server `{name}`: {e}");
-            proxy.lock().upstream_errors.push(why.clone());
-            return json_response(
-                StatusCode::BAD_GATEWAY,
-                &json!({ "error": format!("agentproxy: {why}") }),
-            );
-        }
+        Err(e) => return failed(proxy, format!("MCP server `{name}`: {e}")),
     };
     let (head, body) = resp.into_parts();
-    let mut headers = HeaderMap::new();
-    for k in KEPT {
-        if let Some(v) = head.headers.get(k) {
-            headers.insert(k, v.clone());
-        }
-    }
+    let headers: HeaderMap = (KEPT.iter())
+        .filter_map(|k| {
+            Some((
+                http::HeaderName::from_static(k),
+                head.headers.get(*k)?.clone(),
+            ))
+        })
+        .collect();
     let content_type = head
         .headers
         .get(http::header::CONTENT_TYPE)
@@ -245,11 +240,7 @@ async fn forward(
         Ok(b) => b.to_bytes(),
         Err(e) => {
             let why = format!("MCP server `{name}`: its answer could not be read ({e})");
-            proxy.lock().upstream_errors.push(why.clone());
-            return json_response(
-                StatusCode::BAD_GATEWAY,
-                &json!({ "error": format!("agentproxy: {why}") }),
-            );
+            return failed(proxy, why);
         }
     };
     if head.status.is_success() {
@@ -268,6 +259,14 @@ async fn forward(
     *out.status_mut() = head.status;
     *out.headers_mut() = headers;
     out
+}
+
+/// The answer to a request the MCP server failed (`why`), which is one of the session's
+/// upstream errors.
+fn failed(proxy: &Proxy, why: String) -> Response<ProxyBody> {
+    let answer = json!({ "error": format!("agentproxy: {why}") });
+    proxy.lock().upstream_errors.push(why);
+    json_response(StatusCode::BAD_GATEWAY, &answer)
 }
 
 /// Pass an SSE answer on chunk by chunk, storing the responses its events carry.

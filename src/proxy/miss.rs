@@ -34,24 +34,7 @@ pub(super) fn note(
             &hints,
         ),
         _ => {
-            // Sketches shortlist the recordings; only those are parsed and measured.
-            let routes_and_sketches: Vec<(&str, Option<&Sketch>)> = (rp.interactions.iter())
-                .zip(rp.sketches())
-                .map(|(i, s)| (i.route.as_str(), s.as_ref()))
-                .collect();
-            let now = Sketch::of_value(normalized_now);
-            let mut recorded: Vec<(usize, &str, Value)> =
-                nearmiss::shortlist(route, &now, &routes_and_sketches)
-                    .into_iter()
-                    .map(|pos| {
-                        let i = &rp.interactions[pos];
-                        let body = (i.request.body.as_ref())
-                            .and_then(Body::json_transient)
-                            .map(|b| matching::normalize::normalize(&b, &proxy.opts.rules))
-                            .unwrap_or(Value::Null);
-                        (pos, i.route.as_str(), body)
-                    })
-                    .collect();
+            let mut recorded = shortlisted(proxy, rp, route, normalized_now);
             let candidates: Vec<nearmiss::Candidate<'_>> = recorded
                 .iter()
                 .map(|(pos, route, body)| nearmiss::Candidate {
@@ -95,4 +78,30 @@ pub(super) fn note(
     st.misses.push(report.clone());
     st.missed_turns.extend(turn);
     report
+}
+
+/// The recordings a miss is measured against, each with its position, route and body
+/// normalized: sketches shortlist them, and only those are parsed.
+fn shortlisted<'a>(
+    proxy: &Proxy,
+    rp: &'a Replay,
+    route: &str,
+    normalized_now: &Value,
+) -> Vec<(usize, &'a str, Value)> {
+    let routes_and_sketches: Vec<(&str, Option<&Sketch>)> = (rp.interactions.iter())
+        .zip(rp.sketches())
+        .map(|(i, s)| (i.route.as_str(), s.as_ref()))
+        .collect();
+    let now = Sketch::of_value(normalized_now);
+    nearmiss::shortlist(route, &now, &routes_and_sketches)
+        .into_iter()
+        .map(|pos| {
+            let i = &rp.interactions[pos];
+            let body = (i.request.body.as_ref())
+                .and_then(Body::json_transient)
+                .map(|b| matching::normalize::normalize(&b, &proxy.opts.rules))
+                .unwrap_or(Value::Null);
+            (pos, i.route.as_str(), body)
+        })
+        .collect()
 }

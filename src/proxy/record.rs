@@ -320,7 +320,43 @@ fn store(proxy: &Proxy, ex: Exchange, response: Recorded, latency: Duration) {
         events,
         aborted,
     } = response;
-    let secrets = &proxy.opts.secrets;
+    let (body, events) = redacted(&proxy.opts.secrets, &ex, status, (body, events), &aborted);
+    let interaction = Interaction {
+        route: ex.route.name().to_owned(),
+        key: ex.key,
+        turn: ex.turn,
+        request: RecordedRequest {
+            method: ex.method.to_string(),
+            path: ex.path,
+            body: ex.stored,
+            body_xxh3: ex.digest.map(crate::matching::key::digest_hex),
+        },
+        response: RecordedResponse {
+            status: status.as_u16(),
+            headers,
+            body,
+            events,
+            aborted,
+            encoded: Default::default(),
+            encoded_events: Default::default(),
+        },
+        latency_ms: u64::try_from(latency.as_millis()).unwrap_or(u64::MAX),
+        mocked: ex.mocked,
+        spoiled: None,
+    };
+    proxy.recorded(ex.seq, interaction);
+}
+
+/// The answer's body and events with every secret value redacted, including one split
+/// over a stream's deltas (then the stream is synthesized again from its redacted message,
+/// or, with no message to redo it from, its events are not kept).
+fn redacted(
+    secrets: &crate::redact::Secrets,
+    ex: &Exchange,
+    status: StatusCode,
+    (body, events): (Option<Body>, Option<Vec<sse::SseEvent>>),
+    aborted: &Option<String>,
+) -> (Option<Body>, Option<Vec<sse::SseEvent>>) {
     let mut body = body.map(|b| redact_body(secrets, b));
     let mut events = events.map(|evs| {
         evs.into_iter()
@@ -335,7 +371,7 @@ fn store(proxy: &Proxy, ex: Exchange, response: Recorded, latency: Duration) {
     // Whether the stream's whole text was checked for a secret split over its events.
     let mut checked = false;
     // A stream that broke off is kept as the events it sent: it has no whole message.
-    if let (Some(evs), true, None) = (&events, status.is_success(), &aborted) {
+    if let (Some(evs), true, None) = (&events, status.is_success(), aborted) {
         match ex.route.assemble(evs) {
             Some(Ok(mut message)) => {
                 checked = true;
@@ -365,30 +401,7 @@ fn store(proxy: &Proxy, ex: Exchange, response: Recorded, latency: Duration) {
             evs.clear();
         }
     }
-    let interaction = Interaction {
-        route: ex.route.name().to_owned(),
-        key: ex.key,
-        turn: ex.turn,
-        request: RecordedRequest {
-            method: ex.method.to_string(),
-            path: ex.path,
-            body: ex.stored,
-            body_xxh3: ex.digest.map(crate::matching::key::digest_hex),
-        },
-        response: RecordedResponse {
-            status: status.as_u16(),
-            headers,
-            body,
-            events,
-            aborted,
-            encoded: Default::default(),
-            encoded_events: Default::default(),
-        },
-        latency_ms: u64::try_from(latency.as_millis()).unwrap_or(u64::MAX),
-        mocked: ex.mocked,
-        spoiled: None,
-    };
-    proxy.recorded(ex.seq, interaction);
+    (body, events)
 }
 
 fn redact_body(secrets: &crate::redact::Secrets, body: Body) -> Body {

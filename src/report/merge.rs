@@ -92,8 +92,15 @@ pub fn case(file: PathBuf, text: &str) -> Result<super::CaseReport, MergeError> 
 /// The whole run from the reports of each of its shards, given once each in any order:
 /// every case from the shard that ran it, the summary counted again, the longest
 /// shard's duration.
-pub fn merge(reports: Vec<(PathBuf, RunReport)>) -> Result<RunReport, MergeError> {
-    let mut by_index: Vec<Option<(PathBuf, RunReport)>> = vec![];
+/// Reports with their files, by shard (`None`: not given).
+type Shards = Vec<Option<(PathBuf, RunReport)>>;
+
+/// The reports in their shards' order (`None` where a shard is missing), and the first
+/// one's file and shard: each checked to be a shard of the same run, once.
+fn by_shard(
+    reports: Vec<(PathBuf, RunReport)>,
+) -> Result<(Shards, Option<(PathBuf, Shard)>), MergeError> {
+    let mut by_index: Shards = vec![];
     let mut first: Option<(PathBuf, Shard)> = None;
     let given = reports.len();
     for (file, report) in reports {
@@ -131,6 +138,11 @@ pub fn merge(reports: Vec<(PathBuf, RunReport)>) -> Result<RunReport, MergeError
         }
         by_index[shard.index - 1] = Some((file, report));
     }
+    Ok((by_index, first))
+}
+
+pub fn merge(reports: Vec<(PathBuf, RunReport)>) -> Result<RunReport, MergeError> {
+    let (by_index, first) = by_shard(reports)?;
     let missing: Vec<usize> = (by_index.iter().enumerate())
         .filter(|(_, r)| r.is_none())
         .map(|(i, _)| i + 1)

@@ -31,22 +31,7 @@ pub fn judge(
     exchanges: &[Interaction],
 ) -> Verdict {
     let after = crash.after.to_string();
-    let mut problems = Vec::new();
-    match (&crashed.held, crashed.passed) {
-        (Some(_), _) => {}
-        (None, false) => problems.push(format!(
-            "crash after {after}: the point never came, so the program was never killed"
-        )),
-        (None, true) => problems.push(format!(
-            "crash after {after}: the program made no request after it, so it was never killed"
-        )),
-    }
-    if let Some(k) = killed.filter(|k| !k.survivors.is_empty()) {
-        problems.push(format!(
-            "crash after {after}: process(es) of the program survived the kill: {}",
-            k.survivors.join(", ")
-        ));
-    }
+    let problems = kill_problems(&after, crashed, killed);
     let split = crashed.before.min(exchanges.len());
     let (first, second) = exchanges.split_at(split);
     let earlier = Executions::pair(first).all;
@@ -109,6 +94,28 @@ pub fn judge(
         problems,
         repeats,
     }
+}
+
+/// Why the crash point `after` did not crash the program cleanly: it never came, nothing
+/// followed it, or processes survived the kill.
+fn kill_problems(after: &str, crashed: &Crashed, killed: Option<&Killed>) -> Vec<String> {
+    let mut problems = Vec::new();
+    match (&crashed.held, crashed.passed) {
+        (Some(_), _) => {}
+        (None, false) => problems.push(format!(
+            "crash after {after}: the point never came, so the program was never killed"
+        )),
+        (None, true) => problems.push(format!(
+            "crash after {after}: the program made no request after it, so it was never killed"
+        )),
+    }
+    if let Some(k) = killed.filter(|k| !k.survivors.is_empty()) {
+        problems.push(format!(
+            "crash after {after}: process(es) of the program survived the kill: {}",
+            k.survivors.join(", ")
+        ));
+    }
+    problems
 }
 
 /// The same tool on the same server with the same arguments.

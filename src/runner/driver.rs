@@ -200,20 +200,7 @@ impl CommandApp {
             cwd: self.cwd.clone(),
             source,
         })?;
-        let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
-        let stderr_reader = child.stderr.take().map(|err| {
-            let tail = stderr_tail.clone();
-            tokio::spawn(async move {
-                let mut lines = BufReader::new(err).lines();
-                while let Ok(Some(line)) = lines.next_line().await {
-                    let mut t = tail.lock().unwrap_or_else(|p| p.into_inner());
-                    if t.len() == STDERR_TAIL {
-                        t.pop_front();
-                    }
-                    t.push_back(line);
-                }
-            })
-        });
+        let (stderr_tail, stderr_reader) = stderr_tail(&mut child);
         let stdout = child
             .stdout
             .take()
@@ -388,6 +375,31 @@ pub(crate) struct Driven {
     pub outputs: Vec<String>,
     pub exit: Option<(i32, String)>,
     pub killed: Option<Killed>,
+}
+
+/// The last [`STDERR_TAIL`] lines of the child's stderr, kept as they come by the task
+/// that reads them.
+fn stderr_tail(
+    child: &mut tokio::process::Child,
+) -> (
+    Arc<Mutex<VecDeque<String>>>,
+    Option<tokio::task::JoinHandle<()>>,
+) {
+    let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
+    let stderr_reader = child.stderr.take().map(|err| {
+        let tail = stderr_tail.clone();
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(err).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                let mut t = tail.lock().unwrap_or_else(|p| p.into_inner());
+                if t.len() == STDERR_TAIL {
+                    t.pop_front();
+                }
+                t.push_back(line);
+            }
+        })
+    });
+    (stderr_tail, stderr_reader)
 }
 
 #[cfg(test)]

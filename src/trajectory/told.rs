@@ -94,6 +94,39 @@ pub(super) fn compare_told(o: &Step, w: &Step, at: CallAt, asserted: &Asserted, 
             });
         }
     }
+    compare_tools(o, w, at, asserted, log);
+    if a.model != b.model {
+        log.add(
+            format!("model\0{}\0{}", a.model, b.model),
+            at,
+            false,
+            || Told::Model {
+                old: a.model.clone(),
+                new: b.model.clone(),
+            },
+        );
+    }
+    for name in a
+        .params
+        .keys()
+        .chain(b.params.keys())
+        .collect::<BTreeSet<_>>()
+    {
+        let (x, y) = (a.params.get(name), b.params.get(name));
+        if x != y {
+            let key = format!("param\0{name}\0{x:?}\0{y:?}");
+            log.add(key, at, false, || Told::Param {
+                name: name.clone(),
+                old: x.cloned(),
+                new: y.cloned(),
+                diff: textdiff::value(x, y),
+            });
+        }
+    }
+}
+
+/// The tools the two calls offered: each added, removed or changed one is logged.
+fn compare_tools(o: &Step, w: &Step, at: CallAt, asserted: &Asserted, log: &mut ToldLog) {
     let (ta, tb) = (tool_defs(o), tool_defs(w));
     for name in ta.keys().chain(tb.keys()).collect::<BTreeSet<_>>() {
         let (x, y) = (ta.get(name), tb.get(name));
@@ -121,34 +154,6 @@ pub(super) fn compare_told(o: &Step, w: &Step, at: CallAt, asserted: &Asserted, 
                 }
             }),
             _ => {}
-        }
-    }
-    if a.model != b.model {
-        log.add(
-            format!("model\0{}\0{}", a.model, b.model),
-            at,
-            false,
-            || Told::Model {
-                old: a.model.clone(),
-                new: b.model.clone(),
-            },
-        );
-    }
-    for name in a
-        .params
-        .keys()
-        .chain(b.params.keys())
-        .collect::<BTreeSet<_>>()
-    {
-        let (x, y) = (a.params.get(name), b.params.get(name));
-        if x != y {
-            let key = format!("param\0{name}\0{x:?}\0{y:?}");
-            log.add(key, at, false, || Told::Param {
-                name: name.clone(),
-                old: x.cloned(),
-                new: y.cloned(),
-                diff: textdiff::value(x, y),
-            });
         }
     }
 }

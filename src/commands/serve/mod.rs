@@ -316,43 +316,7 @@ impl Harness {
             Some(p) => Switch::drain(p).await,
             None => Default::default(),
         };
-        // The cassette this test's recording replaces, read before it is, and the diff
-        // after: both off the runtime, which other tests' proxies share.
-        let previous = match &a.writer {
-            Some(_) => {
-                let path = a.spec.cassette.clone();
-                tokio::task::spawn_blocking(move || plan::replaced(&path))
-                    .await
-                    .ok()
-                    .flatten()
-            }
-            None => None,
-        };
-        let saved = match &a.writer {
-            Some(w) => plan::save(
-                w,
-                &self.fwd.upstreams,
-                &a.match_rules,
-                None,
-                a.usage,
-                &outcome,
-            )
-            .map_err(|e| error(StatusCode::INTERNAL_SERVER_ERROR, e))?,
-            None => None,
-        };
-        let written = saved.is_some();
-        let trajectory = match previous.zip(saved) {
-            Some((old, new)) => tokio::task::spawn_blocking(move || {
-                let d = trajectory::diff_cassettes(&old, &new, &Asserted::everything());
-                Drift {
-                    verdict: d.verdict.as_str(),
-                    diff: trajectory::render_text(&d),
-                }
-            })
-            .await
-            .ok(),
-            None => None,
-        };
+        let (written, trajectory) = self.save(&a, &outcome).await?;
         let mut mock_problems = a.mocks.problems();
         mock_problems.extend(outcome.mock_problems);
         // Every request missed a cassette that is not there: one line says so.
@@ -383,6 +347,53 @@ impl Harness {
             write_case(dir, &case).map_err(|e| error(StatusCode::INTERNAL_SERVER_ERROR, e))?;
         }
         Ok(ended)
+    }
+
+    /// Write the cassette of a test that records (`a`) with what it recorded: whether it
+    /// was written, and the trajectory against the recording it replaced, if any.
+    async fn save(
+        &self,
+        a: &Active,
+        outcome: &crate::proxy::Outcome,
+    ) -> std::result::Result<(bool, Option<Drift>), (StatusCode, Value)> {
+        // The cassette this test's recording replaces, read before it is, and the diff
+        // after: both off the runtime, which other tests' proxies share.
+        let previous = match &a.writer {
+            Some(_) => {
+                let path = a.spec.cassette.clone();
+                tokio::task::spawn_blocking(move || plan::replaced(&path))
+                    .await
+                    .ok()
+                    .flatten()
+            }
+            None => None,
+        };
+        let saved = match &a.writer {
+            Some(w) => plan::save(
+                w,
+                &self.fwd.upstreams,
+                &a.match_rules,
+                None,
+                a.usage,
+                outcome,
+            )
+            .map_err(|e| error(StatusCode::INTERNAL_SERVER_ERROR, e))?,
+            None => None,
+        };
+        let written = saved.is_some();
+        let trajectory = match previous.zip(saved) {
+            Some((old, new)) => tokio::task::spawn_blocking(move || {
+                let d = trajectory::diff_cassettes(&old, &new, &Asserted::everything());
+                Drift {
+                    verdict: d.verdict.as_str(),
+                    diff: trajectory::render_text(&d),
+                }
+            })
+            .await
+            .ok(),
+            None => None,
+        };
+        Ok((written, trajectory))
     }
 
     /// The test `name` that `ended` as a case of the run report: `done` are its exchanges
@@ -461,6 +472,40 @@ fn not_running(name: &str) -> (StatusCode, Value) {
     )
 }
 
+/// The session's secret: `AGENTPROXY_SECRET` of serve's own environment, or a new one.
+fn secret() -> Result<Arc<str>> {
+    match std::env::var(crate::proxy::SECRET_VAR) {
+        Ok(s) if !s.is_empty() => Ok(s.into()),
+        _ => Ok(crate::proxy::new_secret().map_err(Error::Secret)?.into()),
+    }
+}
+
+/// The directory the cassettes must be in (`--root`, else the working directory), its
+/// links resolved.
+fn root(given: Option<&Path>) -> Result<PathBuf> {
+    let root = given.unwrap_or(Path::new("."));
+    root.canonicalize().map_err(|e| Error::ServeRoot {
+        root: root.to_owned(),
+        source: e,
+    })
+}
+
+/// Until the harness closes serve's stdin (or dies), or a signal.
+async fn until_done() -> Result<()> {
+    let stdin_closed = tokio::task::spawn_blocking(|| {
+        let mut sink = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut std::io::stdin(), &mut sink);
+    });
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .map_err(Error::Signal)?;
+    tokio::select! {
+        _ = stdin_closed => {}
+        _ = term.recv() => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
+    Ok(())
+}
+
 pub async fn run(args: ServeArgs) -> Result<Exit> {
     if !args.listen.ip().is_loopback() {
         return Err(Error::NotLoopback {
@@ -475,18 +520,7 @@ pub async fn run(args: ServeArgs) -> Result<Exit> {
     };
     // An invalid upstream is a usage error now, not a failure of the first recorded test.
     crate::proxy::upstream::Upstream::new(&fwd.upstreams, fwd.upstream_timeout)?;
-    let secret: Arc<str> = match std::env::var(crate::proxy::SECRET_VAR) {
-        Ok(s) if !s.is_empty() => s.into(),
-        _ => crate::proxy::new_secret().map_err(Error::Secret)?.into(),
-    };
-    let root = match &args.root {
-        Some(r) => r.clone(),
-        None => PathBuf::from("."),
-    };
-    let root = root.canonicalize().map_err(|e| Error::ServeRoot {
-        root: root.clone(),
-        source: e,
-    })?;
+    let (secret, root) = (secret()?, root(args.root.as_deref())?);
     let switch = Arc::new(Switch::new(idle(&fwd, &secret)?));
     let harness = Arc::new(Harness {
         switch: switch.clone(),
@@ -518,18 +552,7 @@ pub async fn run(args: ServeArgs) -> Result<Exit> {
     };
     super::output::print(&format!("{}\n", answer(&listening)))?;
 
-    // Until the harness closes our stdin (or dies), or a signal.
-    let stdin_closed = tokio::task::spawn_blocking(|| {
-        let mut sink = Vec::new();
-        let _ = std::io::Read::read_to_end(&mut std::io::stdin(), &mut sink);
-    });
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .map_err(Error::Signal)?;
-    tokio::select! {
-        _ = stdin_closed => {}
-        _ = term.recv() => {}
-        _ = tokio::signal::ctrl_c() => {}
-    }
+    until_done().await?;
     // A test still active keeps what it recorded.
     let still: Vec<String> = harness.active.lock().await.keys().cloned().collect();
     for name in still {

@@ -272,6 +272,61 @@ fn turns_section(out: &mut String, case: &CaseReport, style: &Style) {
 /// those that could not be judged, the turns never reached, problems, warnings, the error and the
 /// trajectory diff. Verbose puts each turn's transcript, every assertion included, after
 /// the misses.
+/// A case's turns, whole-conversation assertions and totals (`-v`).
+fn verbose_body(out: &mut String, case: &CaseReport, style: &Style) {
+    turns_section(out, case, style);
+    if !case.assertions.is_empty() {
+        let _ = writeln!(
+            out,
+            "{INDENT}{}",
+            style.paint(
+                anstyle::Style::new().effects(Effects::BOLD),
+                "whole conversation"
+            )
+        );
+        assertions(
+            out,
+            &format!("{INDENT}{INDENT}"),
+            case.assertions.iter().map(|a| (String::new(), a)),
+            style,
+        );
+    }
+    if !case.turns.is_empty() {
+        let total = format!(
+            "total: {}, {}, {}; cassette {}",
+            text::count(text::model_calls(case), "model call", "model calls"),
+            text::count(text::tool_calls(case), "tool call", "tool calls"),
+            case.usage,
+            clean(&case.cassette)
+        );
+        let _ = writeln!(out, "{INDENT}{}", style.paint(dim(), &total));
+    }
+}
+
+/// A case's failed assertions, what was not judged and why, and what it never reached.
+fn terse_body(out: &mut String, case: &CaseReport, style: &Style) {
+    assertions(
+        out,
+        INDENT,
+        case.failures().map(|(turn, a)| (scope(turn), a)),
+        style,
+    );
+    let unjudged = case.unjudged().count();
+    if unjudged > 0 {
+        let why = if case.misses.is_empty() {
+            "the program did not finish its conversation"
+        } else {
+            "the program did not get its answers"
+        };
+        let line = format!(
+            "{} not judged: {why} (-v shows them)",
+            text::count(unjudged, "expectation", "expectations")
+        );
+        let _ = writeln!(out, "{INDENT}{}", style.paint(dim(), &line));
+    }
+    not_reached(out, case, style);
+}
+
 fn case_body(out: &mut String, case: &CaseReport, style: &Style) {
     for miss in &case.misses {
         block(
@@ -281,55 +336,9 @@ fn case_body(out: &mut String, case: &CaseReport, style: &Style) {
             miss,
         );
     }
-    if style.verbose > 0 {
-        turns_section(out, case, style);
-        if !case.assertions.is_empty() {
-            let _ = writeln!(
-                out,
-                "{INDENT}{}",
-                style.paint(
-                    anstyle::Style::new().effects(Effects::BOLD),
-                    "whole conversation"
-                )
-            );
-            assertions(
-                out,
-                &format!("{INDENT}{INDENT}"),
-                case.assertions.iter().map(|a| (String::new(), a)),
-                style,
-            );
-        }
-        if !case.turns.is_empty() {
-            let total = format!(
-                "total: {}, {}, {}; cassette {}",
-                text::count(text::model_calls(case), "model call", "model calls"),
-                text::count(text::tool_calls(case), "tool call", "tool calls"),
-                case.usage,
-                clean(&case.cassette)
-            );
-            let _ = writeln!(out, "{INDENT}{}", style.paint(dim(), &total));
-        }
-    } else {
-        assertions(
-            out,
-            INDENT,
-            case.failures().map(|(turn, a)| (scope(turn), a)),
-            style,
-        );
-        let unjudged = case.unjudged().count();
-        if unjudged > 0 {
-            let why = if case.misses.is_empty() {
-                "the program did not finish its conversation"
-            } else {
-                "the program did not get its answers"
-            };
-            let line = format!(
-                "{} not judged: {why} (-v shows them)",
-                text::count(unjudged, "expectation", "expectations")
-            );
-            let _ = writeln!(out, "{INDENT}{}", style.paint(dim(), &line));
-        }
-        not_reached(out, case, style);
+    match style.verbose > 0 {
+        true => verbose_body(out, case, style),
+        false => terse_body(out, case, style),
     }
     let notes = [
         ("problem:", AnsiColor::Red, &case.problems),

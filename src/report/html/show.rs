@@ -118,34 +118,9 @@ fn shown_step(out: &mut String, s: &ShownStep) {
     }
 }
 
-fn call(out: &mut String, c: &ShownCall) {
-    // The mocked results this request carries, beside the calls they answer (just above).
-    for m in &c.messages {
-        if let Message::ToolResult {
-            call_id,
-            name,
-            content,
-        } = m
-        {
-            if c.mocked.contains(call_id) {
-                let text = serde_json::Value::String(result_text(content));
-                step(
-                    out,
-                    &format!("← {}", name.as_deref().unwrap_or("tool")),
-                    &format!("<span class=\"mark\">mocked</span> {}", json_block(&text)),
-                );
-            }
-        }
-    }
-    let _ = writeln!(
-        out,
-        "<div class=\"step\"><span class=\"label\">model call {}</span> {} · {} · {} ms · {}</div>",
-        c.number,
-        esc(&c.route),
-        esc(&c.model),
-        c.latency_ms,
-        esc(&c.usage.to_string())
-    );
+/// What a request added to the conversation, as steps (mocked results left out: they
+/// are shown beside their calls).
+fn added(c: &ShownCall) -> String {
     let mut added = String::new();
     if let Some(s) = &c.system {
         step(&mut added, "system", &esc_cut(s, MAX_VALUE));
@@ -175,6 +150,38 @@ fn call(out: &mut String, c: &ShownCall) {
             Message::Other { role, item } => step(&mut added, role, &format!("[{}]", esc(item))),
         }
     }
+    added
+}
+
+fn call(out: &mut String, c: &ShownCall) {
+    // The mocked results this request carries, beside the calls they answer (just above).
+    for m in &c.messages {
+        if let Message::ToolResult {
+            call_id,
+            name,
+            content,
+        } = m
+        {
+            if c.mocked.contains(call_id) {
+                let text = serde_json::Value::String(result_text(content));
+                step(
+                    out,
+                    &format!("← {}", name.as_deref().unwrap_or("tool")),
+                    &format!("<span class=\"mark\">mocked</span> {}", json_block(&text)),
+                );
+            }
+        }
+    }
+    let _ = writeln!(
+        out,
+        "<div class=\"step\"><span class=\"label\">model call {}</span> {} · {} · {} ms · {}</div>",
+        c.number,
+        esc(&c.route),
+        esc(&c.model),
+        c.latency_ms,
+        esc(&c.usage.to_string())
+    );
+    let added = added(c);
     if !added.is_empty() {
         let _ = writeln!(
             out,

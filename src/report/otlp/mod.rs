@@ -197,26 +197,13 @@ fn trace(t: &Trace<'_>, content: bool) -> Vec<Value> {
                 arguments,
                 error,
                 latency_ms,
-            } => {
-                let when = b.advance(*latency_ms);
-                let mut attrs = vec![
-                    attr("mcp.method.name", method.as_str()),
-                    attr("agentproxy.mcp.server", server.as_str()),
-                ];
-                if let Some(tool) = tool {
-                    attrs.push(attr("gen_ai.tool.name", tool.as_str()));
-                    attrs.push(attr("gen_ai.operation.name", "execute_tool"));
-                }
-                if let (Some(a), true) = (arguments, b.content) {
-                    attrs.push(attr("gen_ai.tool.call.arguments", a.to_string()));
-                }
-                let name = match tool {
-                    Some(tool) => format!("{method} {tool}"),
-                    None => method.clone(),
-                };
-                let error = error.then(|| "the MCP server answered with an error".to_owned());
-                b.span(&name, CLIENT, when, attrs, error);
-            }
+            } => mcp_span(
+                &mut b,
+                (server, method, tool.as_deref()),
+                arguments.as_ref(),
+                *error,
+                *latency_ms,
+            ),
             ShownStep::Http {
                 method,
                 path,
@@ -238,6 +225,34 @@ fn trace(t: &Trace<'_>, content: bool) -> Vec<Value> {
     let mut spans = std::mem::take(&mut b.spans);
     spans.insert(0, agent_span(&b, t, start));
     spans
+}
+
+/// The span of an MCP request (`tools/call` as `execute_tool`).
+fn mcp_span(
+    b: &mut Builder,
+    (server, method, tool): (&str, &str, Option<&str>),
+    arguments: Option<&Value>,
+    error: bool,
+    latency_ms: u64,
+) {
+    let when = b.advance(latency_ms);
+    let mut attrs = vec![
+        attr("mcp.method.name", method),
+        attr("agentproxy.mcp.server", server),
+    ];
+    if let Some(tool) = tool {
+        attrs.push(attr("gen_ai.tool.name", tool));
+        attrs.push(attr("gen_ai.operation.name", "execute_tool"));
+    }
+    if let (Some(a), true) = (arguments, b.content) {
+        attrs.push(attr("gen_ai.tool.call.arguments", a.to_string()));
+    }
+    let name = match tool {
+        Some(tool) => format!("{method} {tool}"),
+        None => method.to_owned(),
+    };
+    let error = error.then(|| "the MCP server answered with an error".to_owned());
+    b.span(&name, CLIENT, when, attrs, error);
 }
 
 /// The `invoke_agent` span over the whole trace.
