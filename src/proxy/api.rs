@@ -192,9 +192,13 @@ async fn answer_request(
     (seq, route, raw): (u64, Route, Bytes),
     due: Option<Due>,
 ) -> Response<ProxyBody> {
+    // The key made from the bytes, when they were keyed and not served (a recording that
+    // must be converted, or none left): the full path uses it rather than keying again.
+    let mut keyed = None;
     if due.is_none() {
-        if let Some(resp) = serve_unparsed(proxy, &head, seq, route, &raw).await {
-            return resp;
+        match serve_unparsed(proxy, &head, seq, route, &raw).await {
+            Ok(resp) => return resp,
+            Err(key) => keyed = key,
         }
     }
     let (route, body) = match prepare_body(proxy, route, raw.clone()) {
@@ -211,13 +215,15 @@ async fn answer_request(
             (Route::Http, plain_body(proxy, raw))
         }
     };
-    let key = matching::request_key(
-        route.name(),
-        head.method.as_str(),
-        &head.stored_path,
-        body.stored.as_ref(),
-        &proxy.opts.rules,
-    );
+    let key = keyed.filter(|_| route != Route::Http).unwrap_or_else(|| {
+        matching::request_key(
+            route.name(),
+            head.method.as_str(),
+            &head.stored_path,
+            body.stored.as_ref(),
+            &proxy.opts.rules,
+        )
+    });
     let ex = Exchange {
         seq,
         turn: proxy.current_turn(),
@@ -245,17 +251,20 @@ async fn answer_request(
 /// served its recording as recorded. Not with tool mocks (they rewrite the body before it
 /// is keyed) or a fault that rewrites answers (a fuzz run looks at them). Match rules, a
 /// recording that must be converted (a stream served whole, or the reverse) and nothing
-/// left to serve take the full path, which keys the request again and reports a miss.
+/// left to serve take the full path (`Err`, with the key when the bytes were keyed: the
+/// same key the full path would make, so it is made once).
 async fn serve_unparsed(
     proxy: &Proxy,
     head: &Head,
     seq: u64,
     route: Route,
     raw: &[u8],
-) -> Option<Response<ProxyBody>> {
-    let rp = proxy.opts.replay.as_ref()?;
+) -> Result<Response<ProxyBody>, Option<String>> {
+    let Some(rp) = proxy.opts.replay.as_ref() else {
+        return Err(None);
+    };
     if proxy.opts.mocks.is_some() || proxy.faults.rewrites() {
-        return None;
+        return Err(None);
     }
     let (method, path) = (head.method.as_str(), head.stored_path.as_str());
     let pos = match rp.take_identical(route, method, path, raw) {
@@ -263,13 +272,17 @@ async fn serve_unparsed(
         None => {
             let (secrets, rules) = (&proxy.opts.secrets, &proxy.opts.rules);
             let (key, transport) =
-                matching::key_of_bytes(route.name(), (method, path), raw, secrets, rules)?;
-            rp.take_as_recorded(&key, route.wants_stream(path, &transport))?
+                matching::key_of_bytes(route.name(), (method, path), raw, secrets, rules)
+                    .ok_or(None)?;
+            match rp.take_as_recorded(&key, route.wants_stream(path, &transport)) {
+                Some(pos) => pos,
+                None => return Err(Some(key)),
+            }
         }
     };
     let it = &rp.interactions[pos];
     proxy.served(seq, it, proxy.current_turn(), &[], None);
-    Some(replay::serve(rp, it, None).await)
+    Ok(replay::serve(rp, it, None).await)
 }
 
 /// Answer `ex` from the cassette or the upstream, or as a miss.
