@@ -182,6 +182,7 @@ pub(crate) struct Plan {
 pub(crate) fn plan(setup: Setup, fwd: &Forwarding) -> Result<Plan, PlanError> {
     let usage = setup.usage;
     let advice = advice(&setup);
+    let scope = ca_scope(&setup);
     let match_rules = match (&setup.existing, usage) {
         (Some(c), Use::Replay | Use::Update) => c.match_rules.merged(&setup.match_rules),
         _ => setup.match_rules,
@@ -264,7 +265,9 @@ pub(crate) fn plan(setup: Setup, fwd: &Forwarding) -> Result<Plan, PlanError> {
         allow: setup.allow,
         record_other_hosts: setup.record_other_hosts,
         intercept: match setup.intercept {
-            true => Some(Arc::new(Authority::new().map_err(PlanError::Ca)?)),
+            true => Some(Arc::new(
+                Authority::new(scope.as_deref()).map_err(PlanError::Ca)?,
+            )),
             false => None,
         },
     };
@@ -275,6 +278,28 @@ pub(crate) fn plan(setup: Setup, fwd: &Forwarding) -> Result<Plan, PlanError> {
         previous,
         mocks,
     })
+}
+
+/// The names the session's CA may vouch for: the providers' hosts and the other hosts the
+/// cassette it serves holds; any (`None`) when the session records other hosts, whose
+/// names are not known before the program runs.
+fn ca_scope(setup: &Setup) -> Option<Vec<String>> {
+    if setup.record_other_hosts {
+        return None;
+    }
+    let providers =
+        (dialect::PROVIDERS.iter()).flat_map(|row| row.hosts.iter().map(|h| h.to_string()));
+    let recorded = (setup.existing.iter())
+        .flat_map(|c| &c.interactions)
+        .filter_map(|i| crate::proxy::intercept::host_port(&i.request.path))
+        .map(|hp| {
+            hp.rsplit_once(':')
+                .map_or(hp.clone(), |(host, _)| host.to_owned())
+        });
+    let mut names: Vec<String> = providers.chain(recorded).collect();
+    names.sort();
+    names.dedup();
+    Some(names)
 }
 
 /// For a cassette `by` recorded, served by another session: the miss report's word on it,

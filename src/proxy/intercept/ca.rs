@@ -3,13 +3,14 @@
 //! first use. The program trusts it through the bundle `runner::env` writes.
 
 use std::collections::{HashMap, VecDeque};
+use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 
 use rcgen::{
-    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
-    KeyPair, KeyUsagePurpose,
+    BasicConstraints, CertificateParams, CertifiedIssuer, CidrSubnet, DnType,
+    ExtendedKeyUsagePurpose, GeneralSubtree, IsCa, KeyPair, KeyUsagePurpose, NameConstraints,
 };
-use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use rustls::ServerConfig;
 
 #[derive(Debug, thiserror::Error)]
@@ -55,11 +56,44 @@ impl Leaves {
     }
 }
 
+/// Name Constraints that permit `names`: each DNS name with its subdomains, each IP
+/// address alone, and (when none is an address) no IP address at all.
+fn constraints(names: &[String]) -> NameConstraints {
+    let (ips, dns): (Vec<_>, Vec<_>) = (names.iter())
+        .map(|n| {
+            n.trim_start_matches('.')
+                .trim_end_matches('.')
+                .to_ascii_lowercase()
+        })
+        .partition(|n| n.trim_matches(['[', ']']).parse::<IpAddr>().is_ok());
+    let address = |n: &String| n.trim_matches(['[', ']']).parse::<IpAddr>().ok();
+    let mut permitted: Vec<GeneralSubtree> = dns.into_iter().map(GeneralSubtree::DnsName).collect();
+    permitted.extend((ips.iter().filter_map(address)).map(|ip| {
+        let bits = if ip.is_ipv4() { 32 } else { 128 };
+        GeneralSubtree::IpAddress(CidrSubnet::from_addr_prefix(ip, bits))
+    }));
+    let excluded = match ips.is_empty() {
+        true => vec![
+            GeneralSubtree::IpAddress(CidrSubnet::from_v4_prefix([0; 4], 0)),
+            GeneralSubtree::IpAddress(CidrSubnet::from_v6_prefix([0; 16], 0)),
+        ],
+        false => vec![],
+    };
+    NameConstraints {
+        permitted_subtrees: permitted,
+        excluded_subtrees: excluded,
+    }
+}
+
 impl Authority {
-    /// A new authority, valid from a day ago (clocks differ) for a week.
-    pub fn new() -> Result<Authority, CaError> {
+    /// A new authority, valid from a day ago (clocks differ) for a week. With `scope`, it
+    /// can vouch for those names only (Name Constraints: a name covers its subdomains; an
+    /// IP address itself), so the bundle the program trusts accepts it for no other host;
+    /// `None` when any host may be intercepted (other hosts recorded).
+    pub fn new(scope: Option<&[String]>) -> Result<Authority, CaError> {
         let mut params = CertificateParams::default();
         params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
+        params.name_constraints = scope.map(constraints);
         params
             .distinguished_name
             .push(DnType::CommonName, "agentproxy session CA");
@@ -108,15 +142,7 @@ impl Authority {
         }
         // Made outside the lock: a key takes a while, and other hosts' tunnels must not
         // wait for it.
-        let mut params = CertificateParams::new(vec![host.to_owned()])?;
-        params.distinguished_name.push(DnType::CommonName, host);
-        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-        params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
-        validity(&mut params);
-        let key = KeyPair::generate()?;
-        let cert = params.signed_by(&key, &self.issuer)?;
-        let chain = vec![cert.der().clone(), self.issuer.der().clone()];
-        let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()));
+        let (chain, key) = self.leaf(host)?;
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut config = ServerConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()?
@@ -124,6 +150,28 @@ impl Authority {
             .with_single_cert(chain, key)?;
         config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
         Ok(leaves().keep(host, Arc::new(config)))
+    }
+
+    /// A certificate for `host` signed by this authority, with the authority's own after
+    /// it, and its key.
+    fn leaf(
+        &self,
+        host: &str,
+    ) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), CaError> {
+        let mut params = CertificateParams::new(vec![host.to_owned()])?;
+        // An address has no common name: OpenSSL would check one against the DNS name
+        // constraints, and refuse it.
+        if host.trim_matches(['[', ']']).parse::<IpAddr>().is_err() {
+            params.distinguished_name.push(DnType::CommonName, host);
+        }
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+        validity(&mut params);
+        let key = KeyPair::generate()?;
+        let cert = params.signed_by(&key, &self.issuer)?;
+        let chain = vec![cert.der().clone(), self.issuer.der().clone()];
+        let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()));
+        Ok((chain, key))
     }
 }
 
@@ -150,7 +198,7 @@ mod tests {
 
     #[test]
     fn the_certificates_kept_are_bounded_and_one_per_host() {
-        let ca = Authority::new().unwrap();
+        let ca = Authority::new(None).unwrap();
         let first = ca.server_config("h0.openai.test").unwrap();
         assert!(Arc::ptr_eq(
             &first,
@@ -166,5 +214,42 @@ mod tests {
         assert!(leaves
             .by_host
             .contains_key(&format!("h{}.openai.test", KEPT + 9)));
+    }
+
+    /// Whether a client that trusts `ca` alone accepts its certificate for `host`.
+    fn trusted(ca: &Authority, host: &str) -> bool {
+        use rustls::client::danger::ServerCertVerifier;
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(ca.issuer.der().clone()).unwrap();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let verifier =
+            rustls::client::WebPkiServerVerifier::builder_with_provider(roots.into(), provider)
+                .build()
+                .unwrap();
+        let (chain, _) = ca.leaf(host).unwrap();
+        let name = rustls::pki_types::ServerName::try_from(host.to_owned()).unwrap();
+        let now = rustls::pki_types::UnixTime::now();
+        verifier
+            .verify_server_cert(&chain[0], &[], &name, &[], now)
+            .is_ok()
+    }
+
+    #[test]
+    fn a_scoped_authority_vouches_for_its_hosts_only() {
+        let scope = ["api.openai.com".to_owned(), ".openai.azure.com".to_owned()];
+        let ca = Authority::new(Some(&scope)).unwrap();
+        assert!(trusted(&ca, "api.openai.com"));
+        assert!(trusted(&ca, "my-resource.openai.azure.com"));
+        for other in ["bank.example.invalid", "openai.com.evil.test", "127.0.0.1"] {
+            assert!(!trusted(&ca, other), "{other}");
+        }
+        // An address in its scope, and nothing else.
+        let scope = ["api.openai.com".to_owned(), "127.0.0.1".to_owned()];
+        let ca = Authority::new(Some(&scope)).unwrap();
+        assert!(trusted(&ca, "127.0.0.1"));
+        assert!(!trusted(&ca, "127.0.0.2"));
+        // Unscoped (other hosts recorded): any name.
+        let ca = Authority::new(None).unwrap();
+        assert!(trusted(&ca, "bank.example.invalid"));
     }
 }
