@@ -52,6 +52,28 @@ pub fn before_exec(
     }
 }
 
+/// Spawn `cmd` bound to this process: when it dies (killed with `SIGKILL` too, when no
+/// code of its runs), the child gets `SIGKILL`. Set last before the exec, after anything
+/// that changes the child's credentials (a new user namespace), which would clear it.
+/// The kernel follows the thread that forks: spawn from the main thread or a runtime
+/// worker, which live as long as the process, never from a thread that may end before
+/// the child (a blocking pool's).
+pub fn spawn_bound(cmd: &mut tokio::process::Command) -> io::Result<tokio::process::Child> {
+    let parent = rustix::process::getpid();
+    before_exec(cmd, move || bind_to(parent));
+    cmd.spawn()
+}
+
+/// In the child: `SIGKILL` when `parent` dies; if it already has, the child goes now.
+fn bind_to(parent: Pid) -> io::Result<()> {
+    use rustix::process::Signal;
+    rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
+    match rustix::process::getppid() == Some(parent) {
+        true => Ok(()),
+        false => Err(Errno::SRCH.into()),
+    }
+}
+
 /// The namespaces [`unshare`] makes.
 #[derive(Debug, Clone, Copy)]
 pub struct Namespaces {
@@ -158,6 +180,15 @@ pub(crate) mod tests {
             .exit_status()
             .map(|n| n as usize)
             .ok_or_else(|| format!("the child did not exit: {status:?}"))
+    }
+
+    #[test]
+    fn binding_a_child_to_its_parent_allocates_nothing() {
+        let parent = rustix::process::getpid();
+        let made = allocations_in_child(|| {
+            let _ = super::bind_to(parent);
+        });
+        assert_eq!(made, Ok(0));
     }
 
     #[test]

@@ -52,7 +52,10 @@ pub async fn run(
                 contain::spawn(&mut cmd, session, contain).map_err(|e| spawn_err(program, e))?;
             (child, Some(level))
         }
-        None => (cmd.spawn().map_err(|e| spawn_err(program, e))?, None),
+        None => (
+            crate::os::spawn_bound(&mut cmd).map_err(|e| spawn_err(program, e))?,
+            None,
+        ),
     };
     let pid = child.id();
     let forward = |sig: Signal| {

@@ -74,7 +74,7 @@ pub(crate) fn spawn(
 ) -> io::Result<(tokio::process::Child, Level)> {
     let addr = session.addr();
     let why_not = match contain {
-        Contain::Off => return Ok((cmd.spawn()?, Level::Intercepted)),
+        Contain::Off => return Ok((os::spawn_bound(cmd)?, Level::Intercepted)),
         _ if addr.ip() != std::net::Ipv4Addr::LOCALHOST => Some(format!(
             "the proxy listens on {addr}, and a contained program reaches only 127.0.0.1"
         )),
@@ -84,7 +84,7 @@ pub(crate) fn spawn(
         if contain == Contain::On {
             return Err(io::Error::other(format!("--contain on: {why}")));
         }
-        return Ok((cmd.spawn()?, Level::NotContained(why)));
+        return Ok((os::spawn_bound(cmd)?, Level::NotContained(why)));
     }
     let relayed = session.relayed_ports();
     let jail = Jail::new(
@@ -94,7 +94,7 @@ pub(crate) fn spawn(
             .collect(),
     )?;
     jail.apply(cmd)?;
-    let mut child = cmd.spawn()?;
+    let mut child = os::spawn_bound(cmd)?;
     let served = jail.receive().and_then(|inside| {
         let mut listeners = inside.listeners.into_iter();
         session.serve_also(

@@ -193,7 +193,7 @@ impl CommandApp {
         let spawned = match session.filter(|s| s.ca_bundle().is_some()) {
             Some(session) => contain::spawn(&mut cmd, session, self.contain)
                 .map(|(child, level)| (child, Some(level))),
-            None => cmd.spawn().map(|child| (child, None)),
+            None => crate::os::spawn_bound(&mut cmd).map(|child| (child, None)),
         };
         let (mut child, level) = spawned.map_err(|source| DriveError::Spawn {
             program: program.clone(),

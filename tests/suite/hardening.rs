@@ -1773,3 +1773,57 @@ fn a_program_that_reaches_hundreds_of_hosts_gets_a_bounded_egress_summary() {
         "{line}"
     );
 }
+
+/// agentproxy killed with SIGKILL (a CI job's timeout) runs no code, yet the program it
+/// started goes with it, contained or not.
+#[test]
+fn a_program_does_not_outlive_a_kill_9_of_agentproxy() {
+    for contain in ["off", "auto"] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut proxy = Command::new(bin())
+            .args([
+                "record",
+                "--cassette",
+                "c.json",
+                "--upstream",
+                "http://127.0.0.1:9",
+            ])
+            .args([
+                "--contain",
+                contain,
+                "--",
+                "sh",
+                "-c",
+                "echo $$ > pid; exec sleep 60",
+            ])
+            .current_dir(dir.path())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let pid_file = dir.path().join("pid");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let pid = loop {
+            let text = std::fs::read_to_string(&pid_file).unwrap_or_default();
+            if let Ok(pid) = text.trim().parse::<i32>() {
+                break pid;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{contain}: the program never started"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        proxy.kill().unwrap();
+        proxy.wait().unwrap();
+        let gone = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        // Gone, or a zombie its new parent has yet to reap.
+        let alive = || {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            !stat.is_empty() && stat.split_whitespace().nth(2) != Some("Z")
+        };
+        while alive() && std::time::Instant::now() < gone {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        assert!(!alive(), "{contain}: the program {pid} outlived agentproxy");
+    }
+}
