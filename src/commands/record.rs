@@ -148,7 +148,7 @@ fn tell_recorded(
     }
     for line in session::fault_lines(out)
         .into_iter()
-        .chain(session::egress_lines(out, ended.level.as_ref()))
+        .chain((session::egress_lines(out, ended.level.as_ref()).into_iter()).map(|l| l.text))
     {
         tell!("{line}");
     }

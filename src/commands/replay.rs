@@ -47,7 +47,7 @@ pub async fn run(args: ReplayArgs) -> Result<Exit> {
     }
     // Refused traffic fails the run: said even when quiet.
     for line in session::egress_lines(out, ended.level.as_ref()) {
-        if !s.quiet || line.starts_with("agentproxy: refused") {
+        if !s.quiet || line.refused {
             tell!("{line}");
         }
     }

@@ -205,9 +205,39 @@ impl Signals {
 
 /// What became of a session's faults, for its summary: one line for those that fired (none
 /// when none did), and a warning for each that could not.
+/// A line of the egress summary; `refused` traffic fails a replay, so its line is said
+/// even under `--quiet`.
+#[derive(Debug)]
+pub struct EgressLine {
+    pub text: String,
+    pub refused: bool,
+}
+
+impl EgressLine {
+    fn said(text: String) -> EgressLine {
+        EgressLine {
+            text,
+            refused: false,
+        }
+    }
+
+    fn refusal(text: String) -> EgressLine {
+        EgressLine {
+            text,
+            refused: true,
+        }
+    }
+}
+
+impl std::fmt::Display for EgressLine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
 /// How far the program was contained, and the traffic to hosts the proxy does not stand
 /// in for: what went through while recording, what a replay refused.
-pub fn egress_lines(out: &crate::proxy::Outcome, level: Option<&Level>) -> Vec<String> {
+pub fn egress_lines(out: &crate::proxy::Outcome, level: Option<&Level>) -> Vec<EgressLine> {
     // A line names at most SHOWN hosts: a program that reached thousands must not make
     // one line of its stderr hundreds of kilobytes long (`--json` names up to
     // `intercept::NAMED_HOSTS`).
@@ -239,51 +269,51 @@ pub fn egress_lines(out: &crate::proxy::Outcome, level: Option<&Level>) -> Vec<S
     );
     let (direct, looked_up) = (list(&|e| e.direct), list(&|e| e.looked_up));
     let loopback = list(&|e| e.loopback);
-    let mut lines: Vec<String> = level
-        .map(|l| format!("agentproxy: egress: {l}"))
+    let (said, refusal) = (EgressLine::said, EgressLine::refusal);
+    let mut lines: Vec<EgressLine> = (level.map(|l| said(format!("agentproxy: egress: {l}"))))
         .into_iter()
         .collect();
     if !intercepted.is_empty() {
-        lines.push(format!(
+        lines.push(said(format!(
             "agentproxy: intercepted {} (recorded and replayed as base-URL traffic is)",
             intercepted.join(", ")
-        ));
+        )));
     }
     if !passed.is_empty() {
-        lines.push(format!(
+        lines.push(said(format!(
             "agentproxy: other hosts the program reached through the proxy (not recorded, so a replay refuses them; --record-other-hosts records them): {}",
             passed.join(", ")
-        ));
+        )));
     }
     if !allowed.is_empty() {
-        lines.push(format!(
+        lines.push(said(format!(
             "agentproxy: allowed hosts the program reached through the proxy: {}",
             allowed.join(", ")
-        ));
+        )));
     }
     if !refused.is_empty() {
-        lines.push(format!(
+        lines.push(refusal(format!(
             "agentproxy: refused: {} outside the cassette (a replay reaches no host but the model APIs it serves); exit 1",
             refused.join(", ")
-        ));
+        )));
     }
     if !loopback.is_empty() {
-        lines.push(format!(
+        lines.push(refusal(format!(
             "agentproxy: refused the host's own loopback (contained, the program reaches none of the host's services through the proxy; --allow-host HOST:PORT lets one through): {}",
             loopback.join(", ")
-        ));
+        )));
     }
     if !direct.is_empty() {
-        lines.push(format!(
+        lines.push(refusal(format!(
             "agentproxy: refused direct connections (the program ignored the proxy variables; contained, it reaches only the proxy): {}",
             direct.join(", ")
-        ));
+        )));
     }
     if !looked_up.is_empty() {
-        lines.push(format!(
+        lines.push(said(format!(
             "agentproxy: names the program looked up itself (ignoring the proxy variables; contained, each was answered with its own loopback): {}",
             looked_up.join(", ")
-        ));
+        )));
     }
     lines
 }
@@ -315,9 +345,13 @@ mod tests {
         }
         let lines = egress_lines(&out, None);
         assert_eq!(lines.len(), 1, "{lines:?}");
-        assert!(lines[0].len() < 800, "{} bytes", lines[0].len());
-        assert!(lines[0].contains("h0000.test:443 ×1"), "{}", lines[0]);
-        assert!(lines[0].ends_with(", and 5980 more hosts"), "{}", lines[0]);
+        assert!(lines[0].text.len() < 800, "{} bytes", lines[0].text.len());
+        assert!(lines[0].text.contains("h0000.test:443 ×1"), "{}", lines[0]);
+        assert!(
+            lines[0].text.ends_with(", and 5980 more hosts"),
+            "{}",
+            lines[0]
+        );
         // Beyond the hosts the log names, the rest are counted together, last.
         out.egress
             .entry(intercept::OTHER_HOSTS.into())
@@ -328,6 +362,6 @@ mod tests {
             ", and 5980 more hosts, other hosts (beyond the first {}) ×7",
             intercept::NAMED_HOSTS
         );
-        assert!(lines[0].ends_with(&tail), "{}", lines[0]);
+        assert!(lines[0].text.ends_with(&tail), "{}", lines[0]);
     }
 }

@@ -15,6 +15,7 @@ pub mod ollama;
 pub mod openai_chat;
 pub mod openai_responses;
 mod provider;
+mod refusal;
 mod shared;
 mod telemetry;
 
@@ -33,6 +34,7 @@ pub use provider::{
     provider_of, provider_of_host, BaseVar, Fallback, KnownClient, Provider, ReplayVar, Row,
     PLACEHOLDER, PROVIDERS,
 };
+pub use refusal::Refusal;
 pub(crate) use shared::delta_pieces;
 pub use shared::AssembleError;
 pub use telemetry::{telemetry_of, Telemetry, TELEMETRY};
@@ -307,7 +309,8 @@ pub fn error_message(body: &Value) -> Option<&str> {
 }
 
 /// An error body in the provider's own shape, so SDKs raise a readable exception.
-pub fn error_body(provider: Provider, status: u16, kind: &str, message: &str) -> Value {
+pub fn error_body(provider: Provider, status: u16, kind: Refusal, message: &str) -> Value {
+    let kind = kind.as_str();
     match provider {
         Provider::OpenAi => openai_chat::error_body(kind, message),
         Provider::Anthropic => anthropic::error_body(kind, message),

@@ -317,13 +317,13 @@ fn providers() {
 
 #[test]
 fn error_shapes() {
-    let e = error_body(Provider::Gemini, 429, "agentproxy_fault", "m");
+    let e = error_body(Provider::Gemini, 429, Refusal::Fault, "m");
     assert_eq!(e["error"]["code"], 429);
     assert_eq!(e["error"]["status"], "RESOURCE_EXHAUSTED");
     assert_eq!(e["error"]["details"][0]["reason"], "agentproxy_fault");
-    let e = error_body(Provider::OpenAi, 400, "agentproxy_cassette_miss", "m");
+    let e = error_body(Provider::OpenAi, 400, Refusal::CassetteMiss, "m");
     assert_eq!(e["error"]["type"], "agentproxy_cassette_miss");
-    let e = error_body(Provider::Anthropic, 400, "agentproxy_cassette_miss", "m");
+    let e = error_body(Provider::Anthropic, 400, Refusal::CassetteMiss, "m");
     assert_eq!(e["type"], "error");
     assert_eq!(e["error"]["message"], "m");
 }

@@ -24,9 +24,6 @@ use crate::proxy::server::{accept_loop, BindError, Running};
 pub const CANNED_TEXT: &str =
     "This is a canned reply from agentproxy doctor: your request reached the proxy.";
 
-/// The error type of doctor-mode refusals, in the provider's error shape.
-const DOCTOR_ERROR: &str = "agentproxy_doctor";
-
 /// Credential headers whose presence is noted (their values never are).
 const AUTH_HEADERS: [&str; 3] = ["authorization", "x-api-key", "api-key"];
 
@@ -220,7 +217,7 @@ async fn handle(doctor: Arc<Doctor>, req: Request<Incoming>) -> Response<ProxyBo
 fn refuse(provider: Provider, status: StatusCode, message: &str) -> Response<ProxyBody> {
     let mut resp = json_response(
         status,
-        &dialect::error_body(provider, status.as_u16(), DOCTOR_ERROR, message),
+        &dialect::error_body(provider, status.as_u16(), dialect::Refusal::Doctor, message),
     );
     resp.headers_mut()
         .insert("x-should-retry", HeaderValue::from_static("false"));

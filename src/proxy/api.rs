@@ -19,7 +19,7 @@ use super::replay::Replay;
 use super::state::Proxy;
 use super::{miss, record, replay};
 use crate::cassette::Body;
-use crate::dialect::{self, Provider, Route};
+use crate::dialect::{self, Provider, Refusal, Route};
 use crate::matching::{self, index::Lookup};
 use crate::neutral::ToolCall;
 
@@ -88,13 +88,7 @@ pub(super) async fn handle(
             "{} {} has a `.` or `..` segment; refused, so that no request can leave the upstream's base path",
             head.method, head.stored_path
         );
-        return refuse(
-            proxy,
-            &head,
-            StatusCode::BAD_REQUEST,
-            "agentproxy_bad_path",
-            why,
-        );
+        return refuse(proxy, &head, StatusCode::BAD_REQUEST, Refusal::BadPath, why);
     }
     let too_large = |head: &Head| {
         let why = format!(
@@ -105,7 +99,7 @@ pub(super) async fn handle(
             proxy,
             head,
             StatusCode::PAYLOAD_TOO_LARGE,
-            "agentproxy_body_too_large",
+            Refusal::BodyTooLarge,
             why,
         )
     };
@@ -124,7 +118,7 @@ pub(super) async fn handle(
                 "the request body stalled: nothing arrived for {}",
                 humantime::format_duration(header_timeout())
             );
-            let kind = "agentproxy_bad_request";
+            let kind = Refusal::BadRequest;
             return refuse(proxy, &head, StatusCode::REQUEST_TIMEOUT, kind, why);
         }
         Err(BodyError::Broke(e)) => {
@@ -133,7 +127,7 @@ pub(super) async fn handle(
                 proxy,
                 &head,
                 StatusCode::BAD_REQUEST,
-                "agentproxy_bad_request",
+                Refusal::BadRequest,
                 why,
             );
         }
@@ -316,7 +310,7 @@ async fn answer(proxy: &Arc<Proxy>, ex: Exchange) -> Response<ProxyBody> {
                 proxy,
                 &head,
                 StatusCode::BAD_REQUEST,
-                "agentproxy_cassette_miss",
+                Refusal::CassetteMiss,
                 why,
             )
         }
@@ -344,10 +338,10 @@ pub(super) fn refuse(
     proxy: &Proxy,
     head: &Head,
     status: StatusCode,
-    kind: &str,
+    kind: Refusal,
     msg: String,
 ) -> Response<ProxyBody> {
-    if kind != "agentproxy_cassette_miss" {
+    if kind != Refusal::CassetteMiss {
         let why = format!(
             "{} {}: {} {msg}",
             head.method,
@@ -449,7 +443,7 @@ fn answer_miss(proxy: &Proxy, rp: &Replay, ex: &Exchange, lookup: Lookup) -> Res
         &dialect::error_body(
             ex.provider,
             StatusCode::BAD_REQUEST.as_u16(),
-            "agentproxy_cassette_miss",
+            Refusal::CassetteMiss,
             &format!("agentproxy: {report}"),
         ),
     );

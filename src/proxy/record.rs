@@ -17,7 +17,7 @@ use super::exchange::Exchange;
 use super::state::Proxy;
 use super::upstream::{Upstream, UpstreamError};
 use crate::cassette::{Body, Interaction, RecordedRequest, RecordedResponse};
-use crate::dialect;
+use crate::dialect::{self, Refusal};
 use crate::sse;
 
 /// Response headers worth keeping: what a client needs to parse the body and pace retries.
@@ -435,7 +435,7 @@ fn upstream_failed(proxy: &Proxy, ex: &Exchange, e: UpstreamError) -> Response<P
         &dialect::error_body(
             ex.provider,
             status.as_u16(),
-            "agentproxy_upstream_error",
+            Refusal::UpstreamError,
             &format!("agentproxy: {message}"),
         ),
     )

@@ -12,7 +12,7 @@ use super::secret;
 use super::state::Proxy;
 use super::upstream::LOOP_HEADER;
 use super::{mcp, mcp_http};
-use crate::dialect;
+use crate::dialect::{self, Refusal};
 
 pub async fn handle(proxy: Arc<Proxy>, req: Request<hyper::body::Incoming>) -> Response<ProxyBody> {
     let (parts, body) = req.into_parts();
@@ -40,13 +40,7 @@ pub async fn handle(proxy: Arc<Proxy>, req: Request<hyper::body::Incoming>) -> R
             "{} {} came back to the proxy that forwarded it: an upstream (or --mcp server) points at this proxy itself",
             head.method, head.stored_path
         );
-        let mut refused = api::refuse(
-            &proxy,
-            &head,
-            StatusCode::LOOP_DETECTED,
-            "agentproxy_loop",
-            why,
-        );
+        let mut refused = api::refuse(&proxy, &head, StatusCode::LOOP_DETECTED, Refusal::Loop, why);
         refused
             .headers_mut()
             .insert(LOOP_HEADER, http::HeaderValue::from_static("1"));
@@ -67,7 +61,7 @@ pub async fn handle(proxy: Arc<Proxy>, req: Request<hyper::body::Incoming>) -> R
                 &proxy,
                 &head,
                 StatusCode::FORBIDDEN,
-                "agentproxy_forbidden",
+                Refusal::Forbidden,
                 why,
             )
         }
@@ -93,7 +87,7 @@ pub async fn handle(proxy: Arc<Proxy>, req: Request<hyper::body::Incoming>) -> R
                 dialect::prefixes(),
                 vars.join(", ")
             );
-            let kind = "agentproxy_unknown_route";
+            let kind = Refusal::UnknownRoute;
             api::refuse(&proxy, &head, StatusCode::NOT_FOUND, kind, why)
         }
     }

@@ -532,7 +532,7 @@ fn functions(code: &str) -> Vec<(String, usize, usize)> {
 /// lines that are not tests. A one-off clean-up does not hold without this guard.
 #[test]
 fn functions_and_files_stay_short() {
-    const OVER_80: usize = 12;
+    const OVER_80: usize = 11;
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
     sources(&src, &mut files);

@@ -148,7 +148,10 @@ impl Dialect for Gemini {
             ErrorFault::ServerError(status) => (status, "An internal error has occurred."),
         };
         let message = format!("{message} {INJECTED}");
-        (status, error_body(status, "agentproxy_fault", &message))
+        (
+            status,
+            error_body(status, super::Refusal::Fault.as_str(), &message),
+        )
     }
 
     /// A chunk that is an error object, as Google ends a failing stream.
