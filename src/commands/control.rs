@@ -190,6 +190,46 @@ mod tests {
 
     use super::*;
 
+    /// The harnesses speak the protocol of this binary: each writes its version once,
+    /// as this file does, and never as a bare number elsewhere.
+    #[test]
+    fn every_harness_names_this_protocol_version_once() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let version =
+            regex::Regex::new(r"(?m)^const PROTOCOL = (\d+);$|^PROTOCOL = (\d+)$").unwrap();
+        let bare = regex::Regex::new(r"protocol[\x22']?\s*[:=]\s*\d").unwrap();
+        let files = [
+            "python/agentproxy/pytest_plugin.py",
+            "npm/agentproxy/lib/serve.js",
+            "npm/agentproxy/lib/harness.js",
+            "npm/agentproxy/lib/jest-global-setup.js",
+            "npm/agentproxy/lib/jest.js",
+            "npm/agentproxy/lib/vitest.mjs",
+        ];
+        let mut defined = vec![];
+        for file in files {
+            let text = std::fs::read_to_string(root.join(file)).unwrap();
+            for c in version.captures_iter(&text) {
+                let n = c.get(1).or(c.get(2)).unwrap().as_str();
+                defined.push((file, n.parse::<u64>().unwrap()));
+            }
+            let stray: Vec<&str> = (text.lines())
+                .filter(|l| bare.is_match(l) && !version.is_match(l))
+                .collect();
+            assert!(
+                stray.is_empty(),
+                "{file} writes a version literally: {stray:?}"
+            );
+        }
+        assert_eq!(
+            defined,
+            [
+                ("python/agentproxy/pytest_plugin.py", PROTOCOL),
+                ("npm/agentproxy/lib/serve.js", PROTOCOL)
+            ]
+        );
+    }
+
     #[test]
     fn a_start_request_of_another_version_is_refused_saying_what_to_install() {
         assert_eq!(refuse_version(&json!(PROTOCOL)), None);

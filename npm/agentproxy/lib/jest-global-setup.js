@@ -3,7 +3,7 @@
 // started in jest's own process before any worker, each worker told its own through
 // the environment (lib/jest.js picks it by JEST_WORKER_ID).
 
-const { Serve } = require("./serve.js");
+const { Serve, PROTOCOL } = require("./serve.js");
 const { htmlReport, serveArgs, sessionMode } = require("./harness.js");
 
 module.exports = async function agentproxyGlobalSetup(globalConfig) {
@@ -19,6 +19,6 @@ module.exports = async function agentproxyGlobalSetup(globalConfig) {
   process.env.AGENTPROXY_JEST = JSON.stringify({
     mode,
     root,
-    serves: serves.map((s) => ({ url: s.url, env: s.env, protocol: 3 })),
+    serves: serves.map((s) => ({ url: s.url, env: s.env, protocol: PROTOCOL })),
   });
 };
