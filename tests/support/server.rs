@@ -48,7 +48,6 @@ impl Server {
     }
 
     /// [`Server::start`] behind TLS with `config` (`https://127.0.0.1:PORT`).
-    #[allow(dead_code)]
     pub async fn start_tls<S, F, Fut>(
         name: &'static str,
         state: Arc<S>,
