@@ -203,8 +203,6 @@ impl Signals {
     }
 }
 
-/// What became of a session's faults, for its summary: one line for those that fired (none
-/// when none did), and a warning for each that could not.
 /// A line of the egress summary; `refused` traffic fails a replay, so its line is said
 /// even under `--quiet`.
 #[derive(Debug)]
@@ -318,6 +316,8 @@ pub fn egress_lines(out: &crate::proxy::Outcome, level: Option<&Level>) -> Vec<E
     lines
 }
 
+/// What became of a session's faults, for its summary: one line for those that fired (none
+/// when none did), and a warning for each that could not.
 pub fn fault_lines(out: &crate::proxy::Outcome) -> Vec<String> {
     let fired = &out.faults;
     let each: Vec<String> = fired.iter().map(ToString::to_string).collect();
