@@ -43,6 +43,21 @@ pub(super) struct Head {
 }
 
 impl Head {
+    /// The head of `req`, as it arrived (through an intercepted tunnel when marked so).
+    pub(super) fn of_request<B>(proxy: &Proxy, req: &http::Request<B>) -> Head {
+        let path = (req.uri().path_and_query())
+            .map(|p| p.as_str().to_owned())
+            .unwrap_or_else(|| "/".into());
+        let intercepted = req.extensions().get::<Intercepted>();
+        Head::of(
+            proxy,
+            req.method().clone(),
+            path,
+            req.headers(),
+            intercepted,
+        )
+    }
+
     pub(super) fn of(
         proxy: &Proxy,
         method: Method,

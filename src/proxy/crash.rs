@@ -18,7 +18,7 @@ use crate::fault::CrashPoint;
 /// The crash of one session: its point, what happened, and the signals between a holding
 /// request and the driver of the program.
 pub(super) struct Crash {
-    point: Option<CrashPoint>,
+    pub(super) point: Option<CrashPoint>,
     state: Mutex<State>,
     /// A request is held: kill the program (a permit, so it is not missed).
     held: Notify,

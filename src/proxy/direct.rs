@@ -15,9 +15,10 @@ use simple_dns::{Packet, PacketFlag, ResourceRecord, CLASS, QTYPE, TYPE};
 use tokio::io::AsyncBufReadExt;
 
 use super::body::header_timeout;
-use super::conn::{self, Answer};
+use super::conn;
 use super::intercept::{Intercepted, Passage};
 use super::state::Proxy;
+use super::step::{call, Handler};
 use super::tunnel::{self, Fate, Tunnel};
 
 /// Answer the name lookups that come to `socket` until the task is aborted.
@@ -67,13 +68,13 @@ pub(crate) async fn watch(
     proxy: Arc<Proxy>,
     listener: tokio::net::TcpListener,
     port: u16,
-    serve: fn(Arc<Proxy>, Request<Incoming>) -> Answer,
+    serve: Handler,
 ) {
     while let Ok((stream, _)) = listener.accept().await {
         let Ok(permit) = proxy.tunnels.clone().try_acquire_owned() else {
             continue;
         };
-        let proxy = proxy.clone();
+        let (proxy, serve) = (proxy.clone(), serve.clone());
         tokio::spawn(async move {
             let _permit = permit;
             connection(proxy, stream, port, serve).await;
@@ -83,12 +84,7 @@ pub(crate) async fn watch(
 
 /// One direct connection: TLS, by its server name; else plain HTTP, by each request's
 /// `Host`.
-async fn connection(
-    proxy: Arc<Proxy>,
-    stream: tokio::net::TcpStream,
-    port: u16,
-    serve: fn(Arc<Proxy>, Request<Incoming>) -> Answer,
-) {
+async fn connection(proxy: Arc<Proxy>, stream: tokio::net::TcpStream, port: u16, serve: Handler) {
     let Some(authority) = proxy.opts.intercept.clone() else {
         return;
     };
@@ -133,15 +129,11 @@ async fn connection(
 
 /// Plain HTTP on a direct connection: each request is its `Host`'s, intercepted as plain
 /// HTTP through the proxy would be, or refused.
-async fn plain<I>(
-    proxy: Arc<Proxy>,
-    io: I,
-    port: u16,
-    serve: fn(Arc<Proxy>, Request<Incoming>) -> Answer,
-) where
+async fn plain<I>(proxy: Arc<Proxy>, io: I, port: u16, serve: Handler)
+where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    let svc = conn::answering(move |mut req: Request<Incoming>| {
+    let svc = conn::answering(move |mut req: Request<Incoming>| -> conn::Answer {
         let host = (req.headers().get(http::header::HOST))
             .and_then(|h| h.to_str().ok())
             .and_then(|h| h.parse::<http::uri::Authority>().ok());
@@ -154,7 +146,7 @@ async fn plain<I>(
             Fate::Intercept(provider) => {
                 proxy.note_egress(&name, Passage::Intercepted);
                 (req.extensions_mut()).insert(Intercepted::of(provider, "http", &host, port));
-                serve(proxy.clone(), req)
+                Box::pin(call(serve.clone(), req))
             }
             _ => {
                 proxy.note_egress(&name, Passage::Direct);

@@ -17,9 +17,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::body::header_timeout;
 use super::body::ProxyBody;
-use super::conn::{self, Answer};
+use super::conn;
+use super::stack::{self, Arrival};
 use super::state::Proxy;
-use super::{service, tunnel};
+use super::step;
 
 /// How long in-flight requests may take to finish once shutdown starts (a second signal
 /// cuts it short).
@@ -108,10 +109,8 @@ pub async fn serve(
     shutdown: impl Future<Output = ()>,
     hurry: CancellationToken,
 ) {
-    let handler = {
-        let proxy = proxy.clone();
-        move |req| dispatch_on_host(proxy.clone(), req)
-    };
+    let stack = stack::stack(&proxy, Arrival::Host);
+    let handler = move |req| step::call(stack.clone(), req);
     accept_loop(listener, handler, shutdown, hurry.clone()).await;
     proxy.tasks.close();
     tokio::select! {
@@ -132,55 +131,9 @@ pub(crate) async fn serve_more(
     shutdown: impl Future<Output = ()>,
     hurry: CancellationToken,
 ) {
-    accept_loop(
-        listener,
-        move |req| dispatch(proxy.clone(), req),
-        shutdown,
-        hurry,
-    )
-    .await;
-}
-
-/// A request on the proxy's own listener. Once its program runs contained (reaching the
-/// proxy inside its namespace), this listener is no forward proxy: another process on the
-/// host may not relay through it, nor have its traffic named as the program's.
-fn dispatch_on_host(proxy: Arc<Proxy>, req: Request<Incoming>) -> Answer {
-    let forwarding = req.method() == http::Method::CONNECT || req.uri().authority().is_some();
-    if forwarding && proxy.contained.load(std::sync::atomic::Ordering::SeqCst) {
-        let refused = tunnel::text(
-            http::StatusCode::METHOD_NOT_ALLOWED,
-            format!(
-                "agentproxy: {}: the program runs contained and reaches the proxy inside its namespace; this listener is not a forward proxy",
-                req.uri()
-            ),
-        );
-        return Box::pin(std::future::ready(refused));
-    }
-    dispatch(proxy, req)
-}
-
-/// A request to the proxy: a `CONNECT` opens a tunnel (whose requests come back here),
-/// anything else is served.
-pub(super) fn dispatch(proxy: Arc<Proxy>, req: Request<Incoming>) -> Answer {
-    if req.method() == http::Method::CONNECT {
-        return Box::pin(tunnel::connect(proxy, req, dispatch));
-    }
-    if let Some(refused) = tunnel::upgrade_refused(&req) {
-        return Box::pin(std::future::ready(refused));
-    }
-    // A plain `http://` request sent through the proxy (absolute form) to another host.
-    match tunnel::plain_elsewhere(&proxy, &req) {
-        Some(tunnel::Plain::Refused(refused)) => Box::pin(std::future::ready(refused)),
-        Some(tunnel::Plain::Forward(name, passage)) => {
-            Box::pin(tunnel::forward_plain(proxy, req, (name, passage)))
-        }
-        Some(tunnel::Plain::Serve(mark)) => {
-            let mut req = req;
-            req.extensions_mut().insert(mark);
-            Box::pin(service::handle(proxy, req))
-        }
-        None => Box::pin(service::handle(proxy, req)),
-    }
+    let stack = stack::stack(&proxy, Arrival::Program);
+    let handler = move |req| step::call(stack.clone(), req);
+    accept_loop(listener, handler, shutdown, hurry).await;
 }
 
 /// Accept connections and answer each request with `handler` until `shutdown` resolves,

@@ -9,6 +9,7 @@ use super::intercept::TRUST_VARS;
 use super::options::Options;
 use super::outcome::Outcome;
 use super::server::{self, BindError, Running};
+use super::stack::{self, Arrival};
 use super::state::Proxy;
 
 /// A proxy serving in the background, from [`Session::start`] until [`Session::stop`].
@@ -119,7 +120,8 @@ impl Session {
         }
         for (port, listener) in direct {
             let listener = tokio::net::TcpListener::from_std(listener)?;
-            let watch = direct::watch(self.proxy.clone(), listener, port, server::dispatch);
+            let serve = stack::stack(&self.proxy, Arrival::Program);
+            let watch = direct::watch(self.proxy.clone(), listener, port, serve);
             tasks.push(tokio::spawn(watch));
         }
         (self.relays.lock().unwrap_or_else(|p| p.into_inner())).extend(tasks);

@@ -22,8 +22,9 @@ use super::outcome::Outcome;
 use super::route::Target;
 use super::secret::{self, SECRET_HEADER};
 use super::server::{self, BindError, Running, DRAIN_TIMEOUT};
-use super::service;
+use super::stack::{self, Arrival};
 use super::state::Proxy;
+use super::step;
 use crate::cassette::Interaction;
 
 /// The largest control request body.
@@ -168,7 +169,10 @@ impl Switched {
                             };
                             req.headers_mut().remove(TEST_HEADER);
                             match switch.route(test.as_deref()) {
-                                Ok(proxy) => service::handle(proxy, req).await,
+                                Ok(proxy) => {
+                                    let stack = stack::stack(&proxy, Arrival::Program);
+                                    step::call(stack, req).await
+                                }
                                 Err(why) => control_error(
                                     StatusCode::CONFLICT,
                                     &format!("agentproxy serve: {why}"),

@@ -8,25 +8,77 @@
 
 use std::sync::Arc;
 
-use http::{Request, Response, StatusCode};
+use http::{Method, Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use tokio::io::AsyncBufReadExt;
+use tower::Layer;
 
 use super::body::{header_timeout, ProxyBody};
-use super::conn::{self, Answer};
+use super::conn;
 use super::intercept::{self, Intercepted, Passage, MAX_TUNNELS};
 use super::state::Proxy;
+use super::step::{self, call, handler, Arrival, Handler};
 use super::upstream::Upstream;
 use crate::cassette::format::Upstreams;
 use crate::dialect;
 
+/// The forward proxy as a layer: a `CONNECT` opens a tunnel, a request in absolute form to
+/// another host is forwarded, refused or served as that host's; any other request goes on.
+pub(super) fn layer(
+    proxy: &Arc<Proxy>,
+    arrival: Arrival,
+) -> impl Layer<Handler, Service = Handler> + Clone {
+    let proxy = proxy.clone();
+    step::layer(move |next: Handler| forward(proxy.clone(), arrival, next))
+}
+
+fn forward(proxy: Arc<Proxy>, arrival: Arrival, next: Handler) -> Handler {
+    handler(move |mut req: Request<Incoming>| {
+        let (proxy, next) = (proxy.clone(), next.clone());
+        async move {
+            if req.method() != Method::CONNECT && req.uri().authority().is_none() {
+                return call(next, req).await;
+            }
+            // Once its program runs contained (reaching the proxy inside its namespace), the
+            // proxy's own listener is no forward proxy: another process on the host may not
+            // relay through it, nor have its traffic named as the program's.
+            if arrival == Arrival::Host && proxy.contained.load(std::sync::atomic::Ordering::SeqCst)
+            {
+                return text(
+                    StatusCode::METHOD_NOT_ALLOWED,
+                    format!(
+                        "agentproxy: {}: the program runs contained and reaches the proxy inside its namespace; this listener is not a forward proxy",
+                        req.uri()
+                    ),
+                );
+            }
+            if req.method() == Method::CONNECT {
+                // The tunnel's requests come back through the layers below this one.
+                let tunneled = forward(proxy.clone(), Arrival::Program, next);
+                return connect(proxy, req, tunneled).await;
+            }
+            match plain_elsewhere(&proxy, &req) {
+                Some(Plain::Refused(refused)) => refused,
+                Some(Plain::Forward(name, passage)) => {
+                    forward_plain(proxy, req, (name, passage)).await
+                }
+                Some(Plain::Serve(mark)) => {
+                    req.extensions_mut().insert(mark);
+                    call(next, req).await
+                }
+                None => call(next, req).await,
+            }
+        }
+    })
+}
+
 /// Answer a `CONNECT host:port`; an intercepted tunnel's requests are answered by `serve`.
-pub(super) async fn connect(
+async fn connect(
     proxy: Arc<Proxy>,
     mut req: Request<Incoming>,
-    serve: fn(Arc<Proxy>, Request<Incoming>) -> Answer,
+    serve: Handler,
 ) -> Response<ProxyBody> {
     let Some(target) = req.uri().authority().cloned() else {
         return text(
@@ -171,7 +223,7 @@ fn outside(name: &str) -> String {
 /// for the scheme the program spoke in it.
 pub(super) struct Tunnel<M> {
     pub proxy: Arc<Proxy>,
-    pub serve: fn(Arc<Proxy>, Request<Incoming>) -> Answer,
+    pub serve: Handler,
     pub host: String,
     /// Another host's `host:port`, recorded: where the tunnel is passed through when what
     /// the program says in it is not HTTP (nor TLS).
@@ -236,12 +288,11 @@ impl<M: Fn(&str) -> Intercepted + Send + Sync + 'static> Tunnel<M> {
         I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
     {
         let mark = (self.mark)(scheme);
-        let proxy = self.proxy;
         let serve = self.serve;
         // Each request is the provider's whose host it was sent to, whatever its path.
         let svc = conn::answering(move |mut req: Request<Incoming>| {
             req.extensions_mut().insert(mark.clone());
-            serve(proxy.clone(), req)
+            call(serve.clone(), req)
         });
         let builder = conn::builder();
         let conn = builder.serve_connection_with_upgrades(TokioIo::new(io), svc);
@@ -261,28 +312,9 @@ const OTHER_FIRST_BYTE: std::time::Duration = std::time::Duration::from_secs(1);
 /// The first byte of a TLS connection (a handshake record).
 pub(super) const TLS_HANDSHAKE: u8 = 0x16;
 
-/// A request that asks to switch protocols (a WebSocket, such as OpenAI's Realtime API):
-/// refused with a message, since agentproxy records and replays HTTP exchanges only.
-pub(super) fn upgrade_refused<B>(req: &Request<B>) -> Option<Response<ProxyBody>> {
-    let upgrade = req.headers().get(http::header::UPGRADE)?.to_str().ok()?;
-    // `h2c` (curl's HTTP/2 over plain HTTP) falls back to HTTP/1.1 when ignored.
-    if !upgrade.to_ascii_lowercase().contains("websocket") {
-        return None;
-    }
-    let what = upgrade;
-    Some(text(
-        StatusCode::NOT_IMPLEMENTED,
-        format!(
-            "agentproxy: {} {} asks to switch to {what}: agentproxy records and replays HTTP exchanges only (a WebSocket API is not supported)",
-            req.method(),
-            req.uri().path()
-        ),
-    ))
-}
-
 /// What becomes of a plain `http://` request sent to the proxy as a forward proxy (its
 /// target in absolute form) for a host that is not a provider's.
-pub(super) enum Plain {
+enum Plain {
     /// Forwarded to `host:port` as it is (while recording, or to an allowed host), and
     /// named as it passes.
     Forward(String, Passage),
@@ -295,7 +327,7 @@ pub(super) enum Plain {
 
 /// [`Plain`] for a request in absolute form to another host; `None` for any other
 /// request (origin form, a provider's host, the proxy's own loopback address).
-pub(super) fn plain_elsewhere<B>(proxy: &Proxy, req: &Request<B>) -> Option<Plain> {
+fn plain_elsewhere<B>(proxy: &Proxy, req: &Request<B>) -> Option<Plain> {
     let target = req.uri().authority()?;
     // HTTP/2 names its target in every request; the proxy's own loopback address is
     // its base URL.
@@ -336,7 +368,7 @@ pub(super) fn plain_elsewhere<B>(proxy: &Proxy, req: &Request<B>) -> Option<Plai
 
 /// Forward a plain `http://` request to another host (`name`) as it is: not recorded,
 /// named (as a tunnel is) as `passage` says.
-pub(super) async fn forward_plain(
+async fn forward_plain(
     proxy: Arc<Proxy>,
     req: Request<Incoming>,
     (name, passage): (String, Passage),
