@@ -183,7 +183,7 @@ pub enum Error {
     Secret(#[source] std::io::Error),
 
     #[error("failed to make the session's certificate authority: {0}")]
-    Ca(#[source] crate::proxy::intercept::ca::CaError),
+    Ca(#[source] crate::proxy::egress::CaError),
 
     #[error("serve's --root {root} cannot be used: {source}", root = .root.display())]
     ServeRoot {

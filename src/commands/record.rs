@@ -6,7 +6,7 @@ use crate::cli::RecordArgs;
 use crate::dialect::provider_of;
 use crate::error::{Error, Exit, Result, EXIT_OK};
 use crate::runner::env;
-use crate::runner::plan::{self, Forwarding, Plan, Setup, Use};
+use crate::runner::plan::{self, Forwarding, Plan, Use};
 use crate::trajectory::{self, Asserted};
 
 use super::session;
@@ -27,9 +27,10 @@ pub async fn run(args: RecordArgs) -> Result<Exit> {
         writer,
         ..
     } = plan::plan(
-        Setup {
-            record_other_hosts: args.record_other_hosts,
-            ..session::setup(s, None, Use::Record)
+        {
+            let mut setup = session::setup(s, None, Use::Record);
+            setup.egress.record_other_hosts = args.record_other_hosts;
+            setup
         },
         &fwd,
     )?;
@@ -92,7 +93,7 @@ fn nothing_recorded(s: &crate::cli::SessionArgs, ended: &session::Ended) -> Resu
     let out = &ended.outcome;
     // What the program reached around the proxy may say why nothing came through it.
     if !s.quiet {
-        for line in session::egress_lines(out, ended.level.as_ref()) {
+        for line in session::egress_lines(ended) {
             tell!("{line}");
         }
     }
@@ -114,10 +115,7 @@ fn nothing_recorded(s: &crate::cli::SessionArgs, ended: &session::Ended) -> Resu
     if !failures.is_empty() {
         return Err(Error::NothingRecordable { failures });
     }
-    let reached: Vec<String> = (out.egress.iter())
-        .filter(|(_, e)| e.passed + e.allowed > 0)
-        .map(|(host, _)| crate::proxy::intercept::label(host))
-        .collect();
+    let reached = crate::proxy::egress::reached_elsewhere(&out.egress);
     let elsewhere = match reached.is_empty() {
         true => String::new(),
         false => format!(
@@ -148,7 +146,7 @@ fn tell_recorded(
     }
     for line in session::fault_lines(out)
         .into_iter()
-        .chain((session::egress_lines(out, ended.level.as_ref()).into_iter()).map(|l| l.text))
+        .chain((session::egress_lines(ended).into_iter()).map(|l| l.text))
     {
         tell!("{line}");
     }

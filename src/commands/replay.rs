@@ -46,12 +46,12 @@ pub async fn run(args: ReplayArgs) -> Result<Exit> {
         tell_served(s, out, served, total);
     }
     // Refused traffic fails the run: said even when quiet.
-    for line in session::egress_lines(out, ended.level.as_ref()) {
+    for line in session::egress_lines(&ended) {
         if !s.quiet || line.refused {
             tell!("{line}");
         }
     }
-    let refused: usize = out.egress.values().map(|e| e.refused + e.direct).sum();
+    let refused = out.egress.refused();
     if s.quiet {
         // Quiet still says why the run failed: one line per miss.
         for miss in &out.misses {

@@ -4,7 +4,7 @@
 use crate::cassette::{Cassette, MatchRules};
 use crate::cli::SessionArgs;
 use crate::error::{Error, Result};
-use crate::proxy::intercept::{self, Egress};
+use crate::proxy::egress;
 use crate::proxy::{Options, Outcome, Session};
 use crate::runner::contain::Level;
 use crate::runner::plan::{Setup, Use};
@@ -44,8 +44,11 @@ pub fn setup(args: &SessionArgs, existing: Option<Cassette>, usage: Use) -> Setu
         rerecord: Some(rerecord(args)),
         // A program agentproxy starts has the proxy as its only way out; on a listener
         // others can reach, the proxy is no forward proxy (no relay for them).
-        intercept: !args.command.is_empty() && args.listen.ip().is_loopback(),
-        allow: args.allow_hosts.clone(),
+        egress: crate::proxy::egress::Setup {
+            intercept: !args.command.is_empty() && args.listen.ip().is_loopback(),
+            allow: args.allow_hosts.clone(),
+            record_other_hosts: false,
+        },
         ..Setup::new(args.cassette.clone(), existing, usage)
     }
 }
@@ -203,117 +206,10 @@ impl Signals {
     }
 }
 
-/// A line of the egress summary; `refused` traffic fails a replay, so its line is said
-/// even under `--quiet`.
-#[derive(Debug)]
-pub struct EgressLine {
-    pub text: String,
-    pub refused: bool,
-}
-
-impl EgressLine {
-    fn said(text: String) -> EgressLine {
-        EgressLine {
-            text,
-            refused: false,
-        }
-    }
-
-    fn refusal(text: String) -> EgressLine {
-        EgressLine {
-            text,
-            refused: true,
-        }
-    }
-}
-
-impl std::fmt::Display for EgressLine {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.text)
-    }
-}
-
-/// How far the program was contained, and the traffic to hosts the proxy does not stand
-/// in for: what went through while recording, what a replay refused.
-pub fn egress_lines(out: &crate::proxy::Outcome, level: Option<&Level>) -> Vec<EgressLine> {
-    // A line names at most SHOWN hosts: a program that reached thousands must not make
-    // one line of its stderr hundreds of kilobytes long (`--json` names up to
-    // `intercept::NAMED_HOSTS`).
-    const SHOWN: usize = 20;
-    let list = |pick: &dyn Fn(&Egress) -> usize| -> Vec<String> {
-        let all: Vec<(&String, usize)> = (out.egress.iter())
-            .map(|(host, e)| (host, pick(e)))
-            .filter(|(host, n)| *n > 0 && *host != intercept::OTHER_HOSTS)
-            .collect();
-        let mut shown: Vec<String> = (all.iter().take(SHOWN))
-            .map(|(host, n)| format!("{} ×{n}", intercept::label(host)))
-            .collect();
-        if all.len() > SHOWN {
-            shown.push(format!("and {} more hosts", all.len() - SHOWN));
-        }
-        match out.egress.get(intercept::OTHER_HOSTS).map(pick) {
-            Some(n) if n > 0 => {
-                shown.push(format!("{} ×{n}", intercept::label(intercept::OTHER_HOSTS)))
-            }
-            _ => {}
-        }
-        shown
-    };
-    let (intercepted, passed, allowed, refused) = (
-        list(&|e| e.intercepted),
-        list(&|e| e.passed),
-        list(&|e| e.allowed),
-        list(&|e| e.refused),
-    );
-    let (direct, looked_up) = (list(&|e| e.direct), list(&|e| e.looked_up));
-    let loopback = list(&|e| e.loopback);
-    let (said, refusal) = (EgressLine::said, EgressLine::refusal);
-    let mut lines: Vec<EgressLine> = (level.map(|l| said(format!("agentproxy: egress: {l}"))))
-        .into_iter()
-        .collect();
-    if !intercepted.is_empty() {
-        lines.push(said(format!(
-            "agentproxy: intercepted {} (recorded and replayed as base-URL traffic is)",
-            intercepted.join(", ")
-        )));
-    }
-    if !passed.is_empty() {
-        lines.push(said(format!(
-            "agentproxy: other hosts the program reached through the proxy (not recorded, so a replay refuses them; --record-other-hosts records them): {}",
-            passed.join(", ")
-        )));
-    }
-    if !allowed.is_empty() {
-        lines.push(said(format!(
-            "agentproxy: allowed hosts the program reached through the proxy: {}",
-            allowed.join(", ")
-        )));
-    }
-    if !refused.is_empty() {
-        lines.push(refusal(format!(
-            "agentproxy: refused: {} outside the cassette (a replay reaches no host but the model APIs it serves); exit 1",
-            refused.join(", ")
-        )));
-    }
-    if !loopback.is_empty() {
-        lines.push(refusal(format!(
-            "agentproxy: refused the host's own loopback (contained, the program reaches none of the host's services through the proxy; --allow-host HOST:PORT lets one through): {}",
-            loopback.join(", ")
-        )));
-    }
-    if !direct.is_empty() {
-        lines.push(refusal(format!(
-            "agentproxy: refused direct connections (the program ignored the proxy variables; contained, it reaches only the proxy): {}",
-            direct.join(", ")
-        )));
-    }
-    if !looked_up.is_empty() {
-        lines.push(said(format!(
-            "agentproxy: names the program looked up itself (ignoring the proxy variables; contained, each was answered with its own loopback): {}",
-            looked_up.join(", ")
-        )));
-    }
-    lines
+/// The egress summary of a session that `ended` (see `egress::lines`).
+pub fn egress_lines(ended: &Ended) -> Vec<egress::Line> {
+    let level = ended.level.as_ref().map(|l| l as &dyn std::fmt::Display);
+    egress::lines(&ended.outcome.egress, level)
 }
 
 /// What became of a session's faults, for its summary: one line for those that fired (none
@@ -330,38 +226,4 @@ pub fn fault_lines(out: &crate::proxy::Outcome) -> Vec<String> {
     });
     let problems = (out.fault_problems.iter()).map(|p| format!("agentproxy: warning: fault {p}"));
     injected.into_iter().chain(problems).collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_egress_line_names_at_most_twenty_hosts() {
-        let mut out = Outcome::default();
-        for n in 0..6000 {
-            let e = out.egress.entry(format!("h{n:04}.test:443")).or_default();
-            e.passed = 1;
-        }
-        let lines = egress_lines(&out, None);
-        assert_eq!(lines.len(), 1, "{lines:?}");
-        assert!(lines[0].text.len() < 800, "{} bytes", lines[0].text.len());
-        assert!(lines[0].text.contains("h0000.test:443 ×1"), "{}", lines[0]);
-        assert!(
-            lines[0].text.ends_with(", and 5980 more hosts"),
-            "{}",
-            lines[0]
-        );
-        // Beyond the hosts the log names, the rest are counted together, last.
-        out.egress
-            .entry(intercept::OTHER_HOSTS.into())
-            .or_default()
-            .passed = 7;
-        let lines = egress_lines(&out, None);
-        let tail = format!(
-            ", and 5980 more hosts, other hosts (beyond the first {}) ×7",
-            intercept::NAMED_HOSTS
-        );
-        assert!(lines[0].text.ends_with(&tail), "{}", lines[0]);
-    }
 }

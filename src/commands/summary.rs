@@ -1,13 +1,11 @@
 //! The one-line JSON summaries `record --json` and `replay --json` print, as types: the
 //! fields docs/ci.md documents, in its order, each taken from the session's outcome.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::Serialize;
 
 use crate::fault::Fired;
-use crate::proxy::intercept::Egress;
 
 use super::session::Ended;
 
@@ -17,7 +15,7 @@ use super::session::Ended;
 pub struct Common<'a> {
     pub faults: &'a [Fired],
     pub fault_problems: &'a [String],
-    pub egress: &'a BTreeMap<String, Egress>,
+    pub egress: &'a crate::proxy::egress::Log,
     pub containment: Option<String>,
     pub program_exit: Option<i32>,
     pub exit_code: i32,

@@ -7,14 +7,13 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use http::{HeaderMap, Method, Response, StatusCode};
-use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use serde_json::Value;
 
-use super::body::{header_timeout, json_response, ProxyBody};
+use super::body::{header_timeout, json_response, read_request_body, BodyError, ProxyBody};
+use super::egress::Intercepted;
 use super::exchange::Exchange;
 use super::fault::{Due, Recorded};
-use super::intercept::Intercepted;
 use super::replay::Replay;
 use super::state::Proxy;
 use super::{miss, record, replay};
@@ -158,38 +157,6 @@ pub(super) async fn handle(
         proxy.answered(c.nth, &resp);
     }
     resp
-}
-
-/// Why a request body could not be read.
-pub(super) enum BodyError {
-    TooLarge,
-    /// Nothing arrived for [`header_timeout`]: a client that sent half a body does not
-    /// hold its connection for ever.
-    Stalled,
-    Broke(Box<dyn std::error::Error + Send + Sync>),
-}
-
-/// The request body, at most `max` bytes, waiting at most [`header_timeout`] for each
-/// chunk. A body of one chunk (most are) is passed on without a copy.
-pub(super) async fn read_request_body(body: Incoming, max: usize) -> Result<Bytes, BodyError> {
-    let mut body = Limited::new(body, max);
-    let mut chunks: Vec<Bytes> = Vec::new();
-    loop {
-        match tokio::time::timeout(header_timeout(), body.frame()).await {
-            Err(_) => return Err(BodyError::Stalled),
-            Ok(None) if chunks.len() == 1 => return Ok(chunks.swap_remove(0)),
-            Ok(None) => return Ok(Bytes::from(chunks.concat())),
-            Ok(Some(Err(e))) if e.is::<http_body_util::LengthLimitError>() => {
-                return Err(BodyError::TooLarge)
-            }
-            Ok(Some(Err(e))) => return Err(BodyError::Broke(e)),
-            Ok(Some(Ok(frame))) => {
-                if let Ok(data) = frame.into_data() {
-                    chunks.push(data);
-                }
-            }
-        }
-    }
 }
 
 /// Answer the request numbered `seq`: byte-identical to a recording, as it was recorded

@@ -8,7 +8,8 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use http::{HeaderValue, Response, StatusCode};
 use http_body::{Body, Frame};
-use http_body_util::{combinators::BoxBody, BodyExt, Full};
+use http_body_util::{combinators::BoxBody, BodyExt, Full, Limited};
+use hyper::body::Incoming;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
@@ -204,6 +205,45 @@ pub fn json_response(status: StatusCode, value: &Value) -> Response<ProxyBody> {
         HeaderValue::from_static("application/json"),
     );
     resp
+}
+
+/// A plain-text answer.
+pub(crate) fn text(status: StatusCode, body: String) -> Response<ProxyBody> {
+    let mut resp = Response::new(full(body.into()));
+    *resp.status_mut() = status;
+    resp
+}
+
+/// Why a request body could not be read.
+pub(crate) enum BodyError {
+    TooLarge,
+    /// Nothing arrived for [`header_timeout`]: a client that sent half a body does not
+    /// hold its connection for ever.
+    Stalled,
+    Broke(Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// The request body, at most `max` bytes, waiting at most [`header_timeout`] for each
+/// chunk. A body of one chunk (most are) is passed on without a copy.
+pub(crate) async fn read_request_body(body: Incoming, max: usize) -> Result<Bytes, BodyError> {
+    let mut body = Limited::new(body, max);
+    let mut chunks: Vec<Bytes> = Vec::new();
+    loop {
+        match tokio::time::timeout(header_timeout(), body.frame()).await {
+            Err(_) => return Err(BodyError::Stalled),
+            Ok(None) if chunks.len() == 1 => return Ok(chunks.swap_remove(0)),
+            Ok(None) => return Ok(Bytes::from(chunks.concat())),
+            Ok(Some(Err(e))) if e.is::<http_body_util::LengthLimitError>() => {
+                return Err(BodyError::TooLarge)
+            }
+            Ok(Some(Err(e))) => return Err(BodyError::Broke(e)),
+            Ok(Some(Ok(frame))) => {
+                if let Ok(data) = frame.into_data() {
+                    chunks.push(data);
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1,20 +1,21 @@
-//! The proxy: one session's HTTP server and the layers a request goes through. A request
-//! is routed first (`route`): to a model API handler (`api`), an MCP relay (`mcp`,
-//! `mcp_http`), `serve`'s control endpoint (`switch`) or a refusal; a model request is
-//! answered through the fault layer (`fault`) from the cassette (`replay`) or the
-//! upstream (`record`). The session's state is in `state`, its options in `options`.
-//! The proxy is also the program's forward proxy (`tunnel`, `intercept`), and watches
-//! what a contained program does around it (`direct`).
+//! The proxy: one session's HTTP server and the layers a request goes through, composed
+//! in `stack` (each feature that acts before routing a `tower` layer: `upgrade`,
+//! `egress`, the crash hold, `loops`). A request is then routed (`route`, `service`): to
+//! a model API handler (`api`), an MCP relay (`mcp`, `mcp_http`), `serve`'s control
+//! endpoint (`switch`) or a refusal; a model request is answered through the fault layer
+//! (`fault`) from the cassette (`replay`) or the upstream (`record`). The session's state
+//! is in `state`, its options in `options`. Everything the program sends that is not to a
+//! base URL (the forward proxy, interception, a contained program's direct traffic) is
+//! one unit, `egress`.
 
 mod api;
 pub(crate) mod body;
 pub mod client;
 mod conn;
 pub(crate) mod crash;
-mod direct;
+pub mod egress;
 mod exchange;
 mod fault;
-pub mod intercept;
 mod loops;
 pub mod mcp;
 pub mod mcp_http;
@@ -33,7 +34,6 @@ mod stack;
 mod state;
 mod step;
 pub mod switch;
-mod tunnel;
 mod upgrade;
 pub mod upstream;
 

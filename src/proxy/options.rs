@@ -68,14 +68,8 @@ pub struct Options {
     pub fuzz: Option<FuzzCall>,
     /// A crash test's point: the first request after it is held (see `proxy::crash`).
     pub crash: Option<CrashPoint>,
-    /// Serve as the program's forward proxy, intercepting the provider hosts' HTTPS with
-    /// certificates of this authority (see `intercept`); `None`: `CONNECT` is refused.
-    pub intercept: Option<Arc<super::intercept::Authority>>,
-    /// Other hosts a replay still lets the program reach through a tunnel.
-    pub allow: Vec<crate::spec::HostPattern>,
-    /// While recording, intercept the traffic to other hosts too and record it as plain
-    /// HTTP under its whole URL (`--record-other-hosts`), so a replay serves it.
-    pub record_other_hosts: bool,
+    /// What becomes of the program's traffic that is not to a base URL (see `egress`).
+    pub egress: super::egress::Options,
     /// Note the known clients (Claude Code) whose requests are recorded, so their
     /// volatile fields are tolerated in the cassette written.
     pub known_clients: bool,

@@ -4,7 +4,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::crash::Crashed;
-use super::intercept::Egress;
 use crate::cassette::Interaction;
 use crate::fault::Fired;
 use crate::matching::nearmiss::NearMiss;
@@ -49,7 +48,7 @@ pub struct Outcome {
     pub crash: Option<Crashed>,
     /// Tunnels through the forward proxy, by `host:port`: intercepted (a provider's
     /// host), passed through while recording, allowed, or refused in a replay.
-    pub egress: BTreeMap<String, Egress>,
+    pub egress: super::egress::Log,
     /// The known clients (`Claude Code`) whose requests were recorded.
     pub clients: BTreeSet<&'static str>,
 }

@@ -10,8 +10,8 @@ use bytes::Bytes;
 use http::{HeaderValue, Response, StatusCode};
 
 use super::body::{chunks, full, paced_chunks, ProxyBody};
+use super::egress::host_port;
 use super::exchange::Exchange;
-use super::intercept::host_port;
 use crate::cassette::{Body, Interaction};
 use crate::dialect::Route;
 use crate::matching::index::{ByPosition, Index, Lookup, Repeat};
@@ -62,9 +62,9 @@ impl Replay {
         }
     }
 
-    /// Does the cassette hold requests to the other host `host:port`?
-    pub fn holds_host(&self, host_port: &str) -> bool {
-        self.other_hosts.contains(host_port)
+    /// The other hosts (`host:port`) whose requests the cassette holds.
+    pub fn other_hosts(&self) -> &HashSet<String> {
+        &self.other_hosts
     }
 
     /// Each recording's request sketch, in cassette order (`None`: a body that is not

@@ -4,8 +4,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use super::direct;
-use super::intercept::TRUST_VARS;
+use super::egress::{self, TRUST_VARS};
 use super::options::Options;
 use super::outcome::Outcome;
 use super::server::{self, BindError, Running};
@@ -28,7 +27,7 @@ pub(crate) struct Session {
 impl Session {
     /// Bind `listen` and serve a proxy built from `options` on it.
     pub(crate) async fn start(options: Options, listen: SocketAddr) -> Result<Session, BindError> {
-        let bundle = match &options.intercept {
+        let bundle = match &options.egress.authority {
             Some(ca) => {
                 // The trust stores agentproxy's own environment names stay trusted.
                 let own: Vec<std::path::PathBuf> = (TRUST_VARS.iter())
@@ -59,7 +58,7 @@ impl Session {
             )
         })
         .await?;
-        let _ = proxy.port.set(running.addr().port());
+        proxy.egress.set_port(running.addr().port());
         Ok(Session {
             proxy,
             running,
@@ -72,13 +71,7 @@ impl Session {
     /// The ports of the host's loopback a contained program may reach as its own: those
     /// the run allows (`--allow-host 127.0.0.1:PORT`, a spec's `egress.allow`).
     pub(crate) fn relayed_ports(&self) -> Vec<u16> {
-        let mut ports: Vec<u16> = (self.proxy.opts.allow.iter())
-            .filter_map(|p| p.loopback_port())
-            .filter(|p| *p != self.addr().port())
-            .collect();
-        ports.sort_unstable();
-        ports.dedup();
-        ports
+        self.proxy.egress.loopback_ports(self.addr().port())
     }
 
     /// Relay each connection to `listener` (inside a contained program's namespace) to
@@ -113,15 +106,15 @@ impl Session {
         let mut tasks = Vec::new();
         if let Some(names) = names {
             let names = tokio::net::UdpSocket::from_std(names)?;
-            tasks.push(tokio::spawn(direct::answer_names(
-                self.proxy.clone(),
+            tasks.push(tokio::spawn(egress::answer_names(
+                self.proxy.egress.clone(),
                 names,
             )));
         }
         for (port, listener) in direct {
             let listener = tokio::net::TcpListener::from_std(listener)?;
             let serve = stack::stack(&self.proxy, Arrival::Program);
-            let watch = direct::watch(self.proxy.clone(), listener, port, serve);
+            let watch = egress::watch(self.proxy.egress.clone(), listener, port, serve);
             tasks.push(tokio::spawn(watch));
         }
         (self.relays.lock().unwrap_or_else(|p| p.into_inner())).extend(tasks);
@@ -133,9 +126,7 @@ impl Session {
     pub(crate) fn serve_also(&self, listener: std::net::TcpListener) -> std::io::Result<()> {
         let listener = tokio::net::TcpListener::from_std(listener)?;
         let proxy = self.proxy.clone();
-        proxy
-            .contained
-            .store(true, std::sync::atomic::Ordering::SeqCst);
+        proxy.egress.set_contained();
         let running = Running::on(listener, move |listener, stop, hurry| {
             server::serve_more(
                 listener,

@@ -13,7 +13,7 @@ use super::api::Head;
 use super::state::Proxy;
 pub(crate) use super::step::Arrival;
 use super::step::{call, handler, layer, Handler};
-use super::{loops, service, tunnel, upgrade};
+use super::{egress, loops, service, upgrade};
 
 /// Every request a session answers goes through this stack.
 pub(super) fn stack(proxy: &Arc<Proxy>, arrival: Arrival) -> Handler {
@@ -27,7 +27,7 @@ pub(super) fn stack(proxy: &Arc<Proxy>, arrival: Arrival) -> Handler {
         // The program's forward proxy: a `CONNECT` opens a tunnel (its requests come
         // back through this stack), a request in absolute form to another host is
         // forwarded or refused (`tunnel`).
-        .layer(tunnel::layer(proxy, arrival))
+        .layer(egress::layer(&proxy.egress, arrival))
         // The first request after a crash test's point is held (`crash`).
         .layer(crash_hold(proxy))
         // Counted until answered: the session's end waits for it, so an exchange in

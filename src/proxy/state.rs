@@ -3,7 +3,7 @@
 //! here; [`Proxy::outcome`] takes it once the session has drained.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use http::Response;
@@ -12,9 +12,9 @@ use tokio_util::task::TaskTracker;
 
 use super::body::ProxyBody;
 use super::crash::Crash;
+use super::egress::Gate;
 use super::exchange::Exchange;
 use super::fault::{self, Faults};
-use super::intercept::{self, Egress, Passage};
 use super::options::Options;
 use super::outcome::Outcome;
 use crate::cassette::format::Spoiled;
@@ -37,14 +37,8 @@ pub struct Proxy {
     turn: AtomicUsize,
     pub(super) faults: Faults,
     pub(super) crash: Crash,
-    /// Bounds the forward proxy's open tunnels (see `intercept`).
-    pub(super) tunnels: Arc<tokio::sync::Semaphore>,
-    /// The port the session listens on, once bound: a request in absolute form to it on
-    /// loopback is for the proxy itself.
-    pub(super) port: std::sync::OnceLock<u16>,
-    /// Its program runs contained, and reaches the proxy on a listener inside its
-    /// namespace: the proxy's own listener on the host is then no forward proxy.
-    pub(super) contained: AtomicBool,
+    /// The program's traffic that is not to a base URL (see `egress`).
+    pub(super) egress: Arc<Gate>,
 }
 
 #[derive(Default)]
@@ -70,8 +64,6 @@ pub(super) struct State {
     pub(super) mock_problems: Vec<String>,
     /// The known clients whose requests were recorded, by name.
     pub(super) clients: BTreeSet<&'static str>,
-    /// Tunnels through the forward proxy, by `host:port`.
-    pub(super) egress: BTreeMap<String, Egress>,
     /// Model requests so far, and per turn (faulted ones included).
     model_requests: usize,
     turn_requests: BTreeMap<Option<usize>, usize>,
@@ -91,6 +83,15 @@ impl Proxy {
         // The faults, the fuzz arguments and the crash point live with their state.
         let faults = Faults::new(std::mem::take(&mut opts.faults), opts.fuzz.take());
         let crash = Crash::new(opts.crash.take());
+        let replayed =
+            (opts.replay.as_ref()).map_or_else(Default::default, |rp| rp.other_hosts().clone());
+        let egress = Gate::new(
+            std::mem::take(&mut opts.egress),
+            opts.upstream.clone(),
+            replayed,
+            opts.max_body,
+        );
+        let egress = Arc::new(egress);
         if opts.upstream.is_some() {
             super::pages::off_while_recording();
         }
@@ -102,26 +103,8 @@ impl Proxy {
             turn: AtomicUsize::new(NO_TURN),
             faults,
             crash,
-            tunnels: super::intercept::tunnels(),
-            port: std::sync::OnceLock::new(),
-            contained: AtomicBool::new(false),
+            egress,
         }
-    }
-
-    /// Note a tunnel through the forward proxy.
-    pub(super) fn note_egress(&self, host: &str, passage: Passage) {
-        let mut st = self.lock();
-        let key = intercept::log_key(&st.egress, host);
-        let e = st.egress.entry(key.to_owned()).or_default();
-        *match passage {
-            Passage::Intercepted => &mut e.intercepted,
-            Passage::Passed => &mut e.passed,
-            Passage::Allowed => &mut e.allowed,
-            Passage::Refused => &mut e.refused,
-            Passage::Direct => &mut e.direct,
-            Passage::LookedUp => &mut e.looked_up,
-            Passage::Loopback => &mut e.loopback,
-        } += 1;
     }
 
     /// Stamp the exchanges that arrive from now on with this turn.
@@ -255,7 +238,7 @@ impl Proxy {
             exchanges: exchanges.into_iter().map(|(_, i)| i).collect(),
             misses: std::mem::take(&mut st.misses),
             near_misses: std::mem::take(&mut st.near_misses),
-            egress: std::mem::take(&mut st.egress),
+            egress: self.egress.take_log(),
             missed_turns: std::mem::take(&mut st.missed_turns),
             upstream_errors: std::mem::take(&mut st.upstream_errors),
             rejected: std::mem::take(&mut st.rejected),

@@ -4,9 +4,9 @@
 use http::{Request, Response, StatusCode};
 use tower::Layer;
 
+use super::body::text;
 use super::body::ProxyBody;
 use super::step::{self, call, handler, Handler};
-use super::tunnel::text;
 
 /// The refusal of upgrades.
 pub(super) fn layer() -> impl Layer<Handler, Service = Handler> + Clone {

@@ -29,6 +29,7 @@ const NOT_FORWARDED: [&str; 11] = [
     "accept-encoding",
 ];
 
+#[derive(Clone)]
 pub struct Upstream {
     client: super::client::Client,
     /// The bases, without a trailing `/`.

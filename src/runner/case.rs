@@ -175,13 +175,15 @@ pub(crate) fn setup(
         log_exchanges: true,
         // A program the case starts has the proxy as its only way out; on a listener
         // others can reach, the proxy is no forward proxy (no relay for them).
-        intercept: matches!(spec.app.target, crate::spec::Target::Command(_))
-            && s.listen.ip().is_loopback(),
-        allow: (spec.egress.allow.iter())
-            .chain(&s.allow_hosts)
-            .cloned()
-            .collect(),
-        record_other_hosts: spec.egress.record || s.record_other_hosts,
+        egress: crate::proxy::egress::Setup {
+            intercept: matches!(spec.app.target, crate::spec::Target::Command(_))
+                && s.listen.ip().is_loopback(),
+            allow: (spec.egress.allow.iter())
+                .chain(&s.allow_hosts)
+                .cloned()
+                .collect(),
+            record_other_hosts: spec.egress.record || s.record_other_hosts,
+        },
         recorded_by: Some(recorded_by(spec, case)),
         runner: crate::matching::nearmiss::Runner::Spec,
         rerecord: Some(super::env::shell_line(&[

@@ -113,7 +113,7 @@ pub fn forward_proxy(
         .collect();
     out.push(var("NO_PROXY", &direct, WHY_DIRECT));
     out.push(var("no_proxy", &direct, WHY_DIRECT));
-    for name in crate::proxy::intercept::TRUST_VARS {
+    for name in crate::proxy::egress::TRUST_VARS {
         out.push(var(name, &bundle, WHY_CA));
     }
     out.push(var(

@@ -19,7 +19,6 @@ use crate::matching::index::Repeat;
 use crate::matching::key::KeyHash;
 use crate::matching::nearmiss::{Advice, Runner};
 use crate::matching::normalize::{RuleError, Rules};
-use crate::proxy::intercept::Authority;
 use crate::proxy::upstream::{InvalidUpstream, Upstream};
 use crate::proxy::{new_secret, FuzzCall, Mocks, Options, Outcome, Replay, SECRET_VAR};
 use crate::redact::Secrets;
@@ -105,13 +104,9 @@ pub(crate) struct Setup {
     /// Tolerate the volatile fields of the known clients recorded (Claude Code's session
     /// id and date): on unless `--no-client-tolerances`.
     pub known_clients: bool,
-    /// Serve as the program's forward proxy, intercepting the provider hosts' HTTPS (see
-    /// `proxy::intercept`): on for a program agentproxy starts.
-    pub intercept: bool,
-    /// Other hosts a replay still lets the program reach (`--allow-host`, `egress.allow`).
-    pub allow: Vec<crate::spec::HostPattern>,
-    /// Record other hosts' traffic as plain HTTP (`--record-other-hosts`, `egress.record`).
-    pub record_other_hosts: bool,
+    /// What becomes of the program's traffic that is not to a base URL (see
+    /// `proxy::egress`).
+    pub egress: crate::proxy::egress::Setup,
     /// The secret the control prefix asks for (`serve` keeps one for all its tests);
     /// `None`: `AGENTPROXY_SECRET` of agentproxy's environment, else a fresh one.
     pub secret: Option<String>,
@@ -140,9 +135,7 @@ impl Setup {
             recorded_by: None,
             log_exchanges: false,
             known_clients: true,
-            intercept: false,
-            allow: Vec::new(),
-            record_other_hosts: false,
+            egress: Default::default(),
             secret: None,
         }
     }
@@ -162,7 +155,7 @@ pub(crate) enum PlanError {
     #[error("failed to make the session's secret: {0}")]
     Secret(std::io::Error),
     #[error("failed to make the session's certificate authority: {0}")]
-    Ca(crate::proxy::intercept::ca::CaError),
+    Ca(crate::proxy::egress::CaError),
 }
 
 /// A run ready to start.
@@ -183,6 +176,9 @@ pub(crate) fn plan(setup: Setup, fwd: &Forwarding) -> Result<Plan, PlanError> {
     let usage = setup.usage;
     let advice = advice(&setup);
     let scope = ca_scope(&setup);
+    let egress = (setup.egress.clone())
+        .options(|| scope)
+        .map_err(PlanError::Ca)?;
     let match_rules = match (&setup.existing, usage) {
         (Some(c), Use::Replay | Use::Update) => c.match_rules.merged(&setup.match_rules),
         _ => setup.match_rules,
@@ -262,14 +258,7 @@ pub(crate) fn plan(setup: Setup, fwd: &Forwarding) -> Result<Plan, PlanError> {
         fuzz: setup.fuzz,
         crash: setup.crash,
         known_clients: setup.known_clients,
-        allow: setup.allow,
-        record_other_hosts: setup.record_other_hosts,
-        intercept: match setup.intercept {
-            true => Some(Arc::new(
-                Authority::new(scope.as_deref()).map_err(PlanError::Ca)?,
-            )),
-            false => None,
-        },
+        egress,
     };
     Ok(Plan {
         options,
@@ -284,14 +273,14 @@ pub(crate) fn plan(setup: Setup, fwd: &Forwarding) -> Result<Plan, PlanError> {
 /// cassette it serves holds; any (`None`) when the session records other hosts, whose
 /// names are not known before the program runs.
 fn ca_scope(setup: &Setup) -> Option<Vec<String>> {
-    if setup.record_other_hosts {
+    if setup.egress.record_other_hosts {
         return None;
     }
     let providers =
         (dialect::PROVIDERS.iter()).flat_map(|row| row.hosts.iter().map(|h| h.to_string()));
     let recorded = (setup.existing.iter())
         .flat_map(|c| &c.interactions)
-        .filter_map(|i| crate::proxy::intercept::host_port(&i.request.path))
+        .filter_map(|i| crate::proxy::egress::host_port(&i.request.path))
         .map(|hp| {
             hp.rsplit_once(':')
                 .map_or(hp.clone(), |(host, _)| host.to_owned())

@@ -92,7 +92,7 @@ pub(crate) fn judge(ran: Ran) -> Verdict {
         .map(|name| format!("mocked tool `{name}` was never called"))
         .collect();
     problems.extend(uncertified(ran.require, driven.level.as_ref()));
-    egress_findings(outcome, &mut problems, &mut warnings);
+    crate::proxy::egress::findings(&outcome.egress, &mut problems, &mut warnings);
     // A replay the program made no request of: whatever it printed, nothing was tested
     // (recording it would have failed the same way).
     if outcome.requests == 0 && !outcome.unused.is_empty() {
@@ -122,48 +122,6 @@ pub(crate) fn judge(ran: Ran) -> Verdict {
         problems,
         warnings,
         usage,
-    }
-}
-
-/// Traffic around the model APIs: refused in a replay (the case cannot be certified),
-/// named while recording (a replay will refuse it).
-fn egress_findings(
-    outcome: &crate::proxy::Outcome,
-    problems: &mut Vec<String>,
-    warnings: &mut Vec<String>,
-) {
-    for (host, e) in &outcome.egress {
-        let host = crate::proxy::intercept::label(host);
-        if e.refused > 0 {
-            problems.push(format!(
-                "{host} is outside the cassette: the replay refused {} connection(s) to it",
-                e.refused
-            ));
-        }
-        if e.direct > 0 {
-            problems.push(format!(
-                "the program ignored the proxy variables and connected to {host} directly ({} time(s)): contained, it was refused",
-                e.direct
-            ));
-        }
-        if e.loopback > 0 {
-            warnings.push(format!(
-                "the program asked the proxy for {host}, the host's own loopback ({} time(s)): contained, it was refused (`egress.allow` lets it through)",
-                e.loopback
-            ));
-        }
-        if e.looked_up > 0 {
-            warnings.push(format!(
-                "the program looked up {host} itself ({} time(s)), ignoring the proxy variables: contained, it was answered with its own loopback",
-                e.looked_up
-            ));
-        }
-        if e.passed > 0 {
-            warnings.push(format!(
-                "the program reached {host} through the proxy ({} connection(s)); it is not recorded, and a replay refuses it (`egress.record: true` records it)",
-                e.passed
-            ));
-        }
     }
 }
 

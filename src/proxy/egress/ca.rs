@@ -13,6 +13,16 @@ use rcgen::{
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use rustls::ServerConfig;
 
+/// The variables that name a trust store, and the clients that read them: OpenSSL and
+/// httpx, requests, curl, Node (added to its own roots). The program's are the session's
+/// bundle; the files agentproxy's own name are in it.
+pub const TRUST_VARS: [&str; 4] = [
+    "SSL_CERT_FILE",
+    "REQUESTS_CA_BUNDLE",
+    "CURL_CA_BUNDLE",
+    "NODE_EXTRA_CA_CERTS",
+];
+
 #[derive(Debug, thiserror::Error)]
 pub enum CaError {
     #[error("cannot make a certificate: {0}")]

@@ -14,22 +14,24 @@ use simple_dns::rdata::{RData, A};
 use simple_dns::{Packet, PacketFlag, ResourceRecord, CLASS, QTYPE, TYPE};
 use tokio::io::AsyncBufReadExt;
 
-use super::body::header_timeout;
-use super::conn;
-use super::intercept::{Intercepted, Passage};
-use super::state::Proxy;
-use super::step::{call, Handler};
-use super::tunnel::{self, Fate, Tunnel};
+use super::gate::Gate;
+use super::log::Passage;
+use super::mark::Intercepted;
+use super::policy::Fate;
+use super::tunnel::{Tunnel, TLS_HANDSHAKE};
+use crate::proxy::body::{header_timeout, text};
+use crate::proxy::conn;
+use crate::proxy::step::{call, Handler};
 
 /// Answer the name lookups that come to `socket` until the task is aborted.
-pub(crate) async fn answer_names(proxy: Arc<Proxy>, socket: tokio::net::UdpSocket) {
+pub(crate) async fn answer_names(gate: Arc<Gate>, socket: tokio::net::UdpSocket) {
     let mut buf = [0u8; 1500];
     while let Ok((n, from)) = socket.recv_from(&mut buf).await {
         let Some((name, reply)) = answer(&buf[..n]) else {
             continue;
         };
         if let Some(name) = name {
-            proxy.note_egress(&name, Passage::LookedUp);
+            gate.note(&name, Passage::LookedUp);
         }
         let _ = socket.send_to(&reply, from).await;
     }
@@ -65,27 +67,27 @@ fn answer(query: &[u8]) -> Option<(Option<String>, Vec<u8>)> {
 /// Serve the direct connections to `port` that come to `listener` until the task is
 /// aborted; intercepted requests are answered by `serve`.
 pub(crate) async fn watch(
-    proxy: Arc<Proxy>,
+    gate: Arc<Gate>,
     listener: tokio::net::TcpListener,
     port: u16,
     serve: Handler,
 ) {
     while let Ok((stream, _)) = listener.accept().await {
-        let Ok(permit) = proxy.tunnels.clone().try_acquire_owned() else {
+        let Ok(permit) = gate.tunnels.clone().try_acquire_owned() else {
             continue;
         };
-        let (proxy, serve) = (proxy.clone(), serve.clone());
+        let (gate, serve) = (gate.clone(), serve.clone());
         tokio::spawn(async move {
             let _permit = permit;
-            connection(proxy, stream, port, serve).await;
+            connection(gate, stream, port, serve).await;
         });
     }
 }
 
 /// One direct connection: TLS, by its server name; else plain HTTP, by each request's
 /// `Host`.
-async fn connection(proxy: Arc<Proxy>, stream: tokio::net::TcpStream, port: u16, serve: Handler) {
-    let Some(authority) = proxy.opts.intercept.clone() else {
+async fn connection(gate: Arc<Gate>, stream: tokio::net::TcpStream, port: u16, serve: Handler) {
+    let Some(authority) = gate.authority.clone() else {
         return;
     };
     let mut io = tokio::io::BufReader::new(stream);
@@ -93,8 +95,8 @@ async fn connection(proxy: Arc<Proxy>, stream: tokio::net::TcpStream, port: u16,
         Ok(Ok([first, ..])) => *first,
         _ => return,
     };
-    if first != tunnel::TLS_HANDSHAKE {
-        return plain(proxy, io, port, serve).await;
+    if first != TLS_HANDSHAKE {
+        return plain(gate, io, port, serve).await;
     }
     let acceptor = rustls::server::Acceptor::default();
     let lazy = tokio_rustls::LazyConfigAcceptor::new(acceptor, io);
@@ -102,20 +104,20 @@ async fn connection(proxy: Arc<Proxy>, stream: tokio::net::TcpStream, port: u16,
         return;
     };
     let Some(host) = start.client_hello().server_name().map(str::to_owned) else {
-        proxy.note_egress(&format!("(no server name):{port}"), Passage::Direct);
+        gate.note(&format!("(no server name):{port}"), Passage::Direct);
         return;
     };
     let name = format!("{host}:{port}");
-    let Fate::Intercept(provider) = tunnel::fate(&proxy, &host, port) else {
-        proxy.note_egress(&name, Passage::Direct);
+    let Fate::Intercept(provider) = gate.fate(&host, port) else {
+        gate.note(&name, Passage::Direct);
         return;
     };
     let Ok(config) = authority.server_config(&host) else {
         return;
     };
-    proxy.note_egress(&name, Passage::Intercepted);
+    gate.note(&name, Passage::Intercepted);
     let tunnel = Tunnel {
-        proxy,
+        gate,
         serve,
         host: host.clone(),
         other: None,
@@ -129,7 +131,7 @@ async fn connection(proxy: Arc<Proxy>, stream: tokio::net::TcpStream, port: u16,
 
 /// Plain HTTP on a direct connection: each request is its `Host`'s, intercepted as plain
 /// HTTP through the proxy would be, or refused.
-async fn plain<I>(proxy: Arc<Proxy>, io: I, port: u16, serve: Handler)
+async fn plain<I>(gate: Arc<Gate>, io: I, port: u16, serve: Handler)
 where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
@@ -142,16 +144,16 @@ where
             None => ("(no Host)".to_owned(), port),
         };
         let name = format!("{host}:{port}");
-        match tunnel::fate(&proxy, &host, port) {
+        match gate.fate(&host, port) {
             Fate::Intercept(provider) => {
-                proxy.note_egress(&name, Passage::Intercepted);
+                gate.note(&name, Passage::Intercepted);
                 (req.extensions_mut()).insert(Intercepted::of(provider, "http", &host, port));
                 Box::pin(call(serve.clone(), req))
             }
             _ => {
-                proxy.note_egress(&name, Passage::Direct);
+                gate.note(&name, Passage::Direct);
                 let why = format!("agentproxy: {name}: the program connected directly, ignoring HTTP_PROXY; contained, it reaches other hosts only through the proxy");
-                Box::pin(std::future::ready(tunnel::text(StatusCode::FORBIDDEN, why)))
+                Box::pin(std::future::ready(text(StatusCode::FORBIDDEN, why)))
             }
         }
     });

@@ -15,28 +15,29 @@ use hyper_util::rt::TokioIo;
 use tokio::io::AsyncBufReadExt;
 use tower::Layer;
 
-use super::body::{header_timeout, ProxyBody};
-use super::conn;
-use super::intercept::{self, Intercepted, Passage, MAX_TUNNELS};
-use super::state::Proxy;
-use super::step::{self, call, handler, Arrival, Handler};
-use super::upstream::Upstream;
+use super::gate::{Gate, MAX_TUNNELS};
+use super::log::Passage;
+use super::mark::Intercepted;
+use super::policy::{outside, own_loopback, Fate};
 use crate::cassette::format::Upstreams;
-use crate::dialect;
+use crate::proxy::body::{header_timeout, text, ProxyBody};
+use crate::proxy::conn;
+use crate::proxy::step::{self, call, handler, Arrival, Handler};
+use crate::proxy::upstream::Upstream;
 
 /// The forward proxy as a layer: a `CONNECT` opens a tunnel, a request in absolute form to
 /// another host is forwarded, refused or served as that host's; any other request goes on.
-pub(super) fn layer(
-    proxy: &Arc<Proxy>,
+pub(crate) fn layer(
+    gate: &Arc<Gate>,
     arrival: Arrival,
 ) -> impl Layer<Handler, Service = Handler> + Clone {
-    let proxy = proxy.clone();
-    step::layer(move |next: Handler| forward(proxy.clone(), arrival, next))
+    let gate = gate.clone();
+    step::layer(move |next: Handler| forward(gate.clone(), arrival, next))
 }
 
-fn forward(proxy: Arc<Proxy>, arrival: Arrival, next: Handler) -> Handler {
+fn forward(gate: Arc<Gate>, arrival: Arrival, next: Handler) -> Handler {
     handler(move |mut req: Request<Incoming>| {
-        let (proxy, next) = (proxy.clone(), next.clone());
+        let (gate, next) = (gate.clone(), next.clone());
         async move {
             if req.method() != Method::CONNECT && req.uri().authority().is_none() {
                 return call(next, req).await;
@@ -44,8 +45,7 @@ fn forward(proxy: Arc<Proxy>, arrival: Arrival, next: Handler) -> Handler {
             // Once its program runs contained (reaching the proxy inside its namespace), the
             // proxy's own listener is no forward proxy: another process on the host may not
             // relay through it, nor have its traffic named as the program's.
-            if arrival == Arrival::Host && proxy.contained.load(std::sync::atomic::Ordering::SeqCst)
-            {
+            if arrival == Arrival::Host && gate.contained() {
                 return text(
                     StatusCode::METHOD_NOT_ALLOWED,
                     format!(
@@ -56,13 +56,13 @@ fn forward(proxy: Arc<Proxy>, arrival: Arrival, next: Handler) -> Handler {
             }
             if req.method() == Method::CONNECT {
                 // The tunnel's requests come back through the layers below this one.
-                let tunneled = forward(proxy.clone(), Arrival::Program, next);
-                return connect(proxy, req, tunneled).await;
+                let tunneled = forward(gate.clone(), Arrival::Program, next);
+                return connect(gate, req, tunneled).await;
             }
-            match plain_elsewhere(&proxy, &req) {
+            match plain_elsewhere(&gate, &req) {
                 Some(Plain::Refused(refused)) => refused,
                 Some(Plain::Forward(name, passage)) => {
-                    forward_plain(proxy, req, (name, passage)).await
+                    forward_plain(gate, req, (name, passage)).await
                 }
                 Some(Plain::Serve(mark)) => {
                     req.extensions_mut().insert(mark);
@@ -76,7 +76,7 @@ fn forward(proxy: Arc<Proxy>, arrival: Arrival, next: Handler) -> Handler {
 
 /// Answer a `CONNECT host:port`; an intercepted tunnel's requests are answered by `serve`.
 async fn connect(
-    proxy: Arc<Proxy>,
+    gate: Arc<Gate>,
     mut req: Request<Incoming>,
     serve: Handler,
 ) -> Response<ProxyBody> {
@@ -88,13 +88,13 @@ async fn connect(
     };
     let host = (target.host().trim_start_matches('[').trim_end_matches(']')).to_owned();
     let port = target.port_u16().unwrap_or(443);
-    let Some(authority) = proxy.opts.intercept.clone() else {
+    let Some(authority) = gate.authority.clone() else {
         return text(
             StatusCode::METHOD_NOT_ALLOWED,
             format!("CONNECT {target}: this session is not a forward proxy"),
         );
     };
-    let Some(permit) = proxy.tunnels.clone().try_acquire_owned().ok() else {
+    let Some(permit) = gate.tunnels.clone().try_acquire_owned().ok() else {
         return text(
             StatusCode::SERVICE_UNAVAILABLE,
             format!("CONNECT {target}: more than {MAX_TUNNELS} tunnels are open"),
@@ -102,23 +102,23 @@ async fn connect(
     };
     let upgrade = hyper::upgrade::on(&mut req);
     let name = format!("{host}:{port}");
-    match fate(&proxy, target.host(), port) {
+    match gate.fate(target.host(), port) {
         Fate::Intercept(provider) => {
             let config = match authority.server_config(&host) {
                 Ok(c) => c,
                 Err(e) => return text(StatusCode::BAD_GATEWAY, format!("CONNECT {target}: {e}")),
             };
-            proxy.note_egress(&name, Passage::Intercepted);
+            gate.note(&name, Passage::Intercepted);
             let uri_host = target.host().to_owned();
             // Another host's tunnel that turns out not to carry HTTP is passed through
             // while recording (a database, a mail server).
-            let recording = proxy.opts.upstream.is_some();
+            let recording = gate.upstream.is_some();
             let other = (provider.is_none() && recording).then(|| (host.clone(), port));
             tokio::spawn(async move {
                 let _permit = permit;
                 let Ok(upgraded) = upgrade.await else { return };
                 let tunnel = Tunnel {
-                    proxy,
+                    gate,
                     serve,
                     host,
                     other,
@@ -129,11 +129,11 @@ async fn connect(
             text(StatusCode::OK, String::new())
         }
         Fate::Refuse => {
-            proxy.note_egress(&name, Passage::Refused);
+            gate.note(&name, Passage::Refused);
             text(StatusCode::FORBIDDEN, outside(&name))
         }
         Fate::Loopback => {
-            proxy.note_egress(&name, Passage::Loopback);
+            gate.note(&name, Passage::Loopback);
             text(StatusCode::FORBIDDEN, own_loopback(&name))
         }
         Fate::Pass(passage) => {
@@ -141,7 +141,7 @@ async fn connect(
                 Ok(s) => s,
                 Err(e) => return text(StatusCode::BAD_GATEWAY, format!("CONNECT {name}: {e}")),
             };
-            proxy.note_egress(&name, passage);
+            gate.note(&name, passage);
             tokio::spawn(async move {
                 let _permit = permit;
                 let Ok(upgraded) = upgrade.await else { return };
@@ -153,76 +153,10 @@ async fn connect(
     }
 }
 
-/// What becomes of traffic to `host` (as a URI writes it) at `port`.
-pub(super) enum Fate {
-    /// Served by the proxy: a provider's host as that provider's base URL; another host
-    /// (`None`) as plain HTTP under its whole URL, recorded (`--record-other-hosts`) or
-    /// replayed from the cassette.
-    Intercept(Option<dialect::Provider>),
-    /// Passed through as it is, not recorded: while recording, or to an allowed host.
-    Pass(Passage),
-    /// Refused: a replay reaches no other host.
-    Refuse,
-    /// Refused while recording: a contained program reaches none of the host's own
-    /// loopback services through the proxy (a database, a Docker port, another
-    /// agentproxy) unless allowed.
-    Loopback,
-}
-
-pub(super) fn fate(proxy: &Proxy, host: &str, port: u16) -> Fate {
-    let bare = host.trim_start_matches('[').trim_end_matches(']');
-    if let Some(provider) = dialect::provider_of_host(bare) {
-        return Fate::Intercept(Some(provider));
-    }
-    if proxy.opts.allow.iter().any(|p| p.matches(bare, port)) {
-        return Fate::Pass(Passage::Allowed);
-    }
-    let recording = proxy.opts.upstream.is_some();
-    // While recording (a replay refuses what its cassette does not hold anyway).
-    let contained = proxy.contained.load(std::sync::atomic::Ordering::SeqCst);
-    if recording && contained && is_loopback(bare) {
-        return Fate::Loopback;
-    }
-    if recording && intercept::never_recorded(bare) {
-        return Fate::Pass(Passage::Passed);
-    }
-    let replayed = (proxy.opts.replay.as_ref())
-        .is_some_and(|rp| rp.holds_host(&format!("{}:{port}", host.to_ascii_lowercase())));
-    if replayed || (recording && proxy.opts.record_other_hosts) {
-        return Fate::Intercept(None);
-    }
-    match recording {
-        true => Fate::Pass(Passage::Passed),
-        false => Fate::Refuse,
-    }
-}
-
-/// Is `host` (bare, as a URI writes it) the machine's own: a loopback or unspecified
-/// address (`0.0.0.0` reaches the host too), `localhost` or a name under it?
-fn is_loopback(host: &str) -> bool {
-    let host = host.trim_end_matches('.').to_ascii_lowercase();
-    host == "localhost"
-        || host.ends_with(".localhost")
-        || host.parse::<std::net::IpAddr>().is_ok_and(|ip| {
-            let ip = ip.to_canonical();
-            ip.is_loopback() || ip.is_unspecified()
-        })
-}
-
-/// The refusal of the host's loopback to a contained program.
-fn own_loopback(name: &str) -> String {
-    format!("agentproxy: {name} is the host's own loopback: a contained program does not reach the host's services through the proxy (allow it with --allow-host {name} or the spec's egress.allow)")
-}
-
-/// The refusal of another host in a replay.
-fn outside(name: &str) -> String {
-    format!("agentproxy: {name} is outside the cassette: a replay reaches no host but the model APIs it serves (allow it with --allow-host or the spec's egress.allow, or record it with --record-other-hosts)")
-}
-
 /// An intercepted tunnel: its requests are served by `serve`, each marked as `mark` says
 /// for the scheme the program spoke in it.
 pub(super) struct Tunnel<M> {
-    pub proxy: Arc<Proxy>,
+    pub gate: Arc<Gate>,
     pub serve: Handler,
     pub host: String,
     /// Another host's `host:port`, recorded: where the tunnel is passed through when what
@@ -263,7 +197,7 @@ impl<M: Fn(&str) -> Intercepted + Send + Sync + 'static> Tunnel<M> {
             (_, Some((other, port))) if !speaks_http => {
                 // Not HTTP: as it is, not recorded.
                 let name = format!("{other}:{port}");
-                self.proxy.note_egress(&name, Passage::Passed);
+                self.gate.note(&name, Passage::Passed);
                 if let Ok(mut remote) =
                     tokio::net::TcpStream::connect((other.as_str(), *port)).await
                 {
@@ -327,7 +261,7 @@ enum Plain {
 
 /// [`Plain`] for a request in absolute form to another host; `None` for any other
 /// request (origin form, a provider's host, the proxy's own loopback address).
-fn plain_elsewhere<B>(proxy: &Proxy, req: &Request<B>) -> Option<Plain> {
+fn plain_elsewhere<B>(gate: &Gate, req: &Request<B>) -> Option<Plain> {
     let target = req.uri().authority()?;
     // HTTP/2 names its target in every request; the proxy's own loopback address is
     // its base URL.
@@ -337,30 +271,30 @@ fn plain_elsewhere<B>(proxy: &Proxy, req: &Request<B>) -> Option<Plain> {
         "https" => 443,
         _ => 80,
     });
-    let own = is_loopback(host) && proxy.port.get().is_none_or(|p| *p == port);
-    if own || dialect::provider_of_host(host).is_some() {
+    let own = super::policy::is_loopback(host) && gate.is_own_port(port);
+    if own || crate::dialect::provider_of_host(host).is_some() {
         return None;
     }
     let name = format!("{host}:{port}");
-    if proxy.opts.intercept.is_none() {
+    if gate.authority.is_none() {
         // Not a session that started a program: no forward proxy, no relay for anyone.
         return Some(Plain::Refused(text(
             StatusCode::METHOD_NOT_ALLOWED,
             format!("agentproxy: {name}: this session is not a forward proxy"),
         )));
     }
-    Some(match fate(proxy, target.host(), port) {
+    Some(match gate.fate(target.host(), port) {
         Fate::Intercept(provider) => {
-            proxy.note_egress(&name, Passage::Intercepted);
+            gate.note(&name, Passage::Intercepted);
             Plain::Serve(Intercepted::of(provider, scheme, target.host(), port))
         }
         Fate::Pass(passage) => Plain::Forward(name, passage),
         Fate::Refuse => {
-            proxy.note_egress(&name, Passage::Refused);
+            gate.note(&name, Passage::Refused);
             Plain::Refused(text(StatusCode::FORBIDDEN, outside(&name)))
         }
         Fate::Loopback => {
-            proxy.note_egress(&name, Passage::Loopback);
+            gate.note(&name, Passage::Loopback);
             Plain::Refused(text(StatusCode::FORBIDDEN, own_loopback(&name)))
         }
     })
@@ -369,13 +303,13 @@ fn plain_elsewhere<B>(proxy: &Proxy, req: &Request<B>) -> Option<Plain> {
 /// Forward a plain `http://` request to another host (`name`) as it is: not recorded,
 /// named (as a tunnel is) as `passage` says.
 async fn forward_plain(
-    proxy: Arc<Proxy>,
+    gate: Arc<Gate>,
     req: Request<Incoming>,
     (name, passage): (String, Passage),
 ) -> Response<ProxyBody> {
     // A replay has no upstream client: an allowed host gets one of its own.
     let own;
-    let up = match proxy.opts.upstream.as_ref() {
+    let up = match gate.upstream.as_ref() {
         Some(up) => up,
         None => match Upstream::new(&Upstreams::default(), header_timeout()) {
             Ok(up) => {
@@ -386,7 +320,7 @@ async fn forward_plain(
         },
     };
     let (parts, body) = req.into_parts();
-    let body = match super::api::read_request_body(body, proxy.opts.max_body).await {
+    let body = match crate::proxy::body::read_request_body(body, gate.max_body).await {
         Ok(b) => b,
         Err(_) => {
             return text(
@@ -397,47 +331,10 @@ async fn forward_plain(
             )
         }
     };
-    proxy.note_egress(&name, passage);
+    gate.note(&name, passage);
     let url = parts.uri.to_string();
     match up.send(parts.method, &url, &parts.headers, body).await {
         Ok(resp) => resp.map(|b| b.map_err(std::io::Error::other).boxed()),
         Err(e) => text(StatusCode::BAD_GATEWAY, format!("agentproxy: {e}")),
-    }
-}
-
-/// A plain-text answer.
-pub(super) fn text(status: StatusCode, body: String) -> Response<ProxyBody> {
-    let mut resp = Response::new(super::body::full(body.into()));
-    *resp.status_mut() = status;
-    resp
-}
-
-#[cfg(test)]
-mod tests {
-    use super::is_loopback;
-
-    #[test]
-    fn the_hosts_own_addresses_are_loopback() {
-        for host in [
-            "127.0.0.1",
-            "127.8.9.10",
-            "::1",
-            "::ffff:127.0.0.1",
-            "0.0.0.0",
-            "::",
-            "localhost",
-            "LOCALHOST.",
-            "db.localhost",
-        ] {
-            assert!(is_loopback(host), "{host}");
-        }
-        for host in [
-            "127.0.0.1.test",
-            "api.openai.com",
-            "localhost.test",
-            "mylocalhost",
-        ] {
-            assert!(!is_loopback(host), "{host}");
-        }
     }
 }
