@@ -144,7 +144,9 @@ fn tell_recorded(
             "agentproxy: recorded {client}: its volatile fields are tolerated (see the cassette's match block; --no-client-tolerances turns this off)"
         );
     }
-    for line in session::fault_lines(out)
+    for line in out
+        .faults
+        .lines()
         .into_iter()
         .chain((session::egress_lines(ended).into_iter()).map(|l| l.text))
     {

@@ -38,6 +38,7 @@ pub async fn run(args: ReplayArgs) -> Result<Exit> {
     // A spoiled tool call was served from its recording; the other faults replaced theirs.
     let replaced = out
         .faults
+        .fired
         .iter()
         .filter(|f| !f.kind.spoils_tool_call())
         .count();
@@ -86,7 +87,7 @@ fn tell_served(
     served: usize,
     total: usize,
 ) {
-    for line in session::fault_lines(out) {
+    for line in out.faults.lines() {
         tell!("{line}");
     }
     let missed = out.misses.len();

@@ -211,19 +211,3 @@ pub fn egress_lines(ended: &Ended) -> Vec<egress::Line> {
     let level = ended.level.as_ref().map(|l| l as &dyn std::fmt::Display);
     egress::lines(&ended.outcome.egress, level)
 }
-
-/// What became of a session's faults, for its summary: one line for those that fired (none
-/// when none did), and a warning for each that could not.
-pub fn fault_lines(out: &crate::proxy::Outcome) -> Vec<String> {
-    let fired = &out.faults;
-    let each: Vec<String> = fired.iter().map(ToString::to_string).collect();
-    let injected = (!fired.is_empty()).then(|| {
-        format!(
-            "agentproxy: {} fault(s) injected: {}",
-            fired.len(),
-            each.join(", ")
-        )
-    });
-    let problems = (out.fault_problems.iter()).map(|p| format!("agentproxy: warning: fault {p}"));
-    injected.into_iter().chain(problems).collect()
-}

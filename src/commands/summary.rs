@@ -25,8 +25,8 @@ impl<'a> Common<'a> {
     pub fn of(ended: &'a Ended, exit_code: i32) -> Common<'a> {
         let out = &ended.outcome;
         Common {
-            faults: &out.faults,
-            fault_problems: &out.fault_problems,
+            faults: &out.faults.fired,
+            fault_problems: &out.faults.problems,
             egress: &out.egress,
             containment: ended.level.as_ref().map(ToString::to_string),
             program_exit: ended.child,

@@ -44,14 +44,46 @@ struct Log {
     fuzzed: bool,
 }
 
-/// What became of a session's faults and fuzz arguments.
+/// What became of a session's faults and fuzz arguments: the session's [`FaultOutcome`],
+/// and the exchanges whose answers were spoiled, by arrival number.
 #[derive(Debug, Default)]
 pub(super) struct Outcome {
+    pub told: FaultOutcome,
+    pub spoiled: HashMap<u64, (usize, Spoil, String)>,
+}
+
+/// What became of a session's faults and fuzz arguments, as its outcome tells it.
+#[derive(Debug, Default)]
+pub struct FaultOutcome {
     /// The faults that fired, in order, each with what the program did next.
     pub fired: Vec<Fired>,
+    /// Tool-call faults that could not fire (no tool call in the answer, no way to break
+    /// its schema) and faults whose request never came: each fails a test case.
     pub problems: Vec<String>,
-    pub spoiled: HashMap<u64, (usize, Spoil, String)>,
+    /// A fuzz run's arguments reached the program (in an answer calling their tool).
     pub fuzzed: bool,
+}
+
+impl FaultOutcome {
+    /// The summary `record` and `replay` tell: one line for the faults that fired (none
+    /// when none did), and a warning for each that could not.
+    pub fn lines(&self) -> Vec<String> {
+        let each: Vec<String> = self.fired.iter().map(ToString::to_string).collect();
+        let injected = (!self.fired.is_empty()).then(|| {
+            format!(
+                "agentproxy: {} fault(s) injected: {}",
+                self.fired.len(),
+                each.join(", ")
+            )
+        });
+        let problems = (self.problems.iter()).map(|p| format!("agentproxy: warning: fault {p}"));
+        injected.into_iter().chain(problems).collect()
+    }
+
+    /// What a test case's verdict says of them: each fault that could not fire.
+    pub fn problems(&self) -> impl Iterator<Item = String> + '_ {
+        self.problems.iter().map(|p| format!("fault {p}"))
+    }
 }
 
 /// A fault a request is due to get.
@@ -214,10 +246,12 @@ impl Faults {
         let mut problems = log.problems;
         problems.extend(self.plan.unreached(requests));
         Outcome {
-            fired,
-            problems,
+            told: FaultOutcome {
+                fired,
+                problems,
+                fuzzed: log.fuzzed,
+            },
             spoiled: log.spoiled,
-            fuzzed: log.fuzzed,
         }
     }
 

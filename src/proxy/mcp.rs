@@ -20,6 +20,7 @@ use hyper::body::Incoming;
 use serde_json::{json, Value};
 
 use super::body::{json_response, ProxyBody};
+use super::boundary::Call;
 use super::miss;
 use super::options::Mocked;
 use super::state::Proxy;
@@ -165,15 +166,11 @@ pub(super) fn mocked(proxy: &Proxy, server: &str, msg: &Value) -> Option<Value> 
         return None;
     };
     let (name, arguments) = mcp::tool_call(msg)?;
-    let (nth, schema, result_type) = {
-        let mut st = proxy.lock();
-        let count = st.mcp_calls.entry(name.to_owned()).or_default();
-        let nth = *count;
-        *count += 1;
-        let schema = st.mcp_tools.get(&(server.to_owned(), name.to_owned()));
-        let schema = schema.cloned().flatten();
-        (nth, schema, st.mcp_result_types.get(server).cloned())
-    };
+    let Call {
+        nth,
+        schema,
+        result_type,
+    } = proxy.lock().mcp.call(server, name);
     let call = ToolCall {
         id: String::new(),
         name: name.to_owned(),
@@ -183,7 +180,7 @@ pub(super) fn mocked(proxy: &Proxy, server: &str, msg: &Value) -> Option<Value> 
     if mocked != Mocked::Unmocked {
         // A request the session answered, though no server saw it.
         proxy.next_seq();
-        proxy.lock().mcp_mocked.insert(name.to_owned());
+        proxy.lock().mcp.mocked(name);
     }
     let value = match mocked {
         Mocked::Result(v) => v,
@@ -203,7 +200,7 @@ pub(super) fn mocked(proxy: &Proxy, server: &str, msg: &Value) -> Option<Value> 
             Err(why) => {
                 let problem = format!("tools.{name} (MCP server `{server}`): {why}");
                 let answer = mcp::error(id, mcp::INTERNAL_ERROR, &format!("agentproxy: {problem}"));
-                proxy.lock().mock_problems.push(problem);
+                proxy.lock().mcp.problem(problem);
                 answer
             }
         },
@@ -218,13 +215,9 @@ fn learn_tools(proxy: &Proxy, server: &str, method: &str, stored: &Value) {
     }
     let result = &stored["result"];
     let tools: Vec<_> = mcp::listed_tools(result)
-        .map(|(tool, schema)| ((server.to_owned(), tool.to_owned()), schema.cloned()))
+        .map(|(tool, schema)| (tool.to_owned(), schema.cloned()))
         .collect();
-    let mut st = proxy.lock();
-    st.mcp_tools.extend(tools);
-    if let Some(t) = result.get("resultType") {
-        st.mcp_result_types.insert(server.to_owned(), t.clone());
-    }
+    (proxy.lock().mcp).learn(server, tools, result.get("resultType"));
 }
 
 /// Store one exchange a stand-in relayed: `{request, response, latency_ms}`.

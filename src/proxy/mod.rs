@@ -10,6 +10,7 @@
 
 mod api;
 pub(crate) mod body;
+mod boundary;
 pub mod client;
 mod conn;
 pub(crate) mod crash;

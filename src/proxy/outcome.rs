@@ -3,9 +3,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::boundary::McpOutcome;
 use super::crash::Crashed;
+use super::fault::FaultOutcome;
 use crate::cassette::Interaction;
-use crate::fault::Fired;
 use crate::matching::nearmiss::NearMiss;
 
 /// What a session did, read once it has drained.
@@ -30,20 +31,12 @@ pub struct Outcome {
     pub unused: Vec<String>,
     /// Requests that reached the proxy, served or not.
     pub requests: usize,
-    /// Mocks that could not answer at the MCP boundary (a result the tool's
-    /// `outputSchema` rejects): each fails the case.
-    pub mock_problems: Vec<String>,
-    /// Tools a mock answered at the MCP boundary (their calls never reached a server).
-    pub mcp_mocked: BTreeSet<String>,
+    /// What the mocks did at the MCP boundary.
+    pub mcp: McpOutcome,
     /// Model requests per turn (`None`: outside any turn), faulted ones included.
     pub model_requests: BTreeMap<Option<usize>, usize>,
-    /// The faults that fired, in order.
-    pub faults: Vec<Fired>,
-    /// Tool-call faults that could not fire (no tool call in the answer, no way to break
-    /// its schema): each fails the case.
-    pub fault_problems: Vec<String>,
-    /// A fuzz run's arguments reached the program (in an answer calling their tool).
-    pub fuzzed: bool,
+    /// What became of the faults and a fuzz run's arguments.
+    pub faults: FaultOutcome,
     /// With a crash point: whether it passed, and the request it held.
     pub crash: Option<Crashed>,
     /// Tunnels through the forward proxy, by `host:port`: intercepted (a provider's

@@ -7,10 +7,10 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use http::Response;
-use serde_json::Value;
 use tokio_util::task::TaskTracker;
 
 use super::body::ProxyBody;
+use super::boundary::Boundary;
 use super::crash::Crash;
 use super::egress::Gate;
 use super::exchange::Exchange;
@@ -53,15 +53,8 @@ pub(super) struct State {
     pub(super) missed_turns: BTreeSet<usize>,
     pub(super) upstream_errors: Vec<String>,
     pub(super) rejected: Vec<String>,
-    /// The `outputSchema` (if any) of each tool an MCP server listed, by (server, tool).
-    pub(super) mcp_tools: HashMap<(String, String), Option<Value>>,
-    /// The `resultType` each MCP server's results carry (protocol 2026-07-28 on).
-    pub(super) mcp_result_types: HashMap<String, Value>,
-    /// `tools/call` requests per tool at the MCP boundary, for the mocks' occurrence count.
-    pub(super) mcp_calls: HashMap<String, usize>,
-    /// Tools a mock answered at the MCP boundary.
-    pub(super) mcp_mocked: BTreeSet<String>,
-    pub(super) mock_problems: Vec<String>,
+    /// The MCP boundary's part (see `boundary`).
+    pub(super) mcp: Boundary,
     /// The known clients whose requests were recorded, by name.
     pub(super) clients: BTreeSet<&'static str>,
     /// Model requests so far, and per turn (faulted ones included).
@@ -205,7 +198,7 @@ impl Proxy {
     /// A tool some MCP server listed this session: mocked where it executes, at the MCP
     /// boundary, not in what the model is told.
     pub(super) fn is_mcp_tool(&self, name: &str) -> bool {
-        self.lock().mcp_tools.keys().any(|(_, tool)| tool == name)
+        self.lock().mcp.lists(name)
     }
 
     /// Take what the session recorded and missed. Call after the server returned (as
@@ -249,12 +242,9 @@ impl Proxy {
                 .map(|r| r.unused())
                 .unwrap_or_default(),
             requests: self.requests(),
-            mock_problems: std::mem::take(&mut st.mock_problems),
-            mcp_mocked: std::mem::take(&mut st.mcp_mocked),
+            mcp: st.mcp.outcome(),
             model_requests: std::mem::take(&mut st.turn_requests),
-            faults: faults.fired,
-            fault_problems: faults.problems,
-            fuzzed: faults.fuzzed,
+            faults: faults.told,
             clients: std::mem::take(&mut st.clients),
         }
     }

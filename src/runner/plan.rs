@@ -353,7 +353,7 @@ pub(crate) fn save(
 ) -> Result<Option<Cassette>, CassetteError> {
     // A session that answered every request itself (faults, mocks at the MCP boundary)
     // still leaves a cassette, empty, so the case replays.
-    let answered_itself = !outcome.faults.is_empty() || !outcome.mcp_mocked.is_empty();
+    let answered_itself = !outcome.faults.fired.is_empty() || !outcome.mcp.mocked.is_empty();
     if outcome.recorded.is_empty() && !(answered_itself && outcome.upstream_errors.is_empty()) {
         return Ok(None);
     }

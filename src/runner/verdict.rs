@@ -74,7 +74,7 @@ pub(crate) fn judge(ran: Ran) -> Verdict {
             (outputs.len(), first.to_owned())
         }),
         requests: &outcome.model_requests,
-        faults: &outcome.faults,
+        faults: &outcome.faults.fired,
         exit,
     };
     let (turns, mut assertions) =
@@ -103,9 +103,9 @@ pub(crate) fn judge(ran: Ran) -> Verdict {
     }
     // Mocks that could not answer and faults that could not fire: the case did not test
     // what it says.
-    problems.extend(outcome.mock_problems.iter().cloned());
-    problems.extend(outcome.fault_problems.iter().map(|p| format!("fault {p}")));
-    if let (Some(call), false) = (ran.fuzz, outcome.fuzzed) {
+    problems.extend(outcome.mcp.problems.iter().cloned());
+    problems.extend(outcome.faults.problems());
+    if let (Some(call), false) = (ran.fuzz, outcome.faults.fuzzed) {
         problems.push(format!(
             "fuzz: no answer called `{}`, so the arguments never reached the program",
             call.tool
@@ -162,7 +162,7 @@ fn unused_mocks<'a>(
         .collect();
     let called: BTreeSet<&str> = (turns.iter())
         .flat_map(|t| t.tool_calls.iter().map(|c| c.name.as_str()))
-        .chain(outcome.mcp_mocked.iter().map(String::as_str))
+        .chain(outcome.mcp.mocked.iter().map(String::as_str))
         .collect();
     (mocked.iter().map(String::as_str))
         .filter(move |n| !called.contains(n) && !forbidden.contains(n))

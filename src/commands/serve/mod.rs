@@ -318,7 +318,7 @@ impl Harness {
         };
         let (written, trajectory) = self.save(&a, &outcome).await?;
         let mut mock_problems = a.mocks.problems();
-        mock_problems.extend(outcome.mock_problems);
+        mock_problems.extend(outcome.mcp.problems);
         // Every request missed a cassette that is not there: one line says so.
         let misses = match (a.missing, outcome.misses.len()) {
             (true, n) if n > 0 => vec![no_cassette(&a.spec, n)],
