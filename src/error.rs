@@ -8,6 +8,7 @@ use crate::cassette::CassetteError;
 use crate::matching::normalize::RuleError;
 use crate::proxy::upstream::InvalidUpstream;
 use crate::proxy::BindError;
+use crate::report::Status;
 use crate::runner::child::ChildError;
 use crate::runner::plan::PlanError;
 
@@ -215,6 +216,28 @@ fn quoted(names: &[String]) -> String {
 
 impl Exit {
     /// The documented exit code (see README and docs/).
+    /// The one rule from how a run came out to its exit, for every command: the status
+    /// of each of its parts (a session's one, each case of a test run), and the program's
+    /// own failing exit code when it is to pass through. An error anywhere is an
+    /// execution failure; else a failure exits with the program's code when given, else
+    /// 1; a run that passed (or was skipped) exits 0.
+    pub fn of(statuses: impl IntoIterator<Item = Status>, program: Option<i32>) -> Exit {
+        let (mut failed, mut errored) = (false, false);
+        for status in statuses {
+            match status {
+                Status::Error => errored = true,
+                Status::Failed => failed = true,
+                Status::Passed | Status::Skipped => {}
+            }
+        }
+        match (errored, failed, program) {
+            (true, _, _) => Exit::Execution,
+            (false, true, Some(code)) => Exit::Program(code),
+            (false, true, None) => Exit::Failed,
+            (false, false, _) => Exit::Ok,
+        }
+    }
+
     pub fn code(self) -> i32 {
         match self {
             Exit::Ok => EXIT_OK,
@@ -291,3 +314,18 @@ pub fn exit_code(result: &Result<Exit>) -> i32 {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::{Exit, Status};
+
+    #[test]
+    fn one_rule_from_statuses_to_the_exit() {
+        use Status::{Error, Failed, Passed, Skipped};
+        assert_eq!(Exit::of([Passed, Skipped], Some(2)), Exit::Ok);
+        assert_eq!(Exit::of([Passed, Failed], None), Exit::Failed);
+        assert_eq!(Exit::of([Failed], Some(2)), Exit::Program(2));
+        assert_eq!(Exit::of([Failed, Error], Some(2)), Exit::Execution);
+        assert_eq!(Exit::of([], None), Exit::Ok);
+    }
+}

@@ -89,7 +89,7 @@ def _session_mode(config):
 
 
 # The version of `agentproxy serve`'s control protocol this plugin speaks (docs/pytest.md).
-PROTOCOL = 3
+PROTOCOL = 4
 # What serve's control endpoint asks every request to present, and where the plugin finds it.
 SECRET_HEADER = "x-agentproxy-secret"
 SECRET_VAR = "AGENTPROXY_SECRET"
@@ -453,8 +453,8 @@ def _end(item, raised=None):
     drift = ended.get("trajectory")
     if drift and drift["verdict"] != "identical":
         told["drifted"].append([item.nodeid, drift])
-    problems = ended["misses"] + ended["upstream_errors"] + ended["mock_problems"]
-    return problems
+    # The verdict is serve's: what fails the test besides its own code, to show.
+    return ended["failures"]
 
 
 @pytest.hookimpl(wrapper=True)

@@ -14,9 +14,10 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::cassette::Interaction;
+use crate::report::Status;
 
 /// The version of the control protocol. It grows when a request or an answer changes.
-pub const PROTOCOL: u64 = 3;
+pub const PROTOCOL: u64 = 4;
 
 /// The line `serve` prints on stdout once it listens.
 #[derive(Debug, Serialize)]
@@ -107,6 +108,12 @@ pub struct Ended {
     /// Mocks that could not answer (results used up, a result the tool's
     /// `outputSchema` rejects): each fails the test.
     pub mock_problems: Vec<String>,
+    /// The test's verdict (`passed` or `failed`), by the runner's rule, its own failure
+    /// included: a harness only renders it.
+    pub status: Status,
+    /// What fails the test besides its own code, to show: each miss's near-miss report,
+    /// each failed upstream request, each mock that could not answer.
+    pub failures: Vec<String>,
 }
 
 /// A re-recorded test's trajectory against the recording it replaced: the verdict, and
@@ -275,6 +282,8 @@ mod tests {
             upstream_errors: vec![],
             rejected: vec![],
             mock_problems: vec![],
+            status: Status::Passed,
+            failures: vec![],
         };
         let v = serde_json::to_value(&ended).unwrap();
         let mut keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
@@ -285,12 +294,14 @@ mod tests {
                 "calls",
                 "cassette",
                 "executions",
+                "failures",
                 "misses",
                 "mock_problems",
                 "mode",
                 "rejected",
                 "reply",
                 "requests",
+                "status",
                 "trajectory",
                 "unused",
                 "upstream_errors",

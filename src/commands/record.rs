@@ -67,12 +67,8 @@ pub async fn run(args: RecordArgs) -> Result<Exit> {
         let used = used_upstreams(&upstreams, &out.recorded);
         tell_recorded(s, &ended, &used, drift.as_ref());
     }
-    // A failed upstream is the cause when the program then fails too.
-    let exit = match ended.child.filter(|c| *c != EXIT_OK) {
-        _ if !out.upstream_errors.is_empty() => Exit::Execution,
-        Some(code) => Exit::Program(code),
-        None => Exit::Ok,
-    };
+    let (status, program) = session::status(&ended, Use::Record);
+    let exit = Exit::of([status], program);
     if s.json {
         Summary::Record {
             cassette: &s.cassette,

@@ -4,7 +4,7 @@ use std::time::SystemTime;
 
 use crate::cassette::{age, store};
 use crate::cli::ReplayArgs;
-use crate::error::{Exit, Result, EXIT_OK};
+use crate::error::{Exit, Result};
 use crate::runner::plan::{self, Forwarding, Setup, Use};
 
 use super::session;
@@ -52,7 +52,6 @@ pub async fn run(args: ReplayArgs) -> Result<Exit> {
             tell!("{line}");
         }
     }
-    let refused = out.egress.refused();
     if s.quiet {
         // Quiet still says why the run failed: one line per miss.
         for miss in &out.misses {
@@ -60,11 +59,8 @@ pub async fn run(args: ReplayArgs) -> Result<Exit> {
             tell!("agentproxy: miss: {first}");
         }
     }
-    let exit = match ended.child {
-        Some(c) if c != EXIT_OK => Exit::Program(c),
-        _ if missed > 0 || refused > 0 => Exit::Failed,
-        _ => Exit::Ok,
-    };
+    let (status, program) = session::status(&ended, Use::Replay);
+    let exit = Exit::of([status], program);
     if s.json {
         Summary::Replay {
             cassette: &s.cassette,

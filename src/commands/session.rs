@@ -6,6 +6,7 @@ use crate::cli::SessionArgs;
 use crate::error::{Error, Result};
 use crate::proxy::egress;
 use crate::proxy::{Options, Outcome, Session};
+use crate::report::Status;
 use crate::runner::contain::Level;
 use crate::runner::plan::{Setup, Use};
 use crate::runner::{child, env};
@@ -204,6 +205,23 @@ impl Signals {
             _ = self.term.recv() => {}
         }
     }
+}
+
+/// How a record or replay session that `ended` came out, as `Exit::of` takes it: its
+/// status and the program's own failing exit code. Recording, a failed upstream request
+/// is an error (the cause when the program then fails too); replaying, a miss or traffic
+/// refused fails it; either way, so does a program that failed.
+pub fn status(ended: &Ended, usage: Use) -> (Status, Option<i32>) {
+    let out = &ended.outcome;
+    let program = ended.child.filter(|c| *c != crate::error::EXIT_OK);
+    let failed = program.is_some()
+        || (usage == Use::Replay && (!out.misses.is_empty() || out.egress.refused() > 0));
+    let status = match (usage, failed) {
+        (Use::Record, _) if !out.upstream_errors.is_empty() => Status::Error,
+        (_, true) => Status::Failed,
+        (_, false) => Status::Passed,
+    };
+    (status, program)
 }
 
 /// The egress summary of a session that `ended` (see `egress::lines`).

@@ -113,13 +113,7 @@ pub async fn run(args: TestArgs) -> Result<Exit> {
         let began = std::time::SystemTime::now() - started.elapsed();
         export_traces(&run, target, began, !args.otlp_no_content).await?;
     }
-    Ok(if run.summary.errors > 0 {
-        Exit::Execution
-    } else if run.summary.failed > 0 {
-        Exit::Failed
-    } else {
-        Exit::Ok
-    })
+    Ok(Exit::of(run.cases.iter().map(|c| c.status), None))
 }
 
 /// The cases the command line selects, in file order, and how the run goes: as parallel

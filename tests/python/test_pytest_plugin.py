@@ -15,6 +15,8 @@ import urllib.request
 
 import pytest
 
+from agentproxy.pytest_plugin import PROTOCOL
+
 pytest_plugins = ["pytester"]
 
 # Nothing listens here: a replay that needed the upstream would fail.
@@ -389,7 +391,7 @@ def test_a_binary_of_another_protocol_stops_the_session_saying_what_to_install(p
     assert result.ret != 0
     err = result.stderr.str()
     assert f"{old} speaks control protocol no version (a release older than this plugin); " \
-        "this plugin speaks version 3" in err, err
+        f"this plugin speaks version {PROTOCOL}" in err, err
 
 
 def test_a_plugin_of_another_protocol_is_refused_at_its_first_test():
@@ -399,7 +401,7 @@ def test_a_plugin_of_another_protocol_is_refused_at_its_first_test():
                              stdout=subprocess.PIPE)
     try:
         hello = json.loads(serve.stdout.readline())
-        assert hello["protocol"] == 3
+        assert hello["protocol"] == PROTOCOL
         body = json.dumps({"name": "t", "cassette": "c.json", "mode": "replay"}).encode()
 
         def refused(headers):
@@ -416,7 +418,7 @@ def test_a_plugin_of_another_protocol_is_refused_at_its_first_test():
         assert code == 400
         assert error.startswith("the client speaks control protocol no version (a plugin "
                                 "older than this binary); agentproxy "), error
-        assert "speaks version 3: install the agentproxy wheel of the same release" in error
+        assert f"speaks version {PROTOCOL}: install the agentproxy wheel of the same release" in error
     finally:
         serve.stdin.close()
         serve.wait(timeout=60)

@@ -857,7 +857,7 @@ fn start_test(
     mode: &str,
     headers: &[(&str, &str)],
 ) -> support::http::Reply {
-    let body = serde_json::json!({"protocol": 3, "name": "t", "cassette": cassette, "mode": mode});
+    let body = serde_json::json!({"protocol": agentproxy::commands::serve::PROTOCOL, "name": "t", "cassette": cassette, "mode": mode});
     let mut all = vec![("content-type", "application/json")];
     all.extend_from_slice(headers);
     support::http::request(
@@ -973,7 +973,7 @@ fn serves_checks_and_tolerances_are_read_as_a_spec_and_refused_when_wrong() {
     let post = |path: &str, body: serde_json::Value| {
         support::http::request(&url, "POST", path, &with, body.to_string().as_bytes())
     };
-    let bad_match = serde_json::json!({"protocol": 3, "name": "t", "cassette": "c.json",
+    let bad_match = serde_json::json!({"protocol": agentproxy::commands::serve::PROTOCOL, "name": "t", "cassette": "c.json",
         "mode": "record", "match": {"ignore": ["user"]}});
     let r = post("/_agentproxy/test", bad_match);
     assert_eq!(r.status, 400, "{}", r.text());
@@ -1027,7 +1027,7 @@ fn serve_runs_tests_at_once_each_request_naming_its_own() {
         support::http::request(&url, method, path, &headers, body.as_bytes())
     };
     for name in ["a b", "c"] {
-        let body = serde_json::json!({"protocol": 3, "name": name,
+        let body = serde_json::json!({"protocol": agentproxy::commands::serve::PROTOCOL, "name": name,
             "cassette": format!("{name}.json"), "mode": "record"});
         let r = control("POST", "/_agentproxy/test", None, &body.to_string());
         assert_eq!(r.status, 200, "{}", r.text());
@@ -1065,9 +1065,24 @@ fn serve_runs_tests_at_once_each_request_naming_its_own() {
         "{}",
         r.text()
     );
-    // One left: a request that names none is its.
-    let r = control("DELETE", "/_agentproxy/test", None, "");
+    // The verdict is serve's: the failed upstream request fails the test, to be shown.
+    assert_eq!(r.json()["status"], "failed", "{}", r.text());
+    assert_eq!(
+        r.json()["failures"],
+        r.json()["upstream_errors"],
+        "{}",
+        r.text()
+    );
+    // One left: a request that names none is its; it failed in its own code only.
+    let r = control(
+        "DELETE",
+        "/_agentproxy/test",
+        None,
+        r#"{"failure": "AssertionError"}"#,
+    );
     assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["status"], "failed", "{}", r.text());
+    assert_eq!(r.json()["failures"], serde_json::json!([]), "{}", r.text());
     assert_eq!(
         r.json()["cassette"].as_str().unwrap().rsplit('/').next(),
         Some("c.json")

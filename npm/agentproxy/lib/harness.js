@@ -202,7 +202,8 @@ class Session {
       const test = `${path.relative(process.cwd(), file)} > ${name}`;
       process.stderr.write(`agentproxy: ${test}: trajectory changed by re-recording (${drift.verdict}):\n${diff}\n`);
     }
-    return [...ended.misses, ...ended.upstream_errors, ...ended.mock_problems];
+    // The verdict is serve's: what fails the test besides its own code, to show.
+    return ended.failures;
   }
 }
 

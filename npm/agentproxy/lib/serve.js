@@ -9,7 +9,7 @@ const readline = require("node:readline");
 const { binary } = require("./binary.js");
 
 /** The control protocol version these helpers speak. */
-const PROTOCOL = 3;
+const PROTOCOL = 4;
 /** What every control request presents, and the variable serve gives it in. */
 const SECRET_HEADER = "x-agentproxy-secret";
 /** The header naming the test a request belongs to (percent-encoded), when several run. */

@@ -14,6 +14,7 @@ use crate::cli::ServeArgs;
 use crate::error::{Error, Exit, Result};
 use crate::proxy::switch::{Control, Switch, Switched, TEST_HEADER};
 use crate::proxy::Options;
+use crate::report::Cause;
 use crate::runner::env;
 use crate::runner::mocks::{tools_from_json, MockSet};
 use crate::runner::plan::{self, Forwarding, Plan, PlanError, Setup, Use};
@@ -22,6 +23,8 @@ use crate::trajectory::{self, Asserted};
 
 mod request;
 
+/// The version of the control protocol this binary speaks (see `control`).
+pub use super::control::PROTOCOL;
 use super::control::{self, Checked, Drift, Ended, Listening, Refused, SoFar, Started};
 use request::{confined, failure, load_error, test_spec, TestSpec};
 
@@ -324,7 +327,7 @@ impl Harness {
             (true, n) if n > 0 => vec![no_cassette(&a.spec, n)],
             _ => outcome.misses,
         };
-        let ended = Ended {
+        let mut ended = Ended {
             so_far: SoFar::of(&outcome.exchanges),
             mode: a.usage.name(),
             cassette: a.spec.cassette.clone(),
@@ -335,15 +338,25 @@ impl Harness {
             upstream_errors: outcome.upstream_errors,
             rejected: outcome.rejected,
             mock_problems,
+            status: crate::report::Status::Passed,
+            failures: vec![],
         };
+        // The verdict is the runner's, as the run report has it: the harness renders it.
+        let case = self.case(
+            &a,
+            name,
+            failure,
+            (&outcome.exchanges, outcome.requests),
+            &ended,
+        );
+        ended.status = case.status;
+        ended.failures = (case.causes())
+            .filter_map(|c| match c {
+                Cause::Miss(text) | Cause::Problem(text) => Some(text.to_owned()),
+                Cause::Assertion(..) | Cause::Fuzz(_) => None,
+            })
+            .collect();
         if let Some(dir) = &self.cases_dir {
-            let case = self.case(
-                &a,
-                name,
-                failure,
-                (&outcome.exchanges, outcome.requests),
-                &ended,
-            );
             write_case(dir, &case).map_err(|e| error(StatusCode::INTERNAL_SERVER_ERROR, e))?;
         }
         Ok(ended)
