@@ -45,6 +45,9 @@ pub enum Error {
         var: String,
     },
 
+    #[error("CI is set, and {from} asks for mode `{mode}`, which may call the real model from CI\n  hint: in CI only the command line (or this run's environment) may choose a mode that records")]
+    CiRecording { from: String, mode: &'static str },
+
     #[error("refusing to listen on {addr}: {why}")]
     NotLoopback { addr: SocketAddr, why: &'static str },
 
@@ -253,6 +256,7 @@ impl Error {
     pub fn exit_code(&self) -> i32 {
         match self {
             Error::NotLoopback { .. }
+            | Error::CiRecording { .. }
             | Error::McpNameClash { .. }
             | Error::Rules(_)
             | Error::Filter(_)

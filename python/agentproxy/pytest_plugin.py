@@ -60,11 +60,6 @@ def pytest_addoption(parser):
                   "(default: cassettes/ next to each test file)", default=None)
 
 
-def _ci():
-    value = os.environ.get("CI", "").strip().lower()
-    return value not in ("", "0", "false")
-
-
 def _setting(config, option, ini, env=None):
     value = config.getoption(option)
     if value is None:
@@ -74,18 +69,19 @@ def _setting(config, option, ini, env=None):
     return value
 
 
-def _session_mode(config):
-    mode = _setting(config, "agentproxy_mode", "agentproxy_mode")
+def _serve_mode_args(config):
+    """`agentproxy serve`'s arguments for the mode the session was asked for: serve decides
+    the session's mode (replay under CI, auto elsewhere, when none is asked) and, under CI,
+    refuses a recording mode that only the ini file asks for."""
+    mode = config.getoption("agentproxy_mode")
+    if mode is not None:
+        return ["--mode", mode]
+    mode = config.getini("agentproxy_mode") or None
     if mode is None:
-        mode = "replay" if _ci() else "auto"
+        return []
     if mode not in MODES:
         raise pytest.UsageError(f"agentproxy_mode = {mode!r}: expected one of {', '.join(MODES)}")
-    if _ci() and mode != "replay" and config.getoption("agentproxy_mode") is None:
-        raise pytest.UsageError(
-            f"CI is set, and agentproxy_mode = {mode} in the ini file asks for a mode that may "
-            "call the real model from CI; in CI only the command line may choose a mode that "
-            f"records: pass --agentproxy-mode {mode} if this job is meant to record")
-    return mode
+    return ["--mode", mode, "--mode-from", "agentproxy_mode in the ini file"]
 
 
 # The version of `agentproxy serve`'s control protocol this plugin speaks (docs/pytest.md).
@@ -107,19 +103,9 @@ class _Proxy:
     """The session's `agentproxy serve` process and its control endpoint."""
 
     def __init__(self, config):
-        self.mode = _session_mode(config)
         binary = os.environ.get("AGENTPROXY_BIN") or find_binary()
         # Cassettes live under the rootdir: serve refuses any other path.
-        args = [binary, "serve", "--root", str(config.rootpath)]
-        if self.mode == "replay":
-            args.append("--replay-env")
-        elif self.mode == "auto":
-            # Clients made at import time start without a key; a test that has to record
-            # with the placeholder fails naming the variable to set.
-            args.append("--placeholder-keys")
-        if self.mode != "replay" and _ci():
-            # The command line chose to record (the ini file may not, above).
-            args.append("--allow-ci-recording")
+        args = [binary, "serve", "--root", str(config.rootpath), *_serve_mode_args(config)]
         # The binary reads each provider's AGENTPROXY_*_UPSTREAM itself.
         upstreams = config.getoption("agentproxy_upstream") or config.getini("agentproxy_upstream")
         anthropic = _setting(config, "agentproxy_anthropic_upstream",
@@ -132,7 +118,8 @@ class _Proxy:
         line = self.process.stdout.readline()
         if not line:
             code = self.process.wait()
-            raise pytest.UsageError(f"agentproxy serve exited with {code} before listening")
+            raise pytest.UsageError(f"agentproxy serve exited with {code} before listening "
+                                    "(its message is above)")
         hello = json.loads(line)
         spoken = hello.get("protocol")
         if spoken != PROTOCOL:
@@ -145,6 +132,8 @@ class _Proxy:
                 f"binary), or point AGENTPROXY_BIN at a binary of this plugin's release")
         self.url = hello["url"]
         self.env = hello["env"]
+        # The session's mode, as serve decided it.
+        self.mode = hello["mode"]
         # Presented with every control request; the programs get it through the
         # environment, for the MCP stand-ins they start.
         self.secret = self.env[SECRET_VAR]
@@ -414,9 +403,9 @@ def agentproxy(request):
     if proxy is None:
         pytest.skip("agentproxy is not running in this session")
     marker = request.node.get_closest_marker("agentproxy")
-    mode = (marker.kwargs.get("mode") if marker else None) or proxy.mode
-    if proxy.mode == "replay" and _ci() and mode != "replay":
-        mode = "replay"  # in CI only the command line chooses a mode that records
+    # None: the session's. Under CI a session that replays replays every test (serve's
+    # rule: in CI only the command line chooses a mode that records).
+    mode = marker.kwargs.get("mode") if marker else None
     cassette = _cassette_path(request.node, marker)
     start = {"protocol": PROTOCOL, "name": request.node.nodeid, "cassette": str(cassette),
              "mode": mode, "match": _match(request.node, marker), "runner": "pytest",

@@ -193,11 +193,11 @@ Guide: `agentproxy docs mcp`. Format of the recorded interactions: `agentproxy d
 through a control endpoint under /_agentproxy/, so that SDK clients made once (at import time) keep going \
 through it. The pytest plugin of the Python package starts it; other harnesses can too (`agentproxy docs pytest` has \
 the protocol).\n\n\
-It prints one JSON line on stdout, {\"url\": ..., \"env\": {NAME: value}}, with the variables a program needs \
+It prints one JSON line on stdout, {\"url\": ..., \"env\": {NAME: value}, \"protocol\": N, \"mode\": MODE}, with the variables a program needs \
 (the same record and replay inject), then serves until its stdin is closed, or SIGTERM or SIGINT. Between \
 tests every request misses. A test still active at the end keeps what it recorded.\n\n\
 Exit codes: 0 stopped; 2 a bad flag or listen address.",
-        after_help = "Example:\n  agentproxy serve --replay-env < /dev/null"
+        after_help = "Example:\n  agentproxy serve --mode replay < /dev/null"
     )]
     Serve(ServeArgs),
     /// Work with JSON reports of `agentproxy test`: merge the reports of a sharded run.

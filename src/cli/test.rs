@@ -17,23 +17,26 @@ pub struct ServeArgs {
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
     pub listen: SocketAddr,
 
-    /// Also give the variables replay gives: placeholder API keys and the switches that
-    /// stop SDK side traffic (each unless already set).
-    #[arg(long)]
-    pub replay_env: bool,
+    /// The session's mode, as the harness's user chose it: replay | record | auto |
+    /// update (default: replay when CI is set, else auto). Serve gives the programs what
+    /// it needs (in replay, placeholder API keys and the switches that stop SDK side
+    /// traffic; in auto, the keys only; each unless already set), names it in its
+    /// listening line, and starts each test in it unless the test asks for another. Under
+    /// CI, a session in replay replays every test.
+    #[arg(long, value_enum)]
+    pub mode: Option<crate::spec::Mode>,
 
-    /// Also give placeholder API keys (each unless already set), for a session whose
-    /// tests mostly replay but may record (the harnesses' auto mode): an SDK that insists
-    /// on a key starts, and a request that would record with a placeholder is not sent
-    /// upstream but fails, naming the variable to set.
-    #[arg(long)]
-    pub placeholder_keys: bool,
+    /// Where `--mode` came from when it is a configuration's (pytest's ini: `agentproxy_mode
+    /// in the ini file`), not this run's own command line or environment: under CI a
+    /// configuration may not choose a mode that records, and serve refuses to start,
+    /// naming it.
+    #[arg(long, value_name = "WHERE", requires = "mode")]
+    pub mode_from: Option<String>,
 
-    /// Under CI, let a control request pick a mode that records (record, auto, update).
-    /// Without it, under CI only replay is served: a harness passes this when its own
-    /// command line chose a recording mode (the pytest plugin: --agentproxy-mode).
+    /// Print the control protocol's JSON Schema (every message, generated from serve's
+    /// own types; docs/serve-protocol.schema.json) and exit.
     #[arg(long)]
-    pub allow_ci_recording: bool,
+    pub schema: bool,
 
     /// The directory every cassette a control request names must be in (after its links
     /// are followed); relative cassette paths are taken from here. Default: the current

@@ -10,8 +10,9 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use serde::Serialize;
-use serde_json::Value;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
 
 use crate::cassette::Interaction;
 use crate::report::Status;
@@ -20,19 +21,76 @@ use crate::report::Status;
 pub const PROTOCOL: u64 = 4;
 
 /// The line `serve` prints on stdout once it listens.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct Listening {
     /// `http://127.0.0.1:PORT`.
     pub url: String,
-    /// The variables a program needs to reach the proxy (with `--replay-env`, the
-    /// placeholder keys too), `AGENTPROXY_SECRET` among them: every control request
-    /// presents it in `x-agentproxy-secret` (protocol 2 on).
+    /// The variables a program needs to reach the proxy (in a session that replays, the
+    /// placeholder keys and side-traffic switches too; in auto, the keys),
+    /// `AGENTPROXY_SECRET` among them: every control request presents it in
+    /// `x-agentproxy-secret` (protocol 2 on).
     pub env: BTreeMap<String, String>,
     pub protocol: u64,
+    /// The session's mode (`replay`, `record`, `auto` or `update`): what serve was asked
+    /// (`--mode`), else `replay` under CI and `auto` elsewhere. A test starts in it
+    /// unless it asks for another.
+    pub mode: &'static str,
+}
+
+/// `POST test`: a test starts.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Start {
+    /// The version of this protocol the client speaks.
+    #[schemars(with = "u64")]
+    #[serde(default)]
+    pub protocol: Value,
+    /// The test's name, unique among the tests running at once (and the name each request
+    /// gives in `x-agentproxy-test`).
+    pub name: String,
+    /// Its cassette's path, relative to serve's `--root` (or inside it).
+    pub cassette: String,
+    /// `replay`, `record`, `auto` or `update`; none: the session's mode. Under CI a
+    /// session in replay starts every test in replay.
+    pub mode: Option<String>,
+    /// Tool mocks, a spec's `tools:` block.
+    pub mocks: Option<Value>,
+    /// The test's tolerances, a spec's `match:` block.
+    #[serde(rename = "match")]
+    pub match_rules: Option<Value>,
+    /// The command that records the test again, for the miss report's hint.
+    pub rerecord: Option<String>,
+    /// The harness (`pytest`, `vitest` or `jest`), whose words the hints speak.
+    pub runner: Option<String>,
+}
+
+/// `PUT test/mocks`: the test's tool mocks replaced.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PutMocks {
+    /// A spec's `tools:` block.
+    pub mocks: Value,
+}
+
+/// `PUT test/match`: the test's tolerances replaced.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PutMatch {
+    /// A spec's `match:` block.
+    #[serde(rename = "match")]
+    pub rules: Value,
+}
+
+/// `DELETE test`: the test ends.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct End {
+    /// Why it failed in its own code, as its harness says; none when it did not.
+    pub failure: Option<String>,
 }
 
 /// The answer to `POST test`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct Started {
     /// `replay`, `record` or `update`: what the test does with its cassette.
     pub mode: &'static str,
@@ -40,7 +98,7 @@ pub struct Started {
 }
 
 /// The answer to `GET test`: what the test's model traffic says so far.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct SoFar {
     /// The requests the proxy answered from the cassette or the upstream, in order (one
     /// that missed is in `misses` instead).
@@ -54,7 +112,7 @@ pub struct SoFar {
 }
 
 /// One request the proxy answered, as it is stored (secrets redacted).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct Request {
     pub method: String,
     pub path: String,
@@ -65,7 +123,7 @@ pub struct Request {
 }
 
 /// One tool call an MCP server executed.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct Executed {
     pub server: String,
     pub tool: String,
@@ -74,13 +132,13 @@ pub struct Executed {
 
 /// The answer to `POST test/check`: the expectations that failed, each as the runner
 /// words it (what, why, expected, actual, where, nearest); none when all hold.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct Checked {
     pub failures: Vec<String>,
 }
 
 /// One tool call the model asked for.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct Call {
     pub name: String,
     /// Parsed arguments.
@@ -88,7 +146,7 @@ pub struct Call {
 }
 
 /// The answer to `DELETE test`: what the test did, once its proxy has drained.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct Ended {
     #[serde(flatten)]
     pub so_far: SoFar,
@@ -118,14 +176,14 @@ pub struct Ended {
 
 /// A re-recorded test's trajectory against the recording it replaced: the verdict, and
 /// the diff as `agentproxy diff` prints it.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct Drift {
     pub verdict: &'static str,
     pub diff: String,
 }
 
 /// An error answer: `{"error": "…"}` with a 4xx or 5xx status.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct Refused {
     pub error: String,
 }
@@ -177,6 +235,36 @@ impl Request {
     }
 }
 
+/// A control request's body as `T`, or why it is not one (`what` names the request).
+pub fn read<T: serde::de::DeserializeOwned>(what: &str, body: &Value) -> Result<T, String> {
+    T::deserialize(body).map_err(|e| format!("the {what} request: {e}"))
+}
+
+/// The protocol described once: a JSON Schema of every message, generated from these
+/// types (docs/serve-protocol.schema.json is this, kept true by a test).
+pub fn schema() -> Value {
+    let mut g = schemars::generate::SchemaSettings::draft2020_12().into_generator();
+    let object = |description: &str| json!({"type": "object", "description": description});
+    let messages = json!({
+        "listening": g.subschema_for::<Listening>(),
+        "POST test": {"request": g.subschema_for::<Start>(), "answer": g.subschema_for::<Started>()},
+        "PUT test/mocks": {"request": g.subschema_for::<PutMocks>(), "answer": object("empty")},
+        "PUT test/match": {"request": g.subschema_for::<PutMatch>(), "answer": object("empty")},
+        "GET test": {"answer": g.subschema_for::<SoFar>()},
+        "POST test/check": {"request": object("a spec's `expect:` block"), "answer": g.subschema_for::<Checked>()},
+        "DELETE test": {"request": g.subschema_for::<End>(), "answer": g.subschema_for::<Ended>()},
+        "error": g.subschema_for::<Refused>(),
+    });
+    json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "agentproxy serve: the control protocol",
+        "description": "The line serve prints when it listens, and each control request (under /_agentproxy/) with its answer; docs/pytest.md tells them field by field.",
+        "protocol": PROTOCOL,
+        "messages": messages,
+        "$defs": g.take_definitions(true),
+    })
+}
+
 /// Why a start request's `protocol` is refused, if it is: absent (a client older than
 /// the protocol's version) or another version.
 pub fn refuse_version(asked: &Value) -> Option<String> {
@@ -193,12 +281,134 @@ pub fn refuse_version(asked: &Value) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
+    use std::collections::BTreeSet;
 
     use super::*;
 
     /// The harnesses speak the protocol of this binary: each writes its version once,
     /// as this file does, and never as a bare number elsewhere.
+    /// The schema in docs/ is the one this binary generates.
+    #[test]
+    fn the_documented_schema_is_the_generated_one() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let path = root.join("docs/serve-protocol.schema.json");
+        let documented: Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert!(
+            documented == schema(),
+            "{} is stale: regenerate it with `agentproxy serve --schema > docs/serve-protocol.schema.json`",
+            path.display()
+        );
+    }
+
+    /// The properties of `def` in the schema.
+    fn properties(def: &str) -> BTreeSet<String> {
+        let schema = schema();
+        let props = schema["$defs"][def]["properties"].as_object();
+        props
+            .unwrap_or_else(|| panic!("no {def}"))
+            .keys()
+            .cloned()
+            .collect()
+    }
+
+    /// Every name of `text` the regular expression's first group catches.
+    fn caught(text: &str, re: &str) -> BTreeSet<String> {
+        let re = regex::Regex::new(re).unwrap();
+        re.captures_iter(text).map(|c| c[1].to_owned()).collect()
+    }
+
+    /// The harnesses speak the schema: the npm package's types declare what the answers
+    /// hold, and every key the plugin and the helpers send or read is one of the protocol.
+    #[test]
+    fn the_harnesses_speak_the_schema() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let read = |file: &str| std::fs::read_to_string(root.join(file)).unwrap();
+        let dts = read("npm/agentproxy/lib/index.d.ts");
+        for (interface, def) in [
+            ("Trajectory", "SoFar"),
+            ("ToolCall", "Call"),
+            ("AnsweredRequest", "Request"),
+            ("Execution", "Executed"),
+        ] {
+            let body = dts
+                .split(&format!("export interface {interface} {{"))
+                .nth(1)
+                .and_then(|rest| rest.split("\n}").next())
+                .unwrap_or_else(|| panic!("index.d.ts declares no {interface}"));
+            let declared = caught(body, r"(?m)^  (\w+)\??:");
+            assert_eq!(
+                declared,
+                properties(def),
+                "index.d.ts {interface} against {def}"
+            );
+        }
+        let serve = dts.split("export declare class Serve {").nth(1).unwrap();
+        let serve = serve.split("\n}").next().unwrap();
+        let readonly = caught(serve, r"readonly (\w+):");
+        assert_eq!(
+            readonly,
+            properties("Listening")
+                .into_iter()
+                .filter(|p| p != "protocol")
+                .collect()
+        );
+        let answers: BTreeSet<String> = [
+            "Listening",
+            "Started",
+            "SoFar",
+            "Checked",
+            "Ended",
+            "Drift",
+            "Refused",
+        ]
+        .into_iter()
+        .flat_map(properties)
+        .collect();
+        let plugin = read("python/agentproxy/pytest_plugin.py");
+        let read_there = caught(
+            &plugin,
+            r#"(?:hello|ended|started|drift)(?:\["|\.get\(")(\w+)""#,
+        );
+        let unknown: Vec<&String> = read_there.difference(&answers).collect();
+        assert!(
+            unknown.is_empty(),
+            "the plugin reads {unknown:?}, which no answer has"
+        );
+        let start = plugin
+            .split("start = {")
+            .nth(1)
+            .unwrap()
+            .split('}')
+            .next()
+            .unwrap();
+        let sent = caught(start, r#""(\w+)":"#);
+        assert!(
+            sent.is_subset(&properties("Start")),
+            "the plugin starts a test with {sent:?}"
+        );
+        let harness = read("npm/agentproxy/lib/harness.js");
+        let read_there = caught(&harness, r"(?:hello|ended|started|drift)\.(\w+)");
+        let unknown: Vec<&String> = read_there.difference(&answers).collect();
+        assert!(
+            unknown.is_empty(),
+            "harness.js reads {unknown:?}, which no answer has"
+        );
+        let start = harness
+            .split(r#"control("POST", "test", {"#)
+            .nth(1)
+            .unwrap();
+        let sent = caught(start.split('}').next().unwrap(), r"(?m)^\s+(\w+)[:,]");
+        assert!(
+            sent.is_subset(&properties("Start")),
+            "harness.js starts a test with {sent:?}"
+        );
+        assert!(
+            sent.len() >= 6 && read_there.contains("failures"),
+            "{sent:?} {read_there:?}"
+        );
+    }
+
     #[test]
     fn every_harness_names_this_protocol_version_once() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -324,8 +534,10 @@ mod tests {
             url: "http://127.0.0.1:1".into(),
             env: BTreeMap::new(),
             protocol: PROTOCOL,
+            mode: "replay",
         };
         let v = serde_json::to_value(&listening).unwrap();
         assert_eq!(v["protocol"], json!(PROTOCOL));
+        assert_eq!(v["mode"], "replay");
     }
 }

@@ -443,7 +443,8 @@ def test_marked(agentproxy):
     pytester.makeini("[pytest]\nagentproxy_mode = record\n")
     result = pytester.runpytest_subprocess("-p", "agentproxy.pytest_plugin")
     assert result.ret != 0
-    assert "CI is set, and agentproxy_mode = record in the ini file" in result.stderr.str()
+    assert "CI is set, and agentproxy_mode in the ini file asks for mode `record`" \
+        in result.stderr.str(), result.stderr.str()
 
     env.setenv("OPENAI_API_KEY", "sk-test-secret-0123456789")
     result = pytester.runpytest_subprocess(

@@ -826,11 +826,21 @@ fn many_unused_recordings_are_summarised_unless_asked_for() {
 
 /// `agentproxy serve ARGS` with `env`: the process, its URL and its secret.
 fn serve(args: &[&str], env: &[(&str, &str)]) -> (std::process::Child, String, String) {
+    let (serve, url, secret, _) = serve_hello(args, env);
+    (serve, url, secret)
+}
+
+/// [`serve`], and its listening line.
+fn serve_hello(
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (std::process::Child, String, String, serde_json::Value) {
     use std::io::{BufRead, BufReader};
     let mut serve = Command::new(bin())
         .arg("serve")
         .args(args)
         .env_remove("AGENTPROXY_SECRET")
+        .env_remove("OPENAI_API_KEY")
         .env_remove("CI")
         .envs(env.iter().copied())
         .stdin(std::process::Stdio::piped())
@@ -847,7 +857,7 @@ fn serve(args: &[&str], env: &[(&str, &str)]) -> (std::process::Child, String, S
         .as_str()
         .unwrap()
         .to_owned();
-    (serve, url, secret)
+    (serve, url, secret, hello)
 }
 
 /// `POST /_agentproxy/test` of a test on `cassette` in `mode`.
@@ -869,37 +879,59 @@ fn start_test(
     )
 }
 
-/// Under CI, serve lets a test record only when its own command line says so
-/// (`--allow-ci-recording`, which the plugin passes for `--agentproxy-mode`).
+/// Serve decides the session's mode: replay under CI, auto elsewhere, or the one its
+/// command line asks (`--mode`); under CI a session that replays replays every test,
+/// whatever it asks, and a configuration (`--mode-from`) may not choose to record.
 #[test]
-fn serve_under_ci_records_only_when_its_command_line_allows_it() {
+fn serve_decides_the_mode_and_under_ci_records_only_when_its_command_line_says_so() {
     let dir = tempfile::tempdir().unwrap();
     let root = format!("--root={}", dir.path().display());
-    for (args, allowed) in [
-        (vec![root.as_str()], false),
-        (vec![root.as_str(), "--allow-ci-recording"], true),
+    for (args, ci, session, test) in [
+        (vec![root.as_str()], true, "replay", "replay"),
+        (vec![root.as_str()], false, "auto", "record"),
+        (
+            vec![root.as_str(), "--mode", "record"],
+            true,
+            "record",
+            "record",
+        ),
     ] {
-        let (mut serve, url, secret) = serve(&args, &[("CI", "true")]);
+        let env: &[(&str, &str)] = if ci { &[("CI", "true")] } else { &[] };
+        let (mut serve, url, secret, hello) = serve_hello(&args, env);
+        assert_eq!(hello["mode"], session, "{args:?} {hello}");
+        // Replay's placeholder keys, auto's too; none when the session records.
+        let keyed = hello["env"].get("OPENAI_API_KEY").is_some();
+        assert_eq!(keyed, session != "record", "{hello}");
         let r = start_test(
             &url,
             "c.json",
             "record",
             &[("x-agentproxy-secret", &secret)],
         );
-        if allowed {
-            assert_eq!(r.status, 200, "{}", r.text());
-        } else {
-            assert_eq!(r.status, 400, "{}", r.text());
-            assert!(
-                r.text()
-                    .contains("CI is set, and test `t` asks for mode `record`"),
-                "{}",
-                r.text()
-            );
-        }
+        assert_eq!(r.status, 200, "{}", r.text());
+        assert_eq!(r.json()["mode"], test, "{args:?}: {}", r.text());
         drop(serve.stdin.take());
         serve.wait().unwrap();
     }
+    let out = Command::new(bin())
+        .args([
+            "serve",
+            &root,
+            "--mode",
+            "auto",
+            "--mode-from",
+            "agentproxy_mode in the ini file",
+        ])
+        .env("CI", "true")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("CI is set, and agentproxy_mode in the ini file asks for mode `auto`"),
+        "{stderr}"
+    );
 }
 
 /// `serve`'s control endpoint answers only a request presenting the secret of its

@@ -13,36 +13,16 @@ const { Serve, AgentProxyError, PROTOCOL } = require("./serve.js");
 
 const MODES = ["replay", "record", "auto", "update"];
 
-/** Is `CI` set (to anything but "", "0" or "false")? */
-function isCI(env = process.env) {
-  const value = (env.CI ?? "").trim().toLowerCase();
-  return !["", "0", "false"].includes(value);
-}
-
-/** The session's mode: AGENTPROXY_MODE, else replay under CI and auto elsewhere. */
-function sessionMode(env = process.env) {
+/** `agentproxy serve`'s arguments for a session over `root`: the mode AGENTPROXY_MODE
+ * asks, if any. Serve decides the session's mode (replay under CI, auto elsewhere, when
+ * none is asked) and names it in its listening line; AGENTPROXY_MODE is this run's own
+ * environment, so under CI it may choose a mode that records. */
+function serveArgs(root, env = process.env) {
   const asked = (env.AGENTPROXY_MODE ?? "").trim();
   if (asked && !MODES.includes(asked)) {
     throw new AgentProxyError(`AGENTPROXY_MODE=${asked}: expected one of ${MODES.join(", ")}`);
   }
-  return asked || (isCI(env) ? "replay" : "auto");
-}
-
-/** `agentproxy serve`'s arguments for a session in `mode` over `root`. */
-function serveArgs(root, mode, env = process.env) {
-  const args = ["--root", root];
-  if (mode === "replay") {
-    args.push("--replay-env");
-  } else if (mode === "auto") {
-    // Clients made at import time start without a key; a test that has to record with
-    // the placeholder fails naming the variable to set.
-    args.push("--placeholder-keys");
-  }
-  if (mode !== "replay" && isCI(env)) {
-    // Only AGENTPROXY_MODE, the environment of this run, may choose to record under CI.
-    args.push("--allow-ci-recording");
-  }
-  return args;
+  return ["--root", root, ...(asked ? ["--mode", asked] : [])];
 }
 
 /** The longest cassette file name (without `.json`), as the spec runner's: a test's full
@@ -118,12 +98,11 @@ class Session {
 
   /** Start a session over `root`: serve started, its variables put in `process.env`. */
   static async start(root, options, env = process.env) {
-    const mode = sessionMode(env);
-    const serve = await Serve.start(serveArgs(root, mode, env), env);
+    const serve = await Serve.start(serveArgs(root, env), env);
     for (const [name, value] of Object.entries(serve.env)) {
       process.env[name] = value;
     }
-    return new Session(serve, mode, root, options);
+    return new Session(serve, serve.mode, root, options);
   }
 
   /** Start the test `name` of `file`; `rerecord` is the command that records it again.
@@ -403,5 +382,4 @@ module.exports = {
   matchers,
   pattern,
   serveArgs,
-  sessionMode,
 };

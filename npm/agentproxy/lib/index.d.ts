@@ -105,15 +105,15 @@ export declare class Serve {
   readonly url: string;
   /** The variables a program needs to reach it. */
   readonly env: Record<string, string>;
+  /** The session's mode, as serve decided it (`--mode`, else replay under CI and auto
+   * elsewhere): a test starts in it unless it asks for another. */
+  readonly mode: "replay" | "record" | "auto" | "update";
   /** `METHOD /_agentproxy/PATH` with a JSON body, about the test `test` (its name) when
    * several run: its JSON answer. */
   control(method: string, path: string, body?: unknown, test?: string): Promise<any>;
   /** Stop it; it writes what a test still active recorded. */
   stop(): Promise<void>;
 }
-
-/** The session's mode: AGENTPROXY_MODE, else replay under CI and auto elsewhere. */
-export declare function sessionMode(): "replay" | "record" | "auto" | "update";
 
 /** The cassette of the test `name` (its full name) in `file`. */
 export declare function cassettePath(root: string, file: string, name: string): string;

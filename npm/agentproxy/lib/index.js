@@ -4,6 +4,6 @@
 
 const { binary } = require("./binary.js");
 const { Serve, AgentProxyError, PROTOCOL } = require("./serve.js");
-const { cassettePath, sessionMode } = require("./harness.js");
+const { cassettePath } = require("./harness.js");
 
-module.exports = { binary, Serve, AgentProxyError, PROTOCOL, cassettePath, sessionMode };
+module.exports = { binary, Serve, AgentProxyError, PROTOCOL, cassettePath };

@@ -70,6 +70,7 @@ class Serve {
     this.child = child;
     this.url = hello.url;
     this.env = hello.env;
+    this.mode = hello.mode;
     this.secret = hello.env[SECRET_VAR];
   }
 

@@ -25,7 +25,9 @@ mod request;
 
 /// The version of the control protocol this binary speaks (see `control`).
 pub use super::control::PROTOCOL;
-use super::control::{self, Checked, Drift, Ended, Listening, Refused, SoFar, Started};
+use super::control::{
+    self, Checked, Drift, Ended, Listening, PutMatch, PutMocks, Refused, SoFar, Started,
+};
 use request::{confined, failure, load_error, test_spec, TestSpec};
 
 /// A test being served.
@@ -51,7 +53,9 @@ struct Harness {
     secret: Arc<str>,
     /// The directory the cassettes must be in, its links resolved.
     root: PathBuf,
-    /// Under CI without `--allow-ci-recording`: a test may only replay.
+    /// The session's mode: a test starts in it unless it asks for another.
+    mode: Mode,
+    /// Under CI in a session that replays: every test replays, whatever it asks.
     replay_only: bool,
     /// Where each ended test is written as a case of the run report (`--cases-dir`).
     cases_dir: Option<PathBuf>,
@@ -119,11 +123,15 @@ impl Harness {
             Err(e) => return e,
         };
         match (method, path.as_str()) {
-            (Method::PUT, "test/mocks") => match tools_from_json(&body["mocks"]) {
+            (Method::PUT, "test/mocks") => match control::read::<PutMocks>("mocks", &body)
+                .and_then(|put| tools_from_json(&put.mocks))
+            {
                 Ok(tools) => self.amend(&test, |spec| spec.tools = tools).await,
                 Err(e) => error(StatusCode::BAD_REQUEST, e),
             },
-            (Method::PUT, "test/match") => match crate::spec::match_from_json(&body["match"]) {
+            (Method::PUT, "test/match") => match control::read::<PutMatch>("match", &body)
+                .and_then(|put| crate::spec::match_from_json(&put.rules))
+            {
                 Ok((rules, repeat)) => {
                     self.amend(&test, |spec| (spec.match_rules, spec.repeat) = (rules, repeat))
                         .await
@@ -135,9 +143,12 @@ impl Harness {
                 None => not_running(&test),
             },
             (Method::POST, "test/check") => self.check(&test, &body),
-            (Method::DELETE, "test") => match self.end(&test, failure(&body)).await {
-                Ok(ended) => (StatusCode::OK, answer(&ended)),
-                Err(e) => e,
+            (Method::DELETE, "test") => match failure(&body) {
+                Ok(failure) => match self.end(&test, failure.as_deref()).await {
+                    Ok(ended) => (StatusCode::OK, answer(&ended)),
+                    Err(e) => e,
+                },
+                Err(e) => error(StatusCode::BAD_REQUEST, e),
             },
             (method, path) => error(
                 StatusCode::NOT_FOUND,
@@ -170,7 +181,7 @@ impl Harness {
     }
 
     async fn start(&self, body: &Value) -> (StatusCode, Value) {
-        let spec = match test_spec(body) {
+        let spec = match test_spec(body, self.mode) {
             Ok(s) => s,
             Err(e) => return error(StatusCode::BAD_REQUEST, e),
         };
@@ -200,13 +211,9 @@ impl Harness {
 
     /// Plan the test: what it is while it runs, and its proxy's options.
     fn plan(&self, mut spec: TestSpec) -> std::result::Result<(Active, Options), String> {
-        if self.replay_only && spec.mode != Mode::Replay {
-            return Err(format!(
-                "CI is set, and test `{}` asks for mode `{}`, which may call the real model from CI; in CI only a command line may choose a mode that records (pytest --agentproxy-mode {}, which starts serve with --allow-ci-recording)",
-                spec.name,
-                spec.mode.as_str(),
-                spec.mode.as_str()
-            ));
+        if self.replay_only {
+            // In CI only the session's own command line chooses a mode that records.
+            spec.mode = Mode::Replay;
         }
         spec.cassette = confined(&self.root, &spec.cassette)?;
         let existing = match spec.cassette.exists() {
@@ -519,7 +526,26 @@ async fn until_done() -> Result<()> {
     Ok(())
 }
 
+/// The session's mode: the one asked, else replay under CI and auto elsewhere. Under CI a
+/// configuration (`from`) may not choose a mode that records.
+fn session_mode(asked: Option<Mode>, from: Option<&str>, ci: bool) -> Result<Mode> {
+    match (asked, from) {
+        (Some(mode), Some(from)) if ci && mode != Mode::Replay => Err(Error::CiRecording {
+            from: from.to_owned(),
+            mode: mode.as_str(),
+        }),
+        (Some(mode), _) => Ok(mode),
+        (None, _) if ci => Ok(Mode::Replay),
+        (None, _) => Ok(Mode::Auto),
+    }
+}
+
 pub async fn run(args: ServeArgs) -> Result<Exit> {
+    if args.schema {
+        let schema = serde_json::to_string_pretty(&control::schema()).unwrap_or_default();
+        super::output::print(&format!("{schema}\n"))?;
+        return Ok(Exit::Ok);
+    }
     if !args.listen.ip().is_loopback() {
         return Err(Error::NotLoopback {
             addr: args.listen,
@@ -533,6 +559,8 @@ pub async fn run(args: ServeArgs) -> Result<Exit> {
     };
     // An invalid upstream is a usage error now, not a failure of the first recorded test.
     crate::proxy::upstream::Upstream::new(&fwd.upstreams, fwd.upstream_timeout)?;
+    let ci = crate::spec::is_ci(&|name| std::env::var(name).ok());
+    let mode = session_mode(args.mode, args.mode_from.as_deref(), ci)?;
     let (secret, root) = (secret()?, root(args.root.as_deref())?);
     let switch = Arc::new(Switch::new(idle(&fwd, &secret)?));
     let harness = Arc::new(Harness {
@@ -541,8 +569,8 @@ pub async fn run(args: ServeArgs) -> Result<Exit> {
         active: Default::default(),
         secret: secret.clone(),
         root,
-        replay_only: crate::spec::is_ci(&|name| std::env::var(name).ok())
-            && !args.allow_ci_recording,
+        mode,
+        replay_only: ci && mode == Mode::Replay,
         cases_dir: args.cases_dir,
     });
     let control: Control = {
@@ -554,14 +582,18 @@ pub async fn run(args: ServeArgs) -> Result<Exit> {
     let server = Switched::start(args.listen, switch, control, secret.clone()).await?;
     let base = format!("http://{}", server.addr());
     let is_set = |name: &str| std::env::var_os(name).is_some();
-    let mut env = env::injected(&base, Some(&secret), args.replay_env, &is_set);
-    if args.placeholder_keys && !args.replay_env {
+    let replay = mode == Mode::Replay;
+    let mut env = env::injected(&base, Some(&secret), replay, &is_set);
+    if mode == Mode::Auto {
+        // Clients made at import time start without a key; a test that has to record
+        // with the placeholder fails naming the variable to set.
         env.extend(env::placeholder_keys(&is_set));
     }
     let listening = Listening {
         url: base,
         env: env.into_iter().map(|v| (v.name, v.value)).collect(),
         protocol: control::PROTOCOL,
+        mode: mode.as_str(),
     };
     super::output::print(&format!("{}\n", answer(&listening)))?;
 
@@ -589,18 +621,64 @@ mod tests {
         let s = test_spec(
             &json!({"protocol": control::PROTOCOL, "name": "t", "cassette": "c.json",
             "mode": "auto", "mocks": {"get_time": {"result": {"time": "09:00"}}}}),
+            Mode::Replay,
         )
         .unwrap();
         assert_eq!((s.name.as_str(), s.mode), ("t", Mode::Auto));
         assert!(s.tools.contains_key("get_time"));
         let e = test_spec(
             &json!({"protocol": control::PROTOCOL, "name": "t", "cassette": "c.json", "mode": "replya"}),
+            Mode::Replay,
         );
         assert_eq!(
             e.err().unwrap(),
             "unknown mode `replya`; expected replay, record, auto or update"
         );
-        let e = test_spec(&json!({"protocol": control::PROTOCOL, "name": "t", "mode": "auto"}));
+        let e = test_spec(
+            &json!({"protocol": control::PROTOCOL, "name": "t", "cassette": "", "mode": "auto"}),
+            Mode::Replay,
+        );
         assert_eq!(e.err().unwrap(), "`cassette` must be a non-empty string");
+        // A request of the protocol, typed: a field it does not have is refused by name,
+        // and a test that names no mode starts in the session's.
+        let e = test_spec(
+            &json!({"protocol": control::PROTOCOL, "name": "t", "cassette": "c.json", "mdoe": "auto"}),
+            Mode::Replay,
+        );
+        assert!(e
+            .err()
+            .unwrap()
+            .starts_with("the start request: unknown field `mdoe`"));
+        let s = test_spec(
+            &json!({"protocol": control::PROTOCOL, "name": "t", "cassette": "c.json"}),
+            Mode::Update,
+        );
+        assert_eq!(s.unwrap().mode, Mode::Update);
+    }
+
+    #[test]
+    fn the_session_mode_is_asked_or_replay_under_ci_and_a_configuration_may_not_record_there() {
+        assert_eq!(session_mode(None, None, true).unwrap(), Mode::Replay);
+        assert_eq!(session_mode(None, None, false).unwrap(), Mode::Auto);
+        assert_eq!(
+            session_mode(Some(Mode::Record), None, true).unwrap(),
+            Mode::Record
+        );
+        let ini = Some("agentproxy_mode in the ini file");
+        assert_eq!(
+            session_mode(Some(Mode::Record), ini, false).unwrap(),
+            Mode::Record
+        );
+        assert_eq!(
+            session_mode(Some(Mode::Replay), ini, true).unwrap(),
+            Mode::Replay
+        );
+        let e = session_mode(Some(Mode::Auto), ini, true)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("CI is set, and agentproxy_mode in the ini file asks for mode `auto`"),
+            "{e}"
+        );
     }
 }

@@ -78,55 +78,67 @@ pub(super) fn load_error(e: CassetteError) -> String {
     }
 }
 
-/// Why the test failed in its own code, from an end request's `{"failure": "…"}`.
-pub(super) fn failure(body: &Value) -> Option<&str> {
-    body["failure"].as_str().filter(|f| !f.is_empty())
-}
-
-/// A test's start request: `{"protocol", "name", "cassette", "mode", "mocks"?, "match"?,
-/// "rerecord"?, "runner"?}`, in the protocol version this binary speaks.
-pub(super) fn test_spec(body: &Value) -> std::result::Result<TestSpec, String> {
-    if let Some(why) = control::refuse_version(&body["protocol"]) {
+/// A test's start request ([`control::Start`]), in the protocol version this binary
+/// speaks; a test that names no mode starts in the session's `mode`.
+pub(super) fn test_spec(body: &Value, mode: Mode) -> std::result::Result<TestSpec, String> {
+    // A client of another version is told so, whatever else it sent.
+    let start: control::Start = match control::read("start", body) {
+        Ok(start) => start,
+        Err(e) => return Err(control::refuse_version(&body["protocol"]).unwrap_or(e)),
+    };
+    if let Some(why) = control::refuse_version(&start.protocol) {
         return Err(why);
     }
-    let text = |key: &str| {
-        body[key]
-            .as_str()
-            .filter(|s| !s.is_empty())
-            .ok_or_else(|| format!("`{key}` must be a non-empty string"))
+    let non_empty = |key: &str, value: String| match value.is_empty() {
+        true => Err(format!("`{key}` must be a non-empty string")),
+        false => Ok(value),
     };
-    let mode = text("mode")?;
-    let mode = Mode::ALL
-        .into_iter()
-        .find(|m| m.as_str() == mode)
-        .ok_or_else(|| format!("unknown mode `{mode}`; expected replay, record, auto or update"))?;
-    let (match_rules, repeat) = match &body["match"] {
-        Value::Null => Default::default(),
-        m => crate::spec::match_from_json(m)?,
+    let mode = match start.mode {
+        None => mode,
+        Some(asked) => Mode::ALL
+            .into_iter()
+            .find(|m| m.as_str() == asked)
+            .ok_or_else(|| {
+                format!("unknown mode `{asked}`; expected replay, record, auto or update")
+            })?,
+    };
+    let (match_rules, repeat) = match &start.match_rules {
+        None | Some(Value::Null) => Default::default(),
+        Some(m) => crate::spec::match_from_json(m)?,
     };
     Ok(TestSpec {
-        name: text("name")?.to_owned(),
-        cassette: PathBuf::from(text("cassette")?),
+        name: non_empty("name", start.name)?,
+        cassette: PathBuf::from(non_empty("cassette", start.cassette)?),
         mode,
-        tools: match body.get("mocks") {
+        tools: match &start.mocks {
             None | Some(Value::Null) => Default::default(),
             Some(m) => tools_from_json(m)?,
         },
         match_rules,
         repeat,
-        rerecord: match &body["rerecord"] {
-            Value::Null => None,
-            Value::String(s) if !s.is_empty() => Some(s.clone()),
-            _ => return Err(
+        rerecord: match start.rerecord {
+            None => None,
+            Some(r) if r.is_empty() => return Err(
                 "`rerecord` must be a non-empty string (the command that records the test again)"
                     .to_owned(),
             ),
+            Some(r) => Some(r),
         },
-        runner: match &body["runner"] {
-            Value::Null => Runner::Cli,
-            v => v.as_str().and_then(Runner::named).ok_or_else(|| {
-                format!("unknown runner {v}; expected \"pytest\", \"vitest\" or \"jest\"")
+        runner: match start.runner.as_deref() {
+            None => Runner::Cli,
+            Some(name) => Runner::named(name).ok_or_else(|| {
+                format!("unknown runner \"{name}\"; expected \"pytest\", \"vitest\" or \"jest\"")
             })?,
         },
     })
+}
+
+/// Why the test failed in its own code, from an end request ([`control::End`]; an empty
+/// body is one with no failure).
+pub(super) fn failure(body: &Value) -> std::result::Result<Option<String>, String> {
+    if body.is_null() {
+        return Ok(None);
+    }
+    let end: control::End = control::read("end", body)?;
+    Ok(end.failure.filter(|f| !f.is_empty()))
 }
