@@ -10,10 +10,8 @@ is gathered from every worker by the xdist controller. docs/pytest.md documents 
 option.
 """
 
-import hashlib
 import json
 import os
-import re
 import shlex
 import shutil
 import subprocess
@@ -228,51 +226,45 @@ def pytest_unconfigure(config):
                   file=sys.stderr)
 
 
-def pytest_collection_modifyitems(items):
+def pytest_collection_modifyitems(config, items):
     # A marked test gets the fixture (and so its cassette) without asking for it.
     for item in items:
         if item.get_closest_marker("agentproxy") and "agentproxy" not in item.fixturenames:
             item.fixturenames.append("agentproxy")
+    proxy = getattr(config, "_agentproxy", None)
+    if proxy is None:
+        return
     # Two tests on one cassette would record over each other and replay the wrong one: a
     # cassette named after the test must be its own (one two tests name is shared on
-    # purpose).
+    # purpose). Serve names the files: it is asked for all of them at once.
+    tests = [item for item in items if "agentproxy" in getattr(item, "fixturenames", ())]
+    given = [_cassette(item, item.get_closest_marker("agentproxy")) for item in tests]
+    derived = [g for g in given if "cassette_dir" in g]
+    named = proxy.control("POST", "cassettes", {"tests": [
+        {"dir": g["cassette_dir"], "name": g["cassette_name"]} for g in derived]})["cassettes"]
+    paths = iter(named)
     seen = {}
-    for item in items:
-        if "agentproxy" not in getattr(item, "fixturenames", ()):
-            continue
-        marker = item.get_closest_marker("agentproxy")
-        named = bool(marker and marker.kwargs.get("cassette"))
-        path = _cassette_path(item, marker).resolve()
-        first = seen.setdefault(path, (item.nodeid, named))
-        if first[0] != item.nodeid and not (named and first[1]):
+    for item, g in zip(tests, given):
+        explicit = "cassette" in g
+        path = Path(g["cassette"] if explicit else next(paths)).resolve()
+        first = seen.setdefault(path, (item.nodeid, explicit))
+        if first[0] != item.nodeid and not (explicit and first[1]):
             raise pytest.UsageError(
                 f"tests {first[0]} and {item.nodeid} would share the cassette {path}; give one "
                 "a cassette of its own with @pytest.mark.agentproxy(cassette=...), or rename it")
 
 
-# The longest cassette file name (without `.json`), as the spec runner's: a test id holds
-# its parameters, which may be longer than a file name may be.
-SLUG_MAX = 80
-
-
-def _slug(text):
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "test"
-    if len(slug) <= SLUG_MAX:
-        return slug
-    # Cut, and told apart from the other names of that beginning by a hash of the whole.
-    digest = hashlib.sha256(slug.encode()).hexdigest()[:8]
-    return f"{slug[:SLUG_MAX - len(digest) - 1].rstrip('-')}-{digest}"
-
-
-def _cassette_path(item, marker):
+def _cassette(item, marker):
+    """The test's cassette as its start request gives it: the marker's path, else the
+    directory it goes in and the test's name, which serve makes the file's name of."""
     explicit = marker.kwargs.get("cassette") if marker else None
     if explicit:
         path = Path(explicit)
-        return path if path.is_absolute() else Path(item.fspath).parent / path
+        return {"cassette": str(path if path.is_absolute() else Path(item.fspath).parent / path)}
     module = Path(item.fspath)
     configured = item.config.getini("agentproxy_cassette_dir")
     base = Path(item.config.rootpath) / configured if configured else module.parent / "cassettes"
-    return base / module.stem / f"{_slug(item.name)}.json"
+    return {"cassette_dir": str(base / module.stem), "cassette_name": item.name}
 
 
 def _match(item, marker):
@@ -406,9 +398,8 @@ def agentproxy(request):
     # None: the session's. Under CI a session that replays replays every test (serve's
     # rule: in CI only the command line chooses a mode that records).
     mode = marker.kwargs.get("mode") if marker else None
-    cassette = _cassette_path(request.node, marker)
-    start = {"protocol": PROTOCOL, "name": request.node.nodeid, "cassette": str(cassette),
-             "mode": mode, "match": _match(request.node, marker), "runner": "pytest",
+    start = {"protocol": PROTOCOL, "name": request.node.nodeid,
+             **_cassette(request.node, marker), "mode": mode, "match": _match(request.node, marker), "runner": "pytest",
              "rerecord": f"pytest {shlex.quote(request.node.nodeid)} --agentproxy-mode=record"}
     try:
         started = proxy.control("POST", "test", start)
@@ -418,7 +409,7 @@ def agentproxy(request):
         request.node._agentproxy_refused = f"agentproxy: {e}"
         yield None
         return
-    fixture = AgentProxy(proxy, cassette, started["mode"])
+    fixture = AgentProxy(proxy, Path(started["cassette"]), started["mode"])
     request.node._agentproxy_active = True
     yield fixture
     if getattr(request.node, "_agentproxy_active", False):

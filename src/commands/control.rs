@@ -8,7 +8,7 @@
 //! first test, not somewhere in a key it does not know.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -48,8 +48,14 @@ pub struct Start {
     /// The test's name, unique among the tests running at once (and the name each request
     /// gives in `x-agentproxy-test`).
     pub name: String,
-    /// Its cassette's path, relative to serve's `--root` (or inside it).
-    pub cassette: String,
+    /// Its cassette's path, relative to serve's `--root` (or inside it), when the harness
+    /// names the file (tests may share one on purpose).
+    pub cassette: Option<String>,
+    /// Else the directory of its cassette (relative to `--root`, or inside it) and the
+    /// name serve makes the file's of (`runner::harness::file_stem`); no two tests of the
+    /// session get one cassette this way.
+    pub cassette_dir: Option<String>,
+    pub cassette_name: Option<String>,
     /// `replay`, `record`, `auto` or `update`; none: the session's mode. Under CI a
     /// session in replay starts every test in replay.
     pub mode: Option<String>,
@@ -62,6 +68,28 @@ pub struct Start {
     pub rerecord: Option<String>,
     /// The harness (`pytest`, `vitest` or `jest`), whose words the hints speak.
     pub runner: Option<String>,
+}
+
+/// `POST cassettes`: the cassettes serve would name for tests (a harness finds the tests
+/// that would share one before any runs).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Name {
+    pub tests: Vec<CassetteOf>,
+}
+
+/// A test's cassette as a start request gives it by directory and name.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CassetteOf {
+    pub dir: String,
+    pub name: String,
+}
+
+/// The answer to `POST cassettes`: each test's cassette, in the request's order.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Named {
+    pub cassettes: Vec<PathBuf>,
 }
 
 /// `PUT test/mocks`: the test's tool mocks replaced.
@@ -248,6 +276,7 @@ pub fn schema() -> Value {
     let messages = json!({
         "listening": g.subschema_for::<Listening>(),
         "POST test": {"request": g.subschema_for::<Start>(), "answer": g.subschema_for::<Started>()},
+        "POST cassettes": {"request": g.subschema_for::<Name>(), "answer": g.subschema_for::<Named>()},
         "PUT test/mocks": {"request": g.subschema_for::<PutMocks>(), "answer": object("empty")},
         "PUT test/match": {"request": g.subschema_for::<PutMatch>(), "answer": object("empty")},
         "GET test": {"answer": g.subschema_for::<SoFar>()},
@@ -263,6 +292,11 @@ pub fn schema() -> Value {
         "messages": messages,
         "$defs": g.take_definitions(true),
     })
+}
+
+/// The cassette of a test named by directory and name: `DIR/STEM.json`.
+pub fn cassette_of(dir: &str, name: &str) -> PathBuf {
+    Path::new(dir).join(format!("{}.json", crate::runner::harness::file_stem(name)))
 }
 
 /// Why a start request's `protocol` is refused, if it is: absent (a client older than
@@ -356,6 +390,7 @@ mod tests {
         let answers: BTreeSet<String> = [
             "Listening",
             "Started",
+            "Named",
             "SoFar",
             "Checked",
             "Ended",

@@ -7,6 +7,41 @@ use std::collections::BTreeSet;
 use crate::cassette::Interaction;
 use crate::report::{AssertionResult, CaseReport, Status};
 
+/// The longest file stem of a harness's cassette: a test's name holds its parameters (or
+/// its describe blocks), which may be longer than a file name may be.
+const STEM_MAX: usize = 80;
+
+/// The file stem of the cassette of a harness's test `name`: every run of characters
+/// that is not an ASCII letter, digit, `.`, `_` or `-` becomes one `-`, none at either
+/// end (`test` for a name with nothing else); a stem longer than [`STEM_MAX`] is cut and
+/// told apart from the other names of that beginning by a hash of the whole.
+pub fn file_stem(name: &str) -> String {
+    let mut stem = String::with_capacity(name.len());
+    let mut in_run = false;
+    for c in name.chars() {
+        let kept = c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
+        match (kept, in_run) {
+            (true, _) => stem.push(c),
+            (false, false) => stem.push('-'),
+            (false, true) => {}
+        }
+        in_run = !kept;
+    }
+    let stem = stem.trim_matches('-');
+    if stem.is_empty() {
+        return "test".to_owned();
+    }
+    if stem.len() <= STEM_MAX {
+        return stem.to_owned();
+    }
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(stem.as_bytes());
+    let hex: String = digest.iter().take(4).map(|b| format!("{b:02x}")).collect();
+    // ASCII only by now: any byte is a char boundary.
+    let cut = stem[..STEM_MAX - hex.len() - 1].trim_end_matches('-');
+    format!("{cut}-{hex}")
+}
+
 /// What serve knows of a test when it ends.
 pub struct Ended<'a> {
     /// The harness's name for it (`pytest`, `vitest`, `jest`), shown where a spec's file is.
@@ -94,6 +129,30 @@ mod tests {
             diff: None,
             failure: None,
         }
+    }
+
+    #[test]
+    fn a_test_name_is_a_file_stem_the_harnesses_always_gave() {
+        for (name, stem) in [
+            ("test_paris", "test_paris"),
+            ("test_ask[what?]", "test_ask-what"),
+            (
+                "weather agent > asks for the weather in Paris",
+                "weather-agent-asks-for-the-weather-in-Paris",
+            ),
+            ("a-?b", "a--b"),
+            ("--x--", "x"),
+            ("???", "test"),
+            ("été.v1", "t-.v1"),
+        ] {
+            assert_eq!(file_stem(name), stem, "{name}");
+        }
+        // Long names keep a hash of the whole, as the plugin's and the helpers' did.
+        let long = format!("test_q[{}]", "x".repeat(100));
+        let stem = file_stem(&long);
+        assert_eq!(stem.len(), 80, "{stem}");
+        assert_eq!(stem, format!("test_q-{}-f8b24316", "x".repeat(64)));
+        assert_ne!(file_stem(&format!("{long}y")), stem);
     }
 
     #[test]

@@ -934,6 +934,56 @@ fn serve_decides_the_mode_and_under_ci_records_only_when_its_command_line_says_s
     );
 }
 
+/// Serve names a test's cassette from its directory and the test's name, as it answers
+/// `POST cassettes` for a harness's collection, and refuses a second test on that file.
+#[test]
+fn serve_names_the_cassettes_and_refuses_two_tests_on_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = format!("--root={}", dir.path().display());
+    let (mut serve, url, secret) = serve(&[&root], &[]);
+    let control = |method: &str, path: &str, test: Option<&str>, body: serde_json::Value| {
+        let mut headers = vec![
+            ("x-agentproxy-secret", secret.as_str()),
+            ("content-type", "application/json"),
+        ];
+        headers.extend(test.map(|t| ("x-agentproxy-test", t)));
+        support::http::request(&url, method, path, &headers, body.to_string().as_bytes())
+    };
+    let named = control(
+        "POST",
+        "/_agentproxy/cassettes",
+        None,
+        serde_json::json!({"tests": [{"dir": "cassettes/agent.test", "name": "weather > paris?"}]}),
+    );
+    assert_eq!(named.status, 200, "{}", named.text());
+    assert_eq!(
+        named.json()["cassettes"],
+        serde_json::json!(["cassettes/agent.test/weather-paris.json"])
+    );
+    let start = |name: &str, test: &str| {
+        let body = serde_json::json!({"protocol": agentproxy::commands::serve::PROTOCOL,
+            "name": name, "cassette_dir": "cassettes/agent.test", "cassette_name": test});
+        control("POST", "/_agentproxy/test", None, body)
+    };
+    let r = start("a", "weather > paris?");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let path = r.json()["cassette"].as_str().unwrap().to_owned();
+    assert!(
+        path.ends_with("cassettes/agent.test/weather-paris.json"),
+        "{path}"
+    );
+    let r = start("b", "weather > paris!");
+    assert_eq!(r.status, 409, "{}", r.text());
+    assert!(
+        r.text()
+            .contains("tests `a` and `b` would share the cassette"),
+        "{}",
+        r.text()
+    );
+    drop(serve.stdin.take());
+    serve.wait().unwrap();
+}
+
 /// `serve`'s control endpoint answers only a request presenting the secret of its
 /// listening line; the cassettes it names stay inside `--root` (a `..` or a link out is
 /// refused); and an unreadable cassette's error does not quote the file.

@@ -4,7 +4,6 @@
 // trajectory (and the matchers over it). Each framework wires these into its own hooks.
 
 const { spawnSync } = require("node:child_process");
-const { createHash } = require("node:crypto");
 const fs = require("node:fs");
 const os = require("node:os");
 const path = require("node:path");
@@ -25,30 +24,14 @@ function serveArgs(root, env = process.env) {
   return ["--root", root, ...(asked ? ["--mode", asked] : [])];
 }
 
-/** The longest cassette file name (without `.json`), as the spec runner's: a test's full
- * name (its describe blocks, `test.each`'s values) may be longer than a file name may be. */
-const SLUG_MAX = 80;
-
-/** A test name as a file name: what is not a letter, digit, `.`, `_` or `-` becomes `-`;
- * a name longer than SLUG_MAX is cut, and told apart from the other names of that
- * beginning by a hash of the whole (as the pytest plugin does). */
-function slug(text) {
-  const slug = text.replace(/[^A-Za-z0-9._-]+/g, "-").replace(/^-+|-+$/g, "") || "test";
-  if (slug.length <= SLUG_MAX) {
-    return slug;
-  }
-  const digest = createHash("sha256").update(slug).digest("hex").slice(0, 8);
-  return `${slug.slice(0, SLUG_MAX - digest.length - 1).replace(/-+$/, "")}-${digest}`;
-}
-
 /**
- * The cassette of the test `name` (its full name, with its describe blocks) in `file`:
- * `cassettes/<file name without its extension>/<name>.json` next to the file, or under
- * AGENTPROXY_CASSETTE_DIR (relative to `root`) in the file's directory relative to `root`,
- * so files of one name in two directories keep apart (their tests may run in workers that
- * cannot see each other).
+ * The directory of the cassettes of the tests in `file`: `cassettes/<file name without its
+ * extension>` next to the file, or under AGENTPROXY_CASSETTE_DIR (relative to `root`) in
+ * the file's directory relative to `root`, so files of one name in two directories keep
+ * apart (their tests may run in workers that cannot see each other). Serve names each
+ * test's file in it after the test's full name.
  */
-function cassettePath(root, file, name, env = process.env) {
+function cassetteDir(root, file, env = process.env) {
   const stem = path.basename(file).replace(/\.[^.]+$/, "");
   let dir = path.join(path.dirname(file), "cassettes");
   if (env.AGENTPROXY_CASSETTE_DIR) {
@@ -56,7 +39,7 @@ function cassettePath(root, file, name, env = process.env) {
     const inside = !within.startsWith("..") && !path.isAbsolute(within);
     dir = path.join(path.resolve(root, env.AGENTPROXY_CASSETTE_DIR), inside ? within : "");
   }
-  return path.join(dir, stem, `${slug(name)}.json`);
+  return path.join(dir, stem);
 }
 
 /** A `-t` pattern (a regular expression) that selects exactly the test `name`. */
@@ -92,7 +75,6 @@ class Session {
     this.root = root;
     this.runner = runner;
     this.concurrent = concurrent;
-    this.owners = new Map();
     this.running = new Map();
   }
 
@@ -122,21 +104,15 @@ class Session {
           "in one file are supported under vitest only)",
       );
     }
-    const cassette = cassettePath(this.root, file, name);
-    const owner = this.owners.get(cassette);
-    if (owner !== undefined && owner !== id) {
-      throw new AgentProxyError(
-        `tests "${owner}" and "${id}" would share the cassette ${cassette}; rename one`,
-      );
-    }
-    this.owners.set(cassette, id);
     // Taken at once, before serve answers: a test that starts meanwhile sees it.
     this.running.set(id, null);
     try {
       const started = await this.serve.control("POST", "test", {
         protocol: PROTOCOL,
         name: id,
-        cassette,
+        // Serve names the file, and refuses a second test of the session on one.
+        cassette_dir: cassetteDir(this.root, file),
+        cassette_name: name,
         mode: this.mode,
         rerecord,
         match: projectMatch(),
@@ -375,7 +351,7 @@ function htmlReport(env = process.env) {
 module.exports = {
   AgentProxyError,
   Session,
-  cassettePath,
+  cassetteDir,
   facade,
   hooks,
   htmlReport,

@@ -115,5 +115,6 @@ export declare class Serve {
   stop(): Promise<void>;
 }
 
-/** The cassette of the test `name` (its full name) in `file`. */
-export declare function cassettePath(root: string, file: string, name: string): string;
+/** The directory of the cassettes of the tests in `file` (serve names each test's file in
+ * it after the test's full name). */
+export declare function cassetteDir(root: string, file: string): string;

@@ -4,6 +4,6 @@
 
 const { binary } = require("./binary.js");
 const { Serve, AgentProxyError, PROTOCOL } = require("./serve.js");
-const { cassettePath } = require("./harness.js");
+const { cassetteDir } = require("./harness.js");
 
-module.exports = { binary, Serve, AgentProxyError, PROTOCOL, cassettePath };
+module.exports = { binary, Serve, AgentProxyError, PROTOCOL, cassetteDir };

@@ -26,9 +26,10 @@ mod request;
 /// The version of the control protocol this binary speaks (see `control`).
 pub use super::control::PROTOCOL;
 use super::control::{
-    self, Checked, Drift, Ended, Listening, PutMatch, PutMocks, Refused, SoFar, Started,
+    self, Checked, Drift, Ended, Listening, Name, Named, PutMatch, PutMocks, Refused, SoFar,
+    Started,
 };
-use request::{confined, failure, load_error, test_spec, TestSpec};
+use request::{confined, failure, load_error, session_mode, test_spec, TestSpec};
 
 /// A test being served.
 struct Active {
@@ -59,6 +60,8 @@ struct Harness {
     replay_only: bool,
     /// Where each ended test is written as a case of the run report (`--cases-dir`).
     cases_dir: Option<PathBuf>,
+    /// The cassettes serve named this session, and the test each is for.
+    owners: std::sync::Mutex<BTreeMap<PathBuf, String>>,
 }
 
 /// Between tests every request misses: nothing is recorded or forwarded, and the miss
@@ -117,6 +120,17 @@ impl Harness {
     ) -> (StatusCode, Value) {
         if (method.clone(), path.as_str()) == (Method::POST, "test") {
             return self.start(&body).await;
+        }
+        if (method.clone(), path.as_str()) == (Method::POST, "cassettes") {
+            return match control::read::<Name>("cassettes", &body) {
+                Ok(asked) => {
+                    let cassettes = (asked.tests.iter())
+                        .map(|t| control::cassette_of(&t.dir, &t.name))
+                        .collect();
+                    (StatusCode::OK, answer(&Named { cassettes }))
+                }
+                Err(e) => error(StatusCode::BAD_REQUEST, e),
+            };
         }
         let test = match which(&*self.active.lock().await, named) {
             Ok(t) => t,
@@ -195,6 +209,19 @@ impl Harness {
                 ),
             );
         }
+        let path = path_clean::clean(self.root.join(&spec.cassette));
+        if spec.derived && !self.own(&path, &spec.name) {
+            let owners = self.owners.lock().unwrap_or_else(|p| p.into_inner());
+            let other = owners.get(&path).cloned().unwrap_or_default();
+            return error(
+                StatusCode::CONFLICT,
+                format!(
+                    "tests `{other}` and `{}` would share the cassette {}; rename one",
+                    spec.name,
+                    path.display()
+                ),
+            );
+        }
         match self.plan(spec) {
             Ok((a, options)) => {
                 let started = Started {
@@ -207,6 +234,16 @@ impl Harness {
             }
             Err(e) => error(StatusCode::BAD_REQUEST, e),
         }
+    }
+
+    /// Does the test `name` own the cassette serve named `path` (it does if no other test
+    /// of the session does)?
+    fn own(&self, path: &Path, name: &str) -> bool {
+        let mut owners = self.owners.lock().unwrap_or_else(|p| p.into_inner());
+        owners
+            .entry(path.to_owned())
+            .or_insert_with(|| name.to_owned())
+            == name
     }
 
     /// Plan the test: what it is while it runs, and its proxy's options.
@@ -526,20 +563,6 @@ async fn until_done() -> Result<()> {
     Ok(())
 }
 
-/// The session's mode: the one asked, else replay under CI and auto elsewhere. Under CI a
-/// configuration (`from`) may not choose a mode that records.
-fn session_mode(asked: Option<Mode>, from: Option<&str>, ci: bool) -> Result<Mode> {
-    match (asked, from) {
-        (Some(mode), Some(from)) if ci && mode != Mode::Replay => Err(Error::CiRecording {
-            from: from.to_owned(),
-            mode: mode.as_str(),
-        }),
-        (Some(mode), _) => Ok(mode),
-        (None, _) if ci => Ok(Mode::Replay),
-        (None, _) => Ok(Mode::Auto),
-    }
-}
-
 pub async fn run(args: ServeArgs) -> Result<Exit> {
     if args.schema {
         let schema = serde_json::to_string_pretty(&control::schema()).unwrap_or_default();
@@ -572,6 +595,7 @@ pub async fn run(args: ServeArgs) -> Result<Exit> {
         mode,
         replay_only: ci && mode == Mode::Replay,
         cases_dir: args.cases_dir,
+        owners: Default::default(),
     });
     let control: Control = {
         let harness = harness.clone();

@@ -16,6 +16,9 @@ use crate::spec::{Mode, ToolMock};
 pub(super) struct TestSpec {
     pub(super) name: String,
     pub(super) cassette: PathBuf,
+    /// Serve named the cassette (from a directory and the test's name), so no other test
+    /// of the session may have it.
+    pub(super) derived: bool,
     pub(super) mode: Mode,
     pub(super) tools: std::collections::BTreeMap<String, ToolMock>,
     /// Its tolerances (`match`, the spec's grammar).
@@ -25,6 +28,26 @@ pub(super) struct TestSpec {
     pub(super) rerecord: Option<String>,
     /// The harness that runs it, whose words the hints speak (`Cli` when it names none).
     pub(super) runner: Runner,
+}
+
+/// The session's mode: the one asked, else replay under CI and auto elsewhere. Under CI a
+/// configuration (`from`) may not choose a mode that records.
+pub(super) fn session_mode(
+    asked: Option<Mode>,
+    from: Option<&str>,
+    ci: bool,
+) -> crate::error::Result<Mode> {
+    match (asked, from) {
+        (Some(mode), Some(from)) if ci && mode != Mode::Replay => {
+            Err(crate::error::Error::CiRecording {
+                from: from.to_owned(),
+                mode: mode.as_str(),
+            })
+        }
+        (Some(mode), _) => Ok(mode),
+        (None, _) if ci => Ok(Mode::Replay),
+        (None, _) => Ok(Mode::Auto),
+    }
 }
 
 /// `asked` resolved against `root`, if it stays inside it once the links of the part that
@@ -106,9 +129,20 @@ pub(super) fn test_spec(body: &Value, mode: Mode) -> std::result::Result<TestSpe
         None | Some(Value::Null) => Default::default(),
         Some(m) => crate::spec::match_from_json(m)?,
     };
+    let (cassette, derived) = match (start.cassette, start.cassette_dir, start.cassette_name) {
+        (Some(path), None, None) => (PathBuf::from(non_empty("cassette", path)?), false),
+        (None, Some(dir), Some(name)) => (control::cassette_of(&dir, &name), true),
+        _ => {
+            return Err(
+                "give `cassette` (a path), or `cassette_dir` and `cassette_name` (serve names the file)"
+                    .to_owned(),
+            )
+        }
+    };
     Ok(TestSpec {
         name: non_empty("name", start.name)?,
-        cassette: PathBuf::from(non_empty("cassette", start.cassette)?),
+        cassette,
+        derived,
         mode,
         tools: match &start.mocks {
             None | Some(Value::Null) => Default::default(),
