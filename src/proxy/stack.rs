@@ -22,12 +22,13 @@ pub(super) fn stack(proxy: &Arc<Proxy>, arrival: Arrival) -> Handler {
         handler(move |req| service::handle(proxy.clone(), req))
     };
     ServiceBuilder::new()
-        // A request to switch protocols (a WebSocket) is refused (`upgrade`).
-        .layer(upgrade::layer())
         // The program's forward proxy: a `CONNECT` opens a tunnel (its requests come
-        // back through this stack), a request in absolute form to another host is
-        // forwarded or refused (`tunnel`).
+        // back through the layers below this one), a request in absolute form to another
+        // host is forwarded or refused (`egress`).
         .layer(egress::layer(&proxy.egress, arrival))
+        // A request to switch protocols (a WebSocket) is refused (`upgrade`), through a
+        // tunnel as on the base URL.
+        .layer(upgrade::layer())
         // The first request after a crash test's point is held (`crash`).
         .layer(crash_hold(proxy))
         // Counted until answered: the session's end waits for it, so an exchange in

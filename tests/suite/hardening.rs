@@ -941,18 +941,15 @@ fn serve_names_the_cassettes_and_refuses_two_tests_on_one() {
     let dir = tempfile::tempdir().unwrap();
     let root = format!("--root={}", dir.path().display());
     let (mut serve, url, secret) = serve(&[&root], &[]);
-    let control = |method: &str, path: &str, test: Option<&str>, body: serde_json::Value| {
-        let mut headers = vec![
+    let post = |path: &str, body: serde_json::Value| {
+        let headers = [
             ("x-agentproxy-secret", secret.as_str()),
             ("content-type", "application/json"),
         ];
-        headers.extend(test.map(|t| ("x-agentproxy-test", t)));
-        support::http::request(&url, method, path, &headers, body.to_string().as_bytes())
+        support::http::request(&url, "POST", path, &headers, body.to_string().as_bytes())
     };
-    let named = control(
-        "POST",
+    let named = post(
         "/_agentproxy/cassettes",
-        None,
         serde_json::json!({"tests": [{"dir": "cassettes/agent.test", "name": "weather > paris?"}]}),
     );
     assert_eq!(named.status, 200, "{}", named.text());
@@ -963,7 +960,7 @@ fn serve_names_the_cassettes_and_refuses_two_tests_on_one() {
     let start = |name: &str, test: &str| {
         let body = serde_json::json!({"protocol": agentproxy::commands::serve::PROTOCOL,
             "name": name, "cassette_dir": "cassettes/agent.test", "cassette_name": test});
-        control("POST", "/_agentproxy/test", None, body)
+        post("/_agentproxy/test", body)
     };
     let r = start("a", "weather > paris?");
     assert_eq!(r.status, 200, "{}", r.text());

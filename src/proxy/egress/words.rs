@@ -11,22 +11,6 @@ pub struct Line {
     pub refused: bool,
 }
 
-impl Line {
-    fn said(text: String) -> Line {
-        Line {
-            text,
-            refused: false,
-        }
-    }
-
-    fn refusal(text: String) -> Line {
-        Line {
-            text,
-            refused: true,
-        }
-    }
-}
-
 impl std::fmt::Display for Line {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.text)
@@ -58,62 +42,35 @@ pub fn lines(log: &Log, level: Option<&dyn std::fmt::Display>) -> Vec<Line> {
         }
         shown
     };
-    let (intercepted, passed, allowed, refused) = (
-        list(&|e| e.intercepted),
-        list(&|e| e.passed),
-        list(&|e| e.allowed),
-        list(&|e| e.refused),
-    );
-    let (direct, looked_up) = (list(&|e| e.direct), list(&|e| e.looked_up));
-    let loopback = list(&|e| e.loopback);
-    let (said, refusal) = (Line::said, Line::refusal);
+    let said = |text: String| Line {
+        text,
+        refused: false,
+    };
     let mut lines: Vec<Line> = (level.map(|l| said(format!("agentproxy: egress: {l}"))))
         .into_iter()
         .collect();
-    if !intercepted.is_empty() {
-        lines.push(said(format!(
-            "agentproxy: intercepted {} (recorded and replayed as base-URL traffic is)",
-            intercepted.join(", ")
-        )));
-    }
-    if !passed.is_empty() {
-        lines.push(said(format!(
-            "agentproxy: other hosts the program reached through the proxy (not recorded, so a replay refuses them; --record-other-hosts records them): {}",
-            passed.join(", ")
-        )));
-    }
-    if !allowed.is_empty() {
-        lines.push(said(format!(
-            "agentproxy: allowed hosts the program reached through the proxy: {}",
-            allowed.join(", ")
-        )));
-    }
-    if !refused.is_empty() {
-        lines.push(refusal(format!(
-            "agentproxy: refused: {} outside the cassette (a replay reaches no host but the model APIs it serves); exit 1",
-            refused.join(", ")
-        )));
-    }
-    if !loopback.is_empty() {
-        lines.push(refusal(format!(
-            "agentproxy: refused the host's own loopback (contained, the program reaches none of the host's services through the proxy; --allow-host HOST:PORT lets one through): {}",
-            loopback.join(", ")
-        )));
-    }
-    if !direct.is_empty() {
-        lines.push(refusal(format!(
-            "agentproxy: refused direct connections (the program ignored the proxy variables; contained, it reaches only the proxy): {}",
-            direct.join(", ")
-        )));
-    }
-    if !looked_up.is_empty() {
-        lines.push(said(format!(
-            "agentproxy: names the program looked up itself (ignoring the proxy variables; contained, each was answered with its own loopback): {}",
-            looked_up.join(", ")
-        )));
+    for (pick, refused, text) in SUMMARY {
+        let hosts = list(&pick);
+        if !hosts.is_empty() {
+            let text = text.replacen("{}", &hosts.join(", "), 1);
+            lines.push(Line { text, refused });
+        }
     }
     lines
 }
+
+/// The summary's lines in order: what each counts, whether it is a refusal (said even
+/// under `--quiet`), and its text, `{}` standing for the hosts.
+type Summary = (fn(&Counts) -> usize, bool, &'static str);
+const SUMMARY: [Summary; 7] = [
+    (|e| e.intercepted, false, "agentproxy: intercepted {} (recorded and replayed as base-URL traffic is)"),
+    (|e| e.passed, false, "agentproxy: other hosts the program reached through the proxy (not recorded, so a replay refuses them; --record-other-hosts records them): {}"),
+    (|e| e.allowed, false, "agentproxy: allowed hosts the program reached through the proxy: {}"),
+    (|e| e.refused, true, "agentproxy: refused: {} outside the cassette (a replay reaches no host but the model APIs it serves); exit 1"),
+    (|e| e.loopback, true, "agentproxy: refused the host's own loopback (contained, the program reaches none of the host's services through the proxy; --allow-host HOST:PORT lets one through): {}"),
+    (|e| e.direct, true, "agentproxy: refused direct connections (the program ignored the proxy variables; contained, it reaches only the proxy): {}"),
+    (|e| e.looked_up, false, "agentproxy: names the program looked up itself (ignoring the proxy variables; contained, each was answered with its own loopback): {}"),
+];
 
 /// What a test case's verdict says of its egress: traffic refused in a replay (a problem:
 /// the case cannot be certified), named while recording (a warning: a replay will refuse
