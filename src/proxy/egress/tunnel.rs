@@ -35,6 +35,8 @@ pub(crate) fn layer(
     step::layer(move |next: Handler| forward(gate.clone(), arrival, next))
 }
 
+/// The forward proxy's step for requests that arrive as `arrival` says, `next` the rest of
+/// the stack (which a tunnel's requests go down too).
 fn forward(gate: Arc<Gate>, arrival: Arrival, next: Handler) -> Handler {
     handler(move |mut req: Request<Incoming>| {
         let (gate, next) = (gate.clone(), next.clone());
