@@ -45,7 +45,7 @@ pub fn setup(args: &SessionArgs, existing: Option<Cassette>, usage: Use) -> Setu
         rerecord: Some(rerecord(args)),
         // A program agentproxy starts has the proxy as its only way out; on a listener
         // others can reach, the proxy is no forward proxy (no relay for them).
-        egress: crate::proxy::egress::Setup {
+        egress: egress::Setup {
             intercept: !args.command.is_empty() && args.listen.ip().is_loopback(),
             allow: args.allow_hosts.clone(),
             record_other_hosts: false,

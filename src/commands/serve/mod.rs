@@ -210,9 +210,11 @@ impl Harness {
             );
         }
         let path = path_clean::clean(self.root.join(&spec.cassette));
-        if spec.derived && !self.own(&path, &spec.name) {
-            let owners = self.owners.lock().unwrap_or_else(|p| p.into_inner());
-            let other = owners.get(&path).cloned().unwrap_or_default();
+        let claimed = match spec.derived {
+            true => self.claim(&path, &spec.name),
+            false => Ok(()),
+        };
+        if let Err(other) = claimed {
             return error(
                 StatusCode::CONFLICT,
                 format!(
@@ -236,14 +238,17 @@ impl Harness {
         }
     }
 
-    /// Does the test `name` own the cassette serve named `path` (it does if no other test
-    /// of the session does)?
-    fn own(&self, path: &Path, name: &str) -> bool {
+    /// Claim the cassette serve named `path` for the test `name`; `Err` names the test of
+    /// the session that has it.
+    fn claim(&self, path: &Path, name: &str) -> std::result::Result<(), String> {
         let mut owners = self.owners.lock().unwrap_or_else(|p| p.into_inner());
-        owners
+        let owner = owners
             .entry(path.to_owned())
-            .or_insert_with(|| name.to_owned())
-            == name
+            .or_insert_with(|| name.to_owned());
+        match owner == name {
+            true => Ok(()),
+            false => Err(owner.clone()),
+        }
     }
 
     /// Plan the test: what it is while it runs, and its proxy's options.
