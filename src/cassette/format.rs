@@ -247,7 +247,12 @@ impl Interaction {
     pub fn model_call_with(&self, request: &Value) -> Option<ModelCall> {
         let response = self.response.body.as_ref().and_then(Body::json_transient);
         let response = response.as_deref().unwrap_or(&Value::Null);
-        Route::from_name(&self.route).extract(request, response)
+        let route = Route::from_name(&self.route);
+        let mut call = route.extract(request, response)?;
+        if call.model.is_empty() {
+            call.model = route.path_model(&self.request.path).unwrap_or_default();
+        }
+        Some(call)
     }
 }
 

@@ -35,6 +35,11 @@ pub(crate) trait Dialect: Sync {
         None
     }
 
+    /// The model a request's path names, for a dialect whose body does not (Bedrock's).
+    fn path_model(&self, _path: &str) -> Option<String> {
+        None
+    }
+
     /// The whole response a recorded stream amounts to.
     fn assemble(&self, events: &[SseEvent]) -> Result<Value, AssembleError>;
 

@@ -1,6 +1,6 @@
 //! Wire dialects: everything agentproxy knows about a provider's wire format lives in one
 //! folder per dialect (`openai_chat/`, `openai_responses/`, `anthropic/`, `gemini/`,
-//! `ollama/`), behind the
+//! `ollama/`, `bedrock/`), behind the
 //! `Dialect` trait (`contract.rs`): request flags, the near-miss envelope, stream assembly and
 //! synthesis, extraction into the neutral model, the conversation a request carries, tool
 //! results rewritten for mocks, and the provider's error shape. What the dialects share is
@@ -8,6 +8,7 @@
 //! cassette's route name) to its dialect.
 
 pub mod anthropic;
+mod bedrock;
 mod contract;
 pub mod gemini;
 pub mod mcp;
@@ -54,18 +55,25 @@ pub enum Route {
     OllamaChat,
     /// `POST /api/generate` (Ollama's completion API)
     OllamaGenerate,
+    /// `POST /model/{model}/converse` or `/converse-stream` (AWS Bedrock)
+    BedrockConverse,
+    /// `POST /model/{model}/invoke` or `/invoke-with-response-stream` (AWS Bedrock,
+    /// Anthropic bodies)
+    BedrockInvoke,
     /// Any other path, recorded and replayed as plain HTTP.
     Http,
 }
 
 /// Every model route, for tables and tests.
-pub const MODEL_ROUTES: [Route; 6] = [
+pub const MODEL_ROUTES: [Route; 8] = [
     Route::OpenAiChat,
     Route::OpenAiResponses,
     Route::AnthropicMessages,
     Route::GeminiGenerate,
     Route::OllamaChat,
     Route::OllamaGenerate,
+    Route::BedrockConverse,
+    Route::BedrockInvoke,
 ];
 
 impl Route {
@@ -73,6 +81,15 @@ impl Route {
         let path = path.split('?').next().unwrap_or(path);
         if method != http::Method::POST {
             Route::Http
+        } else if let Some((op, _)) = bedrock::operation(path) {
+            match op {
+                bedrock::Operation::Converse | bedrock::Operation::ConverseStream => {
+                    Route::BedrockConverse
+                }
+                bedrock::Operation::Invoke | bedrock::Operation::InvokeStream => {
+                    Route::BedrockInvoke
+                }
+            }
         } else if path.ends_with("/chat/completions") {
             Route::OpenAiChat
         } else if path.ends_with("/responses") {
@@ -100,6 +117,8 @@ impl Route {
             Route::GeminiGenerate => Some(&gemini::Gemini),
             Route::OllamaChat => Some(&ollama::Ollama),
             Route::OllamaGenerate => Some(&ollama::Generate),
+            Route::BedrockConverse => Some(&bedrock::Converse),
+            Route::BedrockInvoke => Some(&bedrock::Invoke),
             Route::Http => None,
         }
     }
@@ -138,6 +157,11 @@ impl Route {
     /// What of `path` belongs in the request's key (see [`Dialect::key_scope`]).
     pub fn key_scope(self, path: &str) -> Option<String> {
         self.dialect()?.key_scope(path)
+    }
+
+    /// The model `path` names, where the body does not name it (see [`Dialect::path_model`]).
+    pub fn path_model(self, path: &str) -> Option<String> {
+        self.dialect()?.path_model(path)
     }
 
     /// The whole response assembled from a recorded stream; `None` when the route has no
@@ -303,9 +327,10 @@ pub fn without_credentials(path_and_query: &str) -> String {
     }
 }
 
-/// The message of an error body in any provider's shape (each puts it at `error.message`).
+/// The message of an error body in any provider's shape (`error.message`; AWS's at the
+/// top, beside its `__type`).
 pub fn error_message(body: &Value) -> Option<&str> {
-    body["error"]["message"].as_str()
+    (body["error"]["message"].as_str()).or_else(|| body.get("__type").and(body["message"].as_str()))
 }
 
 /// An error body in the provider's own shape, so SDKs raise a readable exception.
@@ -317,6 +342,7 @@ pub fn error_body(provider: Provider, status: u16, kind: Refusal, message: &str)
         Provider::Gemini => gemini::error_body(status, kind, message),
         Provider::Azure => openai_chat::error_body(kind, message),
         Provider::Ollama => ollama::error_body(message),
+        Provider::Bedrock => bedrock::error_body(kind, message),
     }
 }
 

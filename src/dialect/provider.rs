@@ -14,6 +14,7 @@ pub enum Provider {
     Gemini,
     Azure,
     Ollama,
+    Bedrock,
 }
 
 /// One provider's facts.
@@ -35,7 +36,8 @@ pub struct Row {
     pub env: &'static str,
     /// Where its upstream comes from when neither the flag nor `env` gives it.
     pub fallback: Fallback,
-    /// The hosts of its API (a leading `.`: any host under that domain): a program's
+    /// The hosts of its API (a leading `.`: any host under that domain; a `*`: any one label,
+    /// or part of one): a program's
     /// HTTPS to one of them, through the proxy's forward proxy, is intercepted and served
     /// as its base-URL traffic is.
     pub hosts: &'static [&'static str],
@@ -102,7 +104,7 @@ const PLACEHOLDER_WHY: &str = "placeholder key so the SDK starts offline";
 const GOOGLE_VERSIONS: [&str; 3] = ["/v1beta", "/v1alpha", "/v1beta1"];
 
 /// Every provider, in the order help and banners list them.
-pub const PROVIDERS: [Row; 5] = [
+pub const PROVIDERS: [Row; 6] = [
     Row {
         provider: Provider::OpenAi,
         name: "openai",
@@ -262,6 +264,45 @@ pub const PROVIDERS: [Row; 5] = [
         replay: &[],
         clients: &[],
     },
+    Row {
+        provider: Provider::Bedrock,
+        name: "bedrock",
+        title: "AWS Bedrock",
+        paths: "/model/{model}/converse, /converse-stream, /invoke, /invoke-with-response-stream",
+        prefixes: &["/model"],
+        claims: Some(is_bedrock),
+        flag: None,
+        env: "AGENTPROXY_BEDROCK_UPSTREAM",
+        fallback: Fallback::Env {
+            var: "AWS_REGION",
+            read: bedrock_endpoint,
+            or: None,
+        },
+        hosts: &["bedrock-runtime.*.amazonaws.com", "bedrock-runtime-fips.*.amazonaws.com"],
+        vars: &[BaseVar {
+            name: "AWS_ENDPOINT_URL_BEDROCK_RUNTIME",
+            suffix: "",
+            why: "proxy URL for boto3's and the AWS SDKs' bedrock-runtime client",
+        }],
+        replay: &[
+            ReplayVar {
+                name: "AWS_ACCESS_KEY_ID",
+                value: PLACEHOLDER,
+                why: "placeholder credentials so the AWS SDKs sign offline",
+            },
+            ReplayVar {
+                name: "AWS_SECRET_ACCESS_KEY",
+                value: PLACEHOLDER,
+                why: "placeholder credentials so the AWS SDKs sign offline",
+            },
+            ReplayVar {
+                name: "AWS_DEFAULT_REGION",
+                value: "us-east-1",
+                why: "the AWS SDKs refuse to start without a region",
+            },
+        ],
+        clients: &[],
+    },
 ];
 
 impl Provider {
@@ -316,9 +357,13 @@ pub fn key_vars(provider: Provider) -> Vec<&'static str> {
 /// The provider whose API `host` (without its port) is, if any.
 pub fn provider_of_host(host: &str) -> Option<Provider> {
     let host = host.trim_end_matches('.').to_ascii_lowercase();
-    let matches = |pattern: &str| match pattern.strip_prefix('.') {
-        Some(_) => host.ends_with(pattern) && host.len() > pattern.len(),
-        None => host == pattern,
+    let matches = |pattern: &str| match (pattern.strip_prefix('.'), pattern.split_once('*')) {
+        (Some(_), _) => host.ends_with(pattern) && host.len() > pattern.len(),
+        // `*`: one label or, beside a `-`, a part of one (`*-aiplatform.googleapis.com`).
+        (None, Some((before, after))) => (host.strip_prefix(before))
+            .and_then(|rest| rest.strip_suffix(after))
+            .is_some_and(|label| !label.is_empty() && !label.contains('.')),
+        (None, None) => host == pattern,
     };
     (PROVIDERS.iter())
         .find(|r| r.hosts.iter().any(|h| matches(h)))
@@ -386,6 +431,15 @@ fn is_ollama(path: &str, _: &HeaderMap) -> bool {
     under(path, "/api")
 }
 
+fn is_bedrock(path: &str, _: &HeaderMap) -> bool {
+    under(path, "/model")
+}
+
+/// Bedrock Runtime's endpoint in the region `AWS_REGION` names.
+fn bedrock_endpoint(region: &str) -> String {
+    format!("https://bedrock-runtime.{}.amazonaws.com", region.trim())
+}
+
 fn trimmed(value: &str) -> String {
     value.trim().trim_end_matches('/').to_owned()
 }
@@ -423,7 +477,7 @@ mod tests {
             assert_eq!(Provider::named(row.name), Some(row.provider));
         }
         assert_eq!(Provider::named("Azure"), Some(Provider::Azure));
-        assert_eq!(Provider::named("bedrock"), None);
+        assert_eq!(Provider::named("Bedrock"), Some(Provider::Bedrock));
     }
 
     #[test]
@@ -443,6 +497,17 @@ mod tests {
             ("openai.azure.com", None),
             ("evil-openai.azure.com", None),
             ("api.openai.com.evil.test", None),
+            (
+                "bedrock-runtime.us-east-1.amazonaws.com",
+                Some(Provider::Bedrock),
+            ),
+            (
+                "bedrock-runtime-fips.us-west-2.amazonaws.com",
+                Some(Provider::Bedrock),
+            ),
+            ("bedrock-runtime.amazonaws.com", None),
+            ("bedrock-runtime.a.b.amazonaws.com", None),
+            ("s3.us-east-1.amazonaws.com", None),
             ("example.test", None),
         ] {
             assert_eq!(provider_of_host(host), provider, "{host}");
@@ -471,8 +536,9 @@ mod tests {
         assert!(!is_api_path("/openaix/v1") && !is_api_path("/"));
         assert_eq!(
             prefixes(),
-            "/v1/…, /v1beta/…, /v1alpha/…, /v1beta1/…, /openai/…, /api/…"
+            "/v1/…, /v1beta/…, /v1alpha/…, /v1beta1/…, /openai/…, /api/…, /model/…"
         );
+        assert_eq!(of("/model/anthropic.claude-v2/converse"), Provider::Bedrock);
     }
 
     #[test]

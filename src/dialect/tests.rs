@@ -526,7 +526,7 @@ fn two_calls(route: Route) -> Value {
             {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Checking."}]},
             {"type": "function_call", "call_id": "c1", "name": "get_weather", "arguments": "{\"city\":\"Paris\",\"unit\":\"celsius\"}", "status": "completed"},
             {"type": "function_call", "call_id": "c2", "name": "get_time", "arguments": "{\"city\":\"Tokyo\"}", "status": "completed"}]}),
-        Route::AnthropicMessages => {
+        Route::AnthropicMessages | Route::BedrockInvoke => {
             json!({"type": "message", "role": "assistant", "stop_reason": "tool_use", "content": [
             {"type": "text", "text": "Checking."},
             {"type": "tool_use", "id": "c1", "name": "get_weather", "input": {"city": "Paris", "unit": "celsius"}},
@@ -542,6 +542,12 @@ fn two_calls(route: Route) -> Value {
             "message": {"role": "assistant", "content": "Checking.", "tool_calls": [
                 {"function": {"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}},
                 {"function": {"name": "get_time", "arguments": {"city": "Tokyo"}}}]}}),
+        Route::BedrockConverse => {
+            json!({"stopReason": "tool_use", "output": {"message": {"role": "assistant", "content": [
+            {"text": "Checking."},
+            {"toolUse": {"toolUseId": "c1", "name": "get_weather", "input": {"city": "Paris", "unit": "celsius"}}},
+            {"toolUse": {"toolUseId": "c2", "name": "get_time", "input": {"city": "Tokyo"}}}]}}})
+        }
         // No tools in Ollama's completion API.
         Route::OllamaGenerate | Route::Http => Value::Null,
     }

@@ -314,8 +314,8 @@ mod tests {
             let reply = canned_reply(route, &ask).expect("a reply");
             let call = route.extract(&ask, &reply).expect("a model call");
             assert_eq!(call.reply.as_deref(), Some(CANNED_TEXT), "{route:?}");
-            // Gemini names its model in the URL, not the body.
-            if route != Route::GeminiGenerate {
+            // Gemini and Bedrock name the model in the URL, not the body.
+            if !matches!(route, Route::GeminiGenerate | Route::BedrockConverse) {
                 assert_eq!(call.model, "m1", "{route:?}");
             }
             // The stream it is served as assembles back to the same reply.

@@ -31,6 +31,7 @@ mod secret;
 pub mod server;
 mod service;
 mod session;
+mod sigv4;
 mod stack;
 mod state;
 mod step;

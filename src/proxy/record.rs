@@ -258,12 +258,17 @@ async fn pump_stream(
             hung_up = true;
             break Some(HUNG_UP.to_owned());
         }
-    };
-    match &aborted {
-        Some(why) => {
-            let _ = tx.send(Err(std::io::Error::other(why.clone()))).await;
+        if let Some(why) = parser.broken() {
+            break Some(format!("the upstream's stream: {why}"));
         }
-        None => events.extend(parser.finish()),
+    };
+    if aborted.is_none() {
+        events.extend(parser.finish());
+    }
+    let aborted =
+        aborted.or_else(|| (parser.broken()).map(|why| format!("the upstream's stream: {why}")));
+    if let Some(why) = &aborted {
+        let _ = tx.send(Err(std::io::Error::other(why.clone()))).await;
     }
     let aborted = aborted.map(|why| format!("{why} (after {} events)", events.len()));
     (events, aborted, hung_up)
@@ -424,7 +429,9 @@ fn upstream_failed(proxy: &Proxy, ex: &Exchange, e: UpstreamError) -> Response<P
             StatusCode::BAD_GATEWAY
         }
         UpstreamError::Loop { .. } => StatusCode::LOOP_DETECTED,
-        UpstreamError::Placeholder { .. } => StatusCode::UNAUTHORIZED,
+        UpstreamError::Placeholder { .. } | UpstreamError::Signature { .. } => {
+            StatusCode::UNAUTHORIZED
+        }
     };
     let message = e.to_string();
     let named = format!("{} {}: {message}", ex.method, ex.path);

@@ -59,6 +59,9 @@ pub enum UpstreamError {
     Missing { title: &'static str, how: String },
     #[error("upstream {url} is this proxy itself: the request came back to it (point the upstream elsewhere)")]
     Loop { url: String },
+    /// A signed request (AWS SigV4) that agentproxy cannot keep valid upstream: not sent.
+    #[error("cannot send the request to {url}: {message}")]
+    Signature { url: String, message: String },
     /// The request carries agentproxy's placeholder key: not sent.
     #[error("the request carries agentproxy's placeholder key (given because the environment had none), so it was not sent to the real API: set {vars} to record")]
     Placeholder { vars: String },
@@ -96,6 +99,7 @@ impl UpstreamError {
                 unnamed
             }
             UpstreamError::Loop { .. } => UpstreamError::Loop { url },
+            UpstreamError::Signature { message, .. } => UpstreamError::Signature { url, message },
         }
     }
 }
@@ -197,7 +201,7 @@ impl Upstream {
         let mut req = Request::builder()
             .method(method)
             .uri(url)
-            .body(Full::new(body))
+            .body(Full::new(body.clone()))
             .map_err(|e| unreachable(e.to_string()))?;
         let out = req.headers_mut();
         for (name, value) in headers {
@@ -216,6 +220,12 @@ impl Upstream {
             http::header::ACCEPT_ENCODING,
             HeaderValue::from_static("identity"),
         );
+        super::sigv4::keep_valid(&mut req, headers, &body).map_err(|message| {
+            UpstreamError::Signature {
+                url: url.to_owned(),
+                message,
+            }
+        })?;
         match tokio::time::timeout(self.timeout, self.client.request(req)).await {
             Err(_) => Err(UpstreamError::Timeout {
                 url: url.to_owned(),

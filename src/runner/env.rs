@@ -333,6 +333,7 @@ mod tests {
                 "AZURE_OPENAI_ENDPOINT",
                 "AZURE_OPENAI_BASE_URL",
                 "OLLAMA_HOST",
+                "AWS_ENDPOINT_URL_BEDROCK_RUNTIME",
                 "AGENTPROXY_URL",
                 "AGENTPROXY_SECRET"
             ]

@@ -79,10 +79,10 @@ mod tests {
             parse("Ollama=http://gpu.test:11434").unwrap().0,
             Provider::Ollama
         );
-        let e = parse("bedrock=https://x.test").unwrap_err();
+        let e = parse("bedrocks=https://x.test").unwrap_err();
         assert!(
             e.reason
-                .contains("unknown provider `bedrock`; the providers are openai, anthropic, gemini, azure, ollama"),
+                .contains("unknown provider `bedrocks`; the providers are openai, anthropic, gemini, azure, ollama, bedrock"),
             "{}",
             e.reason
         );

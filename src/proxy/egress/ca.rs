@@ -14,13 +14,15 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use rustls::ServerConfig;
 
 /// The variables that name a trust store, and the clients that read them: OpenSSL and
-/// httpx, requests, curl, Node (added to its own roots). The program's are the session's
+/// httpx, requests, curl, Node (added to its own roots), boto3 and the AWS CLI (which read
+/// no other). The program's are the session's
 /// bundle; the files agentproxy's own name are in it.
-pub const TRUST_VARS: [&str; 4] = [
+pub const TRUST_VARS: [&str; 5] = [
     "SSL_CERT_FILE",
     "REQUESTS_CA_BUNDLE",
     "CURL_CA_BUNDLE",
     "NODE_EXTRA_CA_CERTS",
+    "AWS_CA_BUNDLE",
 ];
 
 #[derive(Debug, thiserror::Error)]
@@ -66,11 +68,15 @@ impl Leaves {
     }
 }
 
-/// Name Constraints that permit `names`: each DNS name with its subdomains, each IP
-/// address alone, and (when none is an address) no IP address at all.
+/// Name Constraints that permit `names`: each DNS name with its subdomains (a name with
+/// a wildcard label, `bedrock-runtime.*.amazonaws.com`, as the domain after that label),
+/// each IP address alone, and (when none is an address) no IP address at all.
 fn constraints(names: &[String]) -> NameConstraints {
     let (ips, dns): (Vec<_>, Vec<_>) = (names.iter())
         .map(|n| {
+            let n = (n.rsplit_once('*')).map_or(n.as_str(), |(_, after)| {
+                after.split_once('.').map_or("", |(_, domain)| domain)
+            });
             n.trim_start_matches('.')
                 .trim_end_matches('.')
                 .to_ascii_lowercase()
@@ -253,6 +259,14 @@ mod tests {
         for other in ["bank.example.invalid", "openai.com.evil.test", "127.0.0.1"] {
             assert!(!trusted(&ca, other), "{other}");
         }
+        // A wildcard label: the domain after it.
+        let scope = ["bedrock-runtime.*.amazonaws.com".to_owned()];
+        let ca = Authority::new(Some(&scope)).unwrap();
+        assert!(trusted(&ca, "bedrock-runtime.us-east-1.amazonaws.com"));
+        assert!(!trusted(
+            &ca,
+            "bedrock-runtime.us-east-1.amazonaws.com.evil.test"
+        ));
         // An address in its scope, and nothing else.
         let scope = ["api.openai.com".to_owned(), "127.0.0.1".to_owned()];
         let ca = Authority::new(Some(&scope)).unwrap();

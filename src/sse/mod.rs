@@ -1,5 +1,6 @@
-//! Stream framing: server-sent events (an incremental byte parser and an encoder) and
-//! newline-delimited JSON (Ollama's streams: each line is one event's data), with no I/O.
+//! Stream framing: server-sent events (an incremental byte parser and an encoder),
+//! newline-delimited JSON (Ollama's streams: each line is one event's data) and AWS's
+//! binary event stream (Bedrock's, [`eventstream`]), with no I/O.
 //!
 //! Parsing follows the WHATWG "event stream interpretation" rules, with two deliberate
 //! differences that serve recording rather than a browser's `EventSource`:
@@ -10,6 +11,8 @@
 //! - An event with an `event:` name but no `data:` line is kept (with empty data), because
 //!   some providers send such events and replay must not lose them. A block with neither
 //!   data nor a name (only comments, `id:` or `retry:`) still dispatches nothing.
+
+pub mod eventstream;
 
 use bytes::{BufMut, Bytes, BytesMut};
 
@@ -226,6 +229,9 @@ pub enum Framing {
     /// Newline-delimited JSON (`application/x-ndjson`): one JSON value per line, each kept
     /// as an event's `data`.
     Ndjson,
+    /// AWS's binary event stream (`application/vnd.amazon.eventstream`): one frame per
+    /// event (see [`eventstream`]).
+    EventStream,
 }
 
 impl Framing {
@@ -237,6 +243,8 @@ impl Framing {
             Some(Framing::Sse)
         } else if media.eq_ignore_ascii_case("application/x-ndjson") {
             Some(Framing::Ndjson)
+        } else if media.eq_ignore_ascii_case(eventstream::CONTENT_TYPE) {
+            Some(Framing::EventStream)
         } else {
             None
         }
@@ -246,6 +254,7 @@ impl Framing {
         match self {
             Framing::Sse => "text/event-stream; charset=utf-8",
             Framing::Ndjson => "application/x-ndjson",
+            Framing::EventStream => eventstream::CONTENT_TYPE,
         }
     }
 
@@ -254,6 +263,7 @@ impl Framing {
         match self {
             Framing::Sse => encode(ev),
             Framing::Ndjson => encode_line(&ev.data),
+            Framing::EventStream => eventstream::encode(ev),
         }
     }
 
@@ -262,16 +272,18 @@ impl Framing {
         match self {
             Framing::Sse => StreamParser::Sse(SseParser::new()),
             Framing::Ndjson => StreamParser::Ndjson(Vec::new()),
+            Framing::EventStream => StreamParser::EventStream(eventstream::Parser::default()),
         }
     }
 }
 
-/// An incremental parser of either framing.
+/// An incremental parser of any framing.
 #[derive(Debug)]
 pub enum StreamParser {
     Sse(SseParser),
     /// The bytes of the line whose `\n` has not arrived yet.
     Ndjson(Vec<u8>),
+    EventStream(eventstream::Parser),
 }
 
 impl StreamParser {
@@ -280,6 +292,7 @@ impl StreamParser {
     pub fn push(&mut self, chunk: &[u8]) -> Vec<SseEvent> {
         match self {
             StreamParser::Sse(p) => p.push(chunk),
+            StreamParser::EventStream(p) => p.push(chunk),
             StreamParser::Ndjson(partial) => {
                 let mut events = Vec::new();
                 let mut rest = chunk;
@@ -304,6 +317,19 @@ impl StreamParser {
                 partial.clear();
                 event
             }
+            StreamParser::EventStream(p) => {
+                p.finish();
+                None
+            }
+        }
+    }
+
+    /// Why the stream cannot be read on, if it cannot: a binary frame that is broken (a
+    /// CRC that does not match) or cut short. Text framings read whatever comes.
+    pub fn broken(&self) -> Option<&str> {
+        match self {
+            StreamParser::EventStream(p) => p.broken(),
+            _ => None,
         }
     }
 }
