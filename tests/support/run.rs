@@ -29,7 +29,7 @@ impl fmt::Display for Run {
 
 /// The variables of the developer's shell that could steer agentproxy, an SDK or a
 /// client's proxy, removed before a run (by prefix).
-const STEERING: [&str; 7] = [
+const STEERING: [&str; 8] = [
     "OPENAI_",
     "AGENTPROXY_",
     "AZURE_",
@@ -37,6 +37,7 @@ const STEERING: [&str; 7] = [
     "NODE_",
     "HTTPS_PROXY",
     "HTTP_PROXY",
+    "AWS_",
 ];
 
 /// The arguments of a session of `program`: `MODE --cassette CASSETTE FLAGS... --
