@@ -173,6 +173,7 @@ fn injected(
     if !args.command.is_empty() {
         injected.extend(env::self_path());
     }
+    injected.extend(session.google_credentials().map(env::google_credentials));
     if let Some(bundle) = session.ca_bundle() {
         let no_proxy = std::env::var("NO_PROXY")
             .or_else(|_| std::env::var("no_proxy"))

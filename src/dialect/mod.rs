@@ -47,7 +47,9 @@ pub enum Route {
     OpenAiChat,
     /// `POST …/responses` (not `…/responses/{id}` and its sub-resources)
     OpenAiResponses,
-    /// `POST /v1/messages` (not `/v1/messages/count_tokens` or `/v1/messages/batches`)
+    /// `POST /v1/messages` (not `/v1/messages/count_tokens` or `/v1/messages/batches`),
+    /// and Claude on Vertex AI (`…/publishers/anthropic/models/{model}:rawPredict` or
+    /// `:streamRawPredict`)
     AnthropicMessages,
     /// `POST /{version}/…models/{model}:generateContent` or `:streamGenerateContent`
     GeminiGenerate,
@@ -100,7 +102,7 @@ impl Route {
             Route::OllamaChat
         } else if path == "/api/generate" {
             Route::OllamaGenerate
-        } else if path == "/v1/messages" {
+        } else if path == "/v1/messages" || anthropic::vertex_model(path).is_some() {
             // Exact: OpenAI's `POST /v1/threads/{id}/messages` ends the same way.
             Route::AnthropicMessages
         } else {
@@ -343,6 +345,7 @@ pub fn error_body(provider: Provider, status: u16, kind: Refusal, message: &str)
         Provider::Azure => openai_chat::error_body(kind, message),
         Provider::Ollama => ollama::error_body(message),
         Provider::Bedrock => bedrock::error_body(kind, message),
+        Provider::Vertex => gemini::error_body(status, kind, message),
     }
 }
 

@@ -15,6 +15,7 @@ pub enum Provider {
     Azure,
     Ollama,
     Bedrock,
+    Vertex,
 }
 
 /// One provider's facts.
@@ -104,7 +105,7 @@ const PLACEHOLDER_WHY: &str = "placeholder key so the SDK starts offline";
 const GOOGLE_VERSIONS: [&str; 3] = ["/v1beta", "/v1alpha", "/v1beta1"];
 
 /// Every provider, in the order help and banners list them.
-pub const PROVIDERS: [Row; 6] = [
+pub const PROVIDERS: [Row; 7] = [
     Row {
         provider: Provider::OpenAi,
         name: "openai",
@@ -186,13 +187,13 @@ pub const PROVIDERS: [Row; 6] = [
         provider: Provider::Gemini,
         name: "gemini",
         title: "Gemini",
-        paths: "/v1beta/…, /v1alpha/… and generateContent paths (Vertex AI forms too)",
+        paths: "/v1beta/…, /v1alpha/… and /v1/models/{model}:generateContent",
         prefixes: &["/v1", "/v1beta", "/v1alpha", "/v1beta1"],
         claims: Some(is_gemini),
         flag: Some("--gemini-upstream"),
         env: "AGENTPROXY_GEMINI_UPSTREAM",
         fallback: Fallback::Url("https://generativelanguage.googleapis.com"),
-        hosts: &["generativelanguage.googleapis.com", "aiplatform.googleapis.com", ".aiplatform.googleapis.com"],
+        hosts: &["generativelanguage.googleapis.com"],
         vars: &[BaseVar {
             name: "GOOGLE_GEMINI_BASE_URL",
             suffix: "",
@@ -301,6 +302,36 @@ pub const PROVIDERS: [Row; 6] = [
                 why: "the AWS SDKs refuse to start without a region",
             },
         ],
+        clients: &[],
+    },
+    Row {
+        provider: Provider::Vertex,
+        name: "vertex",
+        title: "Google Vertex AI",
+        paths: "/{version}/…publishers/google/models/{model}:generateContent (Gemini) and …publishers/anthropic/models/{model}:rawPredict (Claude)",
+        prefixes: &["/v1", "/v1beta1"],
+        claims: Some(is_vertex),
+        flag: None,
+        env: "AGENTPROXY_VERTEX_UPSTREAM",
+        fallback: Fallback::Env {
+            var: "GOOGLE_CLOUD_LOCATION",
+            read: vertex_endpoint,
+            or: Some("https://aiplatform.googleapis.com"),
+        },
+        hosts: &["aiplatform.googleapis.com", "*-aiplatform.googleapis.com", "aiplatform.*.rep.googleapis.com"],
+        vars: &[
+            BaseVar {
+                name: "GOOGLE_VERTEX_BASE_URL",
+                suffix: "",
+                why: "proxy URL for google-genai with vertexai=True (it adds /v1beta1)",
+            },
+            BaseVar {
+                name: "ANTHROPIC_VERTEX_BASE_URL",
+                suffix: "/v1",
+                why: "proxy URL for the anthropic SDK's AnthropicVertex",
+            },
+        ],
+        replay: &[],
         clients: &[],
     },
 ];
@@ -416,11 +447,13 @@ fn is_anthropic(path: &str, headers: &HeaderMap) -> bool {
         || headers.contains_key("anthropic-version")
 }
 
-/// Google's API by its generate paths, its own versions or its key header.
+/// Google's API by its generate paths, its own versions or its key header (Vertex AI's
+/// publisher paths are Vertex's).
 fn is_gemini(path: &str, headers: &HeaderMap) -> bool {
-    super::gemini::is_generate_path(path)
-        || GOOGLE_VERSIONS.iter().any(|v| under(path, v))
-        || headers.contains_key("x-goog-api-key")
+    !is_vertex(path, headers)
+        && (super::gemini::is_generate_path(path)
+            || GOOGLE_VERSIONS.iter().any(|v| under(path, v))
+            || headers.contains_key("x-goog-api-key"))
 }
 
 fn is_azure(path: &str, _: &HeaderMap) -> bool {
@@ -429,6 +462,32 @@ fn is_azure(path: &str, _: &HeaderMap) -> bool {
 
 fn is_ollama(path: &str, _: &HeaderMap) -> bool {
     under(path, "/api")
+}
+
+/// Vertex AI's model paths: `/{version}/publishers/{publisher}/models/…` and
+/// `/{version}/projects/{p}/locations/{l}/publishers/{publisher}/models/…`.
+fn is_vertex(path: &str, _: &HeaderMap) -> bool {
+    let Some((_, rest)) = path.trim_start_matches('/').split_once('/') else {
+        return false;
+    };
+    let rest = match rest.strip_prefix("projects/") {
+        Some(scoped) => match scoped.split('/').collect::<Vec<_>>()[..] {
+            [_, "locations", _, ..] => scoped.splitn(4, '/').nth(3).unwrap_or_default(),
+            _ => return false,
+        },
+        None => rest,
+    };
+    rest.starts_with("publishers/")
+}
+
+/// Vertex AI's endpoint for `GOOGLE_CLOUD_LOCATION`: the global host, a multi-region's
+/// (`us`, `eu`), or a region's.
+fn vertex_endpoint(location: &str) -> String {
+    match location.trim() {
+        "" | "global" => "https://aiplatform.googleapis.com".to_owned(),
+        multi @ ("us" | "eu") => format!("https://aiplatform.{multi}.rep.googleapis.com"),
+        region => format!("https://{region}-aiplatform.googleapis.com"),
+    }
 }
 
 fn is_bedrock(path: &str, _: &HeaderMap) -> bool {
@@ -487,11 +546,14 @@ mod tests {
             ("API.OpenAI.com.", Some(Provider::OpenAi)),
             ("api.anthropic.com", Some(Provider::Anthropic)),
             ("generativelanguage.googleapis.com", Some(Provider::Gemini)),
-            ("us-central1-aiplatform.googleapis.com", None),
             (
-                "us-central1.aiplatform.googleapis.com",
-                Some(Provider::Gemini),
+                "us-central1-aiplatform.googleapis.com",
+                Some(Provider::Vertex),
             ),
+            ("aiplatform.googleapis.com", Some(Provider::Vertex)),
+            ("aiplatform.eu.rep.googleapis.com", Some(Provider::Vertex)),
+            ("us-central1.aiplatform.googleapis.com", None),
+            ("evil.test-aiplatform.googleapis.com", None),
             ("my-resource.openai.azure.com", Some(Provider::Azure)),
             (".openai.azure.com", None),
             ("openai.azure.com", None),
@@ -539,6 +601,22 @@ mod tests {
             "/v1/…, /v1beta/…, /v1alpha/…, /v1beta1/…, /openai/…, /api/…, /model/…"
         );
         assert_eq!(of("/model/anthropic.claude-v2/converse"), Provider::Bedrock);
+        for vertex in [
+            "/v1/projects/p/locations/us-east5/publishers/anthropic/models/claude@1:rawPredict",
+            "/v1beta1/projects/p/locations/global/publishers/google/models/g:generateContent",
+            "/v1beta1/publishers/google/models/g:streamGenerateContent?alt=sse",
+        ] {
+            assert_eq!(of(vertex), Provider::Vertex, "{vertex}");
+        }
+        assert_eq!(of("/v1/projects/p/models/x"), Provider::OpenAi);
+        assert_eq!(
+            vertex_endpoint("us-east5"),
+            "https://us-east5-aiplatform.googleapis.com"
+        );
+        assert_eq!(
+            vertex_endpoint("global"),
+            "https://aiplatform.googleapis.com"
+        );
     }
 
     #[test]

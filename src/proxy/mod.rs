@@ -17,6 +17,7 @@ pub(crate) mod crash;
 pub mod egress;
 mod exchange;
 mod fault;
+pub mod google_adc;
 mod loops;
 pub mod mcp;
 pub mod mcp_http;

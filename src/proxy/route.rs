@@ -1,6 +1,6 @@
 //! The first step of every request: the handler its path names. Pure.
 
-use super::{mcp, mcp_http};
+use super::{google_adc, mcp, mcp_http};
 use crate::dialect;
 
 /// Paths under this prefix are `agentproxy serve`'s control endpoint, never forwarded or
@@ -16,6 +16,8 @@ pub enum Target<'a> {
     McpStdio(&'a str),
     /// A streamable HTTP MCP server: the path after `/mcp/`.
     McpHttp(&'a str),
+    /// A token refresh of the session's Google credentials (see `google_adc`).
+    GoogleToken,
     /// A request under the provider API prefixes: a model request, or plain HTTP.
     Api,
     /// Anything else: refused.
@@ -27,6 +29,9 @@ impl Target<'_> {
     pub fn of(path: &str) -> Target<'_> {
         if let Some(rest) = path.strip_prefix(mcp::PREFIX) {
             return Target::McpStdio(rest.split('?').next().unwrap_or(rest));
+        }
+        if path.split('?').next() == Some(google_adc::TOKEN_PATH) {
+            return Target::GoogleToken;
         }
         if let Some(rest) = path.strip_prefix(CONTROL_PREFIX) {
             return Target::Control(rest);
@@ -55,6 +60,7 @@ mod tests {
                 Target::McpStdio("mail/call"),
             ),
             ("/_agentproxy/test", Target::Control("test")),
+            ("/_agentproxy/google-token", Target::GoogleToken),
             ("/mcp/mail", Target::McpHttp("mail")),
             ("/mcp/mail?session=1", Target::McpHttp("mail?session=1")),
             ("/health", Target::Unknown),

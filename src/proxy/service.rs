@@ -10,7 +10,7 @@ use super::body::ProxyBody;
 use super::route::Target;
 use super::secret;
 use super::state::Proxy;
-use super::{mcp, mcp_http};
+use super::{google_adc, mcp, mcp_http};
 use crate::dialect::{self, Refusal};
 
 pub(super) async fn handle(
@@ -47,6 +47,7 @@ pub(super) async fn handle(
             mcp_http::handle(&proxy, parts, body, &rest).await
         }
         Target::Api => api::handle(&proxy, head, parts.headers, body).await,
+        Target::GoogleToken => google_adc::token(),
         // The control endpoint is `serve`'s (see `switch`): a session has none.
         Target::Control(_) | Target::Unknown => {
             let vars: Vec<String> = (dialect::PROVIDERS.iter())

@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use super::egress::{self, TRUST_VARS};
+use super::google_adc;
 use super::options::Options;
 use super::outcome::Outcome;
 use super::server::{self, BindError, Running};
@@ -18,6 +19,9 @@ pub(crate) struct Session {
     /// With interception: the file of certificates the program trusts, removed with the
     /// session.
     bundle: Option<tempfile::NamedTempFile>,
+    /// In a session that cannot record: Google credentials whose token refresh it answers
+    /// (see `google_adc`), removed with the session.
+    google: Option<tempfile::NamedTempFile>,
     /// Listeners inside contained programs' namespaces (see `runner::contain`).
     more: std::sync::Mutex<Vec<Running>>,
     /// Relays from inside those namespaces to ports of the host's loopback.
@@ -45,6 +49,7 @@ impl Session {
             }
             None => None,
         };
+        let replay_only = options.upstream.is_none();
         let proxy = Arc::new(Proxy::new(options));
         let serving = proxy.clone();
         let running = Running::start(listen, move |listener, stop, hurry| {
@@ -59,10 +64,22 @@ impl Session {
         })
         .await?;
         proxy.egress.set_port(running.addr().port());
+        let google = match replay_only {
+            true => Some(
+                google_adc::write(&format!("http://{}", running.addr())).map_err(|source| {
+                    BindError {
+                        addr: listen,
+                        source,
+                    }
+                })?,
+            ),
+            false => None,
+        };
         Ok(Session {
             proxy,
             running,
             bundle,
+            google,
             more: std::sync::Mutex::default(),
             relays: std::sync::Mutex::default(),
         })
@@ -147,6 +164,11 @@ impl Session {
     /// With interception, the file of certificates the program is to trust.
     pub(crate) fn ca_bundle(&self) -> Option<&std::path::Path> {
         self.bundle.as_ref().map(|b| b.path())
+    }
+
+    /// In a session that cannot record, the Google credentials file the program is given.
+    pub(crate) fn google_credentials(&self) -> Option<&std::path::Path> {
+        self.google.as_ref().map(|f| f.path())
     }
 
     /// The address the proxy listens on.

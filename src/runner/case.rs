@@ -501,6 +501,7 @@ fn command_app(
         .into_iter()
         .chain(env::mcp_urls(base, s.mcp_servers(spec).keys()))
         .chain(env::self_path())
+        .chain(session.google_credentials().map(env::google_credentials))
         .chain(
             (session.ca_bundle())
                 .into_iter()

@@ -124,6 +124,17 @@ pub fn forward_proxy(
     out
 }
 
+/// The session's Google credentials file (a session that cannot record has one, see
+/// `proxy::google_adc`), in place of any the environment names: a real one would refresh
+/// its token against Google, which a replay never reaches.
+pub fn google_credentials(file: &std::path::Path) -> Injected {
+    var(
+        crate::proxy::google_adc::VAR,
+        &file.to_string_lossy(),
+        "Google credentials whose token the session gives (Vertex AI clients start offline)",
+    )
+}
+
 /// `PATH` with the directory of this agentproxy (`exe`) last, for a program whose MCP
 /// host starts `agentproxy mcp` by name, when no `agentproxy` is on `path` already (say,
 /// run as `target/debug/agentproxy` or through `cargo run`). Last, so it never shadows
@@ -334,6 +345,8 @@ mod tests {
                 "AZURE_OPENAI_BASE_URL",
                 "OLLAMA_HOST",
                 "AWS_ENDPOINT_URL_BEDROCK_RUNTIME",
+                "GOOGLE_VERTEX_BASE_URL",
+                "ANTHROPIC_VERTEX_BASE_URL",
                 "AGENTPROXY_URL",
                 "AGENTPROXY_SECRET"
             ]

@@ -29,9 +29,28 @@ const ROUTE: &str = "anthropic.messages";
 /// The Anthropic Messages dialect.
 pub(crate) struct Anthropic;
 
+/// The model of a Claude-on-Vertex path (`…/publishers/anthropic/models/{model}:rawPredict`
+/// or `:streamRawPredict`), which its body does not name.
+pub(crate) fn vertex_model(path: &str) -> Option<&str> {
+    let path = path.split('?').next().unwrap_or(path);
+    let (_, call) = path.rsplit_once("/publishers/anthropic/models/")?;
+    let model =
+        (call.strip_suffix(":rawPredict")).or_else(|| call.strip_suffix(":streamRawPredict"))?;
+    (!model.is_empty() && !model.contains('/')).then_some(model)
+}
+
 impl Dialect for Anthropic {
     fn name(&self) -> &'static str {
         ROUTE
+    }
+
+    /// On Vertex AI the model is in the path: it is in the key there.
+    fn key_scope(&self, path: &str) -> Option<String> {
+        vertex_model(path).map(|m| format!("model {m}"))
+    }
+
+    fn path_model(&self, path: &str) -> Option<String> {
+        vertex_model(path).map(str::to_owned)
     }
 
     fn assemble(&self, events: &[SseEvent]) -> Result<Value, AssembleError> {
