@@ -21,8 +21,8 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
+use support::fake_cloud::Fake;
 use support::run::{agentproxy, Run};
-use tokio::io::{AsyncBufReadExt, BufReader};
 
 const KEY_ID: &str = "AKIDAGENTPROXYTEST01";
 const SECRET: &str = "e2e/secret/key/not/a/real/one/000000000";
@@ -46,56 +46,6 @@ fn python() -> Option<PathBuf> {
         python.display()
     );
     Some(python)
-}
-
-/// A fake cloud, a Python process: it serves until its standard input closes.
-struct Fake {
-    child: tokio::process::Child,
-    url: String,
-    log: PathBuf,
-}
-
-impl Fake {
-    async fn start(python: &Path, script: &str, dir: &Path) -> Fake {
-        let log = dir.join("fake.log");
-        let mut child = tokio::process::Command::new(python)
-            .arg(repo().join("tests/e2e").join(script))
-            .arg(&log)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("failed to start the fake");
-        let stdout = child.stdout.take().expect("piped");
-        let mut line = String::new();
-        let mut stdout = BufReader::new(stdout);
-        let read = stdout.read_line(&mut line);
-        tokio::time::timeout(std::time::Duration::from_secs(60), read)
-            .await
-            .expect("the fake did not start within a minute")
-            .expect("the fake's output");
-        let port = line.trim().strip_prefix("port ").expect("`port N`");
-        Fake {
-            child,
-            url: format!("http://127.0.0.1:{port}"),
-            log,
-        }
-    }
-
-    /// Every request the fake got: its path, and whether its credential held (`signed`
-    /// and `host` for Bedrock, `token` for Vertex).
-    fn requests(&self) -> Vec<Value> {
-        (std::fs::read_to_string(&self.log)
-            .unwrap_or_default()
-            .lines())
-        .map(|l| serde_json::from_str(l).expect("a JSON line"))
-        .collect()
-    }
-
-    async fn stop(mut self) {
-        drop(self.child.stdin.take());
-        let _ = self.child.wait().await;
-    }
 }
 
 /// `MODE --cassette C [--upstream PROVIDER=URL] -- python tests/e2e/SCRIPT ARGS...`.

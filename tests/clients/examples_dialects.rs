@@ -3,7 +3,8 @@
 //! `examples/responses-agent` (the `openai` SDK's Responses API with
 //! `previous_response_id`), `examples/gemini-agent` (the `google-genai` SDK),
 //! `examples/azure-agent` (the `openai` SDK's `AzureOpenAI`) and `examples/ollama-agent`
-//! (the `ollama` client, Ollama's native API), each run by `agentproxy test --mode replay`
+//! (the `ollama` client, Ollama's native API) and `examples/bedrock-agent` (boto3's
+//! Converse and ConverseStream on AWS Bedrock), each run by `agentproxy test --mode replay`
 //! exactly as a user would run it.
 //!
 //! The cassettes were recorded against the test suite's fake upstreams, not a real model.
@@ -19,18 +20,20 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use support::fake_anthropic::FakeAnthropic;
+use support::fake_cloud::Fake;
 use support::fake_gemini::FakeGemini;
 use support::fake_ollama::FakeOllama;
 use support::fake_openai::FakeOpenAi;
 use support::proxy::bin;
 
 /// (spec, number of cases) of each example, relative to the repository root.
-const SPECS: [(&str, usize); 5] = [
+const SPECS: [(&str, usize); 6] = [
     ("examples/anthropic-agent/anthropic.yaml", 2),
     ("examples/responses-agent/responses.yaml", 3),
     ("examples/gemini-agent/gemini.yaml", 2),
     ("examples/azure-agent/azure.yaml", 2),
     ("examples/ollama-agent/ollama.yaml", 2),
+    ("examples/bedrock-agent/bedrock.yaml", 2),
 ];
 
 fn repo() -> &'static Path {
@@ -65,6 +68,7 @@ fn agentproxy(args: &[&str], keys: bool) -> Command {
             "GOOGLE_",
             "AZURE_",
             "OLLAMA_",
+            "AWS_",
         ]
         .iter()
         .any(|prefix| text.starts_with(prefix))
@@ -90,6 +94,11 @@ fn agentproxy(args: &[&str], keys: bool) -> Command {
             .env(
                 "AZURE_OPENAI_API_KEY",
                 "azure-example-not-a-real-key-0000000000000",
+            )
+            .env("AWS_ACCESS_KEY_ID", "AKIDAGENTPROXYTEST01")
+            .env(
+                "AWS_SECRET_ACCESS_KEY",
+                "e2e/secret/key/not/a/real/one/000000000",
             );
     }
     command
@@ -133,8 +142,12 @@ async fn rerecord_dialect_examples() {
     let anthropic = FakeAnthropic::start().await;
     let gemini = FakeGemini::start().await;
     let ollama = FakeOllama::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let python = repo().join(".venv/bin/python");
+    let bedrock = Fake::start(&python, "fake_bedrock.py", dir.path()).await;
     let azure = format!("azure={}", openai.url());
     let ollama_upstream = format!("ollama={}", ollama.url());
+    let bedrock_upstream = format!("bedrock={}", bedrock.url);
     for (spec, cases) in SPECS {
         let mut command = agentproxy(
             &[
@@ -152,6 +165,8 @@ async fn rerecord_dialect_examples() {
                 &azure,
                 "--upstream",
                 &ollama_upstream,
+                "--upstream",
+                &bedrock_upstream,
             ],
             true,
         );
@@ -171,4 +186,5 @@ async fn rerecord_dialect_examples() {
     anthropic.stop().await;
     gemini.stop().await;
     ollama.stop().await;
+    bedrock.stop().await;
 }

@@ -5,6 +5,7 @@
 
 pub mod browser;
 pub mod fake_anthropic;
+pub mod fake_cloud;
 pub mod fake_gemini;
 pub mod fake_ollama;
 pub mod fake_openai;
