@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Creates .venv and .venv-sk at the repository root with the Python packages the
-# end-to-end tests use (tests/e2e/requirements.txt, tests/e2e/requirements-sk.txt).
+# Creates .venv, .venv-sk and .venv-strands at the repository root with the Python packages the
+# end-to-end tests use (tests/e2e/requirements.txt, requirements-sk.txt, requirements-strands.txt).
 # Idempotent: it rebuilds a venv only when it is missing or its requirements changed since
 # it was built, so CI can call it every run.
 #
@@ -49,3 +49,4 @@ setup() {
 
 setup "$root/.venv" "$root/tests/e2e/requirements.txt"
 setup "$root/.venv-sk" "$root/tests/e2e/requirements-sk.txt"
+setup "$root/.venv-strands" "$root/tests/e2e/requirements-strands.txt"

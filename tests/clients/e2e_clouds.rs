@@ -34,12 +34,14 @@ fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn python() -> Option<PathBuf> {
+/// The interpreter of `venv` at the repository root, or `None` when the tests are skipped
+/// on purpose.
+fn python(venv: &str) -> Option<PathBuf> {
     if std::env::var_os("AGENTPROXY_SKIP_PYTHON_E2E").is_some_and(|v| v == "1") {
         eprintln!("AGENTPROXY_SKIP_PYTHON_E2E=1: skipping the Python end-to-end test");
         return None;
     }
-    let python = repo().join(".venv/bin/python");
+    let python = repo().join(venv).join("bin/python");
     assert!(
         python.exists(),
         "{} is missing: run scripts/setup-python.sh",
@@ -73,6 +75,8 @@ fn session(
 /// One cloud under test: its row's name, its fake and agent scripts, the credentials of
 /// the record run, and what must never be written.
 struct Cloud {
+    /// The venv at the repository root whose interpreter runs the agent.
+    venv: &'static str,
     provider: &'static str,
     fake: &'static str,
     agent: &'static str,
@@ -81,6 +85,7 @@ struct Cloud {
 }
 
 const BEDROCK: Cloud = Cloud {
+    venv: ".venv",
     provider: "bedrock",
     fake: "fake_bedrock.py",
     agent: "bedrock_agent.py",
@@ -92,6 +97,7 @@ const BEDROCK: Cloud = Cloud {
 };
 
 const VERTEX: Cloud = Cloud {
+    venv: ".venv",
     provider: "vertex",
     fake: "fake_vertex.py",
     agent: "vertex_agent.py",
@@ -99,14 +105,21 @@ const VERTEX: Cloud = Cloud {
     secrets: &[VERTEX_TOKEN, "ya29"],
 };
 
+const STRANDS: Cloud = Cloud {
+    venv: ".venv-strands",
+    agent: "strands_agent.py",
+    ..BEDROCK
+};
+
 /// Records `cloud`'s agent with `args` against a fresh fake with credentials, checks
 /// nothing of them was written, then replays with the fake stopped and no credential set:
 /// the same output, nothing missed. Returns the record run and the requests the fake got.
 async fn record_then_replay(cloud: &Cloud, args: &[&str]) -> Option<(Run, Vec<Value>)> {
-    let python = python()?;
+    let python = python(cloud.venv)?;
     let dir = tempfile::tempdir().unwrap();
     let cassette = dir.path().join("cloud.json");
-    let fake = Fake::start(&python, cloud.fake, dir.path()).await;
+    // The fakes run in the main venv (they verify with botocore).
+    let fake = Fake::start(&self::python(".venv")?, cloud.fake, dir.path()).await;
     let upstream = Some(format!("{}={}", cloud.provider, fake.url));
     let record = session("record", &cassette, upstream, &python, cloud.agent, args);
     let record = agentproxy(record, cloud.credentials).await;
@@ -230,4 +243,21 @@ async fn google_genai_and_anthropic_vertex_record_with_a_token_and_replay_with_n
             "no {publisher} {method}: {paths:?}"
         );
     }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_strands_agent_on_its_default_bedrock_model_records_and_replays() {
+    let Some((record, seen)) = record_then_replay(&STRANDS, &[]).await else {
+        return;
+    };
+    for line in [
+        "tool call: get_weather Paris\n",
+        "reply: It is 18C and sunny in Paris. | stop: end_turn\n",
+    ] {
+        assert!(record.stdout.contains(line), "no {line:?}: {record}");
+    }
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert!(seen.iter().all(|r| r["signed"] == true), "{seen:?}");
+    let path = "/model/global.anthropic.claude-sonnet-4-6/converse-stream";
+    assert!(seen.iter().all(|r| r["path"] == path), "{seen:?}");
 }
