@@ -291,12 +291,14 @@ fn agent_span(b: &Builder, t: &Trace<'_>, start: u64) -> Value {
 }
 
 /// `gen_ai.provider.name` of a route: its dialect's provider (Azure OpenAI's requests
-/// take the OpenAI routes, and are named `openai`).
+/// take the OpenAI routes, and are named `openai`; Claude and Gemini on Vertex AI take
+/// Anthropic's and Gemini's).
 fn provider(route: &str) -> &'static str {
     match route.split('.').next().unwrap_or_default() {
         "anthropic" => "anthropic",
         "gemini" => "gcp.gemini",
         "ollama" => "ollama",
+        "bedrock" => "aws.bedrock",
         _ => "openai",
     }
 }
