@@ -33,7 +33,7 @@ const SPECS: [(&str, usize); 6] = [
     ("examples/gemini-agent/gemini.yaml", 2),
     ("examples/azure-agent/azure.yaml", 2),
     ("examples/ollama-agent/ollama.yaml", 2),
-    ("examples/bedrock-agent/bedrock.yaml", 2),
+    ("examples/bedrock-agent/bedrock.yaml", 4),
 ];
 
 fn repo() -> &'static Path {
