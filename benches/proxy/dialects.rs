@@ -12,6 +12,10 @@
 //!   blocks, tools with `input_schema`; the answer as `message_start`, `ping`, per block
 //!   `content_block_start` / `_delta` (`text_delta`, `input_json_delta`) / `_stop`, then
 //!   `message_delta` and `message_stop`.
+//! - `bedrock.invoke`: the same Messages request without `model` and `stream` (the model
+//!   is in the path), posted to InvokeModelWithResponseStream; the same events, each
+//!   carried as base64 in a `chunk` frame of AWS's binary event stream (CRC32s and all):
+//!   Bedrock's framing beside the SSE of the same stream.
 //!
 //! The event sequences follow the test fakes (tests/support/fake_openai_model.rs,
 //! fake_openai_responses.rs, fake_anthropic_model.rs). A delta carries about a token (4
@@ -25,7 +29,7 @@ use serde_json::{json, Value};
 use agentproxy::cassette::{store, Body, Interaction, RecordedRequest, RecordedResponse};
 use agentproxy::dialect::Route;
 use agentproxy::matching::{key, normalize::Rules, request_key};
-use agentproxy::sse::{SseEvent, SseParser};
+use agentproxy::sse::{Framing, SseEvent, SseParser};
 
 use super::workload::{self, Exchange};
 
@@ -39,7 +43,7 @@ pub struct Dialect {
     pub path: &'static str,
 }
 
-pub const DIALECTS: [Dialect; 3] = [
+pub const DIALECTS: [Dialect; 4] = [
     Dialect {
         route: Route::OpenAiChat,
         path: "/v1/chat/completions",
@@ -51,6 +55,10 @@ pub const DIALECTS: [Dialect; 3] = [
     Dialect {
         route: Route::AnthropicMessages,
         path: "/v1/messages",
+    },
+    Dialect {
+        route: Route::BedrockInvoke,
+        path: "/model/anthropic.claude-sonnet-4-5-20250929-v1%3A0/invoke-with-response-stream",
     },
 ];
 
@@ -77,6 +85,7 @@ pub fn streamed(dialect: Dialect, chat: &[Exchange]) -> Vec<Streamed> {
             let (request, frames) = match dialect.route {
                 Route::OpenAiChat => chat_stream(ex),
                 Route::OpenAiResponses => responses_stream(ex),
+                Route::BedrockInvoke => invoke_stream(ex),
                 _ => messages_stream(ex),
             };
             let wire = Bytes::from(serde_json::to_vec(&request).unwrap_or_default());
@@ -104,11 +113,12 @@ pub fn write_cassette(path: &Path, dialect: Dialect, streams: &[Streamed]) -> Re
         .map_err(|e| format!("failed to stat {}: {e}", path.display()))
 }
 
-/// The interaction a recording stores for `s`: the frames through the library's SSE
-/// parser, the whole message assembled from the events by the route, the key from the
-/// request with no match rules.
+/// The interaction a recording stores for `s`: the frames through the library's parser of
+/// the route's framing, the whole message assembled from the events by the route, the key
+/// from the request with no match rules.
 fn interaction(dialect: Dialect, s: &Streamed, i: usize) -> Result<Interaction, String> {
-    let mut parser = SseParser::new();
+    let framing = dialect.route.framing();
+    let mut parser = framing.parser();
     let mut events: Vec<SseEvent> = Vec::new();
     for frame in &s.frames {
         events.extend(parser.push(frame));
@@ -136,7 +146,7 @@ fn interaction(dialect: Dialect, s: &Streamed, i: usize) -> Result<Interaction, 
             status: 200,
             headers: [(
                 "content-type".to_string(),
-                "text/event-stream; charset=utf-8".to_string(),
+                framing.content_type().to_string(),
             )]
             .into(),
             body: Some(Body::Json(assembled.into())),
@@ -599,4 +609,28 @@ fn message_events(message: &Value) -> Vec<Bytes> {
     ));
     frames.push(event("message_stop", json!({})));
     frames
+}
+
+/// The Messages stream as InvokeModelWithResponseStream sends it: the request without
+/// `model` and `stream`, each event's data as base64 in a `chunk` frame.
+fn invoke_stream(ex: &Exchange) -> (Value, Vec<Bytes>) {
+    use base64::Engine;
+    let (mut request, frames) = messages_stream(ex);
+    if let Some(fields) = request.as_object_mut() {
+        fields.remove("model");
+        fields.remove("stream");
+        fields.insert("anthropic_version".into(), json!("bedrock-2023-05-31"));
+    }
+    let mut parser = SseParser::new();
+    let chunks = (frames.iter().flat_map(|f| parser.push(f)))
+        .map(|e| {
+            let bytes = base64::engine::general_purpose::STANDARD.encode(&e.data);
+            Framing::EventStream.encode(&SseEvent {
+                event: Some("chunk".into()),
+                id: None,
+                data: json!({"bytes": bytes}).to_string(),
+            })
+        })
+        .collect();
+    (request, chunks)
 }

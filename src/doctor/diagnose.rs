@@ -13,7 +13,7 @@ use super::server::Arrival;
 use crate::runner::env::Injected;
 
 /// Which client reads which variable (SDK_NOTES.md, observed with real clients).
-pub const SDK_VARIABLES: [(&str, &str); 10] = [
+pub const SDK_VARIABLES: [(&str, &str); 14] = [
     ("openai (Python)", "OPENAI_BASE_URL"),
     ("openai (npm)", "OPENAI_BASE_URL only"),
     (
@@ -33,6 +33,19 @@ pub const SDK_VARIABLES: [(&str, &str); 10] = [
         "AZURE_OPENAI_BASE_URL with /openai (its endpoint must be https), OLLAMA_HOST",
     ),
     ("ollama", "OLLAMA_HOST"),
+    (
+        "boto3",
+        "AWS_ENDPOINT_URL_BEDROCK_RUNTIME (bedrock-runtime; strands-agents too)",
+    ),
+    (
+        "AnthropicBedrock",
+        "its own host, intercepted (ANTHROPIC_BEDROCK_BASE_URL is left alone)",
+    ),
+    (
+        "genai (Vertex)",
+        "GOOGLE_VERTEX_BASE_URL with vertexai=True, project and location passed",
+    ),
+    ("AnthropicVertex", "ANTHROPIC_VERTEX_BASE_URL, with /v1"),
 ];
 
 /// Lines of the program's output shown in the report.

@@ -17,7 +17,7 @@ use aws_smithy_eventstream::frame::{write_message_to, DecodedFrame, MessageFrame
 use aws_smithy_types::event_stream::{Header, HeaderValue, Message};
 use bytes::{Bytes, BytesMut};
 
-use super::SseEvent;
+use super::event::SseEvent;
 
 /// The media type of an event stream.
 pub const CONTENT_TYPE: &str = "application/vnd.amazon.eventstream";

@@ -12,22 +12,12 @@
 //!   some providers send such events and replay must not lose them. A block with neither
 //!   data nor a name (only comments, `id:` or `retry:`) still dispatches nothing.
 
+mod event;
 pub mod eventstream;
 
-use bytes::{BufMut, Bytes, BytesMut};
+pub use event::SseEvent;
 
-/// One dispatched server-sent event.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct SseEvent {
-    /// The `event:` field, if the block had one (`None` is what clients call "message").
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub event: Option<String>,
-    /// The `id:` field, if the block had one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub id: Option<String>,
-    /// The `data:` lines joined with `\n`.
-    pub data: String,
-}
+use bytes::{BufMut, Bytes, BytesMut};
 
 /// Incremental parser: feed arbitrary byte chunks (split anywhere, even mid-UTF-8 or
 /// mid-`"\r\n"`), get complete events.
