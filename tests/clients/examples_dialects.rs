@@ -27,13 +27,14 @@ use support::fake_openai::FakeOpenAi;
 use support::proxy::bin;
 
 /// (spec, number of cases) of each example, relative to the repository root.
-const SPECS: [(&str, usize); 6] = [
+const SPECS: [(&str, usize); 7] = [
     ("examples/anthropic-agent/anthropic.yaml", 2),
     ("examples/responses-agent/responses.yaml", 3),
     ("examples/gemini-agent/gemini.yaml", 2),
     ("examples/azure-agent/azure.yaml", 2),
     ("examples/ollama-agent/ollama.yaml", 2),
     ("examples/bedrock-agent/bedrock.yaml", 4),
+    ("examples/bedrock-agent/mocked.yaml", 1),
 ];
 
 fn repo() -> &'static Path {
