@@ -1,4 +1,4 @@
-//! Scenario 6: replay throughput and latency of streamed replies in the three dialects,
+//! Scenario 6: replay throughput and latency of streamed replies in the four dialects,
 //! each beside a canned server that answers that dialect's median-sized recorded stream
 //! on the same HTTP stack, in the same run (interleaved).
 //!
