@@ -186,6 +186,9 @@ pub enum Error {
     #[error("failed to make the session's secret from the system's random source: {0}")]
     Secret(#[source] std::io::Error),
 
+    #[error("failed to write the replay's Google credentials file: {0}")]
+    GoogleCredentials(#[source] std::io::Error),
+
     #[error("failed to make the session's certificate authority: {0}")]
     Ca(#[source] crate::proxy::egress::CaError),
 
@@ -304,6 +307,7 @@ impl Error {
             | Error::Export { .. }
             | Error::RenderReport(_)
             | Error::Secret(_)
+            | Error::GoogleCredentials(_)
             | Error::Ca(_) => EXIT_EXECUTION,
         }
     }

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde_json::Value;
 
-use crate::neutral::{parse_arguments, result_text, Message, ToolCall};
+use crate::neutral::{parse_arguments, result_text, Message, ToolCall, Usage};
 
 /// Why a recorded stream could not be assembled into a whole response.
 #[derive(Debug, thiserror::Error)]
@@ -52,6 +52,24 @@ pub(crate) fn azure_deployment(path: &str) -> Option<String> {
     let rest = path.strip_prefix("/openai/deployments/")?;
     let (deployment, _) = rest.split_once('/')?;
     (!deployment.is_empty()).then(|| format!("deployment {deployment}"))
+}
+
+/// The usage of an API that counts cached prompt tokens apart from the rest (Anthropic,
+/// Bedrock): `fields` names its `[input, cache read, cache write, output]` counts, and
+/// the prompt is their first three summed. No `usage` object: [`Usage::UNKNOWN`].
+pub(crate) fn usage_apart(usage: &Value, fields: [&str; 4]) -> Usage {
+    if !usage.is_object() {
+        return Usage::UNKNOWN;
+    }
+    let count = |field: &str| usage[field].as_u64().unwrap_or(0);
+    let [input, read, write, output] = fields.map(count);
+    Usage {
+        prompt: input + read + write,
+        completion: output,
+        cache_read: read,
+        cache_creation: write,
+        calls_without_usage: 0,
+    }
 }
 
 /// The elements of an array field, or none.

@@ -35,8 +35,8 @@ fn credentials(base: &str) -> String {
     .to_string()
 }
 
-/// The credentials file of a session at `base`, removed with the session.
-pub(super) fn write(base: &str) -> std::io::Result<tempfile::NamedTempFile> {
+/// The credentials file of a session (or `serve`) at `base`, removed when dropped.
+pub(crate) fn write(base: &str) -> std::io::Result<tempfile::NamedTempFile> {
     let mut f = tempfile::Builder::new()
         .prefix("agentproxy-google-")
         .suffix(".json")

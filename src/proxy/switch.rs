@@ -17,6 +17,7 @@ use http_body_util::{BodyExt, Limited};
 use serde_json::Value;
 
 use super::body::{json_response, ProxyBody};
+use super::google_adc;
 use super::options::Options;
 use super::outcome::Outcome;
 use super::route::Target;
@@ -160,6 +161,8 @@ impl Switched {
                             let rest = rest.to_owned();
                             answer_control(control, rest, req).await
                         }
+                        // A client made before its test started refreshes its token too.
+                        Target::GoogleToken => google_adc::token(),
                         _ => {
                             // Serve's own header: it goes no further.
                             let mut req = req;

@@ -353,6 +353,14 @@ fn with_no_program_doctor_says_what_a_bug_report_needs() {
         .collect();
     assert_eq!(
         providers,
-        ["openai", "anthropic", "gemini", "azure", "ollama"]
+        [
+            "openai",
+            "anthropic",
+            "gemini",
+            "azure",
+            "ollama",
+            "bedrock",
+            "vertex"
+        ]
     );
 }

@@ -902,6 +902,24 @@ fn serve_decides_the_mode_and_under_ci_records_only_when_its_command_line_says_s
         // Replay's placeholder keys, auto's too; none when the session records.
         let keyed = hello["env"].get("OPENAI_API_KEY").is_some();
         assert_eq!(keyed, session != "record", "{hello}");
+        // A replay's Google credentials send their token refresh to serve, which answers.
+        let google = hello["env"]["GOOGLE_APPLICATION_CREDENTIALS"].as_str();
+        assert_eq!(google.is_some(), session == "replay", "{hello}");
+        if let Some(file) = google {
+            let creds: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+            let token_url = creds["token_url"].as_str().unwrap();
+            assert_eq!(token_url, format!("{url}/_agentproxy/google-token"));
+            let r = support::http::request(
+                &url,
+                "POST",
+                "/_agentproxy/google-token",
+                &[],
+                b"grant_type=refresh_token",
+            );
+            assert_eq!(r.status, 200, "{}", r.text());
+            assert!(r.json()["access_token"].is_string(), "{}", r.text());
+        }
         let r = start_test(
             &url,
             "c.json",

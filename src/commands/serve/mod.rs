@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 use crate::cassette::{store, Writer};
 use crate::cli::ServeArgs;
 use crate::error::{Error, Exit, Result};
+use crate::proxy::google_adc;
 use crate::proxy::switch::{Control, Switch, Switched, TEST_HEADER};
 use crate::proxy::Options;
 use crate::report::Cause;
@@ -613,6 +614,13 @@ pub async fn run(args: ServeArgs) -> Result<Exit> {
     let is_set = |name: &str| std::env::var_os(name).is_some();
     let replay = mode == Mode::Replay;
     let mut env = env::injected(&base, Some(&secret), replay, &is_set);
+    // A replay's Google credentials, whose token refresh serve answers (proxy::google_adc);
+    // the file lives until serve ends.
+    let google = match replay {
+        true => Some(google_adc::write(&base).map_err(Error::GoogleCredentials)?),
+        false => None,
+    };
+    env.extend(google.as_ref().map(|f| env::google_credentials(f.path())));
     if mode == Mode::Auto {
         // Clients made at import time start without a key; a test that has to record
         // with the placeholder fails naming the variable to set.

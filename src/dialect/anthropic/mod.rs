@@ -16,9 +16,9 @@ use serde_json::{json, Value};
 use super::contract::{Dialect, ErrorFault, Spoil, INJECTED};
 use super::shared::{
     array, broken_json, cut_object, nth_call, params, parts, result_message, rewrite_results, text,
-    AssembleError,
+    usage_apart, AssembleError,
 };
-use crate::neutral::{Message, ModelCall, ToolCall, ToolDef, ToolResult, Usage};
+use crate::neutral::{Message, ModelCall, ToolCall, ToolDef, ToolResult};
 use crate::sse::SseEvent;
 
 pub(crate) use stream::{assemble, synthesize};
@@ -233,7 +233,7 @@ const NOT_PARAMS: [&str; 5] = ["model", "system", "messages", "tools", "stream"]
 /// - `usage`: `prompt` is `input_tokens + cache_read_input_tokens +
 ///   cache_creation_input_tokens` (Anthropic's `input_tokens` excludes cached tokens, unlike
 ///   OpenAI's), `cache_read` is `cache_read_input_tokens` and `cache_creation`
-///   `cache_creation_input_tokens`; a response without `usage` gives [`Usage::UNKNOWN`].
+///   `cache_creation_input_tokens`; a response without `usage` gives `Usage::UNKNOWN`.
 pub fn extract(request: &Value, response: &Value) -> ModelCall {
     let system = match &request["system"] {
         Value::String(text) => Some(text.clone()),
@@ -284,8 +284,6 @@ pub fn extract(request: &Value, response: &Value) -> ModelCall {
         .filter(|b| block_type(b) == "text")
         .filter_map(|b| b["text"].as_str())
         .collect();
-    let usage = &response["usage"];
-    let count = |field: &str| usage[field].as_u64().unwrap_or(0);
     ModelCall {
         route: ROUTE.into(),
         model: request["model"].as_str().unwrap_or_default().to_owned(),
@@ -295,18 +293,15 @@ pub fn extract(request: &Value, response: &Value) -> ModelCall {
         tool_results,
         tool_calls,
         reply: (!texts.is_empty()).then(|| texts.concat()),
-        usage: match usage {
-            Value::Object(_) => Usage {
-                prompt: count("input_tokens")
-                    + count("cache_read_input_tokens")
-                    + count("cache_creation_input_tokens"),
-                completion: count("output_tokens"),
-                cache_read: count("cache_read_input_tokens"),
-                cache_creation: count("cache_creation_input_tokens"),
-                calls_without_usage: 0,
-            },
-            _ => Usage::UNKNOWN,
-        },
+        usage: usage_apart(
+            &response["usage"],
+            [
+                "input_tokens",
+                "cache_read_input_tokens",
+                "cache_creation_input_tokens",
+                "output_tokens",
+            ],
+        ),
         params: params(request, &NOT_PARAMS),
     }
 }

@@ -1,4 +1,5 @@
 use super::*;
+use crate::neutral::Usage;
 use crate::sse::{encode, SseParser};
 
 fn parse_all(wire: &[u8]) -> Vec<SseEvent> {

@@ -18,9 +18,9 @@ use serde_json::{json, Value};
 use super::contract::{Dialect, ErrorFault, Spoil, INJECTED};
 use super::shared::{
     array, broken_json, cut_object, nth_call, params, result_message, rewrite_results, text,
-    AssembleError,
+    usage_apart, AssembleError,
 };
-use crate::neutral::{Message, ModelCall, ToolCall, ToolDef, ToolResult, Usage};
+use crate::neutral::{Message, ModelCall, ToolCall, ToolDef, ToolResult};
 use crate::sse::{Framing, SseEvent};
 
 /// The route name of Converse and ConverseStream.
@@ -350,8 +350,6 @@ pub fn extract(request: &Value, response: &Value) -> ModelCall {
         .map(|b| tool_call(&b["toolUse"]))
         .collect();
     let texts: Vec<&str> = content.iter().filter_map(|b| b["text"].as_str()).collect();
-    let usage = &response["usage"];
-    let count = |field: &str| usage[field].as_u64().unwrap_or(0);
     ModelCall {
         route: ROUTE.into(),
         model: String::new(),
@@ -361,18 +359,15 @@ pub fn extract(request: &Value, response: &Value) -> ModelCall {
         tool_results,
         tool_calls,
         reply: (!texts.is_empty()).then(|| texts.concat()),
-        usage: match usage {
-            Value::Object(_) => Usage {
-                prompt: count("inputTokens")
-                    + count("cacheReadInputTokens")
-                    + count("cacheWriteInputTokens"),
-                completion: count("outputTokens"),
-                cache_read: count("cacheReadInputTokens"),
-                cache_creation: count("cacheWriteInputTokens"),
-                calls_without_usage: 0,
-            },
-            _ => Usage::UNKNOWN,
-        },
+        usage: usage_apart(
+            &response["usage"],
+            [
+                "inputTokens",
+                "cacheReadInputTokens",
+                "cacheWriteInputTokens",
+                "outputTokens",
+            ],
+        ),
         params: params(request, &NOT_PARAMS),
     }
 }
