@@ -504,6 +504,97 @@ fn an_upstream_that_aborts_mid_stream_is_an_abort_in_record_and_in_replay() {
     assert!(!ended_cleanly(&raw), "replay must abort too: {text}");
 }
 
+/// A Bedrock event stream whose second frame fails its CRC: record relays what came and
+/// cuts the program's stream there, keeps the frames before it, and names the broken frame;
+/// replay serves the kept frame and cuts the stream the same way.
+#[test]
+fn a_broken_event_stream_frame_is_an_abort_in_record_and_in_replay() {
+    use agentproxy::sse::{eventstream, SseEvent};
+    use std::io::{Read, Write};
+    let frame = |name: &str, data: &str| {
+        eventstream::encode(&SseEvent {
+            event: Some(name.into()),
+            id: None,
+            data: data.into(),
+        })
+    };
+    let good = frame("messageStart", r#"{"role":"assistant"}"#);
+    let mut broken = frame(
+        "contentBlockDelta",
+        r#"{"contentBlockIndex":0,"delta":{"text":"Hi"}}"#,
+    )
+    .to_vec();
+    let last = broken.len() - 1;
+    broken[last] ^= 0xff;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let upstream = format!("bedrock=http://{}", listener.local_addr().unwrap());
+    let wire = [good.to_vec(), broken].concat();
+    std::thread::spawn(move || {
+        let (mut conn, _) = listener.accept().unwrap();
+        read_request(&conn);
+        let head = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: {}\r\ncontent-length: {}\r\n\r\n",
+            eventstream::CONTENT_TYPE,
+            wire.len()
+        );
+        conn.write_all(head.as_bytes()).unwrap();
+        conn.write_all(&wire).unwrap();
+        conn.flush().unwrap();
+    });
+    let post = |base: &str| {
+        let body = r#"{"messages":[{"role":"user","content":[{"text":"hi"}]}]}"#;
+        let mut s = std::net::TcpStream::connect(base.trim_start_matches("http://")).unwrap();
+        s.set_read_timeout(Some(std::time::Duration::from_secs(15)))
+            .unwrap();
+        write!(
+            s,
+            "POST /model/m/converse-stream HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        let mut raw = Vec::new();
+        let _ = s.read_to_end(&mut raw);
+        raw
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = Daemon::start(
+        &["record", "--cassette", "c.json", "--upstream", &upstream],
+        dir.path(),
+    );
+    let raw = post(&d.url);
+    assert!(
+        raw.windows(good.len()).any(|w| w == &good[..]),
+        "the good frame is relayed"
+    );
+    assert!(!ended_cleanly(&raw), "the program must see the abort");
+    let (code, stderr) = d.interrupt();
+    assert_eq!(code, 3, "{stderr}");
+    assert!(
+        stderr.contains("an event-stream frame is broken"),
+        "{stderr}"
+    );
+    let cassette: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("c.json")).unwrap()).unwrap();
+    let response = &cassette["interactions"][0]["response"];
+    assert_eq!(cassette["interactions"][0]["route"], "bedrock.converse");
+    assert_eq!(
+        response["events"],
+        serde_json::json!([{"event": "messageStart", "data": "{\"role\":\"assistant\"}"}])
+    );
+    assert!(
+        response["aborted"].as_str().unwrap().contains("broken"),
+        "{response}"
+    );
+
+    let replay = Daemon::start(&["replay", "--cassette", "c.json"], dir.path());
+    let raw = post(&replay.url);
+    assert!(
+        raw.windows(good.len()).any(|w| w == &good[..]),
+        "replay serves the kept frame"
+    );
+    assert!(!ended_cleanly(&raw), "replay must abort too");
+}
+
 /// While recording, a program that hangs up mid-stream ends the upstream's stream too (a
 /// real model would go on generating, and billing): the upstream sees its connection
 /// closed at once, not when the shutdown drain cuts it, and what was relayed is recorded
