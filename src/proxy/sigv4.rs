@@ -3,8 +3,10 @@
 //! upstream must get them as signed, or a signature of its own:
 //!
 //! - signed for a provider's host (an intercepted request to
-//!   `bedrock-runtime.{region}.amazonaws.com`): every signed header goes upstream as the
-//!   client sent it, `Host` and `Accept-Encoding` included, and the body unchanged;
+//!   `bedrock-runtime.{region}.amazonaws.com`), or for the host the request goes to
+//!   (another host's, recorded with `--record-other-hosts`): every signed header goes
+//!   upstream as the client sent it, `Host` and `Accept-Encoding` included, and the body
+//!   unchanged;
 //! - signed for the proxy (the client was given `AWS_ENDPOINT_URL_BEDROCK_RUNTIME`): the
 //!   signature cannot hold for another host, so the request is signed again for the
 //!   upstream, in the client's region and service, with the credentials of agentproxy's
@@ -64,7 +66,10 @@ pub(super) fn keep_valid(
     };
     let host = (sent.get(header::HOST).and_then(|v| v.to_str().ok())).unwrap_or_default();
     let bare = host.rsplit_once(':').map_or(host, |(name, _)| name);
-    if provider_of_host(bare).is_some() {
+    let bound_for = req.uri().authority().map(|a| a.as_str());
+    // Signed for a provider's host, or for the host it goes to (another host's request,
+    // recorded with --record-other-hosts): the signature holds as it is.
+    if provider_of_host(bare).is_some() || bound_for.is_some_and(|a| a.eq_ignore_ascii_case(host)) {
         for name in &scope.signed {
             req.headers_mut().remove(*name);
             for value in sent.get_all(*name) {
@@ -169,6 +174,19 @@ mod tests {
         assert_eq!(req.headers()["host"], host);
         assert_eq!(req.headers()["accept-encoding"], "gzip, deflate");
         assert_eq!(req.headers()["authorization"], AUTH);
+    }
+
+    #[test]
+    fn a_request_signed_for_the_host_it_goes_to_keeps_its_signature() {
+        let mut req = forwarded("https://bucket.s3.us-west-2.amazonaws.com/key");
+        keep_valid(
+            &mut req,
+            &sent("bucket.s3.us-west-2.amazonaws.com"),
+            &Bytes::new(),
+        )
+        .unwrap();
+        assert_eq!(req.headers()["authorization"], AUTH);
+        assert_eq!(req.headers()["accept-encoding"], "gzip, deflate");
     }
 
     #[test]
