@@ -86,6 +86,7 @@ fn upstream_help() -> String {
     for row in &PROVIDERS {
         let fallback = match &row.fallback {
             Fallback::Url(url) => url.to_string(),
+            Fallback::Request { says, .. } => format!("each request's own: {says}"),
             Fallback::Env {
                 var, or: Some(or), ..
             } => format!("${var}, else {or}"),

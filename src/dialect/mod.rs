@@ -8,7 +8,7 @@
 //! cassette's route name) to its dialect.
 
 pub mod anthropic;
-mod bedrock;
+pub(crate) mod bedrock;
 mod contract;
 pub mod gemini;
 pub mod mcp;

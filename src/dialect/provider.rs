@@ -71,6 +71,14 @@ pub fn known_clients() -> impl Iterator<Item = &'static KnownClient> {
 
 /// Where an upstream comes from when no flag names it.
 pub enum Fallback {
+    /// The endpoint each request names (`from(path, headers)`; `says` how, of a request,
+    /// for help):
+    /// Bedrock's region in its signature, Vertex AI's location in its path. An intercepted
+    /// request goes to the host it was sent to, as for every provider.
+    Request {
+        from: fn(&str, &HeaderMap) -> Option<String>,
+        says: &'static str,
+    },
     /// A fixed URL.
     Url(&'static str),
     /// The endpoint the program would have used: `var` of agentproxy's own environment,
@@ -274,10 +282,9 @@ pub const PROVIDERS: [Row; 7] = [
         claims: Some(is_bedrock),
         flag: None,
         env: "AGENTPROXY_BEDROCK_UPSTREAM",
-        fallback: Fallback::Env {
-            var: "AWS_REGION",
-            read: bedrock_endpoint,
-            or: None,
+        fallback: Fallback::Request {
+            from: super::bedrock::signature::endpoint,
+            says: "Bedrock Runtime in the region its signature names",
         },
         hosts: &["bedrock-runtime.*.amazonaws.com", "bedrock-runtime-fips.*.amazonaws.com"],
         vars: &[BaseVar {
@@ -313,10 +320,9 @@ pub const PROVIDERS: [Row; 7] = [
         claims: Some(is_vertex),
         flag: None,
         env: "AGENTPROXY_VERTEX_UPSTREAM",
-        fallback: Fallback::Env {
-            var: "GOOGLE_CLOUD_LOCATION",
-            read: vertex_endpoint,
-            or: Some("https://aiplatform.googleapis.com"),
+        fallback: Fallback::Request {
+            from: vertex_location,
+            says: "Vertex AI in the location its path names (global when none)",
         },
         hosts: &["aiplatform.googleapis.com", "*-aiplatform.googleapis.com", "aiplatform.*.rep.googleapis.com"],
         vars: &[
@@ -480,23 +486,30 @@ fn is_vertex(path: &str, _: &HeaderMap) -> bool {
     rest.starts_with("publishers/")
 }
 
-/// Vertex AI's endpoint for `GOOGLE_CLOUD_LOCATION`: the global host, a multi-region's
-/// (`us`, `eu`), or a region's.
-fn vertex_endpoint(location: &str) -> String {
-    match location.trim() {
-        "" | "global" => "https://aiplatform.googleapis.com".to_owned(),
+/// Vertex AI's endpoint for the location of a request's path (`…/locations/{l}/…`): the
+/// global host, a multi-region's (`us`, `eu`), or a region's; the global host when the
+/// path names none (express mode).
+fn vertex_location(path: &str, _: &HeaderMap) -> Option<String> {
+    let location = (path.split('?').next().unwrap_or(path).split('/'))
+        .skip_while(|s| *s != "locations")
+        .nth(1)
+        .unwrap_or("global");
+    if location.is_empty()
+        || !location
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+    {
+        return None;
+    }
+    Some(match location {
+        "global" => "https://aiplatform.googleapis.com".to_owned(),
         multi @ ("us" | "eu") => format!("https://aiplatform.{multi}.rep.googleapis.com"),
         region => format!("https://{region}-aiplatform.googleapis.com"),
-    }
+    })
 }
 
 fn is_bedrock(path: &str, _: &HeaderMap) -> bool {
     under(path, "/model")
-}
-
-/// Bedrock Runtime's endpoint in the region `AWS_REGION` names.
-fn bedrock_endpoint(region: &str) -> String {
-    format!("https://bedrock-runtime.{}.amazonaws.com", region.trim())
 }
 
 fn trimmed(value: &str) -> String {
@@ -609,14 +622,22 @@ mod tests {
             assert_eq!(of(vertex), Provider::Vertex, "{vertex}");
         }
         assert_eq!(of("/v1/projects/p/models/x"), Provider::OpenAi);
+        let at = |p| vertex_location(p, &h);
         assert_eq!(
-            vertex_endpoint("us-east5"),
-            "https://us-east5-aiplatform.googleapis.com"
+            at("/v1/projects/p/locations/us-east5/publishers/anthropic/models/c:rawPredict")
+                .as_deref(),
+            Some("https://us-east5-aiplatform.googleapis.com")
         );
         assert_eq!(
-            vertex_endpoint("global"),
-            "https://aiplatform.googleapis.com"
+            at("/v1beta1/projects/p/locations/eu/publishers/google/models/g:generateContent")
+                .as_deref(),
+            Some("https://aiplatform.eu.rep.googleapis.com")
         );
+        assert_eq!(
+            at("/v1beta1/publishers/google/models/g:generateContent").as_deref(),
+            Some("https://aiplatform.googleapis.com")
+        );
+        assert_eq!(at("/v1/projects/p/locations/evil.test/x"), None);
     }
 
     #[test]

@@ -58,6 +58,7 @@ pub fn about(
                     or: None,
                     ..
                 } => format!("no ${name} or ${}", row.env),
+                Fallback::Request { says, .. } => format!("per request: {says}"),
                 Fallback::Url(_) | Fallback::Env { .. } => "default".to_owned(),
             };
             let url = resolved.0.get(row.name).cloned();

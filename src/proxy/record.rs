@@ -56,10 +56,20 @@ pub(super) async fn forward(
         };
         return upstream_failed(proxy, &ex, UpstreamError::Placeholder { vars });
     }
+    // A request sent to the proxy's address whose provider's endpoint is the one each
+    // request names (Bedrock's region, Vertex AI's location) goes there, as if it had been
+    // sent to that host (see `Fallback::Request`).
+    let origin = ex
+        .origin
+        .clone()
+        .or_else(|| match ex.provider.row().fallback {
+            dialect::Fallback::Request { from, .. } => from(&ex.path, &ex.headers),
+            _ => None,
+        });
     // Messages name the URL as stored (`path`): no credential, no secret value.
     let (forward_url, url) = match (
-        up.url_for(ex.provider, ex.origin.as_deref(), &ex.forward_path),
-        up.url_for(ex.provider, ex.origin.as_deref(), &ex.path),
+        up.url_for(ex.provider, origin.as_deref(), &ex.forward_path),
+        up.url_for(ex.provider, origin.as_deref(), &ex.path),
     ) {
         (Ok(forward), Ok(url)) => (forward, url),
         (Err(e), _) | (_, Err(e)) => return upstream_failed(proxy, &ex, e),

@@ -24,31 +24,8 @@ use bytes::Bytes;
 use http::{header, HeaderMap, Request};
 use http_body_util::Full;
 
+use crate::dialect::bedrock::signature::{scope, Scope};
 use crate::dialect::provider_of_host;
-
-const ALGORITHM: &str = "AWS4-HMAC-SHA256 ";
-
-/// What a SigV4 `Authorization` header says about its signature.
-#[derive(Debug, PartialEq)]
-struct Scope<'a> {
-    region: &'a str,
-    service: &'a str,
-    signed: Vec<&'a str>,
-}
-
-fn scope(authorization: &str) -> Option<Scope<'_>> {
-    let fields = authorization.strip_prefix(ALGORITHM)?;
-    let field = |name: &str| {
-        (fields.split(',').map(str::trim)).find_map(|f| f.strip_prefix(name)?.strip_prefix('='))
-    };
-    // Credential=KEY/DATE/REGION/SERVICE/aws4_request
-    let mut credential = field("Credential")?.split('/').skip(2);
-    Some(Scope {
-        region: credential.next()?,
-        service: credential.next()?,
-        signed: field("SignedHeaders")?.split(';').collect(),
-    })
-}
 
 /// Keep `req` (built from the program's `sent` headers, bound for its upstream URL) valid
 /// under the program's SigV4 signature, as the module says; a request that is not signed
@@ -151,19 +128,6 @@ mod tests {
         h.insert("authorization", AUTH.parse().unwrap());
         h.insert("x-amz-date", "20261206T120000Z".parse().unwrap());
         req
-    }
-
-    #[test]
-    fn the_scope_is_read_from_the_authorization_header() {
-        assert_eq!(
-            scope(AUTH),
-            Some(Scope {
-                region: "us-west-2",
-                service: "bedrock",
-                signed: vec!["accept-encoding", "content-type", "host", "x-amz-date"],
-            })
-        );
-        assert_eq!(scope("Bearer x"), None);
     }
 
     #[test]

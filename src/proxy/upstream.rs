@@ -74,6 +74,12 @@ fn missing_how(provider: Provider) -> String {
     match &row.fallback {
         crate::dialect::Fallback::Env { var, .. } => format!("{flag} or set {var}"),
         crate::dialect::Fallback::Url(_) => flag,
+        crate::dialect::Fallback::Request { says, .. } => {
+            format!(
+                "{flag}; by default it is {}, which this request does not name",
+                says.to_lowercase()
+            )
+        }
     }
 }
 
@@ -82,6 +88,7 @@ fn default_base(provider: Provider) -> &'static str {
     match provider.row().fallback {
         crate::dialect::Fallback::Url(url) => url,
         crate::dialect::Fallback::Env { or, .. } => or.unwrap_or_default(),
+        crate::dialect::Fallback::Request { .. } => "",
     }
 }
 

@@ -53,6 +53,8 @@ pub fn resolve(given: &[(Provider, String)], env: &dyn Fn(&str) -> Option<String
                     or,
                 },
             ) => var(name).map(|v| read(&v)).or(or.map(str::to_owned)),
+            // Each request names its own (see `Fallback::Request`).
+            (None, Fallback::Request { .. }) => None,
         };
         if let Some(url) = url {
             out.set(row.provider, url);

@@ -6,6 +6,7 @@
 //! JSON shape (`__type` and `message`), which botocore raises as a `ClientError`.
 
 mod invoke;
+pub(crate) mod signature;
 mod stream;
 
 pub(crate) use invoke::Invoke;
