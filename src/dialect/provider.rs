@@ -71,8 +71,7 @@ pub fn known_clients() -> impl Iterator<Item = &'static KnownClient> {
 
 /// Where an upstream comes from when no flag names it.
 pub enum Fallback {
-    /// The endpoint each request names (`from(path, headers)`; `says` how, of a request,
-    /// for help):
+    /// The endpoint each request names, `from(path, headers)` (`says` how, for help):
     /// Bedrock's region in its signature, Vertex AI's location in its path. An intercepted
     /// request goes to the host it was sent to, as for every provider.
     Request {
@@ -477,10 +476,13 @@ fn is_vertex(path: &str, _: &HeaderMap) -> bool {
         return false;
     };
     let rest = match rest.strip_prefix("projects/") {
-        Some(scoped) => match scoped.split('/').collect::<Vec<_>>()[..] {
-            [_, "locations", _, ..] => scoped.splitn(4, '/').nth(3).unwrap_or_default(),
-            _ => return false,
-        },
+        Some(scoped) => {
+            let mut parts = scoped.splitn(4, '/');
+            match (parts.next(), parts.next(), parts.next(), parts.next()) {
+                (Some(_), Some("locations"), Some(_), Some(rest)) => rest,
+                _ => return false,
+            }
+        }
         None => rest,
     };
     rest.starts_with("publishers/")
