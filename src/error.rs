@@ -38,8 +38,10 @@ pub enum Exit {
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("MCP servers `{first}` and `{second}` would both be given as ${var}\n  hint: rename one of them (`-` and `_` are the same in a variable name, and case does not count)")]
-    McpNameClash {
+    #[error("{what} `{first}` and `{second}` would both be given as ${var}\n  hint: rename one of them (`-` and `_` are the same in a variable name, and case does not count)")]
+    NameClash {
+        /// `MCP servers`, `agents`.
+        what: &'static str,
         first: String,
         second: String,
         var: String,
@@ -260,7 +262,7 @@ impl Error {
         match self {
             Error::NotLoopback { .. }
             | Error::CiRecording { .. }
-            | Error::McpNameClash { .. }
+            | Error::NameClash { .. }
             | Error::Rules(_)
             | Error::Filter(_)
             | Error::OutputWithoutReport

@@ -228,6 +228,16 @@ impl Interaction {
         crate::dialect::mcp::execution(request, response)
     }
 
+    /// The delegation to a remote agent this interaction is, if it sent one a message.
+    pub fn delegation(&self) -> Option<crate::dialect::a2a::Delegation> {
+        if self.route != crate::dialect::a2a::ROUTE {
+            return None;
+        }
+        let request = self.request.body.as_ref()?.as_json()?;
+        let response = self.response.body.as_ref()?.as_json()?;
+        crate::dialect::a2a::Delegation::of(request, response)
+    }
+
     /// The tools an MCP server listed in this interaction (a `tools/list` answer).
     pub fn listed_tools(&self) -> Vec<String> {
         if self.route != crate::dialect::mcp::ROUTE || self.request.method != "tools/list" {

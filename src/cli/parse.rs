@@ -24,6 +24,20 @@ pub fn parse_mcp_server(s: &str) -> Result<(String, String), String> {
     Ok((name.to_owned(), url.to_owned()))
 }
 
+/// `NAME=URL` of a remote agent over A2A (its base URL, where its card is).
+pub fn parse_a2a_agent(s: &str) -> Result<(String, String), String> {
+    let (name, url) = s
+        .split_once('=')
+        .ok_or_else(|| format!("`{s}` is not NAME=URL"))?;
+    if !crate::dialect::a2a::is_agent_name(name) {
+        return Err(format!(
+            "agent name `{name}` must be letters, digits, `-` and `_`"
+        ));
+    }
+    crate::dialect::mcp::check_server_url(url)?;
+    Ok((name.to_owned(), url.to_owned()))
+}
+
 /// `--otlp`: a URL, `-` or a file. An endpoint written without its scheme
 /// (`localhost:4318`) is refused: it would be written as a file of that name, and the
 /// traces never sent.

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::parse::{parse_duration, parse_hole, parse_mcp_server, parse_size};
+use super::parse::{parse_a2a_agent, parse_duration, parse_hole, parse_mcp_server, parse_size};
 use crate::cassette::format::{Hole, Upstreams};
 use crate::dialect::{Fallback, Provider, PROVIDERS};
 use crate::matching::index::Repeat;
@@ -173,6 +173,13 @@ pub struct SessionArgs {
     /// replay answers from the cassette and never calls it.
     #[arg(long = "mcp", value_name = "NAME=URL", value_parser = parse_mcp_server)]
     pub mcp: Vec<(String, String)>,
+
+    /// A remote agent over A2A (repeatable), URL its base (where its card is): served at
+    /// $AGENTPROXY_URL/a2a/NAME/, whose URL the program gets as AGENTPROXY_A2A_<NAME>_URL;
+    /// its card's interface URLs are rewritten to it. Record forwards to the agent; replay
+    /// answers in its place and never calls it. See `agentproxy docs a2a`.
+    #[arg(long = "a2a", value_name = "NAME=URL", value_parser = parse_a2a_agent)]
+    pub a2a: Vec<(String, String)>,
 
     /// Inject a fault into model requests (repeatable), counted from 1 over the session:
     /// 'request=1,kind=rate_limit,times=2'. Kinds: rate_limit (retry_after=0s),

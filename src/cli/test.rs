@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::parse::{parse_duration, parse_mcp_server, parse_otlp, parse_size};
+use super::parse::{parse_a2a_agent, parse_duration, parse_mcp_server, parse_otlp, parse_size};
 use super::session::UpstreamArgs;
 use crate::report::Format as ReportFormat;
 use crate::runner::contain::Contain;
@@ -182,6 +182,12 @@ pub struct TestArgs {
     /// URL as AGENTPROXY_MCP_<NAME>_URL.
     #[arg(long = "mcp", value_name = "NAME=URL", value_parser = parse_mcp_server)]
     pub mcp: Vec<(String, String)>,
+
+    /// A remote agent over A2A (repeatable), as a spec's `a2a:` gives them (this wins for
+    /// the same name): served at $AGENTPROXY_URL/a2a/NAME/, the program gets the URL as
+    /// AGENTPROXY_A2A_<NAME>_URL. See `agentproxy docs a2a`.
+    #[arg(long = "a2a", value_name = "NAME=URL", value_parser = parse_a2a_agent)]
+    pub a2a: Vec<(String, String)>,
 
     /// Inject a fault into every case's model requests (repeatable), counted from 1 over
     /// each case, after the case's own `faults:`: 'request=1,kind=rate_limit,times=2'.

@@ -36,6 +36,10 @@ pub fn setup(args: &SessionArgs, existing: Option<Cassette>, usage: Use) -> Setu
     Setup {
         match_rules: flag_rules(args),
         mcp_http: args.mcp.iter().cloned().collect(),
+        a2a: crate::proxy::a2a::Setup {
+            agents: args.a2a.iter().cloned().collect(),
+            mocks: Default::default(),
+        },
         faults: crate::fault::Plan {
             case: args.fault.clone(),
             turns: vec![],
@@ -79,7 +83,25 @@ fn check_listen(args: &SessionArgs) -> Result<()> {
 /// Refuse MCP server names a program could not tell apart by their URL variables.
 pub fn check_mcp_names<'a>(names: impl IntoIterator<Item = &'a String>) -> Result<()> {
     match crate::dialect::mcp::var_clash(names) {
-        Some((first, second, var)) => Err(Error::McpNameClash { first, second, var }),
+        Some((first, second, var)) => Err(Error::NameClash {
+            what: "MCP servers",
+            first,
+            second,
+            var,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Refuse agent names a program could not tell apart by their URL variables.
+pub fn check_a2a_names(names: &[String]) -> Result<()> {
+    match crate::dialect::mcp::var_clash_by(names, crate::dialect::a2a::url_var) {
+        Some((first, second, var)) => Err(Error::NameClash {
+            what: "agents",
+            first,
+            second,
+            var,
+        }),
         None => Ok(()),
     }
 }
@@ -95,10 +117,12 @@ pub async fn run(
     check_listen(args)?;
     let mcp_servers: Vec<String> = options.mcp_http.keys().cloned().collect();
     check_mcp_names(&mcp_servers)?;
+    let agents: Vec<String> = options.a2a.agents.keys().cloned().collect();
+    check_a2a_names(&agents)?;
     let session = Session::start(options, args.listen).await?;
     let addr = session.addr();
     let base = format!("http://{addr}");
-    let injected = injected(args, &session, &base, replay, &mcp_servers);
+    let injected = injected(args, &session, &base, replay, (&mcp_servers, &agents));
     // Listen for SIGINT/SIGTERM before the banner: a daemon's user (or script) may signal
     // as soon as it reads the URL, and an unhandled SIGINT would lose the recording.
     let mut signals = if args.command.is_empty() {
@@ -163,13 +187,14 @@ fn injected(
     session: &Session,
     base: &str,
     replay: bool,
-    mcp_servers: &[String],
+    (mcp_servers, agents): (&[String], &[String]),
 ) -> Vec<env::Injected> {
     let secret = Some(session.secret());
     let mut injected = env::injected(base, secret, replay, &|name| {
         std::env::var_os(name).is_some()
     });
     injected.extend(env::mcp_urls(base, mcp_servers));
+    injected.extend(env::a2a_urls(base, agents));
     if !args.command.is_empty() {
         injected.extend(env::self_path());
     }

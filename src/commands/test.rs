@@ -178,12 +178,14 @@ fn select(
             max_body: args.max_body_size,
             max_age: resolved.max_age,
             mcp: args.mcp.iter().cloned().collect(),
+            a2a: args.a2a.iter().cloned().collect(),
             faults: args.fault.clone(),
             contain: args.contain,
             allow_hosts: args.allow_hosts.clone(),
             record_other_hosts: args.record_other_hosts,
         };
         super::session::check_mcp_names(settings.mcp_servers(&sp).keys())?;
+        super::session::check_a2a_names(&settings.a2a_names(&sp))?;
         if !sp.execution.reports.is_empty() {
             let file = sp.file.display().to_string();
             out.reports.push((file, sp.execution.reports.clone()));

@@ -240,9 +240,17 @@ pub fn url_var(name: &str) -> String {
 pub fn var_clash<'a>(
     names: impl IntoIterator<Item = &'a String>,
 ) -> Option<(String, String, String)> {
+    var_clash_by(names, url_var)
+}
+
+/// [`var_clash`] for names given as the variables `var` makes of them (an A2A agent's).
+pub fn var_clash_by<'a>(
+    names: impl IntoIterator<Item = &'a String>,
+    var: fn(&str) -> String,
+) -> Option<(String, String, String)> {
     let mut seen: std::collections::HashMap<String, &str> = std::collections::HashMap::new();
     for name in names {
-        let var = url_var(name);
+        let var = var(name);
         match seen.get(&var) {
             Some(other) if *other != name => return Some(((*other).to_owned(), name.clone(), var)),
             _ => {

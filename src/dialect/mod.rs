@@ -7,6 +7,7 @@
 //! written once here ([`shared`]). [`Route`] is the one table from a request (or a
 //! cassette's route name) to its dialect.
 
+pub mod a2a;
 pub mod anthropic;
 pub(crate) mod bedrock;
 mod contract;

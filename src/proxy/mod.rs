@@ -8,6 +8,7 @@
 //! base URL (the forward proxy, interception, a contained program's direct traffic) is
 //! one unit, `egress`.
 
+pub mod a2a;
 mod api;
 pub(crate) mod body;
 mod boundary;

@@ -62,6 +62,9 @@ pub struct Options {
     pub log_exchanges: bool,
     /// Streamable HTTP MCP servers by name (`--mcp NAME=URL`), served at `/mcp/NAME`.
     pub mcp_http: BTreeMap<String, String>,
+    /// Remote agents over A2A (`--a2a NAME=URL`, a spec's `agents:` mocks), served at
+    /// `/a2a/NAME/`.
+    pub a2a: super::a2a::Options,
     /// Faults to inject into model requests, by occurrence.
     pub faults: crate::fault::Plan,
     /// A fuzz run's arguments, put in the first call to their tool the program gets.

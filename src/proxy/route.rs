@@ -1,6 +1,6 @@
 //! The first step of every request: the handler its path names. Pure.
 
-use super::{google_adc, mcp, mcp_http};
+use super::{a2a, google_adc, mcp, mcp_http};
 use crate::dialect;
 
 /// Paths under this prefix are `agentproxy serve`'s control endpoint, never forwarded or
@@ -16,6 +16,8 @@ pub enum Target<'a> {
     McpStdio(&'a str),
     /// A streamable HTTP MCP server: the path after `/mcp/`.
     McpHttp(&'a str),
+    /// A remote agent's relay: the path after `/a2a/`.
+    A2a(&'a str),
     /// A token refresh of the session's Google credentials (see `google_adc`).
     GoogleToken,
     /// A request under the provider API prefixes: a model request, or plain HTTP.
@@ -38,6 +40,9 @@ impl Target<'_> {
         }
         if let Some(rest) = path.strip_prefix(mcp_http::PREFIX) {
             return Target::McpHttp(rest);
+        }
+        if let Some(rest) = path.strip_prefix(a2a::PREFIX) {
+            return Target::A2a(rest);
         }
         if dialect::is_api_path(path) {
             return Target::Api;
@@ -63,6 +68,7 @@ mod tests {
             ("/_agentproxy/google-token", Target::GoogleToken),
             ("/mcp/mail", Target::McpHttp("mail")),
             ("/mcp/mail?session=1", Target::McpHttp("mail?session=1")),
+            ("/a2a/fx/", Target::A2a("fx/")),
             ("/health", Target::Unknown),
             ("/", Target::Unknown),
         ] {

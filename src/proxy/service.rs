@@ -10,7 +10,7 @@ use super::body::ProxyBody;
 use super::route::Target;
 use super::secret;
 use super::state::Proxy;
-use super::{google_adc, mcp, mcp_http};
+use super::{a2a, google_adc, mcp, mcp_http};
 use crate::dialect::{self, Refusal};
 
 pub(super) async fn handle(
@@ -45,6 +45,10 @@ pub(super) async fn handle(
         Target::McpHttp(rest) => {
             let rest = rest.to_owned();
             mcp_http::handle(&proxy, parts, body, &rest).await
+        }
+        Target::A2a(rest) => {
+            let rest = rest.to_owned();
+            a2a::handle(&proxy, parts, body, &rest).await
         }
         Target::Api => api::handle(&proxy, head, parts.headers, body).await,
         Target::GoogleToken => google_adc::token(),

@@ -55,6 +55,8 @@ pub(super) struct State {
     pub(super) rejected: Vec<String>,
     /// The MCP boundary's part (see `boundary`).
     pub(super) mcp: Boundary,
+    /// The delegations the `agents:` mocks answered (see `a2a`).
+    pub(super) a2a: super::a2a::Tasks,
     /// The known clients whose requests were recorded, by name.
     pub(super) clients: BTreeSet<&'static str>,
     /// Model requests so far, and per turn (faulted ones included).

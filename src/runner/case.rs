@@ -37,6 +37,8 @@ pub struct Settings {
     pub max_age: Option<Duration>,
     /// `--mcp NAME=URL`: streamable HTTP MCP servers, over the spec's `mcp:`.
     pub mcp: BTreeMap<String, String>,
+    /// `--a2a NAME=URL`: remote agents, over the spec's `a2a:`.
+    pub a2a: BTreeMap<String, String>,
     /// `--fault`: faults for every case, counted over the case, after its own.
     pub faults: Vec<crate::fault::Fault>,
     /// `--contain`: how a `command:` program is contained.
@@ -53,6 +55,23 @@ impl Settings {
         let mut out = spec.mcp.clone();
         out.extend(self.mcp.clone());
         out
+    }
+
+    /// The remote agents of a case of `spec`: its `a2a:`, then `--a2a`.
+    pub fn a2a_agents(&self, spec: &Spec) -> BTreeMap<String, String> {
+        let mut out = spec.a2a.clone();
+        out.extend(self.a2a.clone());
+        out
+    }
+
+    /// The names every relay of a case of `spec` serves: its agents and mocked agents.
+    pub fn a2a_names(&self, spec: &Spec) -> Vec<String> {
+        let mut names: Vec<String> = (self.a2a_agents(spec).into_keys())
+            .chain(spec.agents.keys().cloned())
+            .collect();
+        names.sort();
+        names.dedup();
+        names
     }
 
     /// Where a recording forwards to, and the proxy's limits.
@@ -169,6 +188,10 @@ pub(crate) fn setup(
         by_position: fuzz.is_some(),
         tools: spec.tools.clone(),
         mcp_http: s.mcp_servers(spec),
+        a2a: crate::proxy::a2a::Setup {
+            agents: s.a2a_agents(spec),
+            mocks: spec.agents.clone(),
+        },
         faults,
         crash: case.crash.as_ref().map(|c| c.after.clone()),
         fuzz: fuzz.cloned(),
@@ -254,6 +277,7 @@ pub(super) async fn run_inner(
         writer,
         previous,
         mocks,
+        agent_mocks,
     } = plan::plan(
         setup(spec, case, s, &cassette_path, existing, usage, fuzz),
         &s.forwarding(),
@@ -283,7 +307,11 @@ pub(super) async fn run_inner(
         driven: &driven,
         stopped: drive_error.as_ref().map(ToString::to_string),
         mocked: mocks.names().map(str::to_owned).collect(),
-        mock_problems: mocks.problems(),
+        mock_problems: mocks
+            .problems()
+            .into_iter()
+            .chain(agent_mocks.problems())
+            .collect(),
         fuzz,
         require: spec.egress.require,
     });
@@ -500,6 +528,7 @@ fn command_app(
         })
         .into_iter()
         .chain(env::mcp_urls(base, s.mcp_servers(spec).keys()))
+        .chain(env::a2a_urls(base, &s.a2a_names(spec)))
         .chain(env::self_path())
         .chain(session.google_credentials().map(env::google_credentials))
         .chain(

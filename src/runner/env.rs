@@ -175,6 +175,19 @@ pub fn mcp_urls<'a>(base: &str, names: impl IntoIterator<Item = &'a String>) -> 
         .collect()
 }
 
+/// The URL variables of the remote agents served at `base`.
+pub fn a2a_urls(base: &str, names: &[String]) -> Vec<Injected> {
+    (names.iter())
+        .map(|n| {
+            var(
+                &crate::dialect::a2a::url_var(n),
+                &format!("{base}{}{n}", crate::proxy::a2a::PREFIX),
+                "proxy URL of a remote agent over A2A (--a2a)",
+            )
+        })
+        .collect()
+}
+
 fn var(name: &str, value: &str, why: &'static str) -> Injected {
     Injected {
         name: name.into(),

@@ -88,6 +88,8 @@ pub(crate) struct Setup {
     pub tools: BTreeMap<String, ToolMock>,
     /// Streamable HTTP MCP servers by name.
     pub mcp_http: BTreeMap<String, String>,
+    /// Remote agents over A2A, and their mocks.
+    pub a2a: crate::proxy::a2a::Setup,
     pub faults: crate::fault::Plan,
     pub crash: Option<CrashPoint>,
     pub fuzz: Option<FuzzCall>,
@@ -126,6 +128,7 @@ impl Setup {
             by_position: false,
             tools: BTreeMap::new(),
             mcp_http: BTreeMap::new(),
+            a2a: Default::default(),
             faults: crate::fault::Plan::default(),
             crash: None,
             fuzz: None,
@@ -169,6 +172,8 @@ pub(crate) struct Plan {
     /// The cassette a record or update run replaces, for the trajectory diff.
     pub previous: Option<Cassette>,
     pub mocks: Arc<MockSet>,
+    /// The `agents:` mocks.
+    pub agent_mocks: Arc<MockSet>,
 }
 
 /// The proxy options, the writer and the mocks of the run `setup` asks for.
@@ -225,6 +230,7 @@ pub(crate) fn plan(setup: Setup, fwd: &Forwarding) -> Result<Plan, PlanError> {
         ),
     };
     let mocks = Arc::new(MockSet::new(&setup.tools));
+    let agent_mocks = Arc::new(MockSet::new(&setup.a2a.mocks));
     let secret = match setup.secret {
         Some(s) => s,
         None => match std::env::var(SECRET_VAR) {
@@ -254,6 +260,14 @@ pub(crate) fn plan(setup: Setup, fwd: &Forwarding) -> Result<Plan, PlanError> {
         }),
         log_exchanges: setup.log_exchanges,
         mcp_http: setup.mcp_http,
+        a2a: crate::proxy::a2a::Options {
+            mocked: setup.a2a.mocks.keys().cloned().collect(),
+            mocks: (!agent_mocks.is_empty()).then(|| {
+                let m = agent_mocks.clone();
+                Arc::new(move |c: &crate::neutral::ToolCall, n: usize| m.result_for(c, n)) as Mocks
+            }),
+            agents: setup.a2a.agents,
+        },
         faults: setup.faults,
         fuzz: setup.fuzz,
         crash: setup.crash,
@@ -266,6 +280,7 @@ pub(crate) fn plan(setup: Setup, fwd: &Forwarding) -> Result<Plan, PlanError> {
         writer,
         previous,
         mocks,
+        agent_mocks,
     })
 }
 

@@ -60,6 +60,14 @@ impl Builder<'_> {
             Some(n) => errors.take(self.mcp_servers(n)).unwrap_or_default(),
             None => BTreeMap::new(),
         };
+        let a2a = match top.get("a2a") {
+            Some(n) => errors.take(self.a2a_agents(n)).unwrap_or_default(),
+            None => BTreeMap::new(),
+        };
+        let agents = match top.get("agents") {
+            Some(n) => errors.take(self.agents(n)).unwrap_or_default(),
+            None => BTreeMap::new(),
+        };
         let execution = match top.entry("execution") {
             Some((k, v)) if !v.is_null() => errors.take(self.execution(v, k.at, dir)),
             _ => None,
@@ -98,6 +106,8 @@ impl Builder<'_> {
                 repeat,
                 tools,
                 mcp,
+                a2a,
+                agents,
                 execution,
                 egress,
                 cases,
@@ -332,35 +342,89 @@ impl Builder<'_> {
 
     /// `mcp:`: server names (as `--mcp NAME=URL` takes them) to http(s) URLs.
     pub(super) fn mcp_servers(&self, node: &Node) -> R<BTreeMap<String, String>> {
+        self.named_urls(node, ("mcp", "MCP server"), crate::dialect::mcp::url_var)
+    }
+
+    /// `a2a:`: agent names (as `--a2a NAME=URL` takes them) to their base URLs.
+    pub(super) fn a2a_agents(&self, node: &Node) -> R<BTreeMap<String, String>> {
+        self.named_urls(node, ("a2a", "agent"), crate::dialect::a2a::url_var)
+    }
+
+    /// A mapping of names (each given to the program as `var` makes it) to http(s) URLs,
+    /// under `key`, of `what`s.
+    fn named_urls(
+        &self,
+        node: &Node,
+        (key, what): (&str, &str),
+        var: fn(&str) -> String,
+    ) -> R<BTreeMap<String, String>> {
         let mut out = BTreeMap::new();
         if node.is_null() {
             return Ok(out);
         }
         let Kind::Map(entries) = &node.kind else {
-            return Err(self.wrong_type(node, "a mapping of MCP server names to URLs", "mcp"));
+            return Err(self.wrong_type(node, &format!("a mapping of {what} names to URLs"), key));
         };
         for (k, v) in entries {
             let name = k.as_str().unwrap_or_default();
             if !crate::dialect::mcp::is_server_name(name) {
                 return Err(self.err(
                     k.at,
-                    format!("`{name}` is not an MCP server name in `mcp` (letters, digits, `-` and `_`)"),
+                    format!(
+                        "`{name}` is not an {what} name in `{key}` (letters, digits, `-` and `_`)"
+                    ),
                 ));
             }
-            let path = join("mcp", name);
+            let path = join(key, name);
             let url = self.non_empty_string(v, &path)?;
             if let Err(why) = crate::dialect::mcp::check_server_url(&url) {
                 return Err(self.err(v.at, format!("`{path}`: {why}")));
             }
             let with: Vec<String> = out.keys().cloned().chain([name.to_owned()]).collect();
-            if let Some((other, _, var)) = crate::dialect::mcp::var_clash(&with) {
+            if let Some((other, _, var)) = crate::dialect::mcp::var_clash_by(&with, var) {
                 return Err(self.err_hint(
                     k.at,
-                    format!("MCP servers `{other}` and `{name}` in `mcp` would both be given as ${var}"),
+                    format!("{what}s `{other}` and `{name}` in `{key}` would both be given as ${var}"),
                     "rename one of them (`-` and `_` are the same in a variable name, and case does not count)",
                 ));
             }
             out.insert(name.to_owned(), url);
+        }
+        Ok(out)
+    }
+
+    /// `agents:`: mocks of remote agents by name: a tool mock's forms, where a call's
+    /// arguments are `{message: text}`, or the reply itself (`{reply, state, artifacts}` or
+    /// `{error}`) for every delegation.
+    pub(super) fn agents(&self, node: &Node) -> R<BTreeMap<String, ToolMock>> {
+        let mut out = BTreeMap::new();
+        if node.is_null() {
+            return Ok(out);
+        }
+        let Kind::Map(entries) = &node.kind else {
+            return Err(self.wrong_type(node, "a mapping of agent names to mocks", "agents"));
+        };
+        for (k, v) in entries {
+            let name = k.as_str().unwrap_or_default();
+            if !crate::dialect::a2a::is_agent_name(name) {
+                return Err(self.err(
+                    k.at,
+                    format!(
+                        "`{name}` is not an agent name in `agents` (letters, digits, `-` and `_`)"
+                    ),
+                ));
+            }
+            let path = join("agents", name);
+            let reply = matches!(&v.kind, Kind::Map(_))
+                && AGENT_REPLY_KEYS.iter().any(|key| v.child(key).is_some());
+            let kind = match reply {
+                true => {
+                    self.fields(v, k.at, &path, "agent mock", AGENT_REPLY_KEYS)?;
+                    MockKind::Fixed(self.json(v, &path)?)
+                }
+                false => self.mock(v, k.at, &path, name)?,
+            };
+            out.insert(name.to_owned(), ToolMock { at: k.at, kind });
         }
         Ok(out)
     }

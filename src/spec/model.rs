@@ -28,7 +28,7 @@ pub const SPEC_VERSION: u32 = 1;
 /// One spec file.
 ///
 /// Top-level keys: `version`, `name`, `app` (required), `cassettes`, `match`, `tools`,
-/// `mcp`, `execution`, `egress`, `cases` (required, at least one).
+/// `mcp`, `a2a`, `agents`, `execution`, `egress`, `cases` (required, at least one).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Spec {
     /// The file the spec was read from, as given (used in messages and reports).
@@ -54,6 +54,12 @@ pub struct Spec {
     pub tools: BTreeMap<String, ToolMock>,
     /// `mcp:` streamable HTTP MCP servers by name (NAME → URL).
     pub mcp: BTreeMap<String, String>,
+    /// `a2a:` remote agents over A2A by name (NAME → base URL).
+    pub a2a: BTreeMap<String, String>,
+    /// `agents:`: mocks of remote agents by name. A delegation is matched as the call of a
+    /// tool named after the agent with `{message: text}` as its arguments; a result is the
+    /// agent's reply text, or `{reply, state, artifacts}`, or `{error}`.
+    pub agents: BTreeMap<String, ToolMock>,
     /// `execution:`: run settings that the command line and the environment can override.
     pub execution: Execution,
     /// `egress:`: the traffic around the model APIs a case's program may have.

@@ -161,6 +161,8 @@ fn a_full_spec_parses_to_the_model() {
             ),
         ]),
         mcp: BTreeMap::new(),
+        a2a: BTreeMap::new(),
+        agents: BTreeMap::new(),
         execution: Execution {
             mode: Some(Mode::Replay),
             parallel: Some(4),

@@ -71,6 +71,21 @@ pub enum ShownStep {
         error: bool,
         latency_ms: u64,
     },
+    /// A call to a remote agent over A2A: for a delegation (a message sent), the message
+    /// and what the agent answered (its text, the task's state, or its error).
+    A2a {
+        agent: String,
+        method: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reply: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        state: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+        latency_ms: u64,
+    },
     /// An interaction on any other path, recorded as plain HTTP.
     Http {
         method: String,
@@ -172,6 +187,9 @@ impl Iterator for Walk<'_> {
         if it.route == crate::dialect::mcp::ROUTE {
             return Some((s.turn, mcp_step(it)));
         }
+        if it.route == crate::dialect::a2a::ROUTE {
+            return Some((s.turn, a2a_step(it)));
+        }
         let Some(call) = &s.call else {
             let step = ShownStep::Http {
                 method: it.request.method.clone(),
@@ -267,6 +285,22 @@ fn mcp_step(it: &Interaction) -> ShownStep {
             |e| e.is_error,
         ),
         arguments: done.map(|e| e.arguments),
+        latency_ms: it.latency_ms,
+    }
+}
+
+/// A call to a remote agent, with the delegation it was, if one.
+fn a2a_step(it: &Interaction) -> ShownStep {
+    let answer = it.response.body.as_ref().and_then(Body::as_json);
+    let reply = answer.map(crate::dialect::a2a::reply);
+    let delegation = it.delegation();
+    ShownStep::A2a {
+        agent: it.request.path.clone(),
+        method: it.request.method.clone(),
+        message: delegation.as_ref().map(|d| d.message.clone()),
+        state: reply.as_ref().and_then(|r| r.state.clone()),
+        error: reply.as_ref().and_then(|r| r.error.clone()),
+        reply: (delegation.map(|d| d.reply.text)).filter(|t| !t.is_empty()),
         latency_ms: it.latency_ms,
     }
 }
@@ -450,6 +484,38 @@ fn step_text(out: &mut String, step: &ShownStep) {
                 clean(method),
                 if what.is_empty() { "" } else { " " },
                 if *error { " → error" } else { "" }
+            );
+        }
+        ShownStep::A2a {
+            agent,
+            method,
+            message,
+            reply,
+            state,
+            error,
+            latency_ms,
+        } => {
+            let quoted = |t: &str| format!("{:?}", clean(t));
+            let asked = match message {
+                Some(m) => format!(": {}", quoted(m)),
+                None => format!(" {}", clean(method)),
+            };
+            let answered: Vec<String> = [
+                error.as_ref().map(|e| format!("error {}", clean(e))),
+                state.as_ref().map(|s| clean(s)),
+                reply.as_ref().map(|r| quoted(r)),
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
+            let answered = match answered.is_empty() {
+                true => String::new(),
+                false => format!(" → {}", answered.join(" ")),
+            };
+            let _ = writeln!(
+                out,
+                "  a2a {}{asked}{answered} · {latency_ms} ms",
+                clean(agent)
             );
         }
         ShownStep::ModelCall(c) => call_text(out, c),

@@ -7,6 +7,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod e2e_a2a;
 mod e2e_clouds;
 mod e2e_crash;
 mod e2e_dialects;

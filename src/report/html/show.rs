@@ -101,6 +101,31 @@ fn shown_step(out: &mut String, s: &ShownStep) {
             let _ = write!(line, " · {latency_ms} ms");
             step(out, "MCP", &line);
         }
+        ShownStep::A2a {
+            agent,
+            method,
+            message,
+            reply,
+            state,
+            error,
+            latency_ms,
+        } => {
+            let mut line = format!("{} <code>{}</code>", esc(agent), esc(method));
+            if let Some(m) = message {
+                let _ = write!(line, ": {}", esc_cut(m, MAX_VALUE));
+            }
+            if let Some(s) = state {
+                let _ = write!(line, " → <code>{}</code>", esc(s));
+            }
+            if let Some(r) = reply {
+                let _ = write!(line, " {}", esc_cut(r, MAX_VALUE));
+            }
+            if let Some(e) = error {
+                let _ = write!(line, " <span class=\"bad\">error {}</span>", esc(e));
+            }
+            let _ = write!(line, " · {latency_ms} ms");
+            step(out, "A2A", &line);
+        }
         ShownStep::Http {
             method,
             path,

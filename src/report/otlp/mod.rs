@@ -204,6 +204,21 @@ fn trace(t: &Trace<'_>, content: bool) -> Vec<Value> {
                 *error,
                 *latency_ms,
             ),
+            ShownStep::A2a {
+                agent,
+                method,
+                message,
+                reply,
+                error,
+                latency_ms,
+                ..
+            } => a2a_span(
+                &mut b,
+                (agent, method),
+                (message.as_deref(), reply.as_deref()),
+                error.as_deref(),
+                *latency_ms,
+            ),
             ShownStep::Http {
                 method,
                 path,
@@ -252,6 +267,37 @@ fn mcp_span(
         None => method.to_owned(),
     };
     let error = error.then(|| "the MCP server answered with an error".to_owned());
+    b.span(&name, CLIENT, when, attrs, error);
+}
+
+/// The span of a call to a remote agent over A2A: a delegation as the GenAI conventions'
+/// `invoke_agent` of a remote agent (a client span named after it), any other call by its
+/// method.
+fn a2a_span(
+    b: &mut Builder,
+    (agent, method): (&str, &str),
+    (message, reply): (Option<&str>, Option<&str>),
+    error: Option<&str>,
+    latency_ms: u64,
+) {
+    let when = b.advance(latency_ms);
+    let mut attrs = vec![attr("rpc.method", method), attr("gen_ai.agent.name", agent)];
+    let name = match message {
+        Some(_) => {
+            attrs.push(attr("gen_ai.operation.name", "invoke_agent"));
+            format!("invoke_agent {agent}")
+        }
+        None => format!("{method} {agent}"),
+    };
+    if b.content {
+        if let Some(m) = message {
+            attrs.push(attr("gen_ai.input.messages", m));
+        }
+        if let Some(r) = reply {
+            attrs.push(attr("gen_ai.output.messages", r));
+        }
+    }
+    let error = error.map(|e| format!("the agent answered with an error: {e}"));
     b.span(&name, CLIENT, when, attrs, error);
 }
 

@@ -1,0 +1,352 @@
+//! Remote agents over A2A, served at `/a2a/NAME/` for each `--a2a NAME=URL` (and each
+//! agent a spec's `agents:` mocks): the third boundary beside the model and MCP.
+//!
+//! The agent's card (`GET …/.well-known/agent-card.json`) is passed on with the interface
+//! URLs it advertises rewritten to this relay, so the client's calls come here too.
+//! Record forwards each call to the agent (the URL comes from the session's
+//! configuration, never from the request) with the program's headers, credentials
+//! included, relays the answer as it comes (JSON, or an SSE stream event by event) and
+//! stores it; replay answers from the cassette in the agent's place, with the client's
+//! own JSON-RPC id. A delegation a mock answers reaches no agent in any mode.
+
+mod mock;
+mod relay;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{HeaderValue, Method, Response, StatusCode};
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+use serde_json::{json, Value};
+
+use super::body::{chunks, json_response, ProxyBody};
+use super::miss;
+use super::options::Mocks;
+use super::state::Proxy;
+use crate::cassette::{Body, Interaction, RecordedRequest, RecordedResponse};
+use crate::dialect::a2a as wire;
+use crate::dialect::mcp::{classify, Message};
+use crate::matching::{self, index::Lookup};
+use crate::sse::SseEvent;
+
+pub(super) use mock::Tasks;
+
+/// The path prefix of the agents' relays.
+pub const PREFIX: &str = "/a2a/";
+
+/// What a run asks of the A2A boundary: its agents and its `agents:` mocks.
+#[derive(Debug, Clone, Default)]
+pub struct Setup {
+    /// The agents by name, each with its base URL.
+    pub agents: BTreeMap<String, String>,
+    pub mocks: BTreeMap<String, crate::spec::ToolMock>,
+}
+
+/// The session's remote agents.
+#[derive(Default)]
+pub struct Options {
+    /// The agents by name, each with its base URL (where its card is).
+    pub agents: BTreeMap<String, String>,
+    /// The spec's `agents:` mocks, by agent name: a delegation is the call of a tool named
+    /// after the agent with `{"message": text}` as its arguments.
+    pub mocks: Option<Mocks>,
+    /// The mocked agents' names: each has a relay (and a card) even without a URL.
+    pub mocked: Vec<String>,
+}
+
+impl Options {
+    /// Whether `name` is one of the session's agents.
+    fn knows(&self, name: &str) -> bool {
+        self.agents.contains_key(name) || self.mocked.iter().any(|m| m == name)
+    }
+}
+
+/// One request to an agent's relay, read.
+struct Call<'a> {
+    agent: &'a str,
+    /// The agent's base URL, if the session was given one.
+    base: Option<&'a str>,
+    /// The path after the agent's name (`""`, `rpc`, the card's path).
+    rest: &'a str,
+    /// This relay's URL as the client reaches it, without a trailing `/`.
+    relay: String,
+}
+
+pub(super) async fn handle(
+    proxy: &Arc<Proxy>,
+    parts: http::request::Parts,
+    body: Incoming,
+    rest: &str,
+) -> Response<ProxyBody> {
+    let (agent, rest) = rest.split_once('/').unwrap_or((rest, ""));
+    let agent = agent.split('?').next().unwrap_or_default();
+    if !proxy.opts.a2a.knows(agent) {
+        return refused(
+            StatusCode::NOT_FOUND,
+            format!("no agent `{agent}` in this session; give it with --a2a {agent}=URL (or `a2a:` in a spec)"),
+        );
+    }
+    let host = (parts.headers.get(http::header::HOST))
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("127.0.0.1");
+    let call = Call {
+        agent,
+        base: proxy.opts.a2a.agents.get(agent).map(String::as_str),
+        rest,
+        relay: format!("http://{host}{PREFIX}{agent}"),
+    };
+    let raw = match Limited::new(body, proxy.opts.max_body).collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(e) => {
+            let why = format!(
+                "agent `{agent}`: a request body could not be read ({e}); raise --max-body-size"
+            );
+            proxy.lock().upstream_errors.push(why.clone());
+            return refused(StatusCode::PAYLOAD_TOO_LARGE, why);
+        }
+    };
+    let records = proxy.opts.replay.is_none() && proxy.opts.upstream.is_some();
+    if parts.method == Method::GET && rest.split('?').next() == Some(wire::CARD_PATH) {
+        return card(proxy, &call, &parts, records).await;
+    }
+    if parts.method != Method::POST {
+        return match (records, call.base) {
+            (true, Some(_)) => relay::other(proxy, &call, parts, raw).await,
+            _ => refused(
+                StatusCode::METHOD_NOT_ALLOWED,
+                format!(
+                    "{} {PREFIX}{agent}/{rest}: an agent is called with POST (JSON-RPC)",
+                    parts.method
+                ),
+            ),
+        };
+    }
+    let msg: Value = match serde_json::from_slice(&raw) {
+        Ok(v) => v,
+        Err(e) => {
+            let answer = wire::error(
+                &Value::Null,
+                -32700,
+                &format!("agentproxy: the body is not JSON: {e}"),
+            );
+            return json_response(StatusCode::OK, &answer);
+        }
+    };
+    let Message::Request { id, method } = classify(&msg) else {
+        let answer = wire::error(&Value::Null, -32600, "agentproxy: not a JSON-RPC request");
+        return json_response(StatusCode::OK, &answer);
+    };
+    if let Some(answered) = mock::answer(proxy, &call, method, &msg) {
+        return answered;
+    }
+    match (records, call.base) {
+        (true, Some(_)) => relay::forward(proxy, &call, parts, raw, method).await,
+        (true, None) => json_response(
+            StatusCode::OK,
+            &wire::error(
+                id,
+                wire::INTERNAL_ERROR,
+                &format!("agentproxy: agent `{agent}` has no URL and no mock answers this {method}; give it with --a2a {agent}=URL"),
+            ),
+        ),
+        (false, _) => replay(proxy, agent, method, &msg),
+    }
+}
+
+fn refused(status: StatusCode, why: String) -> Response<ProxyBody> {
+    json_response(status, &json!({ "error": format!("agentproxy: {why}") }))
+}
+
+/// The agent's card, its interface URLs pointing here: a mocked agent's made up, else
+/// the agent's own (record) or the recorded one (replay).
+async fn card(
+    proxy: &Arc<Proxy>,
+    call: &Call<'_>,
+    parts: &http::request::Parts,
+    records: bool,
+) -> Response<ProxyBody> {
+    let agent = call.agent;
+    let (mut card, any_host) = if mock::is_mocked(proxy, agent) {
+        return json_response(StatusCode::OK, &mock::card(agent, &call.relay));
+    } else if records {
+        match relay::fetch_card(proxy, call, parts).await {
+            Ok(card) => (card, false),
+            Err(resp) => return resp,
+        }
+    } else {
+        match replay_card(proxy, agent) {
+            Ok(card) => (card, true),
+            Err(report) => {
+                let why = format!("agentproxy_cassette_miss: {report}");
+                return json_response(StatusCode::NOT_FOUND, &json!({ "error": why }));
+            }
+        }
+    };
+    let base = call.base.unwrap_or_default();
+    let left = wire::rewrite_card(&mut card, |url| {
+        wire::under_base(url, base, any_host).map(|rest| format!("{}/{rest}", call.relay))
+    });
+    for url in left {
+        let why = format!(
+            "agent `{agent}`: its card advertises {url}, which is not under {base}: calls there would pass by agentproxy unrecorded; give the agent's base URL with --a2a {agent}=URL"
+        );
+        crate::tell!("agentproxy: {why}");
+        proxy.lock().upstream_errors.push(why);
+    }
+    json_response(StatusCode::OK, &card)
+}
+
+/// The recorded card of `agent`.
+fn replay_card(proxy: &Proxy, agent: &str) -> Result<Value, String> {
+    let keyed = json!({ "agent": agent, "method": wire::CARD });
+    let it = answer_from_cassette(proxy, agent, wire::CARD, keyed)?;
+    Ok((it.response.body.as_ref().and_then(Body::as_json).cloned()).unwrap_or(Value::Null))
+}
+
+/// The recording that answers a call keyed `keyed` (taken), or the miss report.
+fn answer_from_cassette(
+    proxy: &Proxy,
+    agent: &str,
+    method: &str,
+    mut keyed: Value,
+) -> Result<Interaction, String> {
+    let Some(rp) = &proxy.opts.replay else {
+        return Err("this session has no cassette".into());
+    };
+    let seq = proxy.next_seq();
+    proxy.opts.secrets.redact_value(&mut keyed);
+    let body = Body::Json(keyed.clone().into());
+    let key = matching::request_key(wire::ROUTE, method, agent, Some(&body), &proxy.opts.rules);
+    match rp.take(&key) {
+        Lookup::Hit(pos) => {
+            let it = &rp.interactions[pos];
+            proxy.served(seq, it, proxy.current_turn(), &[], None);
+            Ok(it.clone())
+        }
+        miss => {
+            let now = matching::normalize::normalize(&keyed, &proxy.opts.rules);
+            Err(miss::note(
+                proxy,
+                rp,
+                (method, agent, wire::ROUTE),
+                &now,
+                miss,
+            ))
+        }
+    }
+}
+
+/// Answer a call from the cassette, as JSON or as the recorded stream, with the client's id.
+fn replay(proxy: &Proxy, agent: &str, method: &str, msg: &Value) -> Response<ProxyBody> {
+    let id = &msg["id"];
+    let it = match answer_from_cassette(proxy, agent, method, wire::keyed(agent, method, msg)) {
+        Ok(it) => it,
+        Err(report) => {
+            let answer = wire::error(
+                id,
+                wire::MISS_CODE,
+                &format!("agentproxy_cassette_miss: {report}"),
+            );
+            return json_response(StatusCode::OK, &answer);
+        }
+    };
+    match &it.response.events {
+        Some(events) => {
+            let answers = events
+                .iter()
+                .filter_map(|e| serde_json::from_str::<Value>(&e.data).ok());
+            let answers: Vec<Value> = answers.map(|a| wire::answer(id, &a)).collect();
+            stream(&answers, it.response.aborted.as_deref())
+        }
+        None => {
+            let stored = it.response.body.as_ref().and_then(Body::as_json).cloned();
+            json_response(
+                StatusCode::OK,
+                &wire::answer(id, &stored.unwrap_or(Value::Null)),
+            )
+        }
+    }
+}
+
+/// An SSE stream of `answers`, breaking off after them with `abort`.
+fn stream(answers: &[Value], abort: Option<&str>) -> Response<ProxyBody> {
+    let frames = (answers.iter())
+        .map(|a| Bytes::from(format!("data: {a}\n\n")))
+        .collect();
+    let mut resp = Response::new(chunks(frames, abort));
+    resp.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    resp
+}
+
+/// An exchange with `agent` as a cassette keeps it: the call as [`wire::keyed`] has it,
+/// the answer as [`wire::stored`] does, a stream's answers as its events (their task, as
+/// assembled, the body).
+fn interaction(
+    proxy: &Proxy,
+    agent: &str,
+    method: &str,
+    mut keyed: Value,
+    answer: Answer,
+    latency_ms: u64,
+) -> Interaction {
+    proxy.opts.secrets.redact_value(&mut keyed);
+    let body = Body::Json(keyed.into());
+    let key = matching::request_key(wire::ROUTE, method, agent, Some(&body), &proxy.opts.rules);
+    let (mut stored, events, aborted) = match answer {
+        Answer::Json(v) => (v, None, None),
+        Answer::Stream { answers, aborted } => {
+            let results: Vec<&Value> = answers.iter().filter_map(|a| a.get("result")).collect();
+            let body = json!({ "result": wire::assemble(results) });
+            let events = (answers.iter())
+                .map(|a| {
+                    let mut a = a.clone();
+                    proxy.opts.secrets.redact_value(&mut a);
+                    SseEvent {
+                        event: None,
+                        id: None,
+                        data: a.to_string(),
+                    }
+                })
+                .collect();
+            (body, Some(events), aborted)
+        }
+    };
+    proxy.opts.secrets.redact_value(&mut stored);
+    Interaction {
+        route: wire::ROUTE.into(),
+        key,
+        turn: proxy.current_turn(),
+        request: RecordedRequest {
+            method: method.to_owned(),
+            path: agent.to_owned(),
+            body: Some(body),
+            body_xxh3: None,
+        },
+        response: RecordedResponse {
+            status: 200,
+            headers: Default::default(),
+            body: Some(Body::Json(stored.into())),
+            events,
+            aborted,
+            encoded: Default::default(),
+            encoded_events: Default::default(),
+        },
+        latency_ms,
+        mocked: Vec::new(),
+        spoiled: None,
+    }
+}
+
+/// What an agent answered, as stored: `{result}`/`{error}`, or a stream's answers in order.
+enum Answer {
+    Json(Value),
+    Stream {
+        answers: Vec<Value>,
+        aborted: Option<String>,
+    },
+}

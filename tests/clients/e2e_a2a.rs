@@ -1,0 +1,186 @@
+//! Agents that call agents, end to end with the official A2A SDK (a2a-sdk 1.x): a remote
+//! currency agent behind a bearer token whose task streams, and an orchestrator that
+//! fetches its card through `--a2a currency=URL` (AGENTPROXY_A2A_CURRENCY_URL), sends,
+//! streams, looks the task up, then asks the model. Recorded, then replayed with the agent
+//! and the model stopped; a changed message misses with a JSON-RPC error; a spec mocks the
+//! agent (never started) and asserts the delegation.
+
+use crate::support;
+
+use std::ffi::OsStr;
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use support::fake_openai::FakeOpenAi;
+use support::run::{agentproxy, session};
+
+const TOKEN: &str = "a2a-bearer-e2e-9f1c";
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn python() -> String {
+    repo().join(".venv/bin/python").display().to_string()
+}
+
+/// The remote agent on a free loopback port, once it accepts connections.
+fn start_agent() -> (Child, u16) {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new(python())
+        .arg(repo().join("tests/e2e/a2a_agent.py"))
+        .arg(port.to_string())
+        .env("A2A_TOKEN", TOKEN)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "the A2A agent did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (child, port)
+}
+
+fn orchestrator() -> Vec<String> {
+    vec![
+        python(),
+        repo()
+            .join("tests/e2e/a2a_orchestrator.py")
+            .display()
+            .to_string(),
+    ]
+}
+
+async fn run(mode: &str, cassette: &Path, flags: &[&str], text: &str) -> support::run::Run {
+    let program = orchestrator();
+    let program: Vec<&OsStr> = program.iter().map(OsStr::new).collect();
+    agentproxy(
+        session(mode, cassette, flags, &program),
+        &[
+            ("A2A_TOKEN", TOKEN),
+            ("A2A_TEXT", text),
+            ("OPENAI_API_KEY", "sk-test-a2a"),
+        ],
+    )
+    .await
+}
+
+#[tokio::test]
+async fn a_delegation_records_then_replays_with_the_agent_and_the_model_stopped() {
+    let dir = tempfile::tempdir().unwrap();
+    let cassette = dir.path().join("a2a.json");
+    let (mut agent, port) = start_agent();
+    let model = FakeOpenAi::start().await;
+    let a2a = format!("currency=http://127.0.0.1:{port}");
+    let upstream = model.url();
+    let recorded = run(
+        "record",
+        &cassette,
+        &["--upstream", &upstream, "--a2a", &a2a],
+        "convert 10 USD to EUR",
+    )
+    .await;
+    let _ = agent.kill();
+    let _ = agent.wait();
+    model.stop().await;
+    assert!(recorded.status.success(), "{recorded}");
+    let out = &recorded.stdout;
+    for line in [
+        "card: Currency Agent streaming=True",
+        "send: TASK_STATE_COMPLETED '10 USD is 9.20 EUR'",
+        "stream: task TASK_STATE_SUBMITTED",
+        "stream: artifact '10 USD is 9.20 EUR'",
+        "stream: status TASK_STATE_COMPLETED",
+        "get_task: TASK_STATE_COMPLETED '10 USD is 9.20 EUR'",
+        "model: ",
+    ] {
+        assert!(out.contains(line), "missing {line:?}:\n{recorded}");
+    }
+
+    let text = std::fs::read_to_string(&cassette).unwrap();
+    assert!(!text.contains(TOKEN), "the bearer token is never stored");
+    let c: Value = serde_json::from_str(&text).unwrap();
+    let calls: Vec<(&str, &str)> = (c["interactions"].as_array().unwrap().iter())
+        .map(|i| {
+            (
+                i["route"].as_str().unwrap(),
+                i["request"]["method"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            ("a2a", "agent-card"),
+            ("a2a", "SendMessage"),
+            ("a2a", "SendStreamingMessage"),
+            ("a2a", "GetTask"),
+            ("openai.chat", "POST"),
+        ]
+    );
+    let stream = &c["interactions"][2]["response"];
+    assert_eq!(stream["events"].as_array().unwrap().len(), 4, "{stream}");
+    assert_eq!(
+        stream["body"]["json"]["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{stream}"
+    );
+
+    // Both the agent and the model are gone: the replay answers in their place.
+    let replayed = run(
+        "replay",
+        &cassette,
+        &["--a2a", &a2a],
+        "convert 10 USD to EUR",
+    )
+    .await;
+    assert!(replayed.status.success(), "{replayed}");
+    assert_eq!(
+        replayed.stdout, recorded.stdout,
+        "the replay prints what the recording did"
+    );
+    assert!(replayed.stderr.contains("0 missed; 0 of 5"), "{replayed}");
+
+    // `show` lists the delegations beside the model call.
+    let shown = agentproxy(vec!["show".into(), cassette.clone().into()], &[]).await;
+    assert!(shown.status.success(), "{shown}");
+    assert!(
+        shown.stdout.contains(
+            "a2a currency: \"convert 10 USD to EUR\" → TASK_STATE_COMPLETED \"10 USD is 9.20 EUR\""
+        ),
+        "{shown}"
+    );
+
+    // Another message has no recording: the client's call fails with the miss.
+    let missed = run(
+        "replay",
+        &cassette,
+        &["--a2a", &a2a],
+        "convert 99 USD to EUR",
+    )
+    .await;
+    assert_eq!(missed.status.code(), Some(1), "{missed}");
+    assert!(
+        missed
+            .stderr
+            .contains("SendMessage currency (a2a) has no recording"),
+        "{missed}"
+    );
+    assert!(
+        missed.stderr.contains("convert 10 USD to EUR"),
+        "the nearest recording is shown: {missed}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&cassette).unwrap(),
+        text,
+        "the cassette is untouched"
+    );
+}
