@@ -364,6 +364,13 @@ pub fn state_name(state: &str) -> String {
     )
 }
 
+/// A task state as a word: `TASK_STATE_INPUT_REQUIRED` → `input-required` (A2A 0.3's
+/// names, which are also what a spec's mock writes).
+pub fn state_word(state: &str) -> String {
+    let word = state.strip_prefix("TASK_STATE_").unwrap_or(state);
+    word.to_ascii_lowercase().replace('_', "-")
+}
+
 /// The stream answers that deliver `task` as a server would: the task submitted, each
 /// artifact, then its final status.
 pub fn task_events(task: &Value) -> Vec<Value> {
@@ -491,6 +498,8 @@ mod tests {
         assert_eq!(reply(&json!({"result": {"task": t}})).text, "9.20 EUR");
         let t = mocked_task(&json!({"reply": "no", "state": "failed"}), ("t1", "c1")).unwrap();
         assert_eq!(t["status"]["state"], "TASK_STATE_FAILED");
+        assert_eq!(state_word("TASK_STATE_INPUT_REQUIRED"), "input-required");
+        assert_eq!(state_name("input-required"), "TASK_STATE_INPUT_REQUIRED");
         let events = task_events(&t);
         assert_eq!(events.len(), 3);
         let results: Vec<Value> = events.iter().map(|e| e["result"].clone()).collect();

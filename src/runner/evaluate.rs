@@ -36,6 +36,46 @@ pub fn model_calls(exchanges: &[Interaction]) -> Vec<(usize, ModelCall, u64)> {
         .collect()
 }
 
+/// A delegation to a remote agent, as a call of a tool named after the agent: its turn,
+/// its place among the turn's calls, the call and the agent's answer.
+struct Delegated {
+    turn: usize,
+    at: usize,
+    call: ToolCall,
+    result: Value,
+}
+
+/// The delegations of a case's exchanges, each placed after the tool calls of the model
+/// calls answered before it in its turn.
+fn delegations(exchanges: &[Interaction]) -> Vec<Delegated> {
+    let mut out = Vec::new();
+    if !(exchanges.iter()).any(|it| it.route == crate::dialect::a2a::ROUTE) {
+        return out;
+    }
+    let mut calls_in: HashMap<usize, usize> = HashMap::new();
+    for it in exchanges {
+        let turn = it.turn.unwrap_or(0);
+        let seen = calls_in.entry(turn).or_default();
+        if let Some(d) = it.delegation() {
+            let (name, arguments) = d.as_call();
+            out.push(Delegated {
+                turn,
+                at: *seen,
+                call: ToolCall {
+                    id: String::new(),
+                    name,
+                    arguments,
+                },
+                result: d.result(),
+            });
+            *seen += 1;
+        } else if it.response.body.as_ref().and_then(Body::as_json).is_some() {
+            *seen += it.model_call().map_or(0, |c| c.tool_calls.len());
+        }
+    }
+    out
+}
+
 /// How far the program got, beside what it said: what makes a turn's expectations
 /// verdicts or not.
 #[derive(Debug)]
@@ -67,7 +107,7 @@ pub fn evaluate(
     let executions = Executions::pair(exchanges);
     let schemas = schemas(&calls);
     let origins = origins(exchanges);
-    let traces = traces(case.turns.len(), calls, &executions);
+    let traces = traces(case.turns.len(), calls, delegations(exchanges), &executions);
     let seen = Seen {
         executions: &executions,
         schemas: &schemas,
@@ -120,7 +160,9 @@ pub fn harness_turn(
     let executions = Executions::pair(exchanges);
     let schemas = schemas(&calls);
     let origins = origins(exchanges);
-    let trace = traces(1, calls, &executions).pop().unwrap_or_default();
+    let trace = traces(1, calls, delegations(exchanges), &executions)
+        .pop()
+        .unwrap_or_default();
     let missed_turns = match missed {
         true => BTreeSet::from([0]),
         false => BTreeSet::new(),
@@ -160,7 +202,9 @@ pub fn check_exchanges(
     let calls = model_calls(exchanges);
     let executions = Executions::pair(exchanges);
     let schemas = schemas(&calls);
-    let trace = traces(1, calls, &executions).pop().unwrap_or_default();
+    let trace = traces(1, calls, delegations(exchanges), &executions)
+        .pop()
+        .unwrap_or_default();
     let did = Did {
         calls: &trace.calls,
         executed: &trace.executed,
@@ -214,6 +258,7 @@ struct Seen<'a> {
 fn traces(
     turns: usize,
     calls: Vec<(usize, ModelCall, u64)>,
+    delegated: Vec<Delegated>,
     executions: &Executions,
 ) -> Vec<TurnTrace> {
     let results: HashMap<String, Value> = (calls.iter())
@@ -234,6 +279,12 @@ fn traces(
         for tc in call.tool_calls {
             let result = results.get(&tc.id).cloned();
             t.calls.push((tc, result));
+        }
+    }
+    for d in delegated {
+        if let Some(t) = traces.get_mut(d.turn) {
+            let at = d.at.min(t.calls.len());
+            t.calls.insert(at, (d.call, Some(d.result)));
         }
     }
     for (index, t) in traces.iter_mut().enumerate() {

@@ -93,6 +93,9 @@ impl<'s> TurnView<'s> {
 fn turn_views(steps: &[Step]) -> BTreeMap<usize, TurnView<'_>> {
     let mut out: BTreeMap<usize, TurnView<'_>> = BTreeMap::new();
     for s in steps {
+        if let Some((delegation, _)) = &s.delegation {
+            out.entry(s.turn).or_default().tools.push(delegation);
+        }
         let Some(call) = s.model_call() else { continue };
         let t = out.entry(s.turn).or_default();
         t.steps.push(s);
@@ -107,6 +110,9 @@ fn turn_views(steps: &[Step]) -> BTreeMap<usize, TurnView<'_>> {
 /// Call id -> the result the model was told, wherever in the recording it was sent. A
 /// result that is JSON text (as most are) is parsed, so it diffs and reads as JSON.
 fn results(steps: &[Step]) -> HashMap<&str, Value> {
+    let delegations = (steps.iter())
+        .filter_map(|s| s.delegation.as_ref())
+        .map(|(call, result)| (call.id.as_str(), result.clone()));
     steps
         .iter()
         .filter_map(|s| s.call.as_ref())
@@ -121,6 +127,7 @@ fn results(steps: &[Step]) -> HashMap<&str, Value> {
             };
             (r.call_id.as_str(), content)
         })
+        .chain(delegations)
         .collect()
 }
 

@@ -12,7 +12,7 @@ use super::history;
 use crate::cassette::{Body, Interaction};
 use crate::dialect::Route;
 use crate::matching::normalize::{self, Rules};
-use crate::neutral::{Message, ModelCall, ToolDef};
+use crate::neutral::{Message, ModelCall, ToolCall, ToolDef};
 
 /// How many earlier requests of the same route are searched for the history a request
 /// repeats. Concurrent conversations interleave; a handful covers them.
@@ -36,6 +36,9 @@ pub(crate) struct Step {
     pub new: Vec<Message>,
     /// The response succeeded (2xx) with a readable body.
     pub answered: bool,
+    /// A delegation to a remote agent, as the call of a tool named after it (its id
+    /// `a2a#N`, N counting the recording's delegations), with what the agent answered.
+    pub delegation: Option<(ToolCall, Value)>,
 }
 
 impl Step {
@@ -63,6 +66,8 @@ pub(crate) struct Steps<'a, 'r> {
     /// offers one again shares it, so a recording's steps hold one copy of each tool
     /// however often it is offered.
     offered: HashMap<String, Vec<Arc<ToolDef>>>,
+    /// Delegations so far.
+    delegations: usize,
 }
 
 impl<'a, 'r> Steps<'a, 'r> {
@@ -73,6 +78,7 @@ impl<'a, 'r> Steps<'a, 'r> {
             names: HashMap::new(),
             earlier: HashMap::new(),
             offered: HashMap::new(),
+            delegations: 0,
         }
     }
 }
@@ -139,11 +145,25 @@ impl<'a> Iterator for Steps<'a, '_> {
                 window.pop_front();
             }
         }
+        let delegation = it.delegation().map(|d| {
+            self.delegations += 1;
+            let (name, arguments) = d.as_call();
+            let id = format!("a2a#{}", self.delegations);
+            (
+                ToolCall {
+                    id,
+                    name,
+                    arguments,
+                },
+                d.result(),
+            )
+        });
         let step = Step {
             turn: it.turn.unwrap_or(0),
             call,
             new,
             answered,
+            delegation,
         };
         Some((it, step))
     }

@@ -495,14 +495,16 @@ fn step_text(out: &mut String, step: &ShownStep) {
             error,
             latency_ms,
         } => {
-            let quoted = |t: &str| format!("{:?}", clean(t));
+            let quoted = |t: &str| format!("\"{}\"", clean(t));
             let asked = match message {
                 Some(m) => format!(": {}", quoted(m)),
                 None => format!(" {}", clean(method)),
             };
             let answered: Vec<String> = [
                 error.as_ref().map(|e| format!("error {}", clean(e))),
-                state.as_ref().map(|s| clean(s)),
+                state
+                    .as_ref()
+                    .map(|s| clean(&crate::dialect::a2a::state_word(s))),
                 reply.as_ref().map(|r| quoted(r)),
             ]
             .into_iter()

@@ -1,6 +1,7 @@
-//! Agents that call agents, end to end with the official A2A SDK (a2a-sdk 1.x): a remote
-//! currency agent behind a bearer token whose task streams, and an orchestrator that
-//! fetches its card through `--a2a currency=URL` (AGENTPROXY_A2A_CURRENCY_URL), sends,
+//! Agents that call agents, end to end with the official A2A SDK (a2a-sdk 1.x): the remote
+//! weather agent of examples/a2a-agent behind a bearer token, whose task streams, and an
+//! orchestrator that fetches its card through `--a2a weather=URL`
+//! (AGENTPROXY_A2A_WEATHER_URL), sends,
 //! streams, looks the task up, then asks the model. Recorded, then replayed with the agent
 //! and the model stopped; a changed message misses with a JSON-RPC error; a spec mocks the
 //! agent (never started) and asserts the delegation.
@@ -18,6 +19,7 @@ use support::fake_openai::FakeOpenAi;
 use support::run::{agentproxy, session};
 
 const TOKEN: &str = "a2a-bearer-e2e-9f1c";
+const PARIS: &str = r#"{"city": "Paris", "sky": "sunny", "temp_c": 18}"#;
 
 fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -35,9 +37,9 @@ fn start_agent() -> (Child, u16) {
         .unwrap()
         .port();
     let child = Command::new(python())
-        .arg(repo().join("tests/e2e/a2a_agent.py"))
+        .arg(repo().join("examples/a2a-agent/weather_agent.py"))
         .arg(port.to_string())
-        .env("A2A_TOKEN", TOKEN)
+        .env("WEATHER_AGENT_TOKEN", TOKEN)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -80,13 +82,13 @@ async fn a_delegation_records_then_replays_with_the_agent_and_the_model_stopped(
     let cassette = dir.path().join("a2a.json");
     let (mut agent, port) = start_agent();
     let model = FakeOpenAi::start().await;
-    let a2a = format!("currency=http://127.0.0.1:{port}");
+    let a2a = format!("weather=http://127.0.0.1:{port}");
     let upstream = model.url();
     let recorded = run(
         "record",
         &cassette,
         &["--upstream", &upstream, "--a2a", &a2a],
-        "convert 10 USD to EUR",
+        "weather in Paris",
     )
     .await;
     let _ = agent.kill();
@@ -95,15 +97,16 @@ async fn a_delegation_records_then_replays_with_the_agent_and_the_model_stopped(
     assert!(recorded.status.success(), "{recorded}");
     let out = &recorded.stdout;
     for line in [
-        "card: Currency Agent streaming=True",
-        "send: TASK_STATE_COMPLETED '10 USD is 9.20 EUR'",
-        "stream: task TASK_STATE_SUBMITTED",
-        "stream: artifact '10 USD is 9.20 EUR'",
-        "stream: status TASK_STATE_COMPLETED",
-        "get_task: TASK_STATE_COMPLETED '10 USD is 9.20 EUR'",
-        "model: ",
+        "card: Weather Agent streaming=True".to_owned(),
+        format!("send: TASK_STATE_COMPLETED '{PARIS}'"),
+        "stream: task TASK_STATE_SUBMITTED".to_owned(),
+        "stream: status TASK_STATE_WORKING".to_owned(),
+        format!("stream: artifact '{PARIS}'"),
+        "stream: status TASK_STATE_COMPLETED".to_owned(),
+        format!("get_task: TASK_STATE_COMPLETED '{PARIS}'"),
+        format!("model: You said: Say this to the user: {PARIS}"),
     ] {
-        assert!(out.contains(line), "missing {line:?}:\n{recorded}");
+        assert!(out.contains(&line), "missing {line:?}:\n{recorded}");
     }
 
     let text = std::fs::read_to_string(&cassette).unwrap();
@@ -135,13 +138,7 @@ async fn a_delegation_records_then_replays_with_the_agent_and_the_model_stopped(
     );
 
     // Both the agent and the model are gone: the replay answers in their place.
-    let replayed = run(
-        "replay",
-        &cassette,
-        &["--a2a", &a2a],
-        "convert 10 USD to EUR",
-    )
-    .await;
+    let replayed = run("replay", &cassette, &["--a2a", &a2a], "weather in Paris").await;
     assert!(replayed.status.success(), "{replayed}");
     assert_eq!(
         replayed.stdout, recorded.stdout,
@@ -153,29 +150,23 @@ async fn a_delegation_records_then_replays_with_the_agent_and_the_model_stopped(
     let shown = agentproxy(vec!["show".into(), cassette.clone().into()], &[]).await;
     assert!(shown.status.success(), "{shown}");
     assert!(
-        shown.stdout.contains(
-            "a2a currency: \"convert 10 USD to EUR\" → TASK_STATE_COMPLETED \"10 USD is 9.20 EUR\""
-        ),
+        shown.stdout.contains(&format!(
+            "a2a weather: \"weather in Paris\" → completed \"{PARIS}\""
+        )),
         "{shown}"
     );
 
     // Another message has no recording: the client's call fails with the miss.
-    let missed = run(
-        "replay",
-        &cassette,
-        &["--a2a", &a2a],
-        "convert 99 USD to EUR",
-    )
-    .await;
+    let missed = run("replay", &cassette, &["--a2a", &a2a], "weather in Oslo").await;
     assert_eq!(missed.status.code(), Some(1), "{missed}");
     assert!(
         missed
             .stderr
-            .contains("SendMessage currency (a2a) has no recording"),
+            .contains("SendMessage weather (a2a) has no recording"),
         "{missed}"
     );
     assert!(
-        missed.stderr.contains("convert 10 USD to EUR"),
+        missed.stderr.contains("weather in Paris"),
         "the nearest recording is shown: {missed}"
     );
     assert_eq!(

@@ -4,8 +4,9 @@
 //! `previous_response_id`), `examples/gemini-agent` (the `google-genai` SDK),
 //! `examples/azure-agent` (the `openai` SDK's `AzureOpenAI`) and `examples/ollama-agent`
 //! (the `ollama` client, Ollama's native API) and `examples/bedrock-agent` (boto3's
-//! Converse and ConverseStream on AWS Bedrock), each run by `agentproxy test --mode replay`
-//! exactly as a user would run it.
+//! Converse and ConverseStream on AWS Bedrock) and `examples/a2a-agent` (an assistant whose
+//! tool delegates to a remote agent over A2A with `a2a-sdk`, recorded and mocked), each run
+//! by `agentproxy test --mode replay` exactly as a user would run it.
 //!
 //! The cassettes were recorded against the test suite's fake upstreams, not a real model.
 //! To re-record them after changing an example:
@@ -27,7 +28,7 @@ use support::fake_openai::FakeOpenAi;
 use support::proxy::bin;
 
 /// (spec, number of cases) of each example, relative to the repository root.
-const SPECS: [(&str, usize); 7] = [
+const SPECS: [(&str, usize); 9] = [
     ("examples/anthropic-agent/anthropic.yaml", 2),
     ("examples/responses-agent/responses.yaml", 3),
     ("examples/gemini-agent/gemini.yaml", 2),
@@ -35,7 +36,12 @@ const SPECS: [(&str, usize); 7] = [
     ("examples/ollama-agent/ollama.yaml", 2),
     ("examples/bedrock-agent/bedrock.yaml", 4),
     ("examples/bedrock-agent/mocked.yaml", 1),
+    ("examples/a2a-agent/a2a.yaml", 2),
+    ("examples/a2a-agent/mocked.yaml", 1),
 ];
+
+/// The port `examples/a2a-agent/a2a.yaml` gives its weather agent.
+const WEATHER_AGENT_PORT: &str = "9898";
 
 fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -149,6 +155,20 @@ async fn rerecord_dialect_examples() {
     let azure = format!("azure={}", openai.url());
     let ollama_upstream = format!("ollama={}", ollama.url());
     let bedrock_upstream = format!("bedrock={}", bedrock.url);
+    let mut weather_agent = Command::new(&python)
+        .arg(repo().join("examples/a2a-agent/weather_agent.py"))
+        .arg(WEATHER_AGENT_PORT)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("the weather agent starts");
+    // It prints `port N` once it listens.
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(weather_agent.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert!(line.starts_with("port"), "{line}");
     for (spec, cases) in SPECS {
         let mut command = agentproxy(
             &[
@@ -188,4 +208,6 @@ async fn rerecord_dialect_examples() {
     gemini.stop().await;
     ollama.stop().await;
     bedrock.stop().await;
+    let _ = weather_agent.kill();
+    let _ = weather_agent.wait();
 }

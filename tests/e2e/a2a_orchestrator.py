@@ -1,8 +1,9 @@
 """An orchestrator that delegates to a remote agent over A2A with the official SDK
-(a2a-sdk 1.x) and asks the model about the answer: it fetches the agent's card from
-AGENTPROXY_A2A_CURRENCY_URL, sends a message, sends it again as a stream, looks the
-streamed task up, then asks the model (the OpenAI SDK, through OPENAI_BASE_URL) to say it.
-A2A_TOKEN is the agent's bearer token; A2A_TEXT the message."""
+(a2a-sdk 1.x) and asks the model about the answer: it fetches the card of the weather
+agent (examples/a2a-agent/weather_agent.py) from AGENTPROXY_A2A_WEATHER_URL, sends a
+message, sends it again as a stream, looks the streamed task up, then asks the model (the
+OpenAI SDK, through OPENAI_BASE_URL) to say it. A2A_TOKEN is the agent's bearer token;
+A2A_TEXT the message."""
 
 import asyncio
 import os
@@ -15,8 +16,8 @@ from a2a.helpers import get_artifact_text
 from a2a.types.a2a_pb2 import GetTaskRequest, Message, Part, Role, SendMessageRequest, TaskState
 from openai import OpenAI
 
-TOKEN = os.environ.get("A2A_TOKEN", "secret-e2e-token")
-TEXT = os.environ.get("A2A_TEXT", "convert 10 USD to EUR")
+TOKEN = os.environ["A2A_TOKEN"]
+TEXT = os.environ.get("A2A_TEXT", "weather in Paris")
 
 
 def ask(text):
@@ -33,7 +34,7 @@ def artifacts(task):
 
 
 async def delegate():
-    base = os.environ["AGENTPROXY_A2A_CURRENCY_URL"]
+    base = os.environ["AGENTPROXY_A2A_WEATHER_URL"]
     async with httpx.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30) as http:
         card = await A2ACardResolver(http, base).get_agent_card()
         print(f"card: {card.name} streaming={card.capabilities.streaming}")
