@@ -182,6 +182,8 @@ pub struct Interaction {
     pub latency_ms: u64,
     /// The ids of the tool calls whose results in this request a spec's mock wrote
     /// (format 1.4): the request holds what the model was told, not what the tool said.
+    /// For a call to a remote agent (route `a2a`), the agent's name: an `agents:` mock
+    /// answered it (such calls are in a case's log, never in a cassette).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mocked: Vec<String>,
     /// A fault spoiled one of this answer's tool calls on its way to the program (format

@@ -320,8 +320,9 @@ pub fn under_base(url: &str, base: &str, any_host: bool) -> Option<String> {
 
 /// The task a mock's result answers a delegation with: a string is the agent's reply
 /// (a completed task with one text artifact); a mapping may give `reply`, `state` (a
-/// task state: `failed`, `input-required`, or A2A's `TASK_STATE_…` name) and
-/// `artifacts` (A2A artifacts as they are). `Err` for a mapping with an `error`: the
+/// task state: `failed`, `input-required`, or A2A's `TASK_STATE_…` name), `artifacts`
+/// (A2A artifacts as they are) and `cut` (the relay breaks the connection before the
+/// task ends). `Err` for a mapping with an `error`: the
 /// JSON-RPC error (`{code, message}`) to answer with instead.
 pub fn mocked_task(mock: &Value, ids: (&str, &str)) -> Result<Value, Value> {
     if let Some(e) = mock.get("error") {

@@ -58,7 +58,7 @@ pub fn full(bytes: Bytes) -> ProxyBody {
 pub struct Disconnect;
 
 /// No answer: the connection closes.
-pub(super) fn disconnect() -> Response<ProxyBody> {
+pub(in crate::proxy) fn disconnect() -> Response<ProxyBody> {
     let mut resp = Response::new(full(Bytes::new()));
     resp.extensions_mut().insert(Disconnect);
     resp

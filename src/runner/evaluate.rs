@@ -41,8 +41,11 @@ pub fn model_calls(exchanges: &[Interaction]) -> Vec<(usize, ModelCall, u64)> {
 struct Delegated {
     turn: usize,
     at: usize,
+    /// The call, its id `a2a#N` (N counting the case's delegations from 1).
     call: ToolCall,
     result: Value,
+    /// A spec's `agents:` mock answered it.
+    mocked: bool,
 }
 
 /// The delegations of a case's exchanges, each placed after the tool calls of the model
@@ -62,11 +65,12 @@ fn delegations(exchanges: &[Interaction]) -> Vec<Delegated> {
                 turn,
                 at: *seen,
                 call: ToolCall {
-                    id: String::new(),
+                    id: format!("a2a#{}", out.len() + 1),
                     name,
                     arguments,
                 },
                 result: d.result(),
+                mocked: !it.mocked.is_empty(),
             });
             *seen += 1;
         } else if it.response.body.as_ref().and_then(Body::as_json).is_some() {
@@ -238,6 +242,8 @@ fn origins(exchanges: &[Interaction]) -> HashMap<String, ResultOrigin> {
             out.insert(id, ResultOrigin::Faulted);
         }
     }
+    let mocked = delegations(exchanges).into_iter().filter(|d| d.mocked);
+    out.extend(mocked.map(|d| (d.call.id, ResultOrigin::Mocked)));
     out
 }
 

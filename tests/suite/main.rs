@@ -7,6 +7,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod a2a;
 mod bad_input;
 mod determinism;
 mod diff_show;

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use super::{interaction, stream, Answer, Call};
 use crate::dialect::a2a as wire;
 use crate::neutral::ToolCall;
-use crate::proxy::body::{json_response, ProxyBody};
+use crate::proxy::body::{disconnect, json_response, ProxyBody};
 use crate::proxy::options::Mocked;
 use crate::proxy::state::Proxy;
 
@@ -20,6 +20,9 @@ pub(in crate::proxy) struct Tasks {
     calls: HashMap<String, usize>,
     tasks: HashMap<String, Value>,
 }
+
+/// Why a mocked stream broke off (`cut: true`).
+const CUT: &str = "agentproxy: the agent's stream was cut (a mock's `cut: true`)";
 
 pub(super) fn is_mocked(proxy: &Proxy, agent: &str) -> bool {
     proxy.opts.a2a.mocked.iter().any(|m| m == agent)
@@ -73,7 +76,10 @@ pub(super) fn answer(
         name: agent.to_owned(),
         arguments: json!({ "message": text }),
     };
-    let stored = match mocks(&asked, nth) {
+    let mocked = mocks(&asked, nth);
+    // `cut: true`: the connection breaks before the task ends.
+    let cut = matches!(&mocked, Mocked::Result(v) if v.get("cut") == Some(&Value::Bool(true)));
+    let stored = match mocked {
         Mocked::Unmocked => return None,
         Mocked::Exhausted => json!({ "error": {
             "code": wire::INTERNAL_ERROR,
@@ -98,15 +104,19 @@ pub(super) fn answer(
     let seq = proxy.next_seq();
     let keyed = wire::keyed(agent, method, msg);
     let it = interaction(proxy, agent, method, keyed, Answer::Json(stored.clone()), 0);
-    proxy.served(seq, &it, proxy.current_turn(), &[], None);
+    // Marked as a mock's answer, as a mocked tool result is.
+    proxy.served(seq, &it, proxy.current_turn(), &[agent.to_owned()], None);
     let streamed = wire::streams(method) && stored.get("result").is_some();
-    Some(match streamed {
-        true => {
-            let answers: Vec<Value> = (wire::task_events(&stored["result"]["task"]).iter())
-                .map(|a| wire::answer(id, a))
-                .collect();
-            stream(&answers, None)
+    Some(match (streamed, cut) {
+        (true, _) => {
+            let mut events = wire::task_events(&stored["result"]["task"]);
+            if cut {
+                events.pop();
+            }
+            let answers: Vec<Value> = events.iter().map(|a| wire::answer(id, a)).collect();
+            stream(&answers, cut.then_some(CUT))
         }
-        false => json_response(StatusCode::OK, &wire::answer(id, &stored)),
+        (false, true) => disconnect(),
+        (false, false) => json_response(StatusCode::OK, &wire::answer(id, &stored)),
     })
 }

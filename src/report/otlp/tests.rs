@@ -141,3 +141,35 @@ fn mcp_requests_are_spans_with_their_method() {
         "mail"
     );
 }
+
+/// A delegation to a remote agent is an `invoke_agent` span named after the agent; its
+/// card fetch a span of its own.
+#[test]
+fn a2a_delegations_are_invoke_agent_spans() {
+    let c = cassette("a2a-agent/paris-weather-asked-of-the-weather-agent.json");
+    let trace = Trace {
+        name: "paris",
+        cassette: &c,
+        start: UNIX_EPOCH,
+        case: None,
+    };
+    let doc = export(&[trace], true);
+    let names: Vec<&str> = (spans(&doc).iter())
+        .filter(|s| {
+            attribute(s, "gen_ai.agent.name").is_some_and(|a| a["stringValue"] == "weather")
+        })
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["agent-card weather", "invoke_agent weather"]);
+    let span = (spans(&doc).iter())
+        .find(|s| s["name"] == "invoke_agent weather")
+        .unwrap();
+    assert_eq!(
+        attribute(span, "gen_ai.operation.name").unwrap()["stringValue"],
+        "invoke_agent"
+    );
+    let asked = attribute(span, "gen_ai.input.messages").unwrap()["stringValue"]
+        .as_str()
+        .unwrap();
+    assert_eq!(asked, "weather in Paris, celsius");
+}

@@ -587,3 +587,49 @@ fn a_function_tool_that_moved_to_an_mcp_server_is_a_change() {
         "{back}"
     );
 }
+
+/// A weather agent that delegates to a remote agent over A2A with `message`, which answers
+/// `answer`.
+fn delegator(salt: u64, message: Option<&str>, answer: &str) -> Cassette {
+    let mut r = super::Rec::weather(salt);
+    r.turn(0, "Weather in Paris?");
+    if let Some(text) = message {
+        r.a2a(
+            "forecaster",
+            "SendMessage",
+            json!({"message": {"role": "ROLE_USER", "parts": [{"text": text}]}}),
+            json!({"task": {"id": "t1", "status": {"state": "TASK_STATE_COMPLETED"},
+                "artifacts": [{"parts": [{"text": answer}]}]}}),
+        );
+    }
+    r.reply("18C in Paris.");
+    r.cassette()
+}
+
+#[test]
+fn delegations_to_remote_agents_diff_like_tool_calls() {
+    let asked = delegator(1, Some("weather in Paris"), "18C");
+    let other = delegator(2, Some("weather in Lyon"), "18C");
+    let none = delegator(3, None, "");
+    let text = render_text(&diff_cassettes(&asked, &other, &Asserted::none()));
+    assert!(text.contains("forecaster"), "{text}");
+    assert!(
+        text.contains("weather in Lyon"),
+        "a changed message is shown: {text}"
+    );
+    let gone = render_text(&diff_cassettes(&asked, &none, &Asserted::none()));
+    assert!(
+        gone.contains("forecaster"),
+        "a removed delegation is reported: {gone}"
+    );
+    let same = diff_cassettes(
+        &asked,
+        &delegator(4, Some("weather in Paris"), "18C"),
+        &Asserted::none(),
+    );
+    assert!(
+        render_text(&same).contains("no change"),
+        "{}",
+        render_text(&same)
+    );
+}

@@ -244,16 +244,32 @@ impl Rec {
     /// An MCP exchange through `agentproxy mcp`: `method` to `server` with `params`,
     /// answered with `result`.
     pub fn mcp(&mut self, server: &str, method: &str, params: Value, result: Value) -> &mut Rec {
+        self.boundary(("mcp", "server"), server, method, params, result)
+    }
+
+    /// A call to the remote agent `agent` over A2A, answered with `result`.
+    pub fn a2a(&mut self, agent: &str, method: &str, params: Value, result: Value) -> &mut Rec {
+        self.boundary(("a2a", "agent"), agent, method, params, result)
+    }
+
+    fn boundary(
+        &mut self,
+        (route, who): (&str, &str),
+        name: &str,
+        method: &str,
+        params: Value,
+        result: Value,
+    ) -> &mut Rec {
         let n = self.n();
         self.interactions.push(Interaction {
-            route: "mcp".into(),
+            route: route.into(),
             key: format!("{:064x}", self.salt * 1_000_003 + n),
             turn: self.turn,
             request: RecordedRequest {
                 method: method.into(),
-                path: server.into(),
+                path: name.into(),
                 body: Some(Body::Json(
-                    json!({"server": server, "method": method, "params": params}).into(),
+                    json!({who: name, "method": method, "params": params}).into(),
                 )),
                 body_xxh3: None,
             },

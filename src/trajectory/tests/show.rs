@@ -116,3 +116,30 @@ fn show_marks_what_mcp_servers_executed() {
     .reply("Mailed.");
     insta::assert_snapshot!(show(&r.cassette()));
 }
+
+#[test]
+fn show_lists_delegations_to_remote_agents() {
+    let mut r = super::Rec::weather(1);
+    r.turn(0, "Weather in Paris?").a2a(
+        "forecaster",
+        "SendMessage",
+        json!({"message": {"parts": [{"text": "weather in Paris"}]}}),
+        json!({"task": {"id": "t1", "status": {"state": "TASK_STATE_INPUT_REQUIRED",
+            "message": {"parts": [{"text": "which unit?"}]}}}}),
+    );
+    r.a2a(
+        "forecaster",
+        "GetTask",
+        json!({"id": "t1"}),
+        json!({"id": "t1"}),
+    );
+    r.reply("Which unit?");
+    let mut out = Vec::new();
+    crate::trajectory::show::write_text(&r.cassette(), &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert!(
+        text.contains("  a2a forecaster: \"weather in Paris\" → input-required \"which unit?\""),
+        "{text}"
+    );
+    assert!(text.contains("  a2a forecaster GetTask · "), "{text}");
+}
