@@ -117,7 +117,7 @@ pub async fn run(
     check_listen(args)?;
     let mcp_servers: Vec<String> = options.mcp_http.keys().cloned().collect();
     check_mcp_names(&mcp_servers)?;
-    let agents: Vec<String> = options.a2a.agents.keys().cloned().collect();
+    let agents: Vec<String> = options.a2a.urls.keys().cloned().collect();
     check_a2a_names(&agents)?;
     let session = Session::start(options, args.listen).await?;
     let addr = session.addr();

@@ -64,7 +64,7 @@ pub struct Options {
     pub mcp_http: BTreeMap<String, String>,
     /// Remote agents over A2A (`--a2a NAME=URL`, a spec's `agents:` mocks), served at
     /// `/a2a/NAME/`.
-    pub a2a: super::a2a::Options,
+    pub a2a: Agents,
     /// Faults to inject into model requests, by occurrence.
     pub faults: crate::fault::Plan,
     /// A fuzz run's arguments, put in the first call to their tool the program gets.
@@ -76,6 +76,25 @@ pub struct Options {
     /// Note the known clients (Claude Code) whose requests are recorded, so their
     /// volatile fields are tolerated in the cassette written.
     pub known_clients: bool,
+}
+
+/// The session's remote agents over A2A (see `a2a`).
+#[derive(Default)]
+pub struct Agents {
+    /// The agents by name, each with its base URL (where its card is).
+    pub urls: BTreeMap<String, String>,
+    /// The spec's `agents:` mocks, by agent name: a delegation is the call of a tool named
+    /// after the agent with `{"message": text}` as its arguments.
+    pub mocks: Option<Mocks>,
+    /// The mocked agents' names: each has a relay (and a card) even without a URL.
+    pub mocked: Vec<String>,
+}
+
+impl Agents {
+    /// Whether `name` is one of the session's agents.
+    pub(super) fn knows(&self, name: &str) -> bool {
+        self.urls.contains_key(name) || self.mocked.iter().any(|m| m == name)
+    }
 }
 
 /// The arguments of one fuzz run, and the tool whose call carries them.

@@ -56,12 +56,20 @@ pub(super) struct State {
     /// The MCP boundary's part (see `boundary`).
     pub(super) mcp: Boundary,
     /// The delegations the `agents:` mocks answered (see `a2a`).
-    pub(super) a2a: super::a2a::Tasks,
+    pub(super) a2a: Tasks,
     /// The known clients whose requests were recorded, by name.
     pub(super) clients: BTreeSet<&'static str>,
     /// Model requests so far, and per turn (faulted ones included).
     model_requests: usize,
     turn_requests: BTreeMap<Option<usize>, usize>,
+}
+
+/// The delegations to remote agents the `agents:` mocks answered: how many each agent
+/// had, and the tasks they made, by id (`GetTask` finds them).
+#[derive(Debug, Default)]
+pub(super) struct Tasks {
+    pub calls: HashMap<String, usize>,
+    pub tasks: HashMap<String, serde_json::Value>,
 }
 
 /// A model request, counted: its number in the case (from 1), its turn, and its number

@@ -277,7 +277,6 @@ pub(super) async fn run_inner(
         writer,
         previous,
         mocks,
-        agent_mocks,
     } = plan::plan(
         setup(spec, case, s, &cassette_path, existing, usage, fuzz),
         &s.forwarding(),
@@ -307,11 +306,7 @@ pub(super) async fn run_inner(
         driven: &driven,
         stopped: drive_error.as_ref().map(ToString::to_string),
         mocked: mocks.names().map(str::to_owned).collect(),
-        mock_problems: mocks
-            .problems()
-            .into_iter()
-            .chain(agent_mocks.problems())
-            .collect(),
+        mock_problems: mocks.problems(),
         fuzz,
         require: spec.egress.require,
     });

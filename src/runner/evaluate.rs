@@ -12,6 +12,7 @@ use crate::report::{
     AssertionResult, CallExecution, CallReport, ExecutionReport, ResultOrigin, TurnReport,
 };
 use crate::spec::{CallExpr, Case, Count, Expect, Expr, Order, Turn};
+use crate::trajectory::delegations::delegations;
 use crate::trajectory::executions::{Executions, Fate};
 
 /// What one turn did at the model boundary.
@@ -34,50 +35,6 @@ pub fn model_calls(exchanges: &[Interaction]) -> Vec<(usize, ModelCall, u64)> {
         .filter(|it| it.response.body.as_ref().and_then(Body::as_json).is_some())
         .filter_map(|it| Some((it.turn.unwrap_or(0), it.model_call()?, it.latency_ms)))
         .collect()
-}
-
-/// A delegation to a remote agent, as a call of a tool named after the agent: its turn,
-/// its place among the turn's calls, the call and the agent's answer.
-struct Delegated {
-    turn: usize,
-    at: usize,
-    /// The call, its id `a2a#N` (N counting the case's delegations from 1).
-    call: ToolCall,
-    result: Value,
-    /// A spec's `agents:` mock answered it.
-    mocked: bool,
-}
-
-/// The delegations of a case's exchanges, each placed after the tool calls of the model
-/// calls answered before it in its turn.
-fn delegations(exchanges: &[Interaction]) -> Vec<Delegated> {
-    let mut out = Vec::new();
-    if !(exchanges.iter()).any(|it| it.route == crate::dialect::a2a::ROUTE) {
-        return out;
-    }
-    let mut calls_in: HashMap<usize, usize> = HashMap::new();
-    for it in exchanges {
-        let turn = it.turn.unwrap_or(0);
-        let seen = calls_in.entry(turn).or_default();
-        if let Some(d) = it.delegation() {
-            let (name, arguments) = d.as_call();
-            out.push(Delegated {
-                turn,
-                at: *seen,
-                call: ToolCall {
-                    id: format!("a2a#{}", out.len() + 1),
-                    name,
-                    arguments,
-                },
-                result: d.result(),
-                mocked: !it.mocked.is_empty(),
-            });
-            *seen += 1;
-        } else if it.response.body.as_ref().and_then(Body::as_json).is_some() {
-            *seen += it.model_call().map_or(0, |c| c.tool_calls.len());
-        }
-    }
-    out
 }
 
 /// How far the program got, beside what it said: what makes a turn's expectations
@@ -264,7 +221,7 @@ struct Seen<'a> {
 fn traces(
     turns: usize,
     calls: Vec<(usize, ModelCall, u64)>,
-    delegated: Vec<Delegated>,
+    delegated: Vec<crate::trajectory::delegations::Delegated>,
     executions: &Executions,
 ) -> Vec<TurnTrace> {
     let results: HashMap<String, Value> = (calls.iter())

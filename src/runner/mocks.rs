@@ -156,6 +156,26 @@ impl MockSet {
     }
 }
 
+/// A run's mocks: its tools' (`tools:`) and its remote agents' (`agents:`).
+pub struct RunMocks {
+    pub tools: std::sync::Arc<MockSet>,
+    pub agents: std::sync::Arc<MockSet>,
+}
+
+impl RunMocks {
+    /// Names of the mocked tools.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.tools.names()
+    }
+
+    /// What the mocks could not answer, the tools' then the agents'.
+    pub fn problems(&self) -> Vec<String> {
+        let mut out = self.tools.problems();
+        out.extend(self.agents.problems());
+        out
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;

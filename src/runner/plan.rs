@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::mocks::MockSet;
+use super::mocks::{MockSet, RunMocks};
 use crate::cassette::format::{format_version, RecordedBy, Upstreams};
 use crate::cassette::{store, Cassette, CassetteError, MatchRules, Writer};
 use crate::dialect;
@@ -171,9 +171,7 @@ pub(crate) struct Plan {
     pub writer: Option<Writer>,
     /// The cassette a record or update run replaces, for the trajectory diff.
     pub previous: Option<Cassette>,
-    pub mocks: Arc<MockSet>,
-    /// The `agents:` mocks.
-    pub agent_mocks: Arc<MockSet>,
+    pub mocks: RunMocks,
 }
 
 /// The proxy options, the writer and the mocks of the run `setup` asks for.
@@ -229,8 +227,11 @@ pub(crate) fn plan(setup: Setup, fwd: &Forwarding) -> Result<Plan, PlanError> {
             Some(store::open_writer(&setup.path)?),
         ),
     };
-    let mocks = Arc::new(MockSet::new(&setup.tools));
-    let agent_mocks = Arc::new(MockSet::new(&setup.a2a.mocks));
+    let mocks = RunMocks {
+        tools: Arc::new(MockSet::new(&setup.tools)),
+        agents: Arc::new(MockSet::new(&setup.a2a.mocks)),
+    };
+    let a2a = setup.a2a.agents(answering(&mocks.agents));
     let secret = match setup.secret {
         Some(s) => s,
         None => match std::env::var(SECRET_VAR) {
@@ -254,20 +255,10 @@ pub(crate) fn plan(setup: Setup, fwd: &Forwarding) -> Result<Plan, PlanError> {
         replay,
         print_misses: setup.print_misses,
         advice,
-        mocks: (!mocks.is_empty()).then(|| {
-            let m = mocks.clone();
-            Arc::new(move |c: &crate::neutral::ToolCall, n: usize| m.result_for(c, n)) as Mocks
-        }),
+        mocks: answering(&mocks.tools),
         log_exchanges: setup.log_exchanges,
         mcp_http: setup.mcp_http,
-        a2a: crate::proxy::a2a::Options {
-            mocked: setup.a2a.mocks.keys().cloned().collect(),
-            mocks: (!agent_mocks.is_empty()).then(|| {
-                let m = agent_mocks.clone();
-                Arc::new(move |c: &crate::neutral::ToolCall, n: usize| m.result_for(c, n)) as Mocks
-            }),
-            agents: setup.a2a.agents,
-        },
+        a2a,
         faults: setup.faults,
         fuzz: setup.fuzz,
         crash: setup.crash,
@@ -280,7 +271,14 @@ pub(crate) fn plan(setup: Setup, fwd: &Forwarding) -> Result<Plan, PlanError> {
         writer,
         previous,
         mocks,
-        agent_mocks,
+    })
+}
+
+/// The mocks of `set` as the proxy asks them, `None` when it has none.
+fn answering(set: &Arc<MockSet>) -> Option<Mocks> {
+    let set = set.clone();
+    (!set.is_empty()).then(|| {
+        Arc::new(move |c: &crate::neutral::ToolCall, n: usize| set.result_for(c, n)) as Mocks
     })
 }
 

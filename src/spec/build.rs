@@ -10,6 +10,17 @@ use super::yaml::{Kind, Node, Pos};
 use crate::cassette::format::{Hole, MatchRules};
 use crate::matching::index::Repeat;
 
+/// A section of the spec read by `read` when it is there (empty when not), its error kept
+/// in `errors` (and the section empty).
+fn section<T: Default>(
+    errors: &mut Errors,
+    node: Option<&Node>,
+    read: impl FnOnce(&Node) -> R<T>,
+) -> T {
+    node.map(|n| errors.take(read(n)).unwrap_or_default())
+        .unwrap_or_default()
+}
+
 impl Builder<'_> {
     // ---------------------------------------------------------------- the spec
 
@@ -52,22 +63,10 @@ impl Builder<'_> {
             _ => None,
         }
         .unwrap_or((MatchRules::default(), Repeat::None));
-        let tools = match top.get("tools") {
-            Some(n) => errors.take(self.tools(n)).unwrap_or_default(),
-            None => BTreeMap::new(),
-        };
-        let mcp = match top.get("mcp") {
-            Some(n) => errors.take(self.mcp_servers(n)).unwrap_or_default(),
-            None => BTreeMap::new(),
-        };
-        let a2a = match top.get("a2a") {
-            Some(n) => errors.take(self.a2a_agents(n)).unwrap_or_default(),
-            None => BTreeMap::new(),
-        };
-        let agents = match top.get("agents") {
-            Some(n) => errors.take(self.agents(n)).unwrap_or_default(),
-            None => BTreeMap::new(),
-        };
+        let tools = section(&mut errors, top.get("tools"), |n| self.tools(n));
+        let mcp = section(&mut errors, top.get("mcp"), |n| self.mcp_servers(n));
+        let a2a = section(&mut errors, top.get("a2a"), |n| self.a2a_agents(n));
+        let agents = section(&mut errors, top.get("agents"), |n| self.agents(n));
         let execution = match top.entry("execution") {
             Some((k, v)) if !v.is_null() => errors.take(self.execution(v, k.at, dir)),
             _ => None,

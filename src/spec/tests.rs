@@ -382,7 +382,7 @@ fn errors_point_at_file_line_and_column() {
         ),
         (
             "command: python app.py\n",
-            "specs/weather.yaml:1:1: unknown key `command` in the spec; expected one of: version, name, app, cassettes, match, tools, mcp, execution, egress, cases\n  hint: `command` belongs under `app:`".into(),
+            "specs/weather.yaml:1:1: unknown key `command` in the spec; expected one of: version, name, app, cassettes, match, tools, mcp, a2a, agents, execution, egress, cases\n  hint: `command` belongs under `app:`".into(),
         ),
         (
             &format!("{app}execution: {{mdoe: replay}}\n"),
@@ -394,7 +394,7 @@ fn errors_point_at_file_line_and_column() {
         ),
         (
             "app: {command: a}\ntimeout: 5s\n",
-            "specs/weather.yaml:2:1: unknown key `timeout` in the spec; expected one of: version, name, app, cassettes, match, tools, mcp, execution, egress, cases\n  hint: `timeout` belongs under `execution:` (for a whole case) or `app:` (for one turn)".into(),
+            "specs/weather.yaml:2:1: unknown key `timeout` in the spec; expected one of: version, name, app, cassettes, match, tools, mcp, a2a, agents, execution, egress, cases\n  hint: `timeout` belongs under `execution:` (for a whole case) or `app:` (for one turn)".into(),
         ),
         (
             "app: python app.py\n",

@@ -4,6 +4,7 @@
 mod align;
 pub mod asserted;
 pub mod changes;
+pub mod delegations;
 pub mod diff;
 pub mod executions;
 mod extract;

@@ -71,21 +71,8 @@ pub enum ShownStep {
         error: bool,
         latency_ms: u64,
     },
-    /// A call to a remote agent over A2A: for a delegation (a message sent), the message
-    /// and what the agent answered (its text, the task's state, or its error).
-    A2a {
-        agent: String,
-        method: String,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        message: Option<String>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        reply: Option<String>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        state: Option<String>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        error: Option<String>,
-        latency_ms: u64,
-    },
+    /// A call to a remote agent over A2A.
+    A2a(ShownA2a),
     /// An interaction on any other path, recorded as plain HTTP.
     Http {
         method: String,
@@ -93,6 +80,51 @@ pub enum ShownStep {
         status: u16,
         latency_ms: u64,
     },
+}
+
+/// A call to a remote agent over A2A: for a delegation (a message sent), the message and
+/// what the agent answered (its text, the task's state, or its error).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ShownA2a {
+    pub agent: String,
+    pub method: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reply: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub latency_ms: u64,
+}
+
+impl ShownA2a {
+    /// The call in a line of text: `weather: "weather in Paris" → completed "18C" · 12 ms`.
+    fn text(&self) -> String {
+        let quoted = |t: &str| format!("\"{}\"", clean(t));
+        let asked = match &self.message {
+            Some(m) => format!(": {}", quoted(m)),
+            None => format!(" {}", clean(&self.method)),
+        };
+        let answered: Vec<String> = [
+            self.error.as_ref().map(|e| format!("error {}", clean(e))),
+            (self.state.as_ref()).map(|s| clean(&crate::dialect::a2a::state_word(s))),
+            self.reply.as_ref().map(|r| quoted(r)),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        let answered = match answered.is_empty() {
+            true => String::new(),
+            false => format!(" → {}", answered.join(" ")),
+        };
+        format!(
+            "{}{asked}{answered} · {} ms",
+            clean(&self.agent),
+            self.latency_ms
+        )
+    }
 }
 
 /// One model call.
@@ -294,7 +326,7 @@ fn a2a_step(it: &Interaction) -> ShownStep {
     let answer = it.response.body.as_ref().and_then(Body::as_json);
     let reply = answer.map(crate::dialect::a2a::reply);
     let delegation = it.delegation();
-    ShownStep::A2a {
+    ShownStep::A2a(ShownA2a {
         agent: it.request.path.clone(),
         method: it.request.method.clone(),
         message: delegation.as_ref().map(|d| d.message.clone()),
@@ -302,7 +334,7 @@ fn a2a_step(it: &Interaction) -> ShownStep {
         error: reply.as_ref().and_then(|r| r.error.clone()),
         reply: (delegation.map(|d| d.reply.text)).filter(|t| !t.is_empty()),
         latency_ms: it.latency_ms,
-    }
+    })
 }
 
 /// A model call the API refused, with the message it gave.
@@ -486,39 +518,8 @@ fn step_text(out: &mut String, step: &ShownStep) {
                 if *error { " → error" } else { "" }
             );
         }
-        ShownStep::A2a {
-            agent,
-            method,
-            message,
-            reply,
-            state,
-            error,
-            latency_ms,
-        } => {
-            let quoted = |t: &str| format!("\"{}\"", clean(t));
-            let asked = match message {
-                Some(m) => format!(": {}", quoted(m)),
-                None => format!(" {}", clean(method)),
-            };
-            let answered: Vec<String> = [
-                error.as_ref().map(|e| format!("error {}", clean(e))),
-                state
-                    .as_ref()
-                    .map(|s| clean(&crate::dialect::a2a::state_word(s))),
-                reply.as_ref().map(|r| quoted(r)),
-            ]
-            .into_iter()
-            .flatten()
-            .collect();
-            let answered = match answered.is_empty() {
-                true => String::new(),
-                false => format!(" → {}", answered.join(" ")),
-            };
-            let _ = writeln!(
-                out,
-                "  a2a {}{asked}{answered} · {latency_ms} ms",
-                clean(agent)
-            );
+        ShownStep::A2a(a) => {
+            let _ = writeln!(out, "  a2a {}", a.text());
         }
         ShownStep::ModelCall(c) => call_text(out, c),
         ShownStep::Failed {

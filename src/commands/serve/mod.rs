@@ -17,7 +17,7 @@ use crate::proxy::switch::{Control, Switch, Switched, TEST_HEADER};
 use crate::proxy::Options;
 use crate::report::Cause;
 use crate::runner::env;
-use crate::runner::mocks::{tools_from_json, MockSet};
+use crate::runner::mocks::{tools_from_json, RunMocks};
 use crate::runner::plan::{self, Forwarding, Plan, PlanError, Setup, Use};
 use crate::spec::Mode;
 use crate::trajectory::{self, Asserted};
@@ -41,7 +41,7 @@ struct Active {
     missing: bool,
     match_rules: crate::cassette::MatchRules,
     writer: Option<Writer>,
-    mocks: Arc<MockSet>,
+    mocks: RunMocks,
     started: std::time::Instant,
 }
 

@@ -2,24 +2,15 @@
 //! answers with a task (or a JSON-RPC error), in every mode, the agent never reached. A
 //! mocked task is kept, so `GetTask` finds it.
 
-use std::collections::HashMap;
-
 use http::{Response, StatusCode};
 use serde_json::{json, Value};
 
-use super::{interaction, stream, Answer, Call};
+use super::exchange::{interaction, stream, Answer, Call};
 use crate::dialect::a2a as wire;
 use crate::neutral::ToolCall;
 use crate::proxy::body::{disconnect, json_response, ProxyBody};
 use crate::proxy::options::Mocked;
 use crate::proxy::state::Proxy;
-
-/// The session's mocked delegations: how many each agent had, and the tasks answered.
-#[derive(Debug, Default)]
-pub(in crate::proxy) struct Tasks {
-    calls: HashMap<String, usize>,
-    tasks: HashMap<String, Value>,
-}
 
 /// Why a mocked stream broke off (`cut: true`).
 const CUT: &str = "agentproxy: the agent's stream was cut (a mock's `cut: true`)";

@@ -9,29 +9,27 @@
 //! stores it; replay answers from the cassette in the agent's place, with the client's
 //! own JSON-RPC id. A delegation a mock answers reaches no agent in any mode.
 
+mod exchange;
 mod mock;
 mod relay;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use bytes::Bytes;
-use http::{HeaderValue, Method, Response, StatusCode};
+use http::{Method, Response, StatusCode};
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use serde_json::{json, Value};
 
-use super::body::{chunks, json_response, ProxyBody};
+use super::body::{json_response, ProxyBody};
 use super::miss;
-use super::options::Mocks;
+use super::options::{Agents, Mocks};
 use super::state::Proxy;
-use crate::cassette::{Body, Interaction, RecordedRequest, RecordedResponse};
+use crate::cassette::{Body, Interaction};
 use crate::dialect::a2a as wire;
 use crate::dialect::mcp::{classify, Message};
 use crate::matching::{self, index::Lookup};
-use crate::sse::SseEvent;
-
-pub(super) use mock::Tasks;
+use exchange::{refused, stream, Call};
 
 /// The path prefix of the agents' relays.
 pub const PREFIX: &str = "/a2a/";
@@ -44,34 +42,15 @@ pub struct Setup {
     pub mocks: BTreeMap<String, crate::spec::ToolMock>,
 }
 
-/// The session's remote agents.
-#[derive(Default)]
-pub struct Options {
-    /// The agents by name, each with its base URL (where its card is).
-    pub agents: BTreeMap<String, String>,
-    /// The spec's `agents:` mocks, by agent name: a delegation is the call of a tool named
-    /// after the agent with `{"message": text}` as its arguments.
-    pub mocks: Option<Mocks>,
-    /// The mocked agents' names: each has a relay (and a card) even without a URL.
-    pub mocked: Vec<String>,
-}
-
-impl Options {
-    /// Whether `name` is one of the session's agents.
-    fn knows(&self, name: &str) -> bool {
-        self.agents.contains_key(name) || self.mocked.iter().any(|m| m == name)
+impl Setup {
+    /// The session's agents, the mocks answering as `mocks` (compiled from [`Setup::mocks`]).
+    pub fn agents(self, mocks: Option<Mocks>) -> Agents {
+        Agents {
+            mocked: self.mocks.into_keys().collect(),
+            mocks,
+            urls: self.agents,
+        }
     }
-}
-
-/// One request to an agent's relay, read.
-struct Call<'a> {
-    agent: &'a str,
-    /// The agent's base URL, if the session was given one.
-    base: Option<&'a str>,
-    /// The path after the agent's name (`""`, `rpc`, the card's path).
-    rest: &'a str,
-    /// This relay's URL as the client reaches it, without a trailing `/`.
-    relay: String,
 }
 
 pub(super) async fn handle(
@@ -93,7 +72,7 @@ pub(super) async fn handle(
         .unwrap_or("127.0.0.1");
     let call = Call {
         agent,
-        base: proxy.opts.a2a.agents.get(agent).map(String::as_str),
+        base: proxy.opts.a2a.urls.get(agent).map(String::as_str),
         rest,
         relay: format!("http://{host}{PREFIX}{agent}"),
     };
@@ -153,10 +132,6 @@ pub(super) async fn handle(
         ),
         (false, _) => replay(proxy, agent, method, &msg),
     }
-}
-
-fn refused(status: StatusCode, why: String) -> Response<ProxyBody> {
-    json_response(status, &json!({ "error": format!("agentproxy: {why}") }))
 }
 
 /// The agent's card, its interface URLs pointing here: a mocked agent's made up, else
@@ -268,85 +243,4 @@ fn replay(proxy: &Proxy, agent: &str, method: &str, msg: &Value) -> Response<Pro
             )
         }
     }
-}
-
-/// An SSE stream of `answers`, breaking off after them with `abort`.
-fn stream(answers: &[Value], abort: Option<&str>) -> Response<ProxyBody> {
-    let frames = (answers.iter())
-        .map(|a| Bytes::from(format!("data: {a}\n\n")))
-        .collect();
-    let mut resp = Response::new(chunks(frames, abort));
-    resp.headers_mut().insert(
-        http::header::CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream"),
-    );
-    resp
-}
-
-/// An exchange with `agent` as a cassette keeps it: the call as [`wire::keyed`] has it,
-/// the answer as [`wire::stored`] does, a stream's answers as its events (their task, as
-/// assembled, the body).
-fn interaction(
-    proxy: &Proxy,
-    agent: &str,
-    method: &str,
-    mut keyed: Value,
-    answer: Answer,
-    latency_ms: u64,
-) -> Interaction {
-    proxy.opts.secrets.redact_value(&mut keyed);
-    let body = Body::Json(keyed.into());
-    let key = matching::request_key(wire::ROUTE, method, agent, Some(&body), &proxy.opts.rules);
-    let (mut stored, events, aborted) = match answer {
-        Answer::Json(v) => (v, None, None),
-        Answer::Stream { answers, aborted } => {
-            let results: Vec<&Value> = answers.iter().filter_map(|a| a.get("result")).collect();
-            let body = json!({ "result": wire::assemble(results) });
-            let events = (answers.iter())
-                .map(|a| {
-                    let mut a = a.clone();
-                    proxy.opts.secrets.redact_value(&mut a);
-                    SseEvent {
-                        event: None,
-                        id: None,
-                        data: a.to_string(),
-                    }
-                })
-                .collect();
-            (body, Some(events), aborted)
-        }
-    };
-    proxy.opts.secrets.redact_value(&mut stored);
-    Interaction {
-        route: wire::ROUTE.into(),
-        key,
-        turn: proxy.current_turn(),
-        request: RecordedRequest {
-            method: method.to_owned(),
-            path: agent.to_owned(),
-            body: Some(body),
-            body_xxh3: None,
-        },
-        response: RecordedResponse {
-            status: 200,
-            headers: Default::default(),
-            body: Some(Body::Json(stored.into())),
-            events,
-            aborted,
-            encoded: Default::default(),
-            encoded_events: Default::default(),
-        },
-        latency_ms,
-        mocked: Vec::new(),
-        spoiled: None,
-    }
-}
-
-/// What an agent answered, as stored: `{result}`/`{error}`, or a stream's answers in order.
-enum Answer {
-    Json(Value),
-    Stream {
-        answers: Vec<Value>,
-        aborted: Option<String>,
-    },
 }

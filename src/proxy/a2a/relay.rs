@@ -11,7 +11,7 @@ use hyper::body::Incoming;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
-use super::{interaction, refused, Answer, Call};
+use super::exchange::{interaction, refused, Answer, Call};
 use crate::dialect::a2a as wire;
 use crate::proxy::body::{full, ChannelBody, ProxyBody};
 use crate::proxy::state::Proxy;

@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 
 use super::{document, esc, esc_cut, json_block, step, MAX_VALUE};
 use crate::neutral::{result_text, Message};
-use crate::trajectory::show::{Shown, ShownCall, ShownStep};
+use crate::trajectory::show::{Shown, ShownA2a, ShownCall, ShownStep};
 
 /// The page of `shown`, titled with the cassette's `name`.
 pub fn render(name: &str, shown: &Shown) -> String {
@@ -101,31 +101,7 @@ fn shown_step(out: &mut String, s: &ShownStep) {
             let _ = write!(line, " · {latency_ms} ms");
             step(out, "MCP", &line);
         }
-        ShownStep::A2a {
-            agent,
-            method,
-            message,
-            reply,
-            state,
-            error,
-            latency_ms,
-        } => {
-            let mut line = format!("{} <code>{}</code>", esc(agent), esc(method));
-            if let Some(m) = message {
-                let _ = write!(line, ": {}", esc_cut(m, MAX_VALUE));
-            }
-            if let Some(s) = state {
-                let _ = write!(line, " → <code>{}</code>", esc(s));
-            }
-            if let Some(r) = reply {
-                let _ = write!(line, " {}", esc_cut(r, MAX_VALUE));
-            }
-            if let Some(e) = error {
-                let _ = write!(line, " <span class=\"bad\">error {}</span>", esc(e));
-            }
-            let _ = write!(line, " · {latency_ms} ms");
-            step(out, "A2A", &line);
-        }
+        ShownStep::A2a(a) => step(out, "A2A", &a2a_line(a)),
         ShownStep::Http {
             method,
             path,
@@ -141,6 +117,25 @@ fn shown_step(out: &mut String, s: &ShownStep) {
             ),
         ),
     }
+}
+
+/// A call to a remote agent: the agent, the method, the message and the answer.
+fn a2a_line(a: &ShownA2a) -> String {
+    let mut line = format!("{} <code>{}</code>", esc(&a.agent), esc(&a.method));
+    if let Some(m) = &a.message {
+        let _ = write!(line, ": {}", esc_cut(m, MAX_VALUE));
+    }
+    if let Some(s) = &a.state {
+        let _ = write!(line, " → <code>{}</code>", esc(s));
+    }
+    if let Some(r) = &a.reply {
+        let _ = write!(line, " {}", esc_cut(r, MAX_VALUE));
+    }
+    if let Some(e) = &a.error {
+        let _ = write!(line, " <span class=\"bad\">error {}</span>", esc(e));
+    }
+    let _ = write!(line, " · {} ms", a.latency_ms);
+    line
 }
 
 /// What a request added to the conversation, as steps (mocked results left out: they

@@ -18,7 +18,7 @@ use sha2::{Digest, Sha256};
 use super::{CaseReport, Status};
 use crate::cassette::Cassette;
 use crate::neutral::{Message, ToolCall, Usage};
-use crate::trajectory::show::{self, ShownCall, ShownStep};
+use crate::trajectory::show::{self, ShownA2a, ShownCall, ShownStep};
 
 /// One trajectory to export.
 pub struct Trace<'a> {
@@ -204,21 +204,7 @@ fn trace(t: &Trace<'_>, content: bool) -> Vec<Value> {
                 *error,
                 *latency_ms,
             ),
-            ShownStep::A2a {
-                agent,
-                method,
-                message,
-                reply,
-                error,
-                latency_ms,
-                ..
-            } => a2a_span(
-                &mut b,
-                (agent, method),
-                (message.as_deref(), reply.as_deref()),
-                error.as_deref(),
-                *latency_ms,
-            ),
+            ShownStep::A2a(a) => a2a_span(&mut b, a),
             ShownStep::Http {
                 method,
                 path,
@@ -273,14 +259,10 @@ fn mcp_span(
 /// The span of a call to a remote agent over A2A: a delegation as the GenAI conventions'
 /// `invoke_agent` of a remote agent (a client span named after it), any other call by its
 /// method.
-fn a2a_span(
-    b: &mut Builder,
-    (agent, method): (&str, &str),
-    (message, reply): (Option<&str>, Option<&str>),
-    error: Option<&str>,
-    latency_ms: u64,
-) {
-    let when = b.advance(latency_ms);
+fn a2a_span(b: &mut Builder, a: &ShownA2a) {
+    let (agent, method) = (a.agent.as_str(), a.method.as_str());
+    let (message, reply) = (a.message.as_deref(), a.reply.as_deref());
+    let when = b.advance(a.latency_ms);
     let mut attrs = vec![attr("rpc.method", method), attr("gen_ai.agent.name", agent)];
     let name = match message {
         Some(_) => {
@@ -297,7 +279,7 @@ fn a2a_span(
             attrs.push(attr("gen_ai.output.messages", r));
         }
     }
-    let error = error.map(|e| format!("the agent answered with an error: {e}"));
+    let error = (a.error.as_ref()).map(|e| format!("the agent answered with an error: {e}"));
     b.span(&name, CLIENT, when, attrs, error);
 }
 

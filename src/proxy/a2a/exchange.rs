@@ -1,0 +1,110 @@
+//! What the relay's parts share: a call as the relay reads it, an answer as stored, the
+//! interaction a cassette keeps of them, and the responses written to the client.
+
+use bytes::Bytes;
+use http::{HeaderValue, Response, StatusCode};
+use serde_json::{json, Value};
+
+use crate::cassette::{Body, Interaction, RecordedRequest, RecordedResponse};
+use crate::dialect::a2a as wire;
+use crate::matching;
+use crate::proxy::body::{chunks, json_response, ProxyBody};
+use crate::proxy::state::Proxy;
+use crate::sse::SseEvent;
+
+/// One request to an agent's relay, read.
+pub(super) struct Call<'a> {
+    pub agent: &'a str,
+    /// The agent's base URL, if the session was given one.
+    pub base: Option<&'a str>,
+    /// The path after the agent's name (`""`, `rpc`, the card's path).
+    pub rest: &'a str,
+    /// This relay's URL as the client reaches it, without a trailing `/`.
+    pub relay: String,
+}
+
+/// A refusal of the relay's own, as JSON.
+pub(super) fn refused(status: StatusCode, why: String) -> Response<ProxyBody> {
+    json_response(status, &json!({ "error": format!("agentproxy: {why}") }))
+}
+
+/// An SSE stream of `answers`, breaking off after them with `abort`.
+pub(super) fn stream(answers: &[Value], abort: Option<&str>) -> Response<ProxyBody> {
+    let frames = (answers.iter())
+        .map(|a| Bytes::from(format!("data: {a}\n\n")))
+        .collect();
+    let mut resp = Response::new(chunks(frames, abort));
+    resp.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    resp
+}
+
+/// An exchange with `agent` as a cassette keeps it: the call as [`wire::keyed`] has it,
+/// the answer as [`wire::stored`] does, a stream's answers as its events (their task, as
+/// assembled, the body).
+pub(super) fn interaction(
+    proxy: &Proxy,
+    agent: &str,
+    method: &str,
+    mut keyed: Value,
+    answer: Answer,
+    latency_ms: u64,
+) -> Interaction {
+    proxy.opts.secrets.redact_value(&mut keyed);
+    let body = Body::Json(keyed.into());
+    let key = matching::request_key(wire::ROUTE, method, agent, Some(&body), &proxy.opts.rules);
+    let (mut stored, events, aborted) = match answer {
+        Answer::Json(v) => (v, None, None),
+        Answer::Stream { answers, aborted } => {
+            let results: Vec<&Value> = answers.iter().filter_map(|a| a.get("result")).collect();
+            let body = json!({ "result": wire::assemble(results) });
+            let events = (answers.iter())
+                .map(|a| {
+                    let mut a = a.clone();
+                    proxy.opts.secrets.redact_value(&mut a);
+                    SseEvent {
+                        event: None,
+                        id: None,
+                        data: a.to_string(),
+                    }
+                })
+                .collect();
+            (body, Some(events), aborted)
+        }
+    };
+    proxy.opts.secrets.redact_value(&mut stored);
+    Interaction {
+        route: wire::ROUTE.into(),
+        key,
+        turn: proxy.current_turn(),
+        request: RecordedRequest {
+            method: method.to_owned(),
+            path: agent.to_owned(),
+            body: Some(body),
+            body_xxh3: None,
+        },
+        response: RecordedResponse {
+            status: 200,
+            headers: Default::default(),
+            body: Some(Body::Json(stored.into())),
+            events,
+            aborted,
+            encoded: Default::default(),
+            encoded_events: Default::default(),
+        },
+        latency_ms,
+        mocked: Vec::new(),
+        spoiled: None,
+    }
+}
+
+/// What an agent answered, as stored: `{result}`/`{error}`, or a stream's answers in order.
+pub(super) enum Answer {
+    Json(Value),
+    Stream {
+        answers: Vec<Value>,
+        aborted: Option<String>,
+    },
+}
