@@ -10,7 +10,7 @@ use crate::support::proxy::{case, test_report};
 
 const SPEC: &str = r#"name: a2a
 app:
-  command: python3 CLIENT send 'weather in Oslo' stream 'weather in Oslo' get send 'weather on Mars' send 'weather on Venus' stream 'weather on Pluto' v03 'weather in Oslo'
+  command: python3 CLIENT send 'weather in Oslo' stream 'weather in Oslo' get send 'weather on Mars' send 'weather on Venus' stream 'weather on Pluto' v03 'weather in Oslo' send 'weather on Jupiter'
   timeout: 30s
 agents:
   weather:
@@ -22,6 +22,8 @@ agents:
       result: {error: {code: -32099, message: too hot}}
     - when: {message: {contains: Pluto}}
       result: {cut: true, reply: cold}
+    - when: {message: {contains: Jupiter}}
+      result: {artifacts: [{artifactId: a1, parts: [{text: storms}, {text: "-110C"}]}]}
 cases:
   - name: forms
     input: go
@@ -58,12 +60,13 @@ fn mocked_agents_answer_every_form_without_running() {
         "send: error -32099 too hot",
         "stream: broken IncompleteRead",
         r#"v03: True TASK_STATE_COMPLETED ['{"temp_c": -5}']"#,
+        "send: True TASK_STATE_COMPLETED ['storms', '-110C']",
     ] {
         assert!(out.contains(line), "missing {line:?} in\n{out}\n{stderr}");
     }
     // Each delegation is a call of `weather`, with its answer as the result.
     let calls = forms["turns"][0]["tool_calls"].as_array().unwrap();
-    assert_eq!(calls.len(), 6, "{forms:#}");
+    assert_eq!(calls.len(), 7, "{forms:#}");
     assert_eq!(
         calls[2]["arguments"]["message"], "weather on Mars",
         "{forms:#}"
