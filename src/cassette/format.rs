@@ -360,6 +360,26 @@ impl Body {
 }
 
 impl RecordedResponse {
+    /// A response to store: its status, its kept headers, its body and (a stream) its
+    /// events, and why it broke off, if it did.
+    pub fn new(
+        status: u16,
+        headers: BTreeMap<String, String>,
+        body: Option<Body>,
+        events: Option<Vec<SseEvent>>,
+        aborted: Option<String>,
+    ) -> RecordedResponse {
+        RecordedResponse {
+            status,
+            headers,
+            body,
+            events,
+            aborted,
+            encoded: Default::default(),
+            encoded_events: Default::default(),
+        }
+    }
+
     /// The body bytes to serve, encoded once.
     pub fn body_bytes(&self) -> Bytes {
         self.encoded

@@ -12,26 +12,22 @@ pub(super) fn parse_mcp_name(s: &str) -> Result<String, String> {
 
 /// `NAME=URL` of a streamable HTTP MCP server.
 pub fn parse_mcp_server(s: &str) -> Result<(String, String), String> {
+    named_url(s, "MCP server")
+}
+
+/// `NAME=URL` of a remote agent over A2A (its base URL, where its card is).
+pub fn parse_a2a_agent(s: &str) -> Result<(String, String), String> {
+    named_url(s, "agent")
+}
+
+/// `NAME=URL` of a `what`: a name of letters, digits, `-` and `_`, an http(s) URL.
+fn named_url(s: &str, what: &str) -> Result<(String, String), String> {
     let (name, url) = s
         .split_once('=')
         .ok_or_else(|| format!("`{s}` is not NAME=URL"))?;
     if !crate::dialect::mcp::is_server_name(name) {
         return Err(format!(
-            "MCP server name `{name}` must be letters, digits, `-` and `_`"
-        ));
-    }
-    crate::dialect::mcp::check_server_url(url)?;
-    Ok((name.to_owned(), url.to_owned()))
-}
-
-/// `NAME=URL` of a remote agent over A2A (its base URL, where its card is).
-pub fn parse_a2a_agent(s: &str) -> Result<(String, String), String> {
-    let (name, url) = s
-        .split_once('=')
-        .ok_or_else(|| format!("`{s}` is not NAME=URL"))?;
-    if !crate::dialect::a2a::is_agent_name(name) {
-        return Err(format!(
-            "agent name `{name}` must be letters, digits, `-` and `_`"
+            "{what} name `{name}` must be letters, digits, `-` and `_`"
         ));
     }
     crate::dialect::mcp::check_server_url(url)?;

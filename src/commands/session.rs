@@ -82,22 +82,22 @@ fn check_listen(args: &SessionArgs) -> Result<()> {
 
 /// Refuse MCP server names a program could not tell apart by their URL variables.
 pub fn check_mcp_names<'a>(names: impl IntoIterator<Item = &'a String>) -> Result<()> {
-    match crate::dialect::mcp::var_clash(names) {
-        Some((first, second, var)) => Err(Error::NameClash {
-            what: "MCP servers",
-            first,
-            second,
-            var,
-        }),
-        None => Ok(()),
-    }
+    check_names(names, "MCP servers", crate::dialect::mcp::url_var)
 }
 
 /// Refuse agent names a program could not tell apart by their URL variables.
 pub fn check_a2a_names(names: &[String]) -> Result<()> {
-    match crate::dialect::mcp::var_clash_by(names, crate::dialect::a2a::url_var) {
+    check_names(names, "agents", crate::dialect::a2a::url_var)
+}
+
+fn check_names<'a>(
+    names: impl IntoIterator<Item = &'a String>,
+    what: &'static str,
+    var: fn(&str) -> String,
+) -> Result<()> {
+    match crate::dialect::mcp::var_clash_by(names, var) {
         Some((first, second, var)) => Err(Error::NameClash {
-            what: "agents",
+            what,
             first,
             second,
             var,

@@ -24,7 +24,7 @@ use super::boundary::Call;
 use super::miss;
 use super::options::Mocked;
 use super::state::Proxy;
-use crate::cassette::{Body, Interaction, RecordedRequest, RecordedResponse};
+use crate::cassette::{Body, RecordedResponse};
 use crate::dialect::mcp::{self, Message};
 use crate::matching::{self, index::Lookup};
 use crate::neutral::ToolCall;
@@ -255,36 +255,19 @@ pub(super) fn store(
         return Err("`response` is not a JSON-RPC response");
     }
     let seq = proxy.next_seq();
-    let mut keyed = mcp::keyed(server, method, request);
-    proxy.opts.secrets.redact_value(&mut keyed);
+    let keyed = mcp::keyed(server, method, request);
     let mut stored = mcp::stored_response(response);
     learn_tools(proxy, server, method, &stored);
     proxy.opts.secrets.redact_value(&mut stored);
-    let body = Body::Json(keyed.into());
-    let key = matching::request_key(mcp::ROUTE, method, server, Some(&body), &proxy.opts.rules);
-    let interaction = Interaction {
-        route: mcp::ROUTE.into(),
-        key,
-        turn: proxy.current_turn(),
-        request: RecordedRequest {
-            method: method.to_owned(),
-            path: server.to_owned(),
-            body: Some(body),
-            body_xxh3: None,
-        },
-        response: RecordedResponse {
-            status: 200,
-            headers: Default::default(),
-            body: Some(Body::Json(stored.into())),
-            events: None,
-            aborted: None,
-            encoded: Default::default(),
-            encoded_events: Default::default(),
-        },
-        latency_ms,
-        mocked: Vec::new(),
-        spoiled: None,
-    };
+    let response = RecordedResponse::new(
+        200,
+        Default::default(),
+        Some(Body::Json(stored.into())),
+        None,
+        None,
+    );
+    let at = (mcp::ROUTE, method, server);
+    let interaction = super::record::boundary(proxy, at, keyed, response, latency_ms);
     proxy.recorded(seq, interaction);
     Ok(())
 }

@@ -346,15 +346,7 @@ fn store(proxy: &Proxy, ex: Exchange, response: Recorded, latency: Duration) {
             body: ex.stored,
             body_xxh3: ex.digest.map(crate::matching::key::digest_hex),
         },
-        response: RecordedResponse {
-            status: status.as_u16(),
-            headers,
-            body,
-            events,
-            aborted,
-            encoded: Default::default(),
-            encoded_events: Default::default(),
-        },
+        response: RecordedResponse::new(status.as_u16(), headers, body, events, aborted),
         latency_ms: u64::try_from(latency.as_millis()).unwrap_or(u64::MAX),
         mocked: ex.mocked,
         spoiled: None,
@@ -561,5 +553,35 @@ impl Decoder {
             Decoder::Deflate(d) => std::mem::take(d.get_mut()),
         };
         Ok(Bytes::from(rest))
+    }
+}
+
+/// An exchange at a boundary beside the model (an MCP server, a remote agent) as a
+/// cassette keeps it: `keyed` (what identifies the request, redacted here) under `route`,
+/// `method` and `name` (the server's or agent's), answered with `response`.
+pub(super) fn boundary(
+    proxy: &Proxy,
+    (route, method, name): (&str, &str, &str),
+    mut keyed: serde_json::Value,
+    response: RecordedResponse,
+    latency_ms: u64,
+) -> Interaction {
+    proxy.opts.secrets.redact_value(&mut keyed);
+    let body = Body::Json(keyed.into());
+    let key = crate::matching::request_key(route, method, name, Some(&body), &proxy.opts.rules);
+    Interaction {
+        route: route.into(),
+        key,
+        turn: proxy.current_turn(),
+        request: RecordedRequest {
+            method: method.to_owned(),
+            path: name.to_owned(),
+            body: Some(body),
+            body_xxh3: None,
+        },
+        response,
+        latency_ms,
+        mocked: Vec::new(),
+        spoiled: None,
     }
 }

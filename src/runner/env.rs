@@ -163,28 +163,33 @@ pub fn self_path() -> Option<Injected> {
 
 /// The URL variables of streamable HTTP MCP servers served at `base`.
 pub fn mcp_urls<'a>(base: &str, names: impl IntoIterator<Item = &'a String>) -> Vec<Injected> {
-    names
-        .into_iter()
-        .map(|n| {
-            var(
-                &crate::dialect::mcp::url_var(n),
-                &format!("{base}{}{n}", crate::proxy::mcp_http::PREFIX),
-                "proxy URL of a streamable HTTP MCP server (--mcp)",
-            )
-        })
-        .collect()
+    let what = "proxy URL of a streamable HTTP MCP server (--mcp)";
+    let at = (
+        crate::proxy::mcp_http::PREFIX,
+        crate::dialect::mcp::url_var as fn(&str) -> String,
+    );
+    named_urls(base, names, at, what)
 }
 
 /// The URL variables of the remote agents served at `base`.
-pub fn a2a_urls(base: &str, names: &[String]) -> Vec<Injected> {
-    (names.iter())
-        .map(|n| {
-            var(
-                &crate::dialect::a2a::url_var(n),
-                &format!("{base}{}{n}", crate::proxy::a2a::PREFIX),
-                "proxy URL of a remote agent over A2A (--a2a)",
-            )
-        })
+pub fn a2a_urls<'a>(base: &str, names: impl IntoIterator<Item = &'a String>) -> Vec<Injected> {
+    let what = "proxy URL of a remote agent over A2A (--a2a)";
+    let at = (
+        crate::proxy::a2a::PREFIX,
+        crate::dialect::a2a::url_var as fn(&str) -> String,
+    );
+    named_urls(base, names, at, what)
+}
+
+/// The variables (`var` of each name) of the relays served at `base` under `prefix`.
+fn named_urls<'a>(
+    base: &str,
+    names: impl IntoIterator<Item = &'a String>,
+    (prefix, var_of): (&str, fn(&str) -> String),
+    why: &'static str,
+) -> Vec<Injected> {
+    (names.into_iter())
+        .map(|n| var(&var_of(n), &format!("{base}{prefix}{n}"), why))
         .collect()
 }
 

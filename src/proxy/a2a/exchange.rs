@@ -5,9 +5,8 @@ use bytes::Bytes;
 use http::{HeaderValue, Response, StatusCode};
 use serde_json::{json, Value};
 
-use crate::cassette::{Body, Interaction, RecordedRequest, RecordedResponse};
+use crate::cassette::{Body, Interaction, RecordedResponse};
 use crate::dialect::a2a as wire;
-use crate::matching;
 use crate::proxy::body::{chunks, json_response, ProxyBody};
 use crate::proxy::state::Proxy;
 use crate::sse::SseEvent;
@@ -48,13 +47,10 @@ pub(super) fn interaction(
     proxy: &Proxy,
     agent: &str,
     method: &str,
-    mut keyed: Value,
+    keyed: Value,
     answer: Answer,
     latency_ms: u64,
 ) -> Interaction {
-    proxy.opts.secrets.redact_value(&mut keyed);
-    let body = Body::Json(keyed.into());
-    let key = matching::request_key(wire::ROUTE, method, agent, Some(&body), &proxy.opts.rules);
     let (mut stored, events, aborted) = match answer {
         Answer::Json(v) => (v, None, None),
         Answer::Stream { answers, aborted } => {
@@ -75,29 +71,10 @@ pub(super) fn interaction(
         }
     };
     proxy.opts.secrets.redact_value(&mut stored);
-    Interaction {
-        route: wire::ROUTE.into(),
-        key,
-        turn: proxy.current_turn(),
-        request: RecordedRequest {
-            method: method.to_owned(),
-            path: agent.to_owned(),
-            body: Some(body),
-            body_xxh3: None,
-        },
-        response: RecordedResponse {
-            status: 200,
-            headers: Default::default(),
-            body: Some(Body::Json(stored.into())),
-            events,
-            aborted,
-            encoded: Default::default(),
-            encoded_events: Default::default(),
-        },
-        latency_ms,
-        mocked: Vec::new(),
-        spoiled: None,
-    }
+    let stored = Some(Body::Json(stored.into()));
+    let response = RecordedResponse::new(200, Default::default(), stored, events, aborted);
+    let at = (wire::ROUTE, method, agent);
+    crate::proxy::record::boundary(proxy, at, keyed, response, latency_ms)
 }
 
 /// What an agent answered, as stored: `{result}`/`{error}`, or a stream's answers in order.

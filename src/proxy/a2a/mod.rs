@@ -27,7 +27,7 @@ use super::options::{Agents, Mocks};
 use super::state::Proxy;
 use crate::cassette::{Body, Interaction};
 use crate::dialect::a2a as wire;
-use crate::dialect::mcp::{classify, Message};
+use crate::dialect::mcp::{classify, Message, INVALID_REQUEST, PARSE_ERROR};
 use crate::matching::{self, index::Lookup};
 use exchange::{refused, stream, Call};
 
@@ -107,14 +107,18 @@ pub(super) async fn handle(
         Err(e) => {
             let answer = wire::error(
                 &Value::Null,
-                -32700,
+                PARSE_ERROR,
                 &format!("agentproxy: the body is not JSON: {e}"),
             );
             return json_response(StatusCode::OK, &answer);
         }
     };
     let Message::Request { id, method } = classify(&msg) else {
-        let answer = wire::error(&Value::Null, -32600, "agentproxy: not a JSON-RPC request");
+        let answer = wire::error(
+            &Value::Null,
+            INVALID_REQUEST,
+            "agentproxy: not a JSON-RPC request",
+        );
         return json_response(StatusCode::OK, &answer);
     };
     if let Some(answered) = mock::answer(proxy, &call, method, &msg) {
@@ -143,9 +147,10 @@ async fn card(
     records: bool,
 ) -> Response<ProxyBody> {
     let agent = call.agent;
-    let (mut card, any_host) = if mock::is_mocked(proxy, agent) {
+    if mock::is_mocked(proxy, agent) {
         return json_response(StatusCode::OK, &mock::card(agent, &call.relay));
-    } else if records {
+    }
+    let (mut card, any_host) = if records {
         match relay::fetch_card(proxy, call, parts).await {
             Ok(card) => (card, false),
             Err(resp) => return resp,
@@ -181,12 +186,12 @@ fn replay_card(proxy: &Proxy, agent: &str) -> Result<Value, String> {
 }
 
 /// The recording that answers a call keyed `keyed` (taken), or the miss report.
-fn answer_from_cassette(
-    proxy: &Proxy,
+fn answer_from_cassette<'p>(
+    proxy: &'p Proxy,
     agent: &str,
     method: &str,
     mut keyed: Value,
-) -> Result<Interaction, String> {
+) -> Result<&'p Interaction, String> {
     let Some(rp) = &proxy.opts.replay else {
         return Err("this session has no cassette".into());
     };
@@ -198,7 +203,7 @@ fn answer_from_cassette(
         Lookup::Hit(pos) => {
             let it = &rp.interactions[pos];
             proxy.served(seq, it, proxy.current_turn(), &[], None);
-            Ok(it.clone())
+            Ok(it)
         }
         miss => {
             let now = matching::normalize::normalize(&keyed, &proxy.opts.rules);

@@ -73,6 +73,7 @@ pub(super) async fn fetch_card(
     parts: &http::request::Parts,
 ) -> Result<Value, Response<ProxyBody>> {
     let started = Instant::now();
+    let seq = proxy.next_seq();
     let resp = send(proxy, call, (Method::GET, &parts.headers), Bytes::new()).await?;
     let (head, body) = resp.into_parts();
     let bytes = match Limited::new(body, proxy.opts.max_body).collect().await {
@@ -98,7 +99,6 @@ pub(super) async fn fetch_card(
         *out.headers_mut() = kept(&head.headers);
         return Err(out);
     };
-    let seq = proxy.next_seq();
     let keyed = json!({ "agent": call.agent, "method": wire::CARD });
     let it = interaction(
         proxy,
