@@ -87,3 +87,110 @@ fn mocked_agents_answer_every_form_without_running() {
         .unwrap();
     assert!(message.contains("weather"), "{forbidden:#}");
 }
+
+/// `agentproxy ARGS -- python3 client.py STEPS` in `dir`, in a clean environment.
+fn session(dir: &Path, args: &[&str], steps: &[&str]) -> (i32, String, String) {
+    let client = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/a2a/client.py");
+    let mut command = std::process::Command::new(crate::support::proxy::bin());
+    command
+        .args(args)
+        .arg("--")
+        .arg("python3")
+        .arg(client)
+        .args(steps);
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("AGENTPROXY_") {
+            command.env_remove(&name);
+        }
+    }
+    let out = command.current_dir(dir).output().unwrap();
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (
+        out.status.code().unwrap_or(-1),
+        text(&out.stdout),
+        text(&out.stderr),
+    )
+}
+
+#[test]
+fn a_fake_agent_is_recorded_then_replayed_in_its_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/a2a");
+    let port_file = dir.path().join("port");
+    let mut agent = std::process::Command::new("python3")
+        .arg(fixtures.join("agent.py"))
+        .arg(&port_file)
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let port = loop {
+        if let Ok(p) = std::fs::read_to_string(&port_file) {
+            break p;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the fake agent did not start"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let a2a = format!("weather=http://127.0.0.1:{port}");
+    let steps = [
+        "send",
+        "weather in Oslo",
+        "stream",
+        "weather in Oslo",
+        "get",
+        "v03",
+        "weather in Oslo",
+    ];
+    let record = [
+        "record",
+        "--cassette",
+        "c.json",
+        "--upstream",
+        "http://127.0.0.1:9",
+        "--a2a",
+        &a2a,
+    ];
+    let (code, recorded, stderr) = session(dir.path(), &record, &steps);
+    let _ = agent.kill();
+    let _ = agent.wait();
+    assert_eq!(code, 0, "{recorded}\n{stderr}");
+    for line in [
+        "card: Fake Weather rpc at relay: True",
+        "send: True TASK_STATE_COMPLETED ['forecast: weather in Oslo']",
+        "stream: text/event-stream True ['task', 'artifactUpdate', 'statusUpdate']",
+        "get: True TASK_STATE_COMPLETED None",
+        "v03: True completed ['forecast: weather in Oslo']",
+    ] {
+        assert!(
+            recorded.contains(line),
+            "missing {line:?} in\n{recorded}\n{stderr}"
+        );
+    }
+    let cassette = std::fs::read_to_string(dir.path().join("c.json")).unwrap();
+    assert!(!cassette.contains("suite-token"), "no credential is stored");
+
+    // The agent is gone: the replay, on another port, answers with the client's own ids,
+    // the streamed task found again by its recorded id.
+    let replay = ["replay", "--cassette", "c.json", "--a2a", &a2a];
+    let (code, replayed, stderr) = session(dir.path(), &replay, &steps);
+    assert_eq!(code, 0, "{replayed}\n{stderr}");
+    assert_eq!(replayed, recorded);
+    assert!(stderr.contains("0 missed; 0 of 5"), "{stderr}");
+
+    // Another message misses: a JSON-RPC error to the client, exit 1, the nearest named.
+    let (code, missed, stderr) = session(dir.path(), &replay, &["send", "weather in Lima"]);
+    assert_eq!(code, 1, "{missed}\n{stderr}");
+    assert!(
+        missed.contains("send: error -32001 agentproxy_cassette_miss"),
+        "{missed}"
+    );
+    assert!(
+        stderr.contains("SendMessage weather (a2a) has no recording"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("weather in Oslo"), "{stderr}");
+    let after = std::fs::read_to_string(dir.path().join("c.json")).unwrap();
+    assert_eq!(after, cassette, "a replay leaves the cassette as it was");
+}

@@ -101,3 +101,21 @@ fn a_near_miss_is_shown_beside_its_nearest_recording() {
             < at
     );
 }
+
+/// `show --format html` lists a delegation to a remote agent with its message and answer,
+/// every recorded value escaped.
+#[test]
+fn the_show_page_lists_delegations() {
+    let path = format!(
+        "{}/cassettes/examples/a2a-agent/paris-weather-asked-of-the-weather-agent.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let cassette: crate::cassette::Cassette =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let page = show::render("paris", &crate::trajectory::show::read(&cassette));
+    assert!(
+        page.contains("weather <code>SendStreamingMessage</code>: weather in Paris, celsius → <code>TASK_STATE_COMPLETED</code> {&quot;city&quot;: &quot;Paris&quot;"),
+        "{page}"
+    );
+    assert!(page.contains("weather <code>agent-card</code>"), "{page}");
+}
