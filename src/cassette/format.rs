@@ -328,12 +328,8 @@ impl Body {
 
     pub fn to_bytes(&self) -> Bytes {
         match self {
-            // Serializing a Value cannot fail: its map keys are strings. The tree is not
-            // kept: what is served is these bytes (cached by the response), and a tree is
-            // four times the text.
-            Body::Json(v) => {
-                Bytes::from(serde_json::to_vec(&*v.get_transient()).unwrap_or_default())
-            }
+            // No tree is built: a tree is four times the text.
+            Body::Json(v) => v.compact_bytes(),
             Body::Text(s) => Bytes::from(s.clone()),
             Body::Base64(b) => Bytes::from(
                 base64::engine::general_purpose::STANDARD

@@ -90,6 +90,20 @@ impl LazyJson {
         }
     }
 
+    /// The value as compact JSON text, to serve: the loaded text without its layout when
+    /// there is one (no tree built: the text was written by this crate's serializer, so
+    /// without its whitespace it is what serializing the value would write), else the value
+    /// serialized.
+    pub fn compact_bytes(&self) -> Bytes {
+        match (&self.raw, self.value.get()) {
+            (Some(raw), _) if self.compacted => raw.clone(),
+            (Some(raw), _) => Bytes::from(minify(raw)),
+            // Serializing a Value cannot fail: its map keys are strings.
+            (None, Some(v)) => Bytes::from(serde_json::to_vec(v).unwrap_or_default()),
+            (None, None) => Bytes::from_static(b"null"),
+        }
+    }
+
     /// Keep the value as its compact text, parsed again when next used: a recording holds
     /// each body until the cassette is written, and the text is a fraction of the tree.
     /// Saved, it is laid out as the value would be.
@@ -195,10 +209,47 @@ impl<'de> Deserialize<'de> for LazyJson {
     }
 }
 
+/// JSON text without the whitespace between its tokens (strings are kept as they are).
+fn minify(text: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(text.len());
+    let (mut in_string, mut escaped) = (false, false);
+    for &b in text {
+        if in_string {
+            out.push(b);
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+        } else if !matches!(b, b' ' | b'\n' | b'\r' | b'\t') {
+            in_string = b == b'"';
+            out.push(b);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_loaded_body_is_served_as_its_value_serializes() {
+        let values = [
+            serde_json::json!({"a": [1, 2.5, -3e-7, {}], "b": {"c": null, "d": []}, "e": true}),
+            serde_json::json!({"text": "spaces  inside, \"quotes\" and \\ back\\slashes\n\ttabs", "é": "ü ☃"}),
+            serde_json::json!("a bare string with a \\\""),
+            serde_json::json!([]),
+        ];
+        for v in values {
+            let pretty = serde_json::to_vec_pretty(&v).unwrap();
+            let loaded: LazyJson = serde_json::from_slice(&pretty).unwrap();
+            assert!(loaded.text().is_some_and(|t| t.contains(&b'\n') || !pretty.contains(&b'\n')));
+            assert_eq!(loaded.compact_bytes(), serde_json::to_vec(&v).unwrap(), "{v}");
+        }
+    }
 
     #[test]
     fn parses_on_first_use_and_compares_by_value() {
