@@ -167,6 +167,7 @@ pub fn diagnose(o: Observed) -> DoctorReport {
     .collect();
     let other_urls = other_urls(&format!("{}\n{}", o.stdout, o.stderr), &o.base);
     let mentions_mcp = o.sources.iter().any(|s| mentions_mcp(s));
+    let mentions_a2a = o.sources.iter().any(|s| mentions_a2a(s));
     let mut report = DoctorReport {
         command: o.command,
         program: o.program,
@@ -192,7 +193,24 @@ pub fn diagnose(o: Observed) -> DoctorReport {
                 .into(),
         );
     }
+    if mentions_a2a {
+        report.notes.push(
+            "the program's files mention A2A: a remote agent it calls would run in replay too. Give each one with `--a2a NAME=URL` \
+             (its base URL, where its card is) and have the program read the agent's URL from AGENTPROXY_A2A_<NAME>_URL; see `agentproxy docs a2a`."
+                .into(),
+        );
+    }
     report
+}
+
+/// Whether a program's source speaks of A2A (the `a2a` SDK, an agent card).
+fn mentions_a2a(source: &str) -> bool {
+    static A2A: OnceLock<Regex> = OnceLock::new();
+    let re = A2A.get_or_init(|| {
+        Regex::new(r"(?i)from a2a|import a2a|@a2a-js/|A2AClient|A2ACardResolver|agent-card\.json")
+            .expect("valid regex")
+    });
+    re.is_match(source)
 }
 
 /// Whether a program's source speaks of MCP (an import, `MCPServerStdio`, `mcp_servers`).
@@ -599,6 +617,11 @@ mod tests {
         assert_eq!(r.notes.len(), 1);
         assert!(r.notes[0].contains("no MCP server came through `agentproxy mcp`"));
         assert!(r.notes[0].contains("agentproxy mcp --name NAME -- COMMAND"));
+        // A program that delegates over A2A is told how to give its agents.
+        let a2a = "from a2a.client import A2ACardResolver";
+        let r = diagnose(observed(vec![call()], 0, "", &[a2a]));
+        assert_eq!(r.notes.len(), 1, "{:?}", r.notes);
+        assert!(r.notes[0].contains("--a2a NAME=URL"), "{:?}", r.notes);
         // A program that never speaks of MCP gets no advice about it.
         assert!(diagnose(observed(vec![call()], 0, "", &["import openai"]))
             .notes
