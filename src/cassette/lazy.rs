@@ -91,9 +91,10 @@ impl LazyJson {
     }
 
     /// The value as compact JSON text, to serve: the loaded text without its layout when
-    /// there is one (no tree built: the text was written by this crate's serializer, so
-    /// without its whitespace it is what serializing the value would write), else the value
-    /// serialized.
+    /// there is one (no tree built), else the value serialized. For a cassette agentproxy
+    /// wrote, the two are the same bytes (its keys sorted, its numbers and escapes as the
+    /// serializer writes them); a body edited by hand is served as it was written (its key
+    /// order, its number spellings), without its layout.
     pub fn compact_bytes(&self) -> Bytes {
         match (&self.raw, self.value.get()) {
             (Some(raw), _) if self.compacted => raw.clone(),
@@ -246,8 +247,14 @@ mod tests {
         for v in values {
             let pretty = serde_json::to_vec_pretty(&v).unwrap();
             let loaded: LazyJson = serde_json::from_slice(&pretty).unwrap();
-            assert!(loaded.text().is_some_and(|t| t.contains(&b'\n') || !pretty.contains(&b'\n')));
-            assert_eq!(loaded.compact_bytes(), serde_json::to_vec(&v).unwrap(), "{v}");
+            assert!(loaded
+                .text()
+                .is_some_and(|t| t.contains(&b'\n') || !pretty.contains(&b'\n')));
+            assert_eq!(
+                loaded.compact_bytes(),
+                serde_json::to_vec(&v).unwrap(),
+                "{v}"
+            );
         }
     }
 

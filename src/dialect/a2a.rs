@@ -60,6 +60,15 @@ pub fn streams(method: &str) -> bool {
     )
 }
 
+/// Whether `method` answers with a card (the extended card an authenticated client may
+/// ask for), whose interface URLs are rewritten as the public card's are.
+pub fn gives_card(method: &str) -> bool {
+    matches!(
+        method,
+        "GetExtendedAgentCard" | "agent/getAuthenticatedExtendedCard"
+    )
+}
+
 /// What identifies a call to `agent`, as stored and keyed: `{agent, method, params}`
 /// without the message's `messageId`, which clients make up on every run.
 pub fn keyed(agent: &str, method: &str, msg: &Value) -> Value {
@@ -258,7 +267,7 @@ impl Delegation {
         let r = &self.reply;
         match (&r.error, r.state.as_deref()) {
             (Some(e), _) => json!(format!("error {e}")),
-            (None, Some(state)) if state != COMPLETED && !r.text.is_empty() => {
+            (None, Some(state)) if state_name(state) != COMPLETED && !r.text.is_empty() => {
                 json!(format!("{} ({state})", r.text))
             }
             (None, Some(state)) if r.text.is_empty() => json!(state),
@@ -268,8 +277,9 @@ impl Delegation {
 }
 
 /// Rewrite the interface URLs an agent card advertises (`supportedInterfaces[].url`,
-/// 0.3's `url` and `additionalInterfaces[].url`) with `to`; the URLs `to` cannot map
-/// (`None`) are left and returned.
+/// 0.3's `url` and `additionalInterfaces[].url`) with `to`, those of the JSON-RPC binding
+/// only (the one agentproxy relays; an interface of another binding is left as it is);
+/// the URLs `to` cannot map (`None`) are left and returned.
 pub fn rewrite_card(card: &mut Value, to: impl Fn(&str) -> Option<String>) -> Vec<String> {
     let mut left = Vec::new();
     let mut visit = |slot: &mut Value| {
@@ -280,12 +290,24 @@ pub fn rewrite_card(card: &mut Value, to: impl Fn(&str) -> Option<String>) -> Ve
             }
         }
     };
-    if let Some(slot) = card.get_mut("url") {
-        visit(slot);
+    // The binding an interface names (1.0 `protocolBinding`, 0.3 `transport` and
+    // `preferredTransport`); none is JSON-RPC.
+    let json_rpc = |binding: Option<&Value>| binding.is_none_or(|b| b == "JSONRPC");
+    if json_rpc(card.get("preferredTransport")) {
+        if let Some(slot) = card.get_mut("url") {
+            visit(slot);
+        }
     }
-    for list in ["supportedInterfaces", "additionalInterfaces"] {
+    for (list, binding) in [
+        ("supportedInterfaces", "protocolBinding"),
+        ("additionalInterfaces", "transport"),
+    ] {
         let items = card.get_mut(list).and_then(Value::as_array_mut);
-        for item in items.into_iter().flatten() {
+        for item in items
+            .into_iter()
+            .flatten()
+            .filter(|i| json_rpc(i.get(binding)))
+        {
             if let Some(slot) = item.get_mut("url") {
                 visit(slot);
             }
@@ -318,12 +340,53 @@ pub fn under_base(url: &str, base: &str, any_host: bool) -> Option<String> {
     }
 }
 
+/// The keys of a mock's result that give the reply itself; a mapping with none of them is
+/// the reply's JSON text.
+pub const MOCK_KEYS: [&str; 5] = ["reply", "state", "artifacts", "error", "cut"];
+
+/// The task states a mock may give (as 0.3 names them; 1.0's `TASK_STATE_…` names too).
+const STATES: [&str; 8] = [
+    "submitted",
+    "working",
+    "completed",
+    "failed",
+    "canceled",
+    "input-required",
+    "rejected",
+    "auth-required",
+];
+
+/// Why a mock's result cannot answer a delegation, if it cannot: a `state` A2A does not
+/// have, or a mapping that mixes the reply's keys with others.
+pub fn check_mock(mock: &Value) -> Result<(), String> {
+    let Some(m) = mock.as_object() else {
+        return Ok(());
+    };
+    if !m.keys().any(|k| MOCK_KEYS.contains(&k.as_str())) {
+        return Ok(());
+    }
+    if let Some(k) = m.keys().find(|k| !MOCK_KEYS.contains(&k.as_str())) {
+        return Err(format!(
+            "`{k}` is not a key of an agent's reply (expected one of: {})",
+            MOCK_KEYS.join(", ")
+        ));
+    }
+    match m.get("state") {
+        Some(Value::String(s)) if STATES.contains(&state_word(s).as_str()) => Ok(()),
+        Some(s) => Err(format!(
+            "`state: {s}` is not a task state (expected one of: {})",
+            STATES.join(", ")
+        )),
+        None => Ok(()),
+    }
+}
+
 /// The task a mock's result answers a delegation with: a string is the agent's reply
 /// (a completed task with one text artifact); a mapping may give `reply`, `state` (a
 /// task state: `failed`, `input-required`, or A2A's `TASK_STATE_…` name), `artifacts`
 /// (A2A artifacts as they are) and `cut` (the relay breaks the connection before the
-/// task ends). `Err` for a mapping with an `error`: the
-/// JSON-RPC error (`{code, message}`) to answer with instead.
+/// task ends); any other value is the reply's JSON text. `Err` for a mapping with an
+/// `error`: the JSON-RPC error (`{code, message}`) to answer with instead.
 pub fn mocked_task(mock: &Value, ids: (&str, &str)) -> Result<Value, Value> {
     if let Some(e) = mock.get("error") {
         let e = match e {
@@ -334,7 +397,7 @@ pub fn mocked_task(mock: &Value, ids: (&str, &str)) -> Result<Value, Value> {
     }
     let (reply, state, artifacts) = match mock {
         Value::String(s) => (Some(s.clone()), None, None),
-        Value::Object(m) => (
+        Value::Object(m) if m.keys().any(|k| MOCK_KEYS.contains(&k.as_str())) => (
             m.get("reply")
                 .map(|r| r.as_str().map_or_else(|| r.to_string(), str::to_owned)),
             m.get("state").and_then(Value::as_str).map(state_name),
@@ -352,6 +415,53 @@ pub fn mocked_task(mock: &Value, ids: (&str, &str)) -> Result<Value, Value> {
         "status": { "state": state.unwrap_or_else(|| COMPLETED.to_owned()) },
         "artifacts": artifacts,
     }))
+}
+
+/// Whether `method` is one of A2A 0.3's (`message/send`): its answers take 0.3's shapes.
+pub fn is_v03(method: &str) -> bool {
+    method.contains('/')
+}
+
+/// A 1.0 answer's result (`{task}`, `{message}`, `{statusUpdate}`, `{artifactUpdate}`)
+/// in 0.3's shape: the payload bare with its `kind`, states as 0.3 names them
+/// (`completed`), text parts with `kind: "text"`, and `final` on a status update that
+/// ends the task.
+pub fn to_v03(result: &Value) -> Value {
+    let (kind, v) = payload(result);
+    let mut v = v.clone();
+    let kind = match kind {
+        "statusUpdate" => "status-update",
+        "artifactUpdate" => "artifact-update",
+        other => other,
+    };
+    fn visit(v: &mut Value) {
+        match v {
+            Value::Object(m) => {
+                if let Some(Value::String(s)) = m.get_mut("state") {
+                    *s = state_word(s);
+                }
+                if m.contains_key("text") && !m.contains_key("kind") {
+                    m.insert("kind".into(), json!("text"));
+                }
+                m.values_mut().for_each(visit);
+            }
+            Value::Array(items) => items.iter_mut().for_each(visit),
+            _ => {}
+        }
+    }
+    visit(&mut v);
+    if let Some(m) = v.as_object_mut() {
+        m.insert("kind".into(), json!(kind));
+        if kind == "status-update" {
+            let state = m
+                .get("status")
+                .and_then(|s| s["state"].as_str())
+                .unwrap_or_default();
+            let done = !matches!(state, "submitted" | "working");
+            m.insert("final".into(), json!(done));
+        }
+    }
+    v
 }
 
 /// A task state as A2A 1.0 names it: `failed` → `TASK_STATE_FAILED`.
@@ -468,7 +578,8 @@ mod tests {
     fn card_urls_are_rewritten_and_foreign_ones_left() {
         let mut card = json!({"name": "fx", "url": "http://a.test/", "supportedInterfaces": [
             {"url": "http://a.test/rpc", "protocolBinding": "JSONRPC"},
-            {"url": "http://elsewhere.test/", "protocolBinding": "GRPC"}]});
+            {"url": "http://elsewhere.test/", "protocolBinding": "JSONRPC"},
+            {"url": "http://a.test/grpc", "protocolBinding": "GRPC"}]});
         let left = rewrite_card(&mut card, |u| {
             under_base(u, "http://a.test", false)
                 .map(|rest| format!("http://proxy.test/a2a/fx/{rest}"))
@@ -479,6 +590,10 @@ mod tests {
             "http://proxy.test/a2a/fx/rpc"
         );
         assert_eq!(left, vec!["http://elsewhere.test/".to_owned()]);
+        assert_eq!(
+            card["supportedInterfaces"][2]["url"], "http://a.test/grpc",
+            "another binding is left"
+        );
         assert_eq!(
             under_base("http://a.test/agents/fx/", "http://a.test/agents/fx", false).as_deref(),
             Some("")
@@ -514,5 +629,52 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(e["code"], -32000);
+    }
+
+    #[test]
+    fn answers_take_0_3_shapes_for_0_3_methods() {
+        let task = json!({"task": {"id": "t", "status": {"state": "TASK_STATE_COMPLETED",
+            "message": {"parts": [{"text": "done"}]}}, "artifacts": [{"parts": [{"text": "9C"}]}]}});
+        let old = to_v03(&task);
+        assert_eq!(old["kind"], "task");
+        assert_eq!(old["status"]["state"], "completed");
+        assert_eq!(
+            old["artifacts"][0]["parts"][0],
+            json!({"kind": "text", "text": "9C"})
+        );
+        assert_eq!(old["status"]["message"]["parts"][0]["kind"], "text");
+        let update =
+            json!({"statusUpdate": {"taskId": "t", "status": {"state": "TASK_STATE_WORKING"}}});
+        assert_eq!(to_v03(&update)["final"], false);
+        let done =
+            json!({"statusUpdate": {"taskId": "t", "status": {"state": "TASK_STATE_FAILED"}}});
+        assert_eq!(to_v03(&done)["final"], true);
+        assert_eq!(to_v03(&done)["kind"], "status-update");
+        assert!(is_v03("message/send") && !is_v03("SendMessage"));
+        // A 0.3 completed reply reads as completed.
+        let d = Delegation::of(
+            &json!({"agent": "fx", "method": "message/send", "params": {"message": {"parts": [{"kind": "text", "text": "hi"}]}}}),
+            &json!({"result": old}),
+        )
+        .unwrap();
+        assert_eq!(d.result(), json!("9C"));
+    }
+
+    #[test]
+    fn mock_results_are_checked_and_plain_mappings_are_json_replies() {
+        assert!(check_mock(&json!({"reply": "x", "state": "input-required"})).is_ok());
+        assert!(check_mock(&json!({"state": "TASK_STATE_FAILED"})).is_ok());
+        assert!(check_mock(&json!({"state": "done"}))
+            .unwrap_err()
+            .contains("not a task state"));
+        assert!(check_mock(&json!({"reply": "x", "temp": 1}))
+            .unwrap_err()
+            .contains("`temp`"));
+        assert!(check_mock(&json!({"temp_c": -5})).is_ok());
+        let t = mocked_task(&json!({"temp_c": -5}), ("t", "c")).unwrap();
+        assert_eq!(
+            reply(&json!({"result": {"task": t}})).text,
+            r#"{"temp_c":-5}"#
+        );
     }
 }

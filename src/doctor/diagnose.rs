@@ -185,30 +185,43 @@ pub fn diagnose(o: Observed) -> DoctorReport {
         arrivals: o.arrivals,
     };
     report.notes = notes(&report);
-    if mentions_mcp && report.mcp_servers.is_empty() {
-        report.notes.push(
+    report.notes.extend(boundary_notes(
+        mentions_mcp && report.mcp_servers.is_empty(),
+        mentions_a2a,
+    ));
+    report
+}
+
+/// What a program whose files speak of MCP (`mcp`: and no server came through the
+/// stand-in) or of A2A (`a2a`) is told about wiring those boundaries.
+fn boundary_notes(mcp: bool, a2a: bool) -> Vec<String> {
+    let mut out = Vec::new();
+    if mcp {
+        out.push(
             "the program's files mention MCP, but no MCP server came through `agentproxy mcp`: the tools of a server it starts \
              would run in replay too. Start each stdio server as `agentproxy mcp --name NAME -- COMMAND`, and give a streamable HTTP one with `--mcp NAME=URL` \
              (its URL for the program in AGENTPROXY_MCP_<NAME>_URL); see `agentproxy docs mcp`."
                 .into(),
         );
     }
-    if mentions_a2a {
-        report.notes.push(
+    if a2a {
+        out.push(
             "the program's files mention A2A: a remote agent it calls would run in replay too. Give each one with `--a2a NAME=URL` \
              (its base URL, where its card is) and have the program read the agent's URL from AGENTPROXY_A2A_<NAME>_URL; see `agentproxy docs a2a`."
                 .into(),
         );
     }
-    report
+    out
 }
 
 /// Whether a program's source speaks of A2A (the `a2a` SDK, an agent card).
 fn mentions_a2a(source: &str) -> bool {
     static A2A: OnceLock<Regex> = OnceLock::new();
     let re = A2A.get_or_init(|| {
-        Regex::new(r"(?i)from a2a|import a2a|@a2a-js/|A2AClient|A2ACardResolver|agent-card\.json")
-            .expect("valid regex")
+        Regex::new(
+            r"(?i)\bfrom a2a\b|\bimport a2a\b|@a2a-js/|A2AClient|A2ACardResolver|agent-card\.json",
+        )
+        .expect("valid regex")
     });
     re.is_match(source)
 }

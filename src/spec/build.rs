@@ -414,15 +414,24 @@ impl Builder<'_> {
                 ));
             }
             let path = join("agents", name);
-            let reply = matches!(&v.kind, Kind::Map(_))
-                && AGENT_REPLY_KEYS.iter().any(|key| v.child(key).is_some());
+            let keys = crate::dialect::a2a::MOCK_KEYS;
+            let reply =
+                matches!(&v.kind, Kind::Map(_)) && keys.iter().any(|key| v.child(key).is_some());
             let kind = match reply {
-                true => {
-                    self.fields(v, k.at, &path, "agent mock", AGENT_REPLY_KEYS)?;
-                    MockKind::Fixed(self.json(v, &path)?)
-                }
+                true => MockKind::Fixed(self.json(v, &path)?),
                 false => self.mock(v, k.at, &path, name)?,
             };
+            let results: Vec<&serde_json::Value> = match &kind {
+                MockKind::Fixed(r) => vec![r],
+                MockKind::Sequence(rs) => rs.iter().collect(),
+                MockKind::Rules(rules) => rules.iter().map(|r| &r.result).collect(),
+            };
+            if let Some(why) = results
+                .into_iter()
+                .find_map(|r| crate::dialect::a2a::check_mock(r).err())
+            {
+                return Err(self.err(v.at, format!("`{path}`: {why}")));
+            }
             out.insert(name.to_owned(), ToolMock { at: k.at, kind });
         }
         Ok(out)

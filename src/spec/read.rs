@@ -75,8 +75,6 @@ pub(super) const EXPECT_KEYS: &[&str] = &[
     "reply",
     "output",
 ];
-/// The keys of an `agents:` mock that gives the reply itself.
-pub(super) const AGENT_REPLY_KEYS: &[&str] = &["reply", "state", "artifacts", "error", "cut"];
 pub(super) const MOCK_KEYS: &[&str] = &["result", "results"];
 pub(super) const RULE_KEYS: &[&str] = &["when", "result"];
 pub(super) const COUNT_KEYS: &[&str] = &["min", "max"];

@@ -59,7 +59,7 @@ fn mocked_agents_answer_every_form_without_running() {
         "send: True TASK_STATE_FAILED ['no forecast for Mars']",
         "send: error -32099 too hot",
         "stream: broken IncompleteRead",
-        r#"v03: True TASK_STATE_COMPLETED ['{"temp_c": -5}']"#,
+        r#"v03: True completed ['{"temp_c": -5}']"#,
         "send: True TASK_STATE_COMPLETED ['storms', '-110C']",
     ] {
         assert!(out.contains(line), "missing {line:?} in\n{out}\n{stderr}");
@@ -82,10 +82,13 @@ fn mocked_agents_answer_every_form_without_running() {
 
     let forbidden = case(&report, "a forbidden delegation fails the case");
     assert_eq!(forbidden["status"], "failed", "{forbidden:#}");
-    let message = forbidden["turns"][0]["assertions"][0]["message"]
-        .as_str()
-        .unwrap();
-    assert!(message.contains("weather"), "{forbidden:#}");
+    let failed = &forbidden["turns"][0]["assertions"][0];
+    assert_eq!(failed["passed"], false, "{forbidden:#}");
+    let said = failed.to_string();
+    assert!(
+        said.contains("weather on Venus"),
+        "the forbidden call is named: {said}"
+    );
 }
 
 /// `agentproxy ARGS -- python3 client.py STEPS` in `dir`, in a clean environment.
@@ -142,6 +145,8 @@ fn a_fake_agent_is_recorded_then_replayed_in_its_place() {
         "get",
         "v03",
         "weather in Oslo",
+        "stream",
+        "a storm in Oslo",
     ];
     let record = [
         "record",
@@ -162,6 +167,7 @@ fn a_fake_agent_is_recorded_then_replayed_in_its_place() {
         "stream: text/event-stream True ['task', 'artifactUpdate', 'statusUpdate']",
         "get: True TASK_STATE_COMPLETED None",
         "v03: True completed ['forecast: weather in Oslo']",
+        "stream: text/event-stream True ['error']",
     ] {
         assert!(
             recorded.contains(line),
@@ -177,7 +183,21 @@ fn a_fake_agent_is_recorded_then_replayed_in_its_place() {
     let (code, replayed, stderr) = session(dir.path(), &replay, &steps);
     assert_eq!(code, 0, "{replayed}\n{stderr}");
     assert_eq!(replayed, recorded);
-    assert!(stderr.contains("0 missed; 0 of 5"), "{stderr}");
+    assert!(stderr.contains("0 missed; 0 of 6"), "{stderr}");
+    // The stream's last event (sent without its blank line) was kept, and the error
+    // stream's body is its error.
+    let c: serde_json::Value = serde_json::from_str(&cassette).unwrap();
+    let streams: Vec<&serde_json::Value> = (c["interactions"].as_array().unwrap().iter())
+        .filter(|i| i["request"]["method"] == "SendStreamingMessage")
+        .collect();
+    assert_eq!(
+        streams[0]["response"]["events"].as_array().unwrap().len(),
+        3
+    );
+    assert_eq!(
+        streams[1]["response"]["body"]["json"]["error"]["code"],
+        -32099
+    );
 
     // Another message misses: a JSON-RPC error to the client, exit 1, the nearest named.
     let (code, missed, stderr) = session(dir.path(), &replay, &["send", "weather in Lima"]);
@@ -193,4 +213,75 @@ fn a_fake_agent_is_recorded_then_replayed_in_its_place() {
     assert!(stderr.contains("weather in Oslo"), "{stderr}");
     let after = std::fs::read_to_string(dir.path().join("c.json")).unwrap();
     assert_eq!(after, cassette, "a replay leaves the cassette as it was");
+}
+
+/// What is not a call gets a clear refusal: an unknown agent, a body that is not JSON, a
+/// request that is not JSON-RPC, a REST-style `GET`, a body past `--max-body-size`.
+#[test]
+fn bad_requests_to_a_relay_are_refused_saying_why() {
+    let dir = tempfile::tempdir().unwrap();
+    // An empty cassette: the session serves nothing.
+    std::fs::write(
+        dir.path().join("none.json"),
+        r#"{"format":"2.0","recorder":"t","recorded_at":"2026-01-01T00:00:00Z","upstreams":{},"interactions":[]}"#,
+    )
+    .unwrap();
+    let script = r#"
+import json, os, urllib.request as u
+base = os.environ["AGENTPROXY_A2A_WEATHER_URL"]
+def ask(url, data=None, method="POST"):
+    try:
+        with u.urlopen(u.Request(url, data=data, method=method), timeout=10) as r:
+            return r.status, r.read().decode()
+    except u.HTTPError as e:
+        return e.code, e.read().decode()
+print(ask(os.environ["AGENTPROXY_URL"] + "/a2a/other/", b"{}"))
+print(ask(base + "/", b"not json"))
+print(ask(base + "/", b'{"jsonrpc": "2.0", "result": 1, "id": 1}'))
+print(ask(base + "/v1/tasks", method="GET"))
+print(ask(base + "/", b"x" * 4096))
+"#;
+    let args = [
+        "replay",
+        "--cassette",
+        "none.json",
+        "--max-body-size",
+        "1K",
+        "--a2a",
+        "weather=http://127.0.0.1:9",
+        "--",
+        "python3",
+        "-c",
+        script,
+    ];
+    let out = std::process::Command::new(crate::support::proxy::bin())
+        .args(args)
+        .current_dir(dir.path())
+        .env_remove("AGENTPROXY_URL")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 5, "{stdout}\n{stderr}");
+    assert!(
+        lines[0].starts_with("(404") && lines[0].contains("--a2a other=URL"),
+        "{stdout}"
+    );
+    assert!(
+        lines[1].starts_with("(200") && lines[1].contains("-32700"),
+        "{stdout}"
+    );
+    assert!(
+        lines[2].starts_with("(200") && lines[2].contains("-32600"),
+        "{stdout}"
+    );
+    assert!(
+        lines[3].starts_with("(405") && lines[3].contains("JSON-RPC calls (POST) only"),
+        "{stdout}"
+    );
+    assert!(
+        lines[4].starts_with("(413") && lines[4].contains("--max-body-size"),
+        "{stdout}"
+    );
 }

@@ -22,6 +22,24 @@ pub(super) struct Call<'a> {
     pub relay: String,
 }
 
+/// Point the interface URLs `card` advertises at this relay (see
+/// [`wire::rewrite_card`]); one that is not under the agent's base URL fails the session,
+/// since calls there would pass by unrecorded. `any_host`: compare paths only (a replay).
+pub(super) fn point_here(proxy: &Proxy, call: &Call<'_>, card: &mut Value, any_host: bool) {
+    let base = call.base.unwrap_or_default();
+    let left = wire::rewrite_card(card, |url| {
+        wire::under_base(url, base, any_host).map(|rest| format!("{}/{rest}", call.relay))
+    });
+    for url in left {
+        let why = format!(
+            "agent `{}`: its card advertises {url}, which is not under {base}: calls there would pass by agentproxy unrecorded; give the agent's base URL with --a2a {}=URL",
+            call.agent, call.agent
+        );
+        crate::tell!("agentproxy: {why}");
+        proxy.lock().upstream_errors.push(why);
+    }
+}
+
 /// A refusal of the relay's own, as JSON.
 pub(super) fn refused(status: StatusCode, why: String) -> Response<ProxyBody> {
     json_response(status, &json!({ "error": format!("agentproxy: {why}") }))
@@ -54,8 +72,13 @@ pub(super) fn interaction(
     let (mut stored, events, aborted) = match answer {
         Answer::Json(v) => (v, None, None),
         Answer::Stream { answers, aborted } => {
+            // A stream that answered with an error has that error as its body.
+            let error = answers.iter().find(|a| a.get("error").is_some());
             let results: Vec<&Value> = answers.iter().filter_map(|a| a.get("result")).collect();
-            let body = json!({ "result": wire::assemble(results) });
+            let body = match error {
+                Some(e) => e.clone(),
+                None => json!({ "result": wire::assemble(results) }),
+            };
             let events = (answers.iter())
                 .map(|a| {
                     let mut a = a.clone();

@@ -29,7 +29,7 @@ use crate::cassette::{Body, Interaction};
 use crate::dialect::a2a as wire;
 use crate::dialect::mcp::{classify, Message, INVALID_REQUEST, PARSE_ERROR};
 use crate::matching::{self, index::Lookup};
-use exchange::{refused, stream, Call};
+use exchange::{point_here, refused, stream, Call};
 
 /// The path prefix of the agents' relays.
 pub const PREFIX: &str = "/a2a/";
@@ -90,42 +90,28 @@ pub(super) async fn handle(
     if parts.method == Method::GET && rest.split('?').next() == Some(wire::CARD_PATH) {
         return card(proxy, &call, &parts, records).await;
     }
+    // Only the JSON-RPC binding is relayed: a REST or gRPC call would not be recorded.
     if parts.method != Method::POST {
-        return match (records, call.base) {
-            (true, Some(_)) => relay::other(proxy, &call, parts, raw).await,
-            _ => refused(
-                StatusCode::METHOD_NOT_ALLOWED,
-                format!(
-                    "{} {PREFIX}{agent}/{rest}: an agent is called with POST (JSON-RPC)",
-                    parts.method
-                ),
+        return refused(
+            StatusCode::METHOD_NOT_ALLOWED,
+            format!(
+                "{} {PREFIX}{agent}/{rest}: agentproxy relays an agent's card and its JSON-RPC calls (POST) only",
+                parts.method
             ),
-        };
+        );
     }
-    let msg: Value = match serde_json::from_slice(&raw) {
+    let msg = match serde_json::from_slice::<Value>(&raw) {
         Ok(v) => v,
-        Err(e) => {
-            let answer = wire::error(
-                &Value::Null,
-                PARSE_ERROR,
-                &format!("agentproxy: the body is not JSON: {e}"),
-            );
-            return json_response(StatusCode::OK, &answer);
-        }
+        Err(e) => return refused_call(PARSE_ERROR, &format!("the body is not JSON: {e}")),
     };
     let Message::Request { id, method } = classify(&msg) else {
-        let answer = wire::error(
-            &Value::Null,
-            INVALID_REQUEST,
-            "agentproxy: not a JSON-RPC request",
-        );
-        return json_response(StatusCode::OK, &answer);
+        return refused_call(INVALID_REQUEST, "not a JSON-RPC request");
     };
     if let Some(answered) = mock::answer(proxy, &call, method, &msg) {
         return answered;
     }
     match (records, call.base) {
-        (true, Some(_)) => relay::forward(proxy, &call, parts, raw, method).await,
+        (true, Some(_)) => relay::forward(proxy, &call, (parts, raw), (method, &msg)).await,
         (true, None) => json_response(
             StatusCode::OK,
             &wire::error(
@@ -134,8 +120,14 @@ pub(super) async fn handle(
                 &format!("agentproxy: agent `{agent}` has no URL and no mock answers this {method}; give it with --a2a {agent}=URL"),
             ),
         ),
-        (false, _) => replay(proxy, agent, method, &msg),
+        (false, _) => replay(proxy, &call, method, &msg),
     }
+}
+
+/// A call refused as JSON-RPC does: an error with no id, `why` its message.
+fn refused_call(code: i64, why: &str) -> Response<ProxyBody> {
+    let answer = wire::error(&Value::Null, code, &format!("agentproxy: {why}"));
+    json_response(StatusCode::OK, &answer)
 }
 
 /// The agent's card, its interface URLs pointing here: a mocked agent's made up, else
@@ -147,7 +139,9 @@ async fn card(
     records: bool,
 ) -> Response<ProxyBody> {
     let agent = call.agent;
-    if mock::is_mocked(proxy, agent) {
+    // A mocked agent with no URL gets a card of agentproxy's own; one with a URL, its
+    // own, so what no mock answers goes where the agent takes it.
+    if mock::is_mocked(proxy, agent) && call.base.is_none() {
         return json_response(StatusCode::OK, &mock::card(agent, &call.relay));
     }
     let (mut card, any_host) = if records {
@@ -164,17 +158,7 @@ async fn card(
             }
         }
     };
-    let base = call.base.unwrap_or_default();
-    let left = wire::rewrite_card(&mut card, |url| {
-        wire::under_base(url, base, any_host).map(|rest| format!("{}/{rest}", call.relay))
-    });
-    for url in left {
-        let why = format!(
-            "agent `{agent}`: its card advertises {url}, which is not under {base}: calls there would pass by agentproxy unrecorded; give the agent's base URL with --a2a {agent}=URL"
-        );
-        crate::tell!("agentproxy: {why}");
-        proxy.lock().upstream_errors.push(why);
-    }
+    point_here(proxy, call, &mut card, any_host);
     json_response(StatusCode::OK, &card)
 }
 
@@ -219,8 +203,8 @@ fn answer_from_cassette<'p>(
 }
 
 /// Answer a call from the cassette, as JSON or as the recorded stream, with the client's id.
-fn replay(proxy: &Proxy, agent: &str, method: &str, msg: &Value) -> Response<ProxyBody> {
-    let id = &msg["id"];
+fn replay(proxy: &Proxy, call: &Call<'_>, method: &str, msg: &Value) -> Response<ProxyBody> {
+    let (agent, id) = (call.agent, &msg["id"]);
     let it = match answer_from_cassette(proxy, agent, method, wire::keyed(agent, method, msg)) {
         Ok(it) => it,
         Err(report) => {
@@ -242,10 +226,11 @@ fn replay(proxy: &Proxy, agent: &str, method: &str, msg: &Value) -> Response<Pro
         }
         None => {
             let stored = it.response.body.as_ref().and_then(Body::as_json).cloned();
-            json_response(
-                StatusCode::OK,
-                &wire::answer(id, &stored.unwrap_or(Value::Null)),
-            )
+            let mut answer = wire::answer(id, &stored.unwrap_or(Value::Null));
+            if wire::gives_card(method) && answer.get("result").is_some() {
+                point_here(proxy, call, &mut answer["result"], true);
+            }
+            json_response(StatusCode::OK, &answer)
         }
     }
 }

@@ -11,7 +11,7 @@ use hyper::body::Incoming;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
-use super::exchange::{interaction, refused, Answer, Call};
+use super::exchange::{interaction, point_here, refused, Answer, Call};
 use crate::dialect::a2a as wire;
 use crate::proxy::body::{full, ChannelBody, ProxyBody};
 use crate::proxy::state::Proxy;
@@ -112,35 +112,15 @@ pub(super) async fn fetch_card(
     Ok(card)
 }
 
-/// A request that is no call (another path's `GET`): passed on, not stored.
-pub(super) async fn other(
-    proxy: &Arc<Proxy>,
-    call: &Call<'_>,
-    parts: http::request::Parts,
-    raw: Bytes,
-) -> Response<ProxyBody> {
-    let resp = match send(proxy, call, (parts.method.clone(), &parts.headers), raw).await {
-        Ok(r) => r,
-        Err(resp) => return resp,
-    };
-    let (head, body) = resp.into_parts();
-    let mut out = Response::new(body.map_err(std::io::Error::other).boxed());
-    *out.status_mut() = head.status;
-    *out.headers_mut() = kept(&head.headers);
-    out
-}
-
 /// Forward a call and relay its answer, storing it: JSON at once, a stream once it ends.
 pub(super) async fn forward(
     proxy: &Arc<Proxy>,
     call: &Call<'_>,
-    parts: http::request::Parts,
-    raw: Bytes,
-    method: &str,
+    (parts, raw): (http::request::Parts, Bytes),
+    (method, msg): (&str, &Value),
 ) -> Response<ProxyBody> {
     let started = Instant::now();
-    let msg: Value = serde_json::from_slice(&raw).unwrap_or(Value::Null);
-    let keyed = wire::keyed(call.agent, method, &msg);
+    let keyed = wire::keyed(call.agent, method, msg);
     let seq = proxy.next_seq();
     let resp = match send(proxy, call, (Method::POST, &parts.headers), raw).await {
         Ok(r) => r,
@@ -157,7 +137,7 @@ pub(super) async fn forward(
         let (tx, rx) = mpsc::channel(16);
         let proxy = proxy.clone();
         proxy.tasks.clone().spawn(async move {
-            let (answers, aborted) = relay(&proxy, body, tx).await;
+            let (answers, aborted) = relay(&proxy, &agent, body, tx).await;
             if answers.is_empty() {
                 incomplete(&proxy, &agent, "its event stream ended without an answer");
                 return;
@@ -181,17 +161,17 @@ pub(super) async fn forward(
         }
     };
     let answer = serde_json::from_slice::<Value>(&bytes).ok();
+    let mut bytes = bytes;
     match answer.filter(|_| head.status.is_success()) {
-        Some(a) if a.get("result").is_some() || a.get("error").is_some() => {
-            let it = interaction(
-                proxy,
-                &agent,
-                &method,
-                keyed,
-                Answer::Json(wire::stored(&a)),
-                ms(started),
-            );
+        Some(mut a) if a.get("result").is_some() || a.get("error").is_some() => {
+            let stored = Answer::Json(wire::stored(&a));
+            let it = interaction(proxy, &agent, &method, keyed, stored, ms(started));
             proxy.recorded(seq, it);
+            // An extended card points its client here too.
+            if wire::gives_card(&method) {
+                point_here(proxy, call, &mut a["result"], false);
+                bytes = Bytes::from(serde_json::to_vec(&a).unwrap_or_default());
+            }
         }
         // An HTTP error is no JSON-RPC answer: a replay would have nothing to serve.
         _ => incomplete(
@@ -210,21 +190,25 @@ pub(super) async fn forward(
 }
 
 /// Pass an SSE answer on chunk by chunk; the answers its events carried, stored-form, and
-/// why it broke off, if it did. A client that hangs up does not stop the recording.
+/// why it broke off, if it did (or why it could not be kept whole: past `--max-body-size`).
+/// A client that hangs up does not stop the recording.
 async fn relay(
     proxy: &Proxy,
+    agent: &str,
     mut body: Incoming,
     tx: mpsc::Sender<std::io::Result<Bytes>>,
 ) -> (Vec<Value>, Option<String>) {
     let mut parser = SseParser::new();
     let mut answers = Vec::new();
-    let idle = proxy
-        .opts
-        .upstream
-        .as_ref()
+    let idle = (proxy.opts.upstream.as_ref())
         .map(|up| up.timeout())
         .unwrap_or_default();
-    let mut client_gone = false;
+    let (mut client_gone, mut read) = (false, 0usize);
+    let keep = |event: crate::sse::SseEvent, answers: &mut Vec<Value>| {
+        if let Ok(answer) = serde_json::from_str::<Value>(&event.data) {
+            answers.push(wire::stored(&answer));
+        }
+    };
     loop {
         let frame = tokio::select! {
             frame = body.frame() => frame,
@@ -235,7 +219,13 @@ async fn relay(
             }
         };
         let chunk = match frame {
-            None => return (answers, None),
+            None => {
+                // A last event without its closing blank line is an event all the same.
+                if let Some(event) = parser.finish() {
+                    keep(event, &mut answers);
+                }
+                return (answers, None);
+            }
             Some(Err(e)) => {
                 let why = format!("the agent's stream broke off: {e}");
                 let _ = tx.send(Err(std::io::Error::other(why.clone()))).await;
@@ -246,10 +236,18 @@ async fn relay(
                 Err(_) => continue,
             },
         };
+        read += chunk.len();
+        if read > proxy.opts.max_body {
+            let why = format!(
+                "the agent's stream passed {} bytes (--max-body-size)",
+                proxy.opts.max_body
+            );
+            let _ = tx.send(Err(std::io::Error::other(why.clone()))).await;
+            incomplete(proxy, agent, &why);
+            return (answers, Some(why));
+        }
         for event in parser.push(&chunk) {
-            if let Ok(answer) = serde_json::from_str::<Value>(&event.data) {
-                answers.push(wire::stored(&answer));
-            }
+            keep(event, &mut answers);
         }
         if !client_gone && tx.send(Ok(chunk)).await.is_err() {
             client_gone = true;
