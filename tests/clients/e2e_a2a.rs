@@ -9,10 +9,8 @@
 use crate::support;
 
 use std::ffi::OsStr;
-use std::net::{TcpListener, TcpStream};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Child, Command};
 
 use serde_json::Value;
 use support::fake_openai::FakeOpenAi;
@@ -31,25 +29,13 @@ fn python() -> String {
 
 /// The remote agent on a free loopback port, once it accepts connections.
 fn start_agent() -> (Child, u16) {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let child = Command::new(python())
+    let mut command = Command::new(python());
+    command
         .arg(repo().join("examples/a2a-agent/weather_agent.py"))
-        .arg(port.to_string())
-        .env("WEATHER_AGENT_TOKEN", TOKEN)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "the A2A agent did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    (child, port)
+        .env("WEATHER_AGENT_TOKEN", TOKEN);
+    support::run::serving(command, |c, port| {
+        c.arg(port.to_string());
+    })
 }
 
 fn orchestrator() -> Vec<String> {

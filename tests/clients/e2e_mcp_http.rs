@@ -7,10 +7,8 @@
 
 use crate::support;
 
-use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -24,25 +22,13 @@ fn python() -> String {
 
 /// The example's server on a free loopback port, once it accepts connections.
 fn start_server(outbox: &Path) -> (Child, u16) {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let child = Command::new(python())
+    let mut command = Command::new(python());
+    command
         .arg(repo().join("examples/mcp-agent/server.py"))
-        .args(["--http", &port.to_string()])
-        .env("OUTBOX", outbox)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "the MCP server did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    (child, port)
+        .env("OUTBOX", outbox);
+    support::run::serving(command, |c, port| {
+        c.args(["--http", &port.to_string()]);
+    })
 }
 
 fn run(dir: &Path, args: &[&str], mode: &str) -> Output {

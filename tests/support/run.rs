@@ -80,3 +80,29 @@ pub async fn agentproxy(args: Vec<OsString>, env: &[(&str, &str)]) -> Run {
         stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
     }
 }
+
+/// `command` started with a free loopback port (`with_port` puts it on the command line),
+/// once that port accepts connections (within 60 s): an example or fake server.
+pub fn serving(
+    mut command: std::process::Command,
+    with_port: impl FnOnce(&mut std::process::Command, u16),
+) -> (std::process::Child, u16) {
+    let port = (std::net::TcpListener::bind("127.0.0.1:0").unwrap())
+        .local_addr()
+        .unwrap()
+        .port();
+    with_port(&mut command, port);
+    let child = (command.stdout(std::process::Stdio::null()))
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{command:?} did not listen on {port}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (child, port)
+}
