@@ -57,17 +57,11 @@ pub(super) async fn handle(
             ) }),
         );
     };
-    let raw = match Limited::new(body, proxy.opts.max_body).collect().await {
-        Ok(b) => b.to_bytes(),
-        Err(e) => {
-            let why = format!(
-                "MCP server `{name}`: a request body could not be read ({e}); raise --max-body-size"
-            );
-            proxy.lock().upstream_errors.push(why.clone());
-            return json_response(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                &json!({ "error": format!("agentproxy: {why}") }),
-            );
+    let raw = match proxy.read_body(body, &format!("MCP server `{name}`")).await {
+        Ok(b) => b,
+        Err(why) => {
+            let answer = json!({ "error": format!("agentproxy: {why}") });
+            return json_response(StatusCode::PAYLOAD_TOO_LARGE, &answer);
         }
     };
     let msg: Option<Value> = serde_json::from_slice(&raw).ok();

@@ -201,6 +201,29 @@ impl Proxy {
         }
     }
 
+    /// The body of a request a boundary relay (an MCP server's, an agent's) received, read
+    /// whole up to `--max-body-size`; past it, why (`who`'s), which is one of the session's
+    /// upstream errors: what could not be read is missing from the recording.
+    pub(super) async fn read_body(
+        &self,
+        body: hyper::body::Incoming,
+        who: &str,
+    ) -> Result<bytes::Bytes, String> {
+        use http_body_util::BodyExt;
+        match http_body_util::Limited::new(body, self.opts.max_body)
+            .collect()
+            .await
+        {
+            Ok(b) => Ok(b.to_bytes()),
+            Err(e) => {
+                let why =
+                    format!("{who}: a request body could not be read ({e}); raise --max-body-size");
+                self.lock().upstream_errors.push(why.clone());
+                Err(why)
+            }
+        }
+    }
+
     pub(super) fn known_call(&self, id: &str) -> Option<ToolCall> {
         self.lock().calls.get(id).cloned()
     }

@@ -17,7 +17,6 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use http::{Method, Response, StatusCode};
-use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use serde_json::{json, Value};
 
@@ -76,15 +75,9 @@ pub(super) async fn handle(
         rest,
         relay: format!("http://{host}{PREFIX}{agent}"),
     };
-    let raw = match Limited::new(body, proxy.opts.max_body).collect().await {
-        Ok(b) => b.to_bytes(),
-        Err(e) => {
-            let why = format!(
-                "agent `{agent}`: a request body could not be read ({e}); raise --max-body-size"
-            );
-            proxy.lock().upstream_errors.push(why.clone());
-            return refused(StatusCode::PAYLOAD_TOO_LARGE, why);
-        }
+    let raw = match proxy.read_body(body, &format!("agent `{agent}`")).await {
+        Ok(b) => b,
+        Err(why) => return refused(StatusCode::PAYLOAD_TOO_LARGE, why),
     };
     let records = proxy.opts.replay.is_none() && proxy.opts.upstream.is_some();
     if parts.method == Method::GET && rest.split('?').next() == Some(wire::CARD_PATH) {
