@@ -18,11 +18,12 @@ import struct
 import sys
 import threading
 import zlib
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
+
+from fake_server import Answering, serve
 
 SECRETS = {"AKIDAGENTPROXYTEST01": "e2e/secret/key/not/a/real/one/000000000"}
 LOG = sys.argv[1]
@@ -107,12 +108,7 @@ def anthropic_events(text):
     ]
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args):
-        pass
-
+class Handler(Answering):
     def do_POST(self):
         body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
         holds = signature_holds("POST", self.path, self.headers, body)
@@ -145,17 +141,5 @@ class Handler(BaseHTTPRequestHandler):
             return self.send(200, "application/vnd.amazon.eventstream", frames)
         self.send(404, "application/json", {"__type": "ResourceNotFoundException", "message": path})
 
-    def send(self, status, content_type, body):
-        data = body if isinstance(body, bytes) else json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
 
-
-server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-threading.Thread(target=server.serve_forever, daemon=True).start()
-print(f"port {server.server_address[1]}", flush=True)
-sys.stdin.read()
-server.shutdown()
+serve(Handler)

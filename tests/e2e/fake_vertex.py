@@ -13,7 +13,8 @@ one JSON line per request to LOG: its path and whether its token held)
 import json
 import sys
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from fake_server import Answering, serve
 
 TOKEN = "ya29.e2e-vertex-token-not-a-real-one"
 LOG = sys.argv[1]
@@ -48,12 +49,7 @@ def claude_events(text):
     ]
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args):
-        pass
-
+class Handler(Answering):
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
         holds = self.headers.get("Authorization") == f"Bearer {TOKEN}"
@@ -78,17 +74,5 @@ class Handler(BaseHTTPRequestHandler):
             return self.send(200, "application/json", json.dumps(answer))
         self.send(404, "application/json", json.dumps({"error": {"code": 404, "message": path, "status": "NOT_FOUND"}}))
 
-    def send(self, status, content_type, text):
-        data = text.encode()
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
 
-
-server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-threading.Thread(target=server.serve_forever, daemon=True).start()
-print(f"port {server.server_address[1]}", flush=True)
-sys.stdin.read()
-server.shutdown()
+serve(Handler)
