@@ -5,7 +5,7 @@ use crate::cli::DocsArgs;
 use crate::error::{Error, Exit, Result};
 
 /// Every page: its topic name (the file name under `docs/` without `.md`) and its text.
-pub const PAGES: [(&str, &str); 20] = [
+pub const PAGES: [(&str, &str); 21] = [
     ("readme", include_str!("../../README.md")),
     ("install", include_str!("../../docs/install.md")),
     (
@@ -28,6 +28,7 @@ pub const PAGES: [(&str, &str); 20] = [
     ("faults", include_str!("../../docs/faults.md")),
     ("mcp", include_str!("../../docs/mcp.md")),
     ("a2a", include_str!("../../docs/a2a.md")),
+    ("websockets", include_str!("../../docs/websockets.md")),
     ("egress", include_str!("../../docs/egress.md")),
     ("clouds", include_str!("../../docs/clouds.md")),
     ("pytest", include_str!("../../docs/pytest.md")),

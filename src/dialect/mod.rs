@@ -19,6 +19,7 @@ pub mod openai_responses;
 mod provider;
 mod refusal;
 mod shared;
+pub mod socket;
 mod telemetry;
 
 use std::borrow::Cow;

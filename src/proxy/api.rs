@@ -146,6 +146,19 @@ pub(super) async fn handle(
             );
         }
     };
+    answer_read(proxy, head, headers, seq, raw).await
+}
+
+/// A request numbered `seq` whose body is read (`raw`): routed, counted when it is a
+/// model request, and answered. A WebSocket turn is answered here as the request it
+/// carries (see `socket`).
+pub(super) async fn answer_read(
+    proxy: &Arc<Proxy>,
+    head: Head,
+    headers: HeaderMap,
+    seq: u64,
+    raw: Bytes,
+) -> Response<ProxyBody> {
     let route = match head.elsewhere {
         true => Route::Http,
         false => Route::of(&head.method, &head.path),
@@ -177,6 +190,22 @@ async fn answer_request(
             Err(key) => keyed = key,
         }
     }
+    let ex = exchange(proxy, head, headers, (seq, route, raw), keyed);
+    let recorded = |ex: &Exchange| would_get(proxy, ex);
+    (proxy.faults)
+        .layer(ex, due, recorded, |ex| answer(proxy, ex))
+        .await
+}
+
+/// The exchange a request makes: its body prepared (see [`prepare_body`]) and keyed (by
+/// `keyed`, the key its bytes were given, when they were).
+pub(super) fn exchange(
+    proxy: &Proxy,
+    head: Head,
+    headers: HeaderMap,
+    (seq, route, raw): (u64, Route, Bytes),
+    keyed: Option<String>,
+) -> Exchange {
     let (route, body) = match prepare_body(proxy, route, raw.clone()) {
         Ok(b) => (route, b),
         // What the dialect cannot read is still the program's request: it goes on as plain
@@ -200,7 +229,7 @@ async fn answer_request(
             &proxy.opts.rules,
         )
     });
-    let ex = Exchange {
+    Exchange {
         seq,
         turn: proxy.current_turn(),
         route,
@@ -215,11 +244,7 @@ async fn answer_request(
         digest: body.digest,
         mocked: body.mocked,
         key,
-    };
-    let recorded = |ex: &Exchange| would_get(proxy, ex);
-    (proxy.faults)
-        .layer(ex, due, recorded, |ex| answer(proxy, ex))
-        .await
+    }
 }
 
 /// Replay without a tree: a request byte-identical to a recording (see

@@ -89,3 +89,70 @@ fn warn_unless_added(var: &str, path: &Path, added: std::io::Result<usize>) {
         Err(e) => tell!("agentproxy: warning: {var}={path}: {e}; agentproxy trusts the built-in roots and the others named only"),
     }
 }
+
+/// A WebSocket to a server: over TCP for `ws://`, TLS (the same trust store) for `wss://`.
+pub(crate) type WebSocket = tokio_tungstenite::WebSocketStream<
+    tokio_util::either::Either<
+        tokio::net::TcpStream,
+        tokio_rustls::client::TlsStream<tokio::net::TcpStream>,
+    >,
+>;
+
+/// The server's answer to a WebSocket handshake.
+pub(crate) type Handshake = http::Response<Option<Vec<u8>>>;
+
+/// Why a WebSocket was not opened.
+pub(crate) enum DialError {
+    /// The server answered the handshake with something other than `101`.
+    Refused(Handshake),
+    /// No answer: unreachable, TLS, a broken handshake or `timeout`.
+    Failed(String),
+}
+
+/// Open the WebSocket `req` asks for (its URI `ws://` or `wss://`, its headers sent as
+/// they are), the connection and the handshake bounded by `timeout`.
+pub(crate) async fn websocket(
+    req: http::Request<()>,
+    config: tokio_tungstenite::tungstenite::protocol::WebSocketConfig,
+    timeout: Duration,
+) -> Result<(WebSocket, Handshake), DialError> {
+    use tokio_tungstenite::tungstenite::Error;
+    use tokio_util::either::Either;
+    let failed = |e: &dyn std::fmt::Display| DialError::Failed(e.to_string());
+    let uri = req.uri().clone();
+    let host = uri.host().ok_or_else(|| failed(&"the URL has no host"))?;
+    let host = host.trim_matches(['[', ']']).to_owned();
+    let tls = match uri.scheme_str() {
+        Some("wss") => true,
+        Some("ws") => false,
+        other => return Err(failed(&format!("{other:?} is not a WebSocket scheme"))),
+    };
+    let port = uri.port_u16().unwrap_or(if tls { 443 } else { 80 });
+    let open = async {
+        let tcp = tokio::net::TcpStream::connect((host.as_str(), port))
+            .await
+            .map_err(|e| failed(&e))?;
+        let _ = tcp.set_nodelay(true);
+        let stream = match tls {
+            false => Either::Left(tcp),
+            true => {
+                let name = rustls::pki_types::ServerName::try_from(host.clone())
+                    .map_err(|e| failed(&e))?;
+                let tls = tokio_rustls::TlsConnector::from(self::tls());
+                Either::Right(tls.connect(name, tcp).await.map_err(|e| failed(&e))?)
+            }
+        };
+        match tokio_tungstenite::client_async_with_config(req, stream, Some(config)).await {
+            Ok(opened) => Ok(opened),
+            Err(Error::Http(answer)) => Err(DialError::Refused(*answer)),
+            Err(e) => Err(failed(&e)),
+        }
+    };
+    match tokio::time::timeout(timeout, open).await {
+        Ok(opened) => opened,
+        Err(_) => Err(failed(&format!(
+            "no answer within {}",
+            humantime::format_duration(timeout)
+        ))),
+    }
+}

@@ -1,6 +1,6 @@
 //! The proxy: one session's HTTP server and the layers a request goes through, composed
-//! in `stack` (each feature that acts before routing a `tower` layer: `upgrade`,
-//! `egress`, the crash hold, `loops`). A request is then routed (`route`, `service`): to
+//! in `stack` (each feature that acts before routing a `tower` layer: `egress`,
+//! the crash hold, `loops`, `socket`). A request is then routed (`route`, `service`): to
 //! a model API handler (`api`), an MCP relay (`mcp`, `mcp_http`), `serve`'s control
 //! endpoint (`switch`) or a refusal; a model request is answered through the fault layer
 //! (`fault`) from the cassette (`replay`) or the upstream (`record`). The session's state
@@ -34,11 +34,11 @@ pub mod server;
 mod service;
 mod session;
 mod sigv4;
+mod socket;
 mod stack;
 mod state;
 mod step;
 pub mod switch;
-mod upgrade;
 pub mod upstream;
 
 pub use crash::Crashed;

@@ -200,7 +200,7 @@ async fn whole(
 
 /// Say why a stream was recorded as aborted; an upstream's failure (not the program's
 /// own hang-up) is one of the session's upstream errors.
-fn note_abort(proxy: &Proxy, ex: &Exchange, why: &str, hung_up: bool) {
+pub(super) fn note_abort(proxy: &Proxy, ex: &Exchange, why: &str, hung_up: bool) {
     let message = format!("{} {}: {why}; recorded as aborted", ex.method, ex.path);
     tell!("agentproxy: {message}");
     if !hung_up {
@@ -311,15 +311,15 @@ async fn read_body(mut body: Incoming, idle: Duration) -> Result<Bytes, BodyEnd>
 }
 
 /// A response as it is stored, before redaction.
-struct Recorded {
-    status: StatusCode,
-    headers: BTreeMap<String, String>,
-    body: Option<Body>,
-    events: Option<Vec<sse::SseEvent>>,
-    aborted: Option<String>,
+pub(super) struct Recorded {
+    pub status: StatusCode,
+    pub headers: BTreeMap<String, String>,
+    pub body: Option<Body>,
+    pub events: Option<Vec<sse::SseEvent>>,
+    pub aborted: Option<String>,
 }
 
-fn store(proxy: &Proxy, ex: Exchange, response: Recorded, latency: Duration) {
+pub(super) fn store(proxy: &Proxy, ex: Exchange, response: Recorded, latency: Duration) {
     if proxy.opts.known_clients {
         if let Some(client) = ex
             .json()

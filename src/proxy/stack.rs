@@ -13,7 +13,7 @@ use super::api::Head;
 use super::state::Proxy;
 pub(crate) use super::step::Arrival;
 use super::step::{call, handler, layer, Handler};
-use super::{egress, loops, service, upgrade};
+use super::{egress, loops, service, socket};
 
 /// Every request a session answers goes through this stack.
 pub(super) fn stack(proxy: &Arc<Proxy>, arrival: Arrival) -> Handler {
@@ -26,9 +26,6 @@ pub(super) fn stack(proxy: &Arc<Proxy>, arrival: Arrival) -> Handler {
         // back through the layers below this one), a request in absolute form to another
         // host is forwarded or refused (`egress`).
         .layer(egress::layer(&proxy.egress, arrival))
-        // A request to switch protocols (a WebSocket) is refused (`upgrade`), through a
-        // tunnel as on the base URL.
-        .layer(upgrade::layer())
         // The first request after a crash test's point is held (`crash`).
         .layer(crash_hold(proxy))
         // Counted until answered: the session's end waits for it, so an exchange in
@@ -36,6 +33,9 @@ pub(super) fn stack(proxy: &Arc<Proxy>, arrival: Arrival) -> Handler {
         .layer(in_flight(proxy))
         // A request that came back to the proxy that forwarded it is refused (`loops`).
         .layer(loops::layer(proxy))
+        // A request to switch to a WebSocket: a model API's socket is relayed or served,
+        // any other refused (`socket`), through a tunnel as on the base URL.
+        .layer(socket::layer(proxy))
         .service(routed)
 }
 

@@ -247,6 +247,43 @@ impl Upstream {
     }
 }
 
+impl Upstream {
+    /// Open the WebSocket at `url` (an `http(s)://` URL, dialled as `ws(s)://`) with the
+    /// program's `headers`, less a hop's own and the handshake's (made again here, with
+    /// no extension offered: frames are relayed and recorded as they are sent).
+    pub(crate) async fn dial(
+        &self,
+        url: &str,
+        headers: &HeaderMap,
+        config: tokio_tungstenite::tungstenite::protocol::WebSocketConfig,
+    ) -> Result<(super::client::WebSocket, super::client::Handshake), super::client::DialError>
+    {
+        use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+        let ws_url = match url.split_once("://") {
+            Some(("https", rest)) => format!("wss://{rest}"),
+            Some(("http", rest)) => format!("ws://{rest}"),
+            _ => url.to_owned(),
+        };
+        let mut req = (ws_url.as_str().into_client_request())
+            .map_err(|e| super::client::DialError::Failed(e.to_string()))?;
+        let out = req.headers_mut();
+        for (name, value) in headers {
+            let name_str = name.as_str();
+            let handshake =
+                name_str.starts_with("sec-websocket-") && name_str != "sec-websocket-protocol";
+            if !NOT_FORWARDED.contains(&name_str) && !handshake {
+                out.append(name.clone(), value.clone());
+            }
+        }
+        if is_loopback(url) {
+            if let Ok(hop) = HeaderValue::from_str(&self.hop) {
+                out.append(HOP_HEADER, hop);
+            }
+        }
+        super::client::websocket(req, config, self.timeout).await
+    }
+}
+
 /// Is `url`'s host this machine (a loopback address or `localhost`)? Only there can a
 /// request come back to the proxy; nothing is added to what goes elsewhere.
 fn is_loopback(url: &str) -> bool {

@@ -319,6 +319,25 @@ async fn responses_tools_with_previous_response_id_records_and_replays() {
     .await;
 }
 
+/// The Responses API's WebSocket mode with the real SDK (`client.responses.connect()`):
+/// both turns on one socket, recorded as two streamed Responses interactions, replayed
+/// with the upstream stopped.
+#[tokio::test(flavor = "multi_thread")]
+async fn responses_socket_records_and_replays() {
+    record_then_replay(
+        "responses_socket.py",
+        &[],
+        &[
+            "event: response.created\n",
+            r#"tool call: get_weather {"city": "Paris", "unit": "celsius"}"#,
+            "delta: ",
+            "reply: It is 18°C and sunny in Paris.\n",
+        ],
+        &[("openai.responses", true), ("openai.responses", true)],
+    )
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn responses_stream_records_and_replays() {
     record_then_replay(

@@ -24,4 +24,5 @@ mod mcp_hostile;
 mod otlp;
 mod record_replay;
 mod test_command;
+mod websocket;
 mod workflows;

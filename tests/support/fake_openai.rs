@@ -38,6 +38,8 @@ use tokio::sync::mpsc;
 mod model;
 #[path = "fake_openai_responses.rs"]
 mod responses;
+#[path = "fake_openai_socket.rs"]
+mod socket;
 
 use model::{chat, embeddings, injected_failure, models, random_token, Answer};
 
@@ -80,7 +82,9 @@ pub struct FakeOpenAi {
 struct Shared {
     log: Mutex<Vec<LoggedRequest>>,
     control: Mutex<Control>,
-    responses: responses::Store,
+    responses: Arc<responses::Store>,
+    /// The WebSockets' frames and controls.
+    sockets: Arc<socket::Sockets>,
 }
 
 struct Control {
@@ -106,7 +110,8 @@ impl FakeOpenAi {
                 fail_status: StatusCode::INTERNAL_SERVER_ERROR,
                 fail_remaining: 0,
             }),
-            responses: responses::Store::default(),
+            responses: Arc::default(),
+            sockets: Arc::default(),
         });
         let server = Server::start(
             "fake upstream",
@@ -129,6 +134,27 @@ impl FakeOpenAi {
 
     pub fn request_count(&self) -> usize {
         lock(&self.shared.log).len()
+    }
+
+    /// The JSON of every frame a program sent on a WebSocket, in arrival order.
+    pub fn frames(&self) -> Vec<Value> {
+        lock(&self.shared.sockets.frames).clone()
+    }
+
+    /// The next `times` WebSocket turns are cut after two events (a close with 1011).
+    pub fn cut_next_turns(&self, times: usize) {
+        self.shared
+            .sockets
+            .cuts
+            .store(times, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// How many WebSockets have ended, closed by either side.
+    pub fn sockets_ended(&self) -> usize {
+        self.shared
+            .sockets
+            .ended
+            .load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// The next `times` model calls (chat completions, responses and embeddings) answer
@@ -169,6 +195,17 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
+    if socket::asks(&req) {
+        lock(&shared.log).push(LoggedRequest {
+            method: req.method().to_string(),
+            path: req.uri().path().to_owned(),
+            query: req.uri().query().map(str::to_owned),
+            headers: req.headers().clone(),
+            body: Bytes::new(),
+            json: None,
+        });
+        return socket::upgrade(req, shared.responses.clone(), shared.sockets.clone());
+    }
     let (parts, body) = req.into_parts();
     // A body cut short by the client is logged as empty; the answer goes nowhere anyway.
     let body = body

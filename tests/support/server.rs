@@ -153,12 +153,14 @@ async fn serve<S, F, Fut>(
         tokio::spawn(async move {
             let _ = match tls {
                 None => {
-                    let conn = builder.serve_connection(TokioIo::new(stream), service);
+                    let conn =
+                        builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
                     watcher.watch(conn.into_owned()).await
                 }
                 Some(tls) => match tls.accept(stream).await {
                     Ok(stream) => {
-                        let conn = builder.serve_connection(TokioIo::new(stream), service);
+                        let conn =
+                            builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
                         watcher.watch(conn.into_owned()).await
                     }
                     Err(_) => Ok(()),

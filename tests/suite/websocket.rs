@@ -1,0 +1,418 @@
+//! The Responses API's WebSocket mode through the real binary: recorded against the fake
+//! upstream's socket (which checks the handshake and the bearer token), replayed with the
+//! upstream stopped, served to an HTTP client from a socket's recording and the other way
+//! round, and a miss answered in the protocol's own way. A real SDK's socket is in
+//! `tests/clients/e2e_websocket.rs`.
+
+use crate::support;
+
+use std::path::Path;
+
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{json, Value};
+use support::fake_openai::FakeOpenAi;
+use support::{http, proxy::Daemon};
+use tokio::net::TcpStream;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::WebSocketStream;
+
+type Socket = WebSocketStream<TcpStream>;
+
+/// A socket to `base` (`http://127.0.0.1:PORT`) at `/v1/responses`, as the openai SDK
+/// opens one.
+async fn connect(base: &str) -> Socket {
+    let addr = base.trim_start_matches("http://");
+    let mut req = format!("ws://{addr}/v1/responses")
+        .into_client_request()
+        .unwrap();
+    req.headers_mut()
+        .insert("authorization", "Bearer sk-test-socket".parse().unwrap());
+    let tcp = TcpStream::connect(addr).await.unwrap();
+    let (ws, answer) = tokio_tungstenite::client_async(req, tcp).await.unwrap();
+    assert_eq!(answer.status(), 101);
+    ws
+}
+
+/// Send one turn and read its frames up to the one that ends it (or the socket's end).
+async fn turn(ws: &mut Socket, frame: &Value) -> Vec<Value> {
+    ws.send(Message::text(frame.to_string())).await.unwrap();
+    let mut frames = Vec::new();
+    while let Some(Ok(msg)) = ws.next().await {
+        let Message::Text(t) = msg else { continue };
+        let v: Value = serde_json::from_str(t.as_str()).unwrap();
+        let kind = v["type"].as_str().unwrap_or_default().to_owned();
+        frames.push(v);
+        if ["response.completed", "response.failed", "error"].contains(&kind.as_str()) {
+            break;
+        }
+    }
+    frames
+}
+
+fn ask(city: &str) -> Value {
+    json!({"type": "response.create", "model": "gpt-4o-mini",
+           "input": [{"role": "user", "content": format!("What's the weather in {city}?")}],
+           "tools": [{"type": "function", "name": "get_weather",
+                      "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}]})
+}
+
+/// The follow-up that answers the call the last frame of `answer` asks for.
+fn follow_up(answer: &[Value]) -> Value {
+    let response = &answer.last().unwrap()["response"];
+    let call = (response["output"].as_array().unwrap().iter())
+        .find(|i| i["type"] == "function_call")
+        .unwrap_or_else(|| panic!("no call in {response}"));
+    json!({"type": "response.create", "model": "gpt-4o-mini",
+           "previous_response_id": response["id"],
+           "input": [{"type": "function_call_output", "call_id": call["call_id"], "output": "{\"temp_c\": 21}"}]})
+}
+
+fn kinds(frames: &[Value]) -> Vec<&str> {
+    frames
+        .iter()
+        .map(|f| f["type"].as_str().unwrap_or_default())
+        .collect()
+}
+
+fn cassette(dir: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(dir.join("c.json")).expect("cassette written")).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_socket_is_recorded_by_turn_and_replayed_without_the_upstream() {
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let up = fake.url();
+    let args = ["record", "--cassette", "c.json", "--upstream", up.as_str()];
+    let d = Daemon::start(&args, dir.path());
+    let mut ws = connect(&d.url).await;
+    let first = turn(&mut ws, &ask("Paris")).await;
+    assert_eq!(
+        kinds(&first).last(),
+        Some(&"response.completed"),
+        "{first:?}"
+    );
+    let second = turn(&mut ws, &follow_up(&first)).await;
+    let text = &second.last().unwrap()["response"]["output"][0]["content"][0]["text"];
+    assert!(text.as_str().unwrap().contains("21"), "{second:?}");
+    ws.close(None).await.unwrap();
+    let (code, err) = d.interrupt();
+    assert_eq!(code, 0, "{err}");
+    // Both turns reached the upstream as frames on one socket, the token with them.
+    assert_eq!(fake.frames().len(), 2);
+    let upgrade = &fake.requests()[0];
+    assert_eq!(
+        upgrade.header("authorization"),
+        Some("Bearer sk-test-socket")
+    );
+
+    let c = cassette(dir.path());
+    let its = c["interactions"].as_array().unwrap();
+    assert_eq!(its.len(), 2, "{c:#}");
+    for (it, frames) in its.iter().zip([&first, &second]) {
+        assert_eq!(it["route"], "openai.responses");
+        assert_eq!(it["request"]["path"], "/v1/responses");
+        let body = &it["request"]["body"]["json"];
+        assert!(
+            body.get("type").is_none() && body["model"] == "gpt-4o-mini",
+            "{body}"
+        );
+        // Each server frame is an event, its text exactly as sent.
+        let events = it["response"]["events"].as_array().unwrap();
+        let data: Vec<Value> = events
+            .iter()
+            .map(|e| serde_json::from_str(e["data"].as_str().unwrap()).unwrap())
+            .collect();
+        assert_eq!(&data, frames);
+        assert_eq!(events[0]["event"], "response.created");
+        // The assembled response, as for an SSE recording.
+        assert_eq!(
+            it["response"]["body"]["json"]["object"], "response",
+            "{it:#}"
+        );
+    }
+    assert!(!std::fs::read_to_string(dir.path().join("c.json"))
+        .unwrap()
+        .contains("sk-test-socket"));
+    fake.stop().await;
+
+    // Replayed with the upstream gone: the same frames, turn by turn.
+    let d = Daemon::start(&["replay", "--cassette", "c.json"], dir.path());
+    let mut ws = connect(&d.url).await;
+    let again = turn(&mut ws, &ask("Paris")).await;
+    assert_eq!(again, first);
+    let again = turn(&mut ws, &follow_up(&first)).await;
+    assert_eq!(again, second);
+    ws.close(None).await.unwrap();
+    let (code, err) = d.interrupt();
+    assert_eq!(code, 0, "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_socket_and_a_stream_serve_each_others_recordings() {
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let up = fake.url();
+    let args = ["record", "--cassette", "c.json", "--upstream", up.as_str()];
+    let d = Daemon::start(&args, dir.path());
+    let mut ws = connect(&d.url).await;
+    let over_socket = turn(&mut ws, &ask("Paris")).await;
+    ws.close(None).await.unwrap();
+    let mut streamed = ask("Oslo");
+    streamed.as_object_mut().unwrap().remove("type");
+    streamed["stream"] = json!(true);
+    let url = d.url.clone();
+    let body = streamed.clone();
+    let sse = tokio::task::spawn_blocking(move || http::post_json(&url, "/v1/responses", &body))
+        .await
+        .unwrap();
+    assert_eq!(sse.status, 200);
+    let (code, err) = d.interrupt();
+    assert_eq!(code, 0, "{err}");
+    fake.stop().await;
+
+    let d = Daemon::start(&["replay", "--cassette", "c.json"], dir.path());
+    // The HTTP stream's recording, to a socket: its events as frames.
+    let mut ws = connect(&d.url).await;
+    let mut frame = streamed.clone();
+    frame.as_object_mut().unwrap().remove("stream");
+    frame["type"] = json!("response.create");
+    let served = turn(&mut ws, &frame).await;
+    let sse_data: Vec<Value> = (sse.text().split("\n\n"))
+        .filter_map(|e| e.lines().find_map(|l| l.strip_prefix("data: ")))
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect();
+    assert_eq!(served, sse_data);
+    ws.close(None).await.unwrap();
+    // The socket's recording, to an HTTP stream: its frames as events.
+    let url = d.url.clone();
+    let mut body = ask("Paris");
+    body.as_object_mut().unwrap().remove("type");
+    body["stream"] = json!(true);
+    let reply = tokio::task::spawn_blocking(move || http::post_json(&url, "/v1/responses", &body))
+        .await
+        .unwrap();
+    let data: Vec<Value> = (reply.text().split("\n\n"))
+        .filter_map(|e| e.lines().find_map(|l| l.strip_prefix("data: ")))
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect();
+    assert_eq!(data, over_socket);
+    let (code, err) = d.interrupt();
+    assert_eq!(code, 0, "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_turn_that_misses_is_an_error_frame_then_a_close() {
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let up = fake.url();
+    let args = ["record", "--cassette", "c.json", "--upstream", up.as_str()];
+    let d = Daemon::start(&args, dir.path());
+    let mut ws = connect(&d.url).await;
+    turn(&mut ws, &ask("Paris")).await;
+    ws.close(None).await.unwrap();
+    let (code, err) = d.interrupt();
+    assert_eq!(code, 0, "{err}");
+    fake.stop().await;
+    let before = std::fs::read(dir.path().join("c.json")).unwrap();
+
+    let d = Daemon::start(&["replay", "--cassette", "c.json"], dir.path());
+    let mut ws = connect(&d.url).await;
+    let frames = turn(&mut ws, &ask("Lima")).await;
+    assert_eq!(kinds(&frames), ["error"], "{frames:?}");
+    assert_eq!(frames[0]["status"], 400);
+    assert_eq!(frames[0]["error"]["code"], "agentproxy_cassette_miss");
+    let closed = ws.next().await;
+    match closed {
+        Some(Ok(Message::Close(Some(f)))) => assert_eq!(f.code, CloseCode::Error),
+        other => panic!("expected a close, got {other:?}"),
+    }
+    let (code, err) = d.interrupt();
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("Paris"),
+        "the near miss names the nearest recording: {err}"
+    );
+    assert_eq!(std::fs::read(dir.path().join("c.json")).unwrap(), before);
+}
+
+fn record_daemon(dir: &Path, fake: &FakeOpenAi) -> Daemon {
+    let up = fake.url();
+    Daemon::start(
+        &["record", "--cassette", "c.json", "--upstream", up.as_str()],
+        dir,
+    )
+}
+
+/// The next close frame on `ws` (frames before it skipped), or what came instead.
+async fn next_close(ws: &mut Socket) -> Result<CloseCode, String> {
+    while let Some(msg) = ws.next().await {
+        match msg {
+            Ok(Message::Close(Some(f))) => return Ok(f.code),
+            Ok(Message::Text(_)) => continue,
+            other => return Err(format!("{other:?}")),
+        }
+    }
+    Err("the socket ended without a close frame".into())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_turn_the_upstream_cuts_is_recorded_as_aborted() {
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let d = record_daemon(dir.path(), &fake);
+    fake.cut_next_turns(1);
+    let mut ws = connect(&d.url).await;
+    ws.send(Message::text(ask("Paris").to_string()))
+        .await
+        .unwrap();
+    // The program sees the upstream's close, code and all.
+    assert_eq!(next_close(&mut ws).await, Ok(CloseCode::Error));
+    let (code, err) = d.interrupt();
+    assert!(
+        err.contains("the upstream closed the socket mid-turn (1011)"),
+        "{err}"
+    );
+    assert_eq!(code, 3, "an upstream failure fails the recording: {err}");
+    let c = cassette(dir.path());
+    let it = &c["interactions"][0];
+    let aborted = it["response"]["aborted"].as_str().unwrap_or_default();
+    assert!(
+        aborted.contains("mid-turn (1011) (after 2 events)"),
+        "{it:#}"
+    );
+    assert_eq!(it["response"]["events"].as_array().unwrap().len(), 2);
+    assert!(
+        it["response"]["body"].is_null(),
+        "no whole answer for a cut turn: {it:#}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_program_that_hangs_up_closes_the_upstream_socket() {
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let d = record_daemon(dir.path(), &fake);
+    let mut ws = connect(&d.url).await;
+    turn(&mut ws, &ask("Paris")).await;
+    // Gone without a close frame.
+    drop(ws);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while fake.sockets_ended() == 0 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        fake.sockets_ended(),
+        1,
+        "the upstream's socket is still open"
+    );
+    let (code, err) = d.interrupt();
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        cassette(dir.path())["interactions"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bad_frames_and_handshakes_get_a_clear_answer() {
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let d = record_daemon(dir.path(), &fake);
+    let mut ws = connect(&d.url).await;
+    turn(&mut ws, &ask("Paris")).await;
+    ws.close(None).await.unwrap();
+    let (code, err) = d.interrupt();
+    assert_eq!(code, 0, "{err}");
+    fake.stop().await;
+
+    let args = ["replay", "--cassette", "c.json", "--max-body-size", "2000"];
+    let d = Daemon::start(&args, dir.path());
+    // A frame that is not a turn: an error event, and the socket stays open.
+    let mut ws = connect(&d.url).await;
+    let answer = turn(&mut ws, &json!({"type": "response.cancel"})).await;
+    assert_eq!(kinds(&answer), ["error"]);
+    let message = answer[0]["error"]["message"].as_str().unwrap();
+    assert!(message.contains("`response.cancel`"), "{message}");
+    let not_json = turn_text(&mut ws, "{not json").await;
+    assert!(
+        not_json["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not JSON"),
+        "{not_json}"
+    );
+    let served = turn(&mut ws, &ask("Paris")).await;
+    assert_eq!(kinds(&served).last(), Some(&"response.completed"));
+    // A binary frame: 1003.
+    ws.send(Message::binary(vec![1u8, 2, 3])).await.unwrap();
+    assert_eq!(next_close(&mut ws).await, Ok(CloseCode::Unsupported));
+    // A message over --max-body-size: 1009.
+    let mut ws = connect(&d.url).await;
+    let mut big = ask("Paris");
+    big["metadata"] = json!({"pad": "x".repeat(4000)});
+    ws.send(Message::text(big.to_string())).await.unwrap();
+    assert_eq!(next_close(&mut ws).await, Ok(CloseCode::Size));
+    // An upgrade to a socket agentproxy does not speak, and one without its key.
+    let url = d.url.clone();
+    let (unknown, keyless) = tokio::task::spawn_blocking(move || {
+        let upgrade = [
+            ("upgrade", "websocket"),
+            ("connection", "Upgrade"),
+            ("sec-websocket-version", "13"),
+        ];
+        let mut with_key = upgrade.to_vec();
+        with_key.push(("sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ=="));
+        (
+            http::request(&url, "GET", "/v1/realtime?model=m", &with_key, &[]),
+            http::request(&url, "GET", "/v1/responses", &upgrade, &[]),
+        )
+    })
+    .await
+    .unwrap();
+    assert_eq!(unknown.status, 501, "{}", unknown.text());
+    assert!(unknown
+        .text()
+        .contains("GET /v1/realtime?model=m asks to switch to a WebSocket"));
+    assert_eq!(keyless.status, 400, "{}", keyless.text());
+    assert!(keyless.text().contains("Sec-WebSocket-Key"));
+    let (code, err) = d.interrupt();
+    assert_eq!(code, 0, "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_upstream_that_refuses_the_socket_refuses_the_program() {
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let d = record_daemon(dir.path(), &fake);
+    let addr = d.url.trim_start_matches("http://").to_owned();
+    // No bearer token: the fake's 401 is the program's answer.
+    let req = format!("ws://{addr}/v1/responses")
+        .into_client_request()
+        .unwrap();
+    let tcp = TcpStream::connect(&addr).await.unwrap();
+    match tokio_tungstenite::client_async(req, tcp).await {
+        Err(tokio_tungstenite::tungstenite::Error::Http(answer)) => {
+            assert_eq!(answer.status(), 401)
+        }
+        other => panic!("expected a 401, got {:?}", other.map(|(_, r)| r.status())),
+    }
+    let (code, err) = d.interrupt();
+    assert_ne!(code, 0, "nothing was recorded: {err}");
+    let why = "GET /v1/responses: the upstream refused the WebSocket: 401 Unauthorized";
+    assert!(err.contains(why), "{err}");
+}
+
+/// Send a text frame as it is and read the one frame that answers it.
+async fn turn_text(ws: &mut Socket, text: &str) -> Value {
+    ws.send(Message::text(text.to_owned())).await.unwrap();
+    match ws.next().await {
+        Some(Ok(Message::Text(t))) => serde_json::from_str(t.as_str()).unwrap(),
+        other => panic!("expected a frame, got {other:?}"),
+    }
+}

@@ -1,0 +1,163 @@
+//! The fake OpenAI upstream's Responses WebSocket mode (`GET /v1/responses` upgraded), as
+//! the real API speaks it: the handshake is checked (a bearer token, `Sec-WebSocket-Key`,
+//! version 13) and answered with the key's accept value; each `response.create` text
+//! frame is a Responses request (without `stream`), answered by the same model as
+//! `POST /v1/responses` (`fake_openai_responses.rs`) with its stream's events, one text
+//! frame each, several turns per socket. Like the real mode, a response is kept for
+//! `previous_response_id` on its socket even with `store: false`; a frame that is not a
+//! `response.create` gets an `error` event. A binary frame closes the socket (1003).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures_util::{SinkExt, StreamExt};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use serde_json::{json, Value};
+use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role};
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::WebSocketStream;
+
+use super::model::Answer;
+use super::responses::{self, Store};
+use super::Body;
+
+/// Does `req` ask to switch to a WebSocket?
+pub(super) fn asks(req: &Request<Incoming>) -> bool {
+    (req.headers().get("upgrade").and_then(|v| v.to_str().ok()))
+        .is_some_and(|v| v.eq_ignore_ascii_case("websocket"))
+}
+
+/// What a test controls and reads of the fake's sockets.
+#[derive(Default)]
+pub(super) struct Sockets {
+    /// The client frames of every socket, in arrival order.
+    pub frames: std::sync::Mutex<Vec<Value>>,
+    /// The next this many turns are cut: two events, then a close with 1011.
+    pub cuts: AtomicUsize,
+    /// Sockets that have ended, closed by either side.
+    pub ended: AtomicUsize,
+}
+
+/// Answer the upgrade `req`.
+pub(super) fn upgrade(
+    mut req: Request<Incoming>,
+    store: Arc<Store>,
+    sockets: Arc<Sockets>,
+) -> Response<Body> {
+    if req.uri().path() != "/v1/responses" {
+        return plain(StatusCode::NOT_FOUND, "no WebSocket here");
+    }
+    let bearer = (req
+        .headers()
+        .get("authorization")
+        .and_then(|v| v.to_str().ok()))
+    .is_some_and(|v| v.starts_with("Bearer ") && v.len() > 7);
+    if !bearer {
+        return plain(StatusCode::UNAUTHORIZED, "missing bearer token");
+    }
+    let key = req.headers().get("sec-websocket-key").cloned();
+    let version = req.headers().get("sec-websocket-version");
+    let (Some(key), true) = (key, version.is_some_and(|v| v == "13")) else {
+        return plain(StatusCode::BAD_REQUEST, "bad WebSocket handshake");
+    };
+    let on = hyper::upgrade::on(&mut req);
+    tokio::spawn(async move {
+        let Ok(upgraded) = on.await else { return };
+        let ws = WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, None).await;
+        converse(ws, &store, &sockets).await;
+        sockets.ended.fetch_add(1, Ordering::SeqCst);
+    });
+    let mut resp = Response::new(Full::new(Bytes::new()).boxed_unsync());
+    *resp.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
+    let h = resp.headers_mut();
+    h.insert("upgrade", "websocket".parse().unwrap());
+    h.insert("connection", "Upgrade".parse().unwrap());
+    h.insert(
+        "sec-websocket-accept",
+        derive_accept_key(key.as_bytes()).parse().unwrap(),
+    );
+    resp
+}
+
+async fn converse<S>(mut ws: WebSocketStream<S>, store: &Store, sockets: &Sockets)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    while let Some(Ok(msg)) = ws.next().await {
+        let frame = match msg {
+            Message::Text(t) => t,
+            Message::Binary(_) => {
+                let close = CloseFrame {
+                    code: CloseCode::Unsupported,
+                    reason: "text frames only".into(),
+                };
+                let _ = ws.send(Message::Close(Some(close))).await;
+                return;
+            }
+            Message::Close(_) => return,
+            _ => continue,
+        };
+        let request: Value = serde_json::from_str(frame.as_str()).unwrap_or(Value::Null);
+        (sockets.frames.lock().unwrap()).push(request.clone());
+        let cut = (sockets.cuts)
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok();
+        let frames = answer(store, request);
+        let sent = if cut { 2 } else { frames.len() };
+        for out in frames.into_iter().take(sent) {
+            if ws.send(Message::text(out)).await.is_err() {
+                return;
+            }
+        }
+        if cut {
+            let close = CloseFrame {
+                code: CloseCode::Error,
+                reason: "cut by the test".into(),
+            };
+            let _ = ws.send(Message::Close(Some(close))).await;
+            return;
+        }
+    }
+}
+
+/// The frames that answer one client frame.
+fn answer(store: &Store, mut request: Value) -> Vec<String> {
+    if request["type"] != "response.create" {
+        let error = json!({"type": "error", "status": 400, "error": {
+            "type": "invalid_request_error", "code": "unsupported_event",
+            "message": format!("Unsupported event type: {}", request["type"])}});
+        return vec![error.to_string()];
+    }
+    let body = request
+        .as_object_mut()
+        .expect("a response.create is an object");
+    body.remove("type");
+    body.remove("store");
+    body.insert("stream".into(), Value::Bool(true));
+    match responses::create(store, &request) {
+        Answer::Stream(events) => events.iter().map(data_of).collect(),
+        Answer::Json { status, body, .. } => {
+            let error = json!({"type": "error", "status": status.as_u16(), "error": body["error"]});
+            vec![error.to_string()]
+        }
+    }
+}
+
+/// The `data:` of one encoded event.
+fn data_of(event: &Bytes) -> String {
+    let text = String::from_utf8_lossy(event);
+    let data = text.lines().filter_map(|l| l.strip_prefix("data: "));
+    data.collect::<Vec<_>>().join("\n")
+}
+
+fn plain(status: StatusCode, why: &str) -> Response<Body> {
+    let mut resp = Response::new(Full::new(Bytes::from(why.to_owned())).boxed_unsync());
+    *resp.status_mut() = status;
+    resp
+}
