@@ -259,6 +259,11 @@ impl Interaction {
     pub fn model_call_with(&self, request: &Value) -> Option<ModelCall> {
         let response = self.response.body.as_ref().and_then(Body::json_transient);
         let response = response.as_deref().unwrap_or(&Value::Null);
+        let path = &self.request.path;
+        if let Some(call) = crate::dialect::socket::model_call(&self.route, request, response, path)
+        {
+            return Some(call);
+        }
         let route = Route::from_name(&self.route);
         let mut call = route.extract(request, response)?;
         if call.model.is_empty() {

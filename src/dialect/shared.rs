@@ -260,3 +260,43 @@ pub(crate) fn text(role: &str, t: &str, out: &mut Vec<Message>) {
         });
     }
 }
+
+/// How many bytes the base64 `text` decodes to (padding and line breaks not counted).
+pub(crate) fn base64_len(text: &str) -> usize {
+    let digits = text
+        .bytes()
+        .filter(|b| !matches!(b, b'=' | b'\n' | b'\r'))
+        .count();
+    digits * 3 / 4
+}
+
+/// The value of `name` in `path`'s query, percent-decoded.
+pub(crate) fn query_value(path: &str, name: &str) -> Option<String> {
+    let (_, query) = path.split_once('?')?;
+    let value = query
+        .split('&')
+        .find_map(|p| p.strip_prefix(name)?.strip_prefix('='))?;
+    Some(
+        percent_encoding::percent_decode_str(value)
+            .decode_utf8_lossy()
+            .into_owned(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_lengths_and_query_values() {
+        assert_eq!(
+            (base64_len("AAECAw=="), base64_len("AAAA"), base64_len("")),
+            (4, 3, 0)
+        );
+        assert_eq!(
+            query_value("/v1/realtime?x=1&model=gpt%2Drt", "model").as_deref(),
+            Some("gpt-rt")
+        );
+        assert_eq!(query_value("/v1/realtime", "model"), None);
+    }
+}

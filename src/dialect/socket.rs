@@ -1,25 +1,36 @@
 //! The model APIs spoken over a WebSocket, as far as the frames go: which upgrade is
-//! one, which client frame starts a model turn and what request it is, which server
-//! frame ends the turn, and the error frame a turn fails with. No I/O.
+//! one, what a turn is and which frame ends it, and the error frame a turn fails with.
+//! No I/O.
 //!
 //! The Responses API's WebSocket mode (`GET …/responses` upgraded; Codex CLI's transport,
-//! `client.responses.connect()` in the openai SDK) is the one spoken today. Its client
+//! `client.responses.connect()` in the openai SDK) carries HTTP requests: its client
 //! sends one `{"type": "response.create", …}` text frame per model call, the rest of the
 //! frame being a Responses request body (without `stream`: a socket always streams);
 //! the server answers with the events of the SSE stream, one text frame each, the turn
 //! ending with `response.completed`, `response.failed`, `response.incomplete` or `error`.
 //! So a turn is keyed, recorded and replayed as the `POST …/responses` request its frame
 //! carries, and a recording made over either transport serves the other.
+//!
+//! The Realtime API (`realtime`) and Gemini Live (`live`) are conversations of their
+//! own: a socket's frames are kept in order, cut into turns where the server ends one
+//! (a **framed** socket). A turn is the client's frames since the last turn (their JSON,
+//! volatile ids left out) and the server's, each with the number of the turn's client
+//! frames before it, so a replay answers each client frame with what followed it.
 
 use serde_json::{Map, Value};
 
-use super::Route;
+use super::{live, realtime, Route};
+use crate::neutral::ModelCall;
 
 /// A model API spoken over a WebSocket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Socket {
     /// The Responses API's WebSocket mode.
     Responses,
+    /// OpenAI's Realtime API.
+    Realtime,
+    /// Gemini's Live API.
+    Live,
 }
 
 /// The client frame type that starts a Responses turn.
@@ -36,15 +47,73 @@ const TURN_ENDS: [&str; 4] = [
 impl Socket {
     /// The socket API an upgrade of `path` (with its query) asks for, if agentproxy speaks it.
     pub fn of(path: &str) -> Option<Socket> {
+        let bare = path.split('?').next().unwrap_or(path);
+        if realtime::is_path(bare) {
+            return Some(Socket::Realtime);
+        }
+        if live::is_path(bare) {
+            return Some(Socket::Live);
+        }
         let route = Route::of(&http::Method::POST, path);
         (route == Route::OpenAiResponses).then_some(Socket::Responses)
     }
 
-    /// The route a turn is keyed, recorded and served under.
-    pub fn route(self) -> Route {
+    /// The HTTP route a turn is keyed, recorded and served under: `None` for a framed
+    /// socket, whose turns have a route of their own ([`Socket::route_name`]).
+    pub fn http_route(self) -> Option<Route> {
         match self {
-            Socket::Responses => Route::OpenAiResponses,
+            Socket::Responses => Some(Route::OpenAiResponses),
+            Socket::Realtime | Socket::Live => None,
         }
+    }
+
+    /// The route name a turn is stored under.
+    pub fn route_name(self) -> &'static str {
+        match self {
+            Socket::Responses => Route::OpenAiResponses.name(),
+            Socket::Realtime => realtime::ROUTE,
+            Socket::Live => live::ROUTE,
+        }
+    }
+
+    /// The socket whose turns are stored under `route`, if one is framed.
+    pub fn framed_of_route(route: &str) -> Option<Socket> {
+        [Socket::Realtime, Socket::Live]
+            .into_iter()
+            .find(|s| s.route_name() == route)
+    }
+
+    /// Does the server frame `frame` (JSON) end a framed socket's turn?
+    pub fn ends_framed_turn(self, frame: &Value) -> bool {
+        match self {
+            Socket::Realtime => realtime::ends_turn(frame),
+            Socket::Live => live::ends_turn(frame),
+            Socket::Responses => frame_type(frame).is_some_and(|k| self.ends_turn(k)),
+        }
+    }
+
+    /// A client frame as a framed turn keeps and matches it (volatile ids left out).
+    pub fn normalize_client(self, frame: &mut Value) {
+        if self == Socket::Realtime {
+            realtime::normalize_client(frame);
+        }
+    }
+
+    /// A framed turn's answer assembled from its server frames (JSON).
+    pub fn assemble_framed<'a>(self, server: impl Iterator<Item = &'a Value>) -> Value {
+        match self {
+            Socket::Live => live::assemble(server),
+            _ => realtime::assemble(server),
+        }
+    }
+
+    /// The frame a framed socket's turn fails with before its close, if the protocol has
+    /// one (Live has none: its close says why).
+    pub fn framed_error(self, code: &str, message: &str) -> Option<Value> {
+        (self == Socket::Realtime).then(|| {
+            serde_json::json!({"type": "error", "error": {
+                "type": "invalid_request_error", "code": code, "message": message}})
+        })
     }
 
     /// The request body of the turn `frame` starts (the frame without its `type`), or
@@ -90,23 +159,38 @@ pub fn frame_type(frame: &Value) -> Option<&str> {
     frame.get("type").and_then(Value::as_str)
 }
 
+/// The model call a framed socket's turn records: `request` its stored body
+/// (`{"turn": N, "frames": [...]}`), `answer` its assembled answer, `path` its socket's.
+/// `None` for a route that is not a framed socket's.
+pub fn model_call(route: &str, request: &Value, answer: &Value, path: &str) -> Option<ModelCall> {
+    let frames = request["frames"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    match Socket::framed_of_route(route)? {
+        Socket::Live => Some(live::extract(frames, answer)),
+        _ => Some(realtime::extract(frames, answer, path)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
 
     #[test]
-    fn the_responses_path_is_a_socket_and_others_are_not() {
+    fn each_socket_is_known_by_its_path() {
         for path in ["/v1/responses", "/openai/v1/responses", "/v1/responses?x=1"] {
             assert_eq!(Socket::of(path), Some(Socket::Responses), "{path}");
         }
-        for path in [
-            "/v1/realtime?model=m",
-            "/v1/chat/completions",
-            "/v1/responses/r1",
-        ] {
+        for path in ["/v1/chat/completions", "/v1/responses/r1", "/v1/models"] {
             assert_eq!(Socket::of(path), None, "{path}");
         }
+        assert_eq!(Socket::of("/v1/realtime?model=m"), Some(Socket::Realtime));
+        let live = "/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent";
+        assert_eq!(Socket::of(live), Some(Socket::Live));
+        assert_eq!(Socket::framed_of_route("gemini.live"), Some(Socket::Live));
+        assert_eq!(Socket::framed_of_route("openai.responses"), None);
     }
 
     #[test]

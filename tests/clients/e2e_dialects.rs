@@ -338,6 +338,30 @@ async fn responses_socket_records_and_replays() {
     .await;
 }
 
+/// The Realtime API with the real SDK (`client.realtime.connect()`): a function call, a
+/// text answer and an audio answer on one socket, each turn an interaction, replayed with
+/// the upstream stopped (the audio's bytes the same).
+#[tokio::test(flavor = "multi_thread")]
+async fn realtime_records_and_replays() {
+    record_then_replay(
+        "realtime_agent.py",
+        &[],
+        &[
+            "event: session.created\n",
+            r#"tool call: get_weather {"city": "Paris", "unit": "celsius"}"#,
+            "reply: It is 18°C and sunny in Paris.\n",
+            "audio: ",
+            "transcript: ",
+        ],
+        &[
+            ("openai.realtime", true),
+            ("openai.realtime", true),
+            ("openai.realtime", true),
+        ],
+    )
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn responses_stream_records_and_replays() {
     record_then_replay(

@@ -937,7 +937,7 @@ async fn the_forward_proxy_refuses_what_it_cannot_serve_and_bounds_its_tunnels()
     assert_eq!(plain.status.code(), Some(1), "{plain}");
     let websocket = probe("websocket").await;
     assert!(
-        websocket.stdout.contains("websocket: 501 agentproxy: GET /v1/realtime asks to switch to a WebSocket: agentproxy records and replays the Responses API's WebSocket mode"),
+        websocket.stdout.contains("websocket: 501 agentproxy: GET /v1/chat/completions asks to switch to a WebSocket: agentproxy records and replays the sockets of"),
         "{websocket}"
     );
     let pinned = probe("pinned").await;

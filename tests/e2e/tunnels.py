@@ -3,7 +3,8 @@ sets HTTPS_PROXY and the certificate bundle). Each prints one line:
 
 - plain HTTP sent into a tunnel to a provider's host (no TLS): the proxy answers it as
   that provider's (here a miss: the cassette holds no `GET /v1/models`);
-- a WebSocket upgrade through an intercepted tunnel: refused with a message;
+- a WebSocket upgrade agentproxy does not speak, through an intercepted tunnel: refused
+  with a message;
 - a client that trusts only its own roots (as one that pins certificates): the handshake
   fails, and agentproxy names pinning;
 - a client with a certificate of its own: the proxy asks for none, and answers;
@@ -57,7 +58,7 @@ def websocket():
     ctx = ssl.create_default_context(cafile=os.environ["SSL_CERT_FILE"])
     conn = http.client.HTTPSConnection(PROXY.hostname, PROXY.port, context=ctx, timeout=10)
     conn.set_tunnel(HOST, 443)
-    conn.request("GET", "/v1/realtime", headers={"Upgrade": "websocket", "Connection": "Upgrade",
+    conn.request("GET", "/v1/chat/completions", headers={"Upgrade": "websocket", "Connection": "Upgrade",
                                                   "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==",
                                                   "Sec-WebSocket-Version": "13"})
     r = conn.getresponse()

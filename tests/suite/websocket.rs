@@ -224,11 +224,7 @@ async fn a_turn_that_misses_is_an_error_frame_then_a_close() {
     assert_eq!(kinds(&frames), ["error"], "{frames:?}");
     assert_eq!(frames[0]["status"], 400);
     assert_eq!(frames[0]["error"]["code"], "agentproxy_cassette_miss");
-    let closed = ws.next().await;
-    match closed {
-        Some(Ok(Message::Close(Some(f)))) => assert_eq!(f.code, CloseCode::Error),
-        other => panic!("expected a close, got {other:?}"),
-    }
+    assert_eq!(next_close(&mut ws).await, Ok(CloseCode::Error));
     let (code, err) = d.interrupt();
     assert_eq!(code, 1, "{err}");
     assert!(
@@ -246,11 +242,16 @@ fn record_daemon(dir: &Path, fake: &FakeOpenAi) -> Daemon {
     )
 }
 
-/// The next close frame on `ws` (frames before it skipped), or what came instead.
+/// The next close frame on `ws` (text frames before it skipped, the close answered), or
+/// what came instead.
 async fn next_close(ws: &mut Socket) -> Result<CloseCode, String> {
     while let Some(msg) = ws.next().await {
         match msg {
-            Ok(Message::Close(Some(f))) => return Ok(f.code),
+            Ok(Message::Close(Some(f))) => {
+                // The reply to the close (queued by the read) goes out, as a client's does.
+                let _ = ws.flush().await;
+                return Ok(f.code);
+            }
             Ok(Message::Text(_)) => continue,
             other => return Err(format!("{other:?}")),
         }
@@ -369,7 +370,7 @@ async fn bad_frames_and_handshakes_get_a_clear_answer() {
         let mut with_key = upgrade.to_vec();
         with_key.push(("sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ=="));
         (
-            http::request(&url, "GET", "/v1/realtime?model=m", &with_key, &[]),
+            http::request(&url, "GET", "/v1/chat/completions", &with_key, &[]),
             http::request(&url, "GET", "/v1/responses", &upgrade, &[]),
         )
     })
@@ -378,7 +379,7 @@ async fn bad_frames_and_handshakes_get_a_clear_answer() {
     assert_eq!(unknown.status, 501, "{}", unknown.text());
     assert!(unknown
         .text()
-        .contains("GET /v1/realtime?model=m asks to switch to a WebSocket"));
+        .contains("GET /v1/chat/completions asks to switch to a WebSocket"));
     assert_eq!(keyless.status, 400, "{}", keyless.text());
     assert!(keyless.text().contains("Sec-WebSocket-Key"));
     let (code, err) = d.interrupt();
@@ -415,4 +416,117 @@ async fn turn_text(ws: &mut Socket, text: &str) -> Value {
         Some(Ok(Message::Text(t))) => serde_json::from_str(t.as_str()).unwrap(),
         other => panic!("expected a frame, got {other:?}"),
     }
+}
+
+/// A Realtime socket to `base` for `model`, with a token.
+async fn connect_realtime(base: &str) -> Socket {
+    let addr = base.trim_start_matches("http://");
+    let url = format!("ws://{addr}/v1/realtime?model=gpt-realtime");
+    let mut req = url.into_client_request().unwrap();
+    req.headers_mut()
+        .insert("authorization", "Bearer sk-test-socket".parse().unwrap());
+    let tcp = TcpStream::connect(addr).await.unwrap();
+    tokio_tungstenite::client_async(req, tcp).await.unwrap().0
+}
+
+/// Frames up to (and with) the first whose type is `last`, or the close.
+async fn until(ws: &mut Socket, last: &str) -> Vec<Value> {
+    let mut frames = Vec::new();
+    while let Some(Ok(Message::Text(t))) = ws.next().await {
+        let v: Value = serde_json::from_str(t.as_str()).unwrap();
+        let done = v["type"] == last;
+        frames.push(v);
+        if done {
+            break;
+        }
+    }
+    frames
+}
+
+/// One Realtime turn: the user's `text`, then `response.create`; its frames.
+async fn realtime_turn(ws: &mut Socket, text: &str) -> Vec<Value> {
+    let item = json!({"type": "conversation.item.create", "event_id": format!("evt_{text}"),
+        "item": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}});
+    ws.send(Message::text(item.to_string())).await.unwrap();
+    ws.send(Message::text(
+        json!({"type": "response.create"}).to_string(),
+    ))
+    .await
+    .unwrap();
+    until(ws, "response.done").await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_realtime_socket_replays_frame_by_frame_and_a_changed_one_misses() {
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let d = record_daemon(dir.path(), &fake);
+    let mut ws = connect_realtime(&d.url).await;
+    let opening = until(&mut ws, "session.created").await;
+    let update = json!({"type": "session.update", "session": {"type": "realtime", "output_modalities": ["audio"]}});
+    ws.send(Message::text(update.to_string())).await.unwrap();
+    let updated = until(&mut ws, "session.updated").await;
+    let first = realtime_turn(&mut ws, "hello").await;
+    let second = realtime_turn(&mut ws, "again").await;
+    ws.close(None).await.unwrap();
+    let (code, err) = d.interrupt();
+    assert_eq!(code, 0, "{err}");
+    fake.stop().await;
+    let c = cassette(dir.path());
+    let its = c["interactions"].as_array().unwrap();
+    assert_eq!(its.len(), 2, "{c:#}");
+    assert_eq!(its[0]["route"], "openai.realtime");
+    assert_eq!(its[0]["request"]["path"], "/v1/realtime?model=gpt-realtime");
+    // The turn keeps the client's frames without their event ids, and every server frame.
+    let frames = &its[0]["request"]["body"]["json"]["frames"];
+    assert_eq!(frames.as_array().unwrap().len(), 3, "{frames}");
+    assert!(frames[1].get("event_id").is_none(), "{frames}");
+    let events = its[0]["response"]["events"].as_array().unwrap();
+    assert_eq!(events.len(), opening.len() + updated.len() + first.len());
+    assert_eq!(events[0]["id"], "0");
+    assert_eq!(events[0]["event"], "text");
+    let audio = its[0]["response"]["body"]["json"]["audio_bytes"]
+        .as_u64()
+        .unwrap();
+    assert!(audio > 0, "{:#}", its[0]["response"]["body"]);
+
+    // `show` reads each turn as a model call: audio shown by its transcript.
+    let show = std::process::Command::new(support::proxy::bin())
+        .args(["show", "c.json"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&show.stdout);
+    assert!(shown.contains("openai.realtime"), "{shown}");
+    assert!(shown.contains("You said: hello"), "{shown}");
+
+    // Replayed with the upstream gone: the same frames, in the same places.
+    let d = Daemon::start(&["replay", "--cassette", "c.json"], dir.path());
+    let mut ws = connect_realtime(&d.url).await;
+    assert_eq!(until(&mut ws, "session.created").await, opening);
+    ws.send(Message::text(update.to_string())).await.unwrap();
+    assert_eq!(until(&mut ws, "session.updated").await, updated);
+    assert_eq!(realtime_turn(&mut ws, "hello").await, first);
+    assert_eq!(realtime_turn(&mut ws, "again").await, second);
+    ws.close(None).await.unwrap();
+    let (code, err) = d.interrupt();
+    assert_eq!(code, 0, "{err}");
+
+    // A turn that says something else: an error event, a close with 1011, exit 1.
+    let before = std::fs::read(dir.path().join("c.json")).unwrap();
+    let d = Daemon::start(&["replay", "--cassette", "c.json"], dir.path());
+    let mut ws = connect_realtime(&d.url).await;
+    until(&mut ws, "session.created").await;
+    ws.send(Message::text(update.to_string())).await.unwrap();
+    until(&mut ws, "session.updated").await;
+    let item = json!({"type": "conversation.item.create",
+        "item": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "goodbye"}]}});
+    let error = turn_text(&mut ws, &item.to_string()).await;
+    assert_eq!(error["type"], "error", "{error}");
+    assert_eq!(error["error"]["code"], "agentproxy_cassette_miss");
+    assert_eq!(next_close(&mut ws).await, Ok(CloseCode::Error));
+    let (code, err) = d.interrupt();
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("openai.realtime"), "{err}");
+    assert_eq!(std::fs::read(dir.path().join("c.json")).unwrap(), before);
 }

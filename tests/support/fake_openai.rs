@@ -36,6 +36,8 @@ use tokio::sync::mpsc;
 // `mod support;` or through the benchmark's `#[path]`.
 #[path = "fake_openai_model.rs"]
 mod model;
+#[path = "fake_openai_realtime.rs"]
+mod realtime;
 #[path = "fake_openai_responses.rs"]
 mod responses;
 #[path = "fake_openai_socket.rs"]

@@ -1,4 +1,5 @@
-//! The fake OpenAI upstream's Responses WebSocket mode (`GET /v1/responses` upgraded), as
+//! The fake OpenAI upstream's sockets: the Realtime API (`GET /v1/realtime`, in
+//! `fake_openai_realtime.rs`) and the Responses WebSocket mode (`GET /v1/responses`), as
 //! the real API speaks it: the handshake is checked (a bearer token, `Sec-WebSocket-Key`,
 //! version 13) and answered with the key's accept value; each `response.create` text
 //! frame is a Responses request (without `stream`), answered by the same model as
@@ -24,6 +25,7 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::WebSocketStream;
 
 use super::model::Answer;
+use super::realtime::Realtime;
 use super::responses::{self, Store};
 use super::Body;
 
@@ -50,9 +52,18 @@ pub(super) fn upgrade(
     store: Arc<Store>,
     sockets: Arc<Sockets>,
 ) -> Response<Body> {
-    if req.uri().path() != "/v1/responses" {
-        return plain(StatusCode::NOT_FOUND, "no WebSocket here");
-    }
+    let realtime = match req.uri().path() {
+        "/v1/responses" => None,
+        "/v1/realtime" => {
+            let query = req.uri().query().unwrap_or_default();
+            let model = query.split('&').find_map(|p| p.strip_prefix("model="));
+            match model {
+                Some(model) => Some(Realtime::open(model)),
+                None => return plain(StatusCode::BAD_REQUEST, "missing model"),
+            }
+        }
+        _ => return plain(StatusCode::NOT_FOUND, "no WebSocket here"),
+    };
     let bearer = (req
         .headers()
         .get("authorization")
@@ -70,7 +81,7 @@ pub(super) fn upgrade(
     tokio::spawn(async move {
         let Ok(upgraded) = on.await else { return };
         let ws = WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, None).await;
-        converse(ws, &store, &sockets).await;
+        converse(ws, &store, &sockets, realtime).await;
         sockets.ended.fetch_add(1, Ordering::SeqCst);
     });
     let mut resp = Response::new(Full::new(Bytes::new()).boxed_unsync());
@@ -85,10 +96,19 @@ pub(super) fn upgrade(
     resp
 }
 
-async fn converse<S>(mut ws: WebSocketStream<S>, store: &Store, sockets: &Sockets)
-where
+async fn converse<S>(
+    mut ws: WebSocketStream<S>,
+    store: &Store,
+    sockets: &Sockets,
+    mut realtime: Option<(Realtime, String)>,
+) where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
 {
+    if let Some((_, created)) = &realtime {
+        if ws.send(Message::text(created.clone())).await.is_err() {
+            return;
+        }
+    }
     while let Some(Ok(msg)) = ws.next().await {
         let frame = match msg {
             Message::Text(t) => t,
@@ -108,7 +128,10 @@ where
         let cut = (sockets.cuts)
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
             .is_ok();
-        let frames = answer(store, request);
+        let frames = match &mut realtime {
+            Some((rt, _)) => rt.answer(store, &request),
+            None => answer(store, request),
+        };
         let sent = if cut { 2 } else { frames.len() };
         for out in frames.into_iter().take(sent) {
             if ws.send(Message::text(out)).await.is_err() {

@@ -1,32 +1,29 @@
-//! WebSockets. An upgrade to a model API spoken over a socket (`dialect::socket`: the
-//! Responses API's WebSocket mode) is accepted, and each of its turns is relayed to the
-//! upstream's socket and recorded (`relay`), or answered from the cassette through the
-//! same path as the HTTP request it carries (`serve`). Any other upgrade to a WebSocket
-//! is refused with 501, through a tunnel as on the base URL.
+//! WebSockets. An upgrade to a model API spoken over a socket (`dialect::socket`) is
+//! accepted: relayed to the upstream's socket and recorded by turn (`relay`), or
+//! answered from the cassette: the Responses API's WebSocket mode through the same path
+//! as the HTTP request each turn carries (`serve`), the Realtime API and Gemini Live
+//! frame by frame (`framed`). Any other upgrade to a WebSocket is refused with 501,
+//! through a tunnel as on the base URL.
 
+mod framed;
 mod relay;
 mod serve;
+mod side;
 
 use std::sync::Arc;
 
-use bytes::Bytes;
-use http::header::{CONNECTION, SEC_WEBSOCKET_ACCEPT, SEC_WEBSOCKET_KEY, SEC_WEBSOCKET_PROTOCOL};
-use http::{HeaderValue, Method, Request, Response, StatusCode};
+use http::header::{SEC_WEBSOCKET_KEY, SEC_WEBSOCKET_PROTOCOL};
+use http::{Method, Request, Response, StatusCode};
 use hyper::body::Incoming;
-use hyper_util::rt::TokioIo;
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
-use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
-use tokio_tungstenite::WebSocketStream;
 use tower::Layer;
 
 use super::api::Head;
-use super::body::{full, text, ProxyBody};
+use super::body::{text, ProxyBody};
 use super::state::Proxy;
 use super::step::{self, call, handler, Handler};
 use crate::dialect::socket::Socket;
-
-/// The program's side of a socket.
-type Program = WebSocketStream<TokioIo<hyper::upgrade::Upgraded>>;
+use side::{first_protocol, switching, Opened};
 
 /// Upgrades to a WebSocket: accepted for a model API spoken over one, refused otherwise.
 pub(super) fn layer(proxy: &Arc<Proxy>) -> impl Layer<Handler, Service = Handler> + Clone {
@@ -52,17 +49,6 @@ fn asks_websocket<B>(req: &Request<B>) -> bool {
     upgrade
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.to_ascii_lowercase().contains("websocket"))
-}
-
-/// What one socket needs to know of the upgrade that opened it.
-struct Opened {
-    socket: Socket,
-    /// The upgrade's head: its path is each turn's.
-    head: Head,
-    /// The upgrade's headers: each turn's (the key is there).
-    headers: http::HeaderMap,
-    /// The program's side, once the `101` has gone out.
-    upgrade: hyper::upgrade::OnUpgrade,
 }
 
 async fn open(proxy: &Arc<Proxy>, mut req: Request<Incoming>) -> Response<ProxyBody> {
@@ -93,49 +79,13 @@ async fn open(proxy: &Arc<Proxy>, mut req: Request<Incoming>) -> Response<ProxyB
             // A replayed socket speaks the first subprotocol the program offers, if any.
             let offered = opened.headers.get(SEC_WEBSOCKET_PROTOCOL);
             let protocol = offered.and_then(first_protocol);
-            serve::open(proxy, opened);
+            match opened.socket.http_route() {
+                Some(_) => serve::open(proxy, opened),
+                None => framed::serve(proxy, opened),
+            }
             switching(&accept, protocol)
         }
     }
-}
-
-/// The limits of a socket: no message or frame over `--max-body-size`.
-fn config(max_body: usize) -> WebSocketConfig {
-    WebSocketConfig::default()
-        .max_message_size(Some(max_body))
-        .max_frame_size(Some(max_body))
-}
-
-/// The program's side of a socket, once upgraded; `None` if it hung up before.
-async fn program(upgrade: hyper::upgrade::OnUpgrade, max_body: usize) -> Option<Program> {
-    let upgraded = upgrade.await.ok()?;
-    let io = TokioIo::new(upgraded);
-    Some(WebSocketStream::from_raw_socket(io, Role::Server, Some(config(max_body))).await)
-}
-
-/// The `101` that accepts an upgrade (no extension: frames are relayed and recorded as
-/// they are sent).
-fn switching(accept: &str, protocol: Option<HeaderValue>) -> Response<ProxyBody> {
-    let mut resp = Response::new(full(Bytes::new()));
-    *resp.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
-    let h = resp.headers_mut();
-    h.insert(http::header::UPGRADE, HeaderValue::from_static("websocket"));
-    h.insert(CONNECTION, HeaderValue::from_static("Upgrade"));
-    if let Ok(accept) = HeaderValue::from_str(accept) {
-        h.insert(SEC_WEBSOCKET_ACCEPT, accept);
-    }
-    if let Some(p) = protocol {
-        h.insert(SEC_WEBSOCKET_PROTOCOL, p);
-    }
-    resp
-}
-
-/// The first of the subprotocols a `Sec-WebSocket-Protocol` header offers.
-fn first_protocol(offered: &HeaderValue) -> Option<HeaderValue> {
-    let first = offered.to_str().ok()?.split(',').next()?.trim();
-    HeaderValue::from_str(first)
-        .ok()
-        .filter(|_| !first.is_empty())
 }
 
 /// The refusal of an upgrade agentproxy does not speak.
@@ -143,7 +93,7 @@ fn refused<B>(req: &Request<B>, path: &str) -> Response<ProxyBody> {
     text(
         StatusCode::NOT_IMPLEMENTED,
         format!(
-            "agentproxy: {} {path} asks to switch to a WebSocket: agentproxy records and replays the Responses API's WebSocket mode (GET …/responses) and HTTP exchanges only",
+            "agentproxy: {} {path} asks to switch to a WebSocket: agentproxy records and replays the sockets of the Responses API (GET …/responses), the Realtime API (GET …/realtime) and Gemini Live (…BidiGenerateContent), and HTTP exchanges",
             req.method(),
         ),
     )
@@ -152,6 +102,7 @@ fn refused<B>(req: &Request<B>, path: &str) -> Response<ProxyBody> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use http::HeaderValue;
 
     #[test]
     fn the_first_offered_protocol_is_spoken() {

@@ -25,8 +25,8 @@ use super::super::exchange::Exchange;
 use super::super::record::{self, Recorded};
 use super::super::state::Proxy;
 use super::super::upstream::{Upstream, UpstreamError};
-use super::serve::{broken, close};
-use super::{config, program, switching, Opened, Program};
+use super::framed::Group;
+use super::side::{broken, close, config, program, switching, Opened, Program};
 use crate::cassette::Body;
 use crate::dialect::socket::{frame_type, Socket};
 use crate::dialect::{self, Refusal};
@@ -97,6 +97,7 @@ pub(super) async fn open(
             head: &opened.head,
             headers: &opened.headers,
             turns: VecDeque::new(),
+            group: (opened.socket.http_route().is_none()).then(|| Group::new(0)),
         };
         relay.run(program, upstream).await;
     });
@@ -126,6 +127,8 @@ struct Relay<'a> {
     headers: &'a http::HeaderMap,
     /// The turns sent and not yet ended, oldest first.
     turns: VecDeque<Turn>,
+    /// A framed socket's turn on its way (see `framed`); `None` for the Responses mode.
+    group: Option<Group>,
 }
 
 /// A turn on its way: its exchange, when it was sent, and the server's frames so far.
@@ -200,6 +203,12 @@ impl Relay<'_> {
     ) -> Option<Ending> {
         let hung_up = || Some(close(CloseCode::Away, "the program hung up"));
         let out = match msg {
+            Some(Ok(msg @ (Message::Text(_) | Message::Binary(_)))) if self.group.is_some() => {
+                if let Some(group) = &mut self.group {
+                    group.client(self.socket, &msg);
+                }
+                msg
+            }
             Some(Ok(Message::Text(frame))) => Message::text(self.turn_sent(frame.as_str())),
             Some(Ok(Message::Binary(b))) => Message::Binary(b),
             // Each side answers its own pings.
@@ -234,6 +243,10 @@ impl Relay<'_> {
         program: &mut Program,
     ) -> Option<Ending> {
         let out = match msg {
+            Some(Ok(msg @ (Message::Text(_) | Message::Binary(_)))) if self.group.is_some() => {
+                self.framed_sent(&msg);
+                msg
+            }
             Some(Ok(Message::Text(frame))) => {
                 self.answer_sent(frame.as_str());
                 Message::Text(frame)
@@ -286,7 +299,10 @@ impl Relay<'_> {
             elsewhere: false,
         };
         let seq = proxy.next_seq();
-        let route = self.socket.route();
+        let route = self
+            .socket
+            .http_route()
+            .unwrap_or(crate::dialect::Route::OpenAiResponses);
         let mut ex = api::exchange(
             proxy,
             head,
@@ -338,8 +354,35 @@ impl Relay<'_> {
         record::store(self.proxy, turn.ex, recorded, turn.started.elapsed());
     }
 
+    /// A frame of the upstream's on a framed socket: one more of the turn, which it may end.
+    fn framed_sent(&mut self, msg: &Message) {
+        let Some(group) = &mut self.group else { return };
+        if !group.server(self.socket, msg) {
+            return;
+        }
+        let next = Group::new(group.turn() + 1);
+        let done = std::mem::replace(group, next);
+        done.store(self.proxy, self.socket, &self.head.stored_path, None);
+    }
+
     /// Every turn still open is stored as aborted, `why`.
     fn abort(&mut self, why: &str, hung_up: bool) {
+        if let Some(group) = self.group.take().filter(Group::has_client_frames) {
+            let message = format!(
+                "{} {}: {why}; recorded as aborted",
+                self.head.method, self.head.stored_path
+            );
+            tell!("agentproxy: {message}");
+            if !hung_up {
+                self.proxy.lock().upstream_errors.push(message);
+            }
+            group.store(
+                self.proxy,
+                self.socket,
+                &self.head.stored_path,
+                Some(why.to_owned()),
+            );
+        }
         for turn in std::mem::take(&mut self.turns) {
             let n = turn.events.len();
             record::note_abort(self.proxy, &turn.ex, why, hung_up);

@@ -17,7 +17,7 @@ use tokio_tungstenite::tungstenite::Message;
 use super::super::api::{self, Head};
 use super::super::body::ProxyBody;
 use super::super::state::Proxy;
-use super::{program, Opened, Program};
+use super::side::{broken, close, finish, program, Opened, Program};
 use crate::dialect::socket::{frame_type, Socket};
 use crate::sse::SseParser;
 
@@ -47,7 +47,7 @@ pub(super) fn open(proxy: &Arc<Proxy>, opened: Opened) {
                 Err(e) => Some(broken(&e)),
             };
             if let Some(end) = end {
-                let _ = ws.send(Message::Close(Some(end))).await;
+                finish(&mut ws, end).await;
                 break;
             }
         }
@@ -151,28 +151,4 @@ async fn send(ws: &mut Program, frame: &Value) -> Result<(), CloseFrame> {
 
 async fn send_text(ws: &mut Program, text: String) -> Result<(), CloseFrame> {
     (ws.send(Message::text(text)).await).map_err(|_| close(CloseCode::Away, "the program hung up"))
-}
-
-pub(super) fn close(code: CloseCode, why: &str) -> CloseFrame {
-    // A close frame's reason is at most 123 bytes.
-    let mut end = why.len().min(123);
-    while !why.is_char_boundary(end) {
-        end -= 1;
-    }
-    CloseFrame {
-        code,
-        reason: why[..end].to_owned().into(),
-    }
-}
-
-/// The close for a frame that could not be read: too large (1009), else a protocol error.
-pub(super) fn broken(e: &tokio_tungstenite::tungstenite::Error) -> CloseFrame {
-    use tokio_tungstenite::tungstenite::Error;
-    match e {
-        Error::Capacity(_) => close(
-            CloseCode::Size,
-            "agentproxy: a message is larger than --max-body-size",
-        ),
-        e => close(CloseCode::Protocol, &format!("agentproxy: {e}")),
-    }
 }

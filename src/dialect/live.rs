@@ -1,0 +1,160 @@
+//! Gemini's Live API over a WebSocket (`BidiGenerateContent`), as far as a recording
+//! reads it. No I/O.
+//!
+//! The client opens with `setup` (model, system instruction, tools), then sends
+//! `clientContent` turns, `realtimeInput` and `toolResponse`s; the server answers
+//! `setupComplete`, then `serverContent` (the model's parts, then `turnComplete`) or a
+//! `toolCall`, with `usageMetadata` beside them. Every message is JSON; the server may
+//! send it in binary frames.
+
+use serde_json::{json, Value};
+
+use crate::neutral::{ModelCall, ToolCall, ToolDef, ToolResult, Usage};
+
+/// The route a Live socket's turns are stored under.
+pub const ROUTE: &str = "gemini.live";
+
+/// Is `path` (without its query) a Live socket's?
+pub fn is_path(path: &str) -> bool {
+    path.ends_with("BidiGenerateContent")
+}
+
+/// Does the server message `frame` end a model turn (its content complete, or a tool
+/// call the client must answer)?
+pub fn ends_turn(frame: &Value) -> bool {
+    frame["serverContent"]["turnComplete"] == true || frame.get("toolCall").is_some()
+}
+
+/// A turn's answer in one value: its text, its tool calls, the audio it sent (decoded
+/// bytes of its inline data) and its last usage.
+pub fn assemble<'a>(server: impl Iterator<Item = &'a Value>) -> Value {
+    let (mut text, mut calls, mut audio, mut usage) = (String::new(), Vec::new(), 0, Value::Null);
+    for frame in server {
+        let parts = frame["serverContent"]["modelTurn"]["parts"].as_array();
+        for part in parts.into_iter().flatten() {
+            text.push_str(part["text"].as_str().unwrap_or_default());
+            let data = part["inlineData"]["data"].as_str().unwrap_or_default();
+            audio += super::shared::base64_len(data);
+        }
+        let called = frame["toolCall"]["functionCalls"].as_array();
+        calls.extend(called.into_iter().flatten().cloned());
+        if frame.get("usageMetadata").is_some() {
+            usage = frame["usageMetadata"].clone();
+        }
+    }
+    json!({"text": text, "functionCalls": calls, "audio_bytes": audio, "usageMetadata": usage})
+}
+
+/// The model call a turn is: its client messages (`frames`) and its assembled answer.
+pub fn extract(frames: &[Value], answer: &Value) -> ModelCall {
+    let mut call = ModelCall {
+        route: ROUTE.to_owned(),
+        ..ModelCall::default()
+    };
+    for frame in frames {
+        if let Some(setup) = frame.get("setup") {
+            let model = setup["model"].as_str().unwrap_or_default();
+            call.model = model.trim_start_matches("models/").to_owned();
+            let parts = setup["systemInstruction"]["parts"].as_array();
+            let system: Vec<&str> = parts
+                .into_iter()
+                .flatten()
+                .filter_map(|p| p["text"].as_str())
+                .collect();
+            call.system = (!system.is_empty()).then(|| system.join("\n\n"));
+            let tools = setup["tools"].as_array().into_iter().flatten();
+            let declared =
+                tools.flat_map(|t| t["functionDeclarations"].as_array().into_iter().flatten());
+            call.tools = declared
+                .map(|d| {
+                    std::sync::Arc::new(ToolDef {
+                        name: d["name"].as_str().unwrap_or_default().to_owned(),
+                        parameters: d["parameters"].clone(),
+                        definition: d.clone(),
+                    })
+                })
+                .collect();
+        }
+        let turns = frame["clientContent"]["turns"].as_array();
+        call.message_count += turns.map_or(0, Vec::len);
+        let responses = frame["toolResponse"]["functionResponses"].as_array();
+        for r in responses.into_iter().flatten() {
+            call.tool_results.push(ToolResult {
+                call_id: r["id"].as_str().unwrap_or_default().to_owned(),
+                name: r["name"].as_str().map(str::to_owned),
+                content: r["response"].clone(),
+            });
+        }
+    }
+    for c in answer["functionCalls"].as_array().into_iter().flatten() {
+        call.tool_calls.push(ToolCall {
+            id: c["id"].as_str().unwrap_or_default().to_owned(),
+            name: c["name"].as_str().unwrap_or_default().to_owned(),
+            arguments: c["args"].clone(),
+        });
+    }
+    let text = answer["text"].as_str().unwrap_or_default();
+    let audio = answer["audio_bytes"].as_u64().unwrap_or(0);
+    call.reply = match (text.is_empty(), audio) {
+        (false, _) => Some(text.to_owned()),
+        (true, 0) => None,
+        (true, n) => Some(format!("audio, {n} bytes")),
+    };
+    let usage = &answer["usageMetadata"];
+    call.usage = match usage.is_object() {
+        true => Usage {
+            prompt: usage["promptTokenCount"].as_u64().unwrap_or(0),
+            completion: usage["responseTokenCount"].as_u64().unwrap_or(0),
+            cache_read: usage["cachedContentTokenCount"].as_u64().unwrap_or(0),
+            ..Usage::default()
+        },
+        false => Usage::UNKNOWN,
+    };
+    call
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_turn_reads_its_setup_content_and_answer() {
+        let frames = [
+            json!({"setup": {"model": "models/gemini-live-2.5-flash", "systemInstruction": {"parts": [{"text": "Be brief."}]},
+                   "tools": [{"functionDeclarations": [{"name": "get_weather", "parameters": {"type": "OBJECT"}}]}]}}),
+            json!({"clientContent": {"turns": [{"role": "user", "parts": [{"text": "Paris?"}]}], "turnComplete": true}}),
+            json!({"toolResponse": {"functionResponses": [{"id": "f1", "name": "get_weather", "response": {"temp_c": 21}}]}}),
+        ];
+        let server = [
+            json!({"setupComplete": {}}),
+            json!({"serverContent": {"modelTurn": {"parts": [{"text": "It is "}, {"inlineData": {"mimeType": "audio/pcm", "data": "AAAA"}}]}}}),
+            json!({"serverContent": {"modelTurn": {"parts": [{"text": "warm."}]}}}),
+            json!({"serverContent": {"turnComplete": true}, "usageMetadata": {"promptTokenCount": 9, "responseTokenCount": 3}}),
+        ];
+        assert!(ends_turn(&server[3]) && !ends_turn(&server[2]));
+        assert!(ends_turn(&json!({"toolCall": {"functionCalls": []}})));
+        let answer = assemble(server.iter());
+        let call = extract(&frames, &answer);
+        assert_eq!(call.model, "gemini-live-2.5-flash");
+        assert_eq!(call.system.as_deref(), Some("Be brief."));
+        assert_eq!(call.tools[0].name, "get_weather");
+        assert_eq!(call.message_count, 1);
+        assert_eq!(call.tool_results[0].name.as_deref(), Some("get_weather"));
+        assert_eq!(call.reply.as_deref(), Some("It is warm."));
+        assert_eq!(answer["audio_bytes"], 3);
+        assert_eq!((call.usage.prompt, call.usage.completion), (9, 3));
+    }
+
+    #[test]
+    fn a_tool_call_is_read() {
+        let server = [
+            json!({"toolCall": {"functionCalls": [{"id": "f1", "name": "get_weather", "args": {"city": "Paris"}}]}}),
+        ];
+        let call = extract(&[], &assemble(server.iter()));
+        assert_eq!(call.tool_calls[0].arguments, json!({"city": "Paris"}));
+        assert!(call.reply.is_none());
+        assert!(is_path(
+            "/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent"
+        ));
+    }
+}

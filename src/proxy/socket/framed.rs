@@ -1,0 +1,325 @@
+//! A framed socket (the Realtime API, Gemini Live): its frames kept in order and cut
+//! into turns where the server ends one (see `dialect::socket`). Record keeps each turn
+//! as an interaction ([`Group`]); replay answers each client frame with the server
+//! frames that followed it in the recording ([`serve`]), turn after turn, and a client
+//! frame that differs from the recorded one is a miss.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use base64::Engine as _;
+use bytes::Bytes;
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{json, Value};
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::CloseFrame;
+use tokio_tungstenite::tungstenite::Message;
+
+use super::super::miss;
+use super::super::record;
+use super::super::replay::Replay;
+use super::super::state::Proxy;
+use super::side::{broken, close, finish, program, Opened, Program};
+use crate::cassette::{Body, RecordedResponse};
+use crate::dialect::socket::Socket;
+use crate::matching::{index::Lookup, normalize::normalize};
+use crate::sse::SseEvent;
+
+const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
+
+/// One turn of a framed socket on its way to the cassette.
+pub(super) struct Group {
+    /// The turn's number on its socket (from 0).
+    turn: usize,
+    /// The client's frames, as kept (see [`client_value`]).
+    client: Vec<Value>,
+    /// The server's frames, each numbered by the client frames before it.
+    server: Vec<SseEvent>,
+    /// The server frames' JSON, for the turn's end and its assembled answer.
+    parsed: Vec<Value>,
+    started: Instant,
+}
+
+impl Group {
+    pub(super) fn new(turn: usize) -> Group {
+        Group {
+            turn,
+            client: Vec::new(),
+            server: Vec::new(),
+            parsed: Vec::new(),
+            started: Instant::now(),
+        }
+    }
+
+    /// The turn's number on its socket.
+    pub(super) fn turn(&self) -> usize {
+        self.turn
+    }
+
+    /// A frame the program sent.
+    pub(super) fn client(&mut self, socket: Socket, msg: &Message) {
+        if let Some(mut v) = client_value(msg) {
+            socket.normalize_client(&mut v);
+            self.client.push(v);
+        }
+    }
+
+    /// A frame the upstream sent: `true` when it ends the turn.
+    pub(super) fn server(&mut self, socket: Socket, msg: &Message) -> bool {
+        let (kind, data, json) = match msg {
+            Message::Text(t) => (
+                "text",
+                t.as_str().to_owned(),
+                serde_json::from_str(t.as_str()),
+            ),
+            Message::Binary(b) => ("binary", B64.encode(b), serde_json::from_slice(b)),
+            _ => return false,
+        };
+        let json: Value = json.unwrap_or(Value::Null);
+        let ends = socket.ends_framed_turn(&json);
+        self.server.push(SseEvent {
+            event: Some(kind.to_owned()),
+            id: Some(self.client.len().to_string()),
+            data,
+        });
+        self.parsed.push(json);
+        ends
+    }
+
+    /// Anything to keep: a frame of the client's (the server's alone, after a turn, say
+    /// nothing a replay needs).
+    pub(super) fn has_client_frames(&self) -> bool {
+        !self.client.is_empty()
+    }
+
+    /// The turn as the cassette keeps it, `aborted` when it was cut short.
+    pub(super) fn store(self, proxy: &Proxy, socket: Socket, path: &str, aborted: Option<String>) {
+        let answer = socket.assemble_framed(self.parsed.iter());
+        let mut events = self.server;
+        for e in &mut events {
+            if let Some(r) = proxy.opts.secrets.redact_str(&e.data) {
+                e.data = r;
+            }
+        }
+        let mut answer = answer;
+        proxy.opts.secrets.redact_value(&mut answer);
+        let headers = std::collections::BTreeMap::new();
+        let response = RecordedResponse::new(
+            200,
+            headers,
+            Some(Body::Json(answer.into())),
+            Some(events),
+            aborted,
+        );
+        let keyed = json!({"turn": self.turn, "frames": self.client});
+        let latency = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let it = record::boundary(
+            proxy,
+            (socket.route_name(), "GET", path),
+            keyed,
+            response,
+            latency,
+        );
+        proxy.recorded(proxy.next_seq(), it);
+    }
+}
+
+/// A client frame as a turn keeps it: its JSON, `{"text": …}` for text that is not JSON,
+/// `{"binary": BASE64}` for a binary frame; `None` for a control frame.
+fn client_value(msg: &Message) -> Option<Value> {
+    match msg {
+        Message::Text(t) => {
+            Some(serde_json::from_str(t.as_str()).unwrap_or_else(|_| json!({"text": t.as_str()})))
+        }
+        Message::Binary(b) => Some(json!({"binary": B64.encode(b)})),
+        _ => None,
+    }
+}
+
+/// Replay a framed socket in a tracked task (the session's end waits for it).
+pub(super) fn serve(proxy: &Arc<Proxy>, opened: Opened) {
+    let proxy = proxy.clone();
+    proxy.tasks.clone().spawn(async move {
+        let Some(rp) = proxy.opts.replay.as_ref() else {
+            return;
+        };
+        let Some(mut ws) = program(opened.upgrade, proxy.opts.max_body).await else {
+            return;
+        };
+        let mut chain = Chain {
+            proxy: &proxy,
+            rp,
+            socket: opened.socket,
+            path: &opened.head.stored_path,
+            turn: 0,
+            pos: None,
+            seen: Vec::new(),
+        };
+        let end = chain.run(&mut ws).await;
+        finish(&mut ws, end).await;
+    });
+}
+
+/// Where a replayed socket is in its recording.
+struct Chain<'a> {
+    proxy: &'a Proxy,
+    rp: &'a Replay,
+    socket: Socket,
+    path: &'a str,
+    /// The turn being served, and its recording.
+    turn: usize,
+    pos: Option<usize>,
+    /// The client frames of this turn so far (normalized, redacted).
+    seen: Vec<Value>,
+}
+
+impl Chain<'_> {
+    /// Serve until the program closes or a frame misses; the close to send.
+    async fn run(&mut self, ws: &mut Program) -> CloseFrame {
+        if let Err(end) = self.next_turn(ws).await {
+            return end;
+        }
+        while let Some(msg) = ws.next().await {
+            let msg = match msg {
+                Ok(Message::Close(_)) => return close(CloseCode::Normal, ""),
+                Ok(m @ (Message::Text(_) | Message::Binary(_))) => m,
+                Ok(_) => continue,
+                Err(e) => return broken(&e),
+            };
+            if let Err(end) = self.answer(ws, &msg).await {
+                return end;
+            }
+        }
+        close(CloseCode::Away, "the program hung up")
+    }
+
+    /// Answer one client frame: check it against the recording, send what followed it.
+    async fn answer(&mut self, ws: &mut Program, msg: &Message) -> Result<(), CloseFrame> {
+        let mut frame = client_value(msg).unwrap_or(Value::Null);
+        self.socket.normalize_client(&mut frame);
+        self.proxy.opts.secrets.redact_value(&mut frame);
+        let rules = &self.proxy.opts.rules;
+        let recorded = self.pos.and_then(|pos| {
+            let body = self.rp.interactions[pos]
+                .request
+                .body
+                .as_ref()?
+                .json_transient()?;
+            Some(body["frames"].get(self.seen.len())?.clone())
+        });
+        self.seen.push(frame);
+        let matches = recorded.is_some_and(|r| {
+            normalize(&r, rules) == normalize(self.seen.last().unwrap_or(&Value::Null), rules)
+        });
+        if !matches {
+            return Err(self.miss(ws).await);
+        }
+        let Some(pos) = self.pos else { return Ok(()) };
+        self.send_after(ws, pos, self.seen.len()).await?;
+        let it = &self.rp.interactions[pos];
+        let frames = (it.request.body.as_ref().and_then(Body::json_transient))
+            .and_then(|b| b["frames"].as_array().map(Vec::len))
+            .unwrap_or(0);
+        if self.seen.len() < frames {
+            return Ok(());
+        }
+        if let Some(why) = &it.response.aborted {
+            return Err(close(
+                CloseCode::Error,
+                &format!("agentproxy: the recorded turn was cut short: {why}"),
+            ));
+        }
+        self.turn += 1;
+        self.next_turn(ws).await
+    }
+
+    /// Take the socket's next turn and send what its server said before any client frame.
+    async fn next_turn(&mut self, ws: &mut Program) -> Result<(), CloseFrame> {
+        let after = self.pos;
+        self.seen.clear();
+        self.pos = next_recording(
+            self.rp,
+            (self.socket.route_name(), self.path),
+            self.turn,
+            after,
+        );
+        match self.pos {
+            Some(pos) => self.send_after(ws, pos, 0).await,
+            // The first turn missing: nothing was recorded for this socket at all.
+            None if self.turn == 0 => Err(self.miss(ws).await),
+            // Later ones: a client frame will miss, if one comes.
+            None => Ok(()),
+        }
+    }
+
+    /// Send the recording's server frames that followed its `n`-th client frame.
+    async fn send_after(&self, ws: &mut Program, pos: usize, n: usize) -> Result<(), CloseFrame> {
+        let n = n.to_string();
+        let events = self.rp.interactions[pos]
+            .response
+            .events
+            .as_deref()
+            .unwrap_or_default();
+        for e in events
+            .iter()
+            .filter(|e| e.id.as_deref() == Some(n.as_str()))
+        {
+            let msg = match e.event.as_deref() {
+                Some("binary") => {
+                    Message::Binary(Bytes::from(B64.decode(&e.data).unwrap_or_default()))
+                }
+                _ => Message::text(e.data.clone()),
+            };
+            if ws.send(msg).await.is_err() {
+                return Err(close(CloseCode::Away, "the program hung up"));
+            }
+        }
+        Ok(())
+    }
+
+    /// A turn with no recording: the near-miss report, the protocol's error, then 1011.
+    async fn miss(&self, ws: &mut Program) -> CloseFrame {
+        let now = json!({"turn": self.turn, "frames": self.seen});
+        let normalized = normalize(&now, &self.proxy.opts.rules);
+        let route = self.socket.route_name();
+        let report = miss::note(
+            self.proxy,
+            self.rp,
+            ("GET", self.path, route),
+            &normalized,
+            Lookup::Unknown,
+        );
+        let message = format!("agentproxy: {report}");
+        if let Some(error) = self
+            .socket
+            .framed_error("agentproxy_cassette_miss", &message)
+        {
+            let _ = ws.send(Message::text(error.to_string())).await;
+        }
+        close(
+            CloseCode::Error,
+            "agentproxy: cassette miss (see the near-miss report)",
+        )
+    }
+}
+
+/// The first unused recording after `after` of turn `turn` of a socket on `route` at
+/// `path`, taken.
+fn next_recording(
+    rp: &Replay,
+    (route, path): (&str, &str),
+    turn: usize,
+    after: Option<usize>,
+) -> Option<usize> {
+    let start = after.map_or(0, |a| a + 1);
+    let candidates = rp.interactions.iter().enumerate().skip(start);
+    for (_, it) in candidates.filter(|(_, it)| it.route == route && it.request.path == path) {
+        let body = it.request.body.as_ref().and_then(Body::json_transient);
+        if body.is_some_and(|b| b["turn"] == turn) {
+            if let Lookup::Hit(pos) = rp.take(&it.key) {
+                return Some(pos);
+            }
+        }
+    }
+    None
+}
