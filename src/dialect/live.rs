@@ -4,8 +4,9 @@
 //! The client opens with `setup` (model, system instruction, tools), then sends
 //! `clientContent` turns, `realtimeInput` and `toolResponse`s; the server answers
 //! `setupComplete`, then `serverContent` (the model's parts, then `turnComplete`) or a
-//! `toolCall`, with `usageMetadata` beside them. Every message is JSON; the server may
-//! send it in binary frames.
+//! `toolCall`, with `usageMetadata` beside them. Every message is JSON (protobuf JSON:
+//! a client may spell a field `clientContent` or `client_content`, as the Python SDK
+//! does; the server writes `lowerCamel`); the server may send it in binary frames.
 
 use serde_json::{json, Value};
 
@@ -55,7 +56,8 @@ pub fn extract(frames: &[Value], answer: &Value) -> ModelCall {
         if let Some(setup) = frame.get("setup") {
             let model = setup["model"].as_str().unwrap_or_default();
             call.model = model.trim_start_matches("models/").to_owned();
-            let parts = setup["systemInstruction"]["parts"].as_array();
+            let instruction = field(setup, "systemInstruction", "system_instruction");
+            let parts = instruction.and_then(|i| i["parts"].as_array());
             let system: Vec<&str> = parts
                 .into_iter()
                 .flatten()
@@ -63,21 +65,30 @@ pub fn extract(frames: &[Value], answer: &Value) -> ModelCall {
                 .collect();
             call.system = (!system.is_empty()).then(|| system.join("\n\n"));
             let tools = setup["tools"].as_array().into_iter().flatten();
-            let declared =
-                tools.flat_map(|t| t["functionDeclarations"].as_array().into_iter().flatten());
+            let declared = tools.flat_map(|t| {
+                let declared = field(t, "functionDeclarations", "function_declarations");
+                declared.and_then(Value::as_array).into_iter().flatten()
+            });
             call.tools = declared
                 .map(|d| {
                     std::sync::Arc::new(ToolDef {
                         name: d["name"].as_str().unwrap_or_default().to_owned(),
-                        parameters: d["parameters"].clone(),
+                        parameters: field(d, "parameters", "parameters_json_schema")
+                            .or_else(|| d.get("parametersJsonSchema"))
+                            .cloned()
+                            .unwrap_or(Value::Null),
                         definition: d.clone(),
                     })
                 })
                 .collect();
         }
-        let turns = frame["clientContent"]["turns"].as_array();
+        let content = field(frame, "clientContent", "client_content");
+        let turns = content.and_then(|c| c["turns"].as_array());
         call.message_count += turns.map_or(0, Vec::len);
-        let responses = frame["toolResponse"]["functionResponses"].as_array();
+        let response = field(frame, "toolResponse", "tool_response");
+        let responses = response
+            .and_then(|r| field(r, "functionResponses", "function_responses"))
+            .and_then(Value::as_array);
         for r in responses.into_iter().flatten() {
             call.tool_results.push(ToolResult {
                 call_id: r["id"].as_str().unwrap_or_default().to_owned(),
@@ -113,6 +124,11 @@ pub fn extract(frames: &[Value], answer: &Value) -> ModelCall {
     call
 }
 
+/// A field of a client message, in either spelling.
+fn field<'a>(v: &'a Value, camel: &str, snake: &str) -> Option<&'a Value> {
+    v.get(camel).or_else(|| v.get(snake))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -123,7 +139,7 @@ mod tests {
             json!({"setup": {"model": "models/gemini-live-2.5-flash", "systemInstruction": {"parts": [{"text": "Be brief."}]},
                    "tools": [{"functionDeclarations": [{"name": "get_weather", "parameters": {"type": "OBJECT"}}]}]}}),
             json!({"clientContent": {"turns": [{"role": "user", "parts": [{"text": "Paris?"}]}], "turnComplete": true}}),
-            json!({"toolResponse": {"functionResponses": [{"id": "f1", "name": "get_weather", "response": {"temp_c": 21}}]}}),
+            json!({"tool_response": {"function_responses": [{"id": "f1", "name": "get_weather", "response": {"temp_c": 21}}]}}),
         ];
         let server = [
             json!({"setupComplete": {}}),

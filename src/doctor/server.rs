@@ -126,6 +126,7 @@ impl Session {
                     let _ = stop.await;
                 },
                 hurry,
+                None,
             )
         })
         .await?;

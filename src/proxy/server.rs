@@ -26,6 +26,9 @@ use super::step;
 /// cuts it short).
 pub(crate) const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// The first byte of a TLS connection: a handshake record.
+const TLS_HANDSHAKE: u8 = 0x16;
+
 /// The listen address could not be bound (or read back).
 #[derive(Debug, thiserror::Error)]
 #[error("failed to listen on {addr}: {source}")]
@@ -111,7 +114,8 @@ pub async fn serve(
 ) {
     let stack = stack::stack(&proxy, Arrival::Host);
     let handler = move |req| step::call(stack.clone(), req);
-    accept_loop(listener, handler, shutdown, hurry.clone()).await;
+    let tls = own_tls(&listener, &proxy);
+    accept_loop(listener, handler, shutdown, hurry.clone(), tls).await;
     proxy.tasks.close();
     tokio::select! {
         r = tokio::time::timeout(DRAIN_TIMEOUT, proxy.tasks.wait()) => if r.is_err() {
@@ -133,17 +137,28 @@ pub(crate) async fn serve_more(
 ) {
     let stack = stack::stack(&proxy, Arrival::Program);
     let handler = move |req| step::call(stack.clone(), req);
-    accept_loop(listener, handler, shutdown, hurry).await;
+    let tls = own_tls(&listener, &proxy);
+    accept_loop(listener, handler, shutdown, hurry, tls).await;
+}
+
+/// A program that speaks TLS to the session's own address (google-genai's Live client
+/// dials `wss://` whatever its base URL says) is answered with a certificate of the
+/// session's authority for it, which the program trusts; none without an authority.
+fn own_tls(listener: &TcpListener, proxy: &Proxy) -> Option<Arc<rustls::ServerConfig>> {
+    let own = listener.local_addr().ok()?.ip().to_string();
+    proxy.egress.own_tls(&own)
 }
 
 /// Accept connections and answer each request with `handler` until `shutdown` resolves,
-/// then let open connections finish (bounded by [`DRAIN_TIMEOUT`]). Shared by the proxy
-/// and doctor mode.
+/// then let open connections finish (bounded by [`DRAIN_TIMEOUT`]); with `tls`, a
+/// connection whose first byte opens a TLS handshake is answered over TLS. Shared by the
+/// proxy and doctor mode.
 pub(crate) async fn accept_loop<H, F>(
     listener: TcpListener,
     handler: H,
     shutdown: impl Future<Output = ()>,
     hurry: CancellationToken,
+    tls: Option<Arc<rustls::ServerConfig>>,
 ) where
     H: Fn(Request<Incoming>) -> F + Clone + Send + Sync + 'static,
     F: Future<Output = Response<ProxyBody>> + Send + 'static,
@@ -159,6 +174,7 @@ pub(crate) async fn accept_loop<H, F>(
                     let svc = conn::answering(handler.clone());
                     let builder = builder.clone();
                     let watcher = graceful.watcher();
+                    let tls = tls.clone();
                     tokio::spawn(async move {
                         // Until its first byte hyper cannot tell a connection's version, and
                         // its header timeout has not started: a connection that sends nothing
@@ -168,8 +184,15 @@ pub(crate) async fn accept_loop<H, F>(
                             Ok(Ok(n)) if n > 0 => {}
                             _ => return,
                         }
-                        let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), svc).into_owned();
-                        if let Err(e) = watcher.watch(conn).await {
+                        let ended = match tls.filter(|_| first[0] == TLS_HANDSHAKE) {
+                            None => watcher.watch(builder.serve_connection_with_upgrades(TokioIo::new(stream), svc).into_owned()).await,
+                            Some(config) => {
+                                let accept = tokio_rustls::TlsAcceptor::from(config).accept(stream);
+                                let Ok(Ok(stream)) = tokio::time::timeout(header_timeout(), accept).await else { return };
+                                watcher.watch(builder.serve_connection_with_upgrades(TokioIo::new(stream), svc).into_owned()).await
+                            }
+                        };
+                        if let Err(e) = ended {
                             tracing::debug!("connection from {peer} ended with an error: {e}");
                         }
                     });

@@ -192,6 +192,7 @@ impl Switched {
                     let _ = stop.await;
                 },
                 hurry,
+                None,
             )
         })
         .await?;

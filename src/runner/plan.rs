@@ -298,7 +298,10 @@ fn ca_scope(setup: &Setup) -> Option<Vec<String>> {
             hp.rsplit_once(':')
                 .map_or(hp.clone(), |(host, _)| host.to_owned())
         });
-    let mut names: Vec<String> = providers.chain(recorded).collect();
+    // The session's own address: a client that dials it with TLS (google-genai's Live
+    // client always does) is answered with a certificate of this authority.
+    let own = ["127.0.0.1", "::1", "localhost"].map(str::to_owned);
+    let mut names: Vec<String> = providers.chain(recorded).chain(own).collect();
     names.sort();
     names.dedup();
     Some(names)

@@ -447,3 +447,53 @@ async fn a_key_in_the_query_is_forwarded_and_never_recorded() {
     let (code, stderr) = daemon.interrupt();
     assert_eq!(code, 0, "replay daemon: {stderr}");
 }
+
+/// Gemini Live with the real SDK (`client.aio.live.connect`), which dials `wss://` on the
+/// base URL's host: TLS on the session's port, a tool call and a text answer on one
+/// socket, each turn an interaction, replayed with the upstream stopped and no key.
+#[tokio::test(flavor = "multi_thread")]
+async fn gemini_live_records_and_replays() {
+    let Some(python) = python() else { return };
+    let fake = FakeGemini::start().await;
+    let dir = tempfile::tempdir().expect("failed to create a temp dir");
+    let cassette = dir.path().join("c.json");
+    let live = repo().join("tests/e2e/gemini_live.py").into_os_string();
+    let mut record: Vec<OsString> = vec![
+        "record".into(),
+        "--cassette".into(),
+        cassette.clone().into(),
+    ];
+    record.extend(["--gemini-upstream".into(), fake.url().into(), "--".into()]);
+    record.extend([python.clone().into_os_string(), live.clone()]);
+    let recording = agentproxy(record, true).await;
+    assert!(recording.status.success(), "record failed: {recording}");
+    for line in [
+        "tool call: get_weather {\"city\": \"Paris\"",
+        "piece: ",
+        "reply: ",
+    ] {
+        assert!(recording.stdout.contains(line), "no {line:?}: {recording}");
+    }
+    let upgrade = &fake.requests()[0];
+    assert_eq!(upgrade.header("x-goog-api-key"), Some(GEMINI_KEY));
+    let written = std::fs::read_to_string(&cassette).expect("record wrote no cassette");
+    assert!(!written.contains(GEMINI_KEY), "the key leaked:\n{written}");
+    let parsed: Value = serde_json::from_str(&written).expect("the cassette is JSON");
+    let turns = vec![("gemini.live".to_owned(), true); 2];
+    assert_eq!(interactions(&parsed), turns, "what was recorded");
+    fake.stop().await;
+
+    let mut replay: Vec<OsString> = vec![
+        "replay".into(),
+        "--cassette".into(),
+        cassette.into(),
+        "--".into(),
+    ];
+    replay.extend([python.into_os_string(), live]);
+    let replayed = agentproxy(replay, false).await;
+    assert!(replayed.status.success(), "replay failed: {replayed}");
+    assert_eq!(
+        replayed.stdout, recording.stdout,
+        "the replay printed something else"
+    );
+}

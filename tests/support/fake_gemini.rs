@@ -19,8 +19,8 @@
 //! injected ones included, are in Google's shape, `{"error": {"code", "message",
 //! "status"}}`. Every answer carries a fresh `responseId` and a `server-timing` header.
 //!
-//! This file is the HTTP side (server, controls, request log); what the fake says is in
-//! `fake_gemini_model.rs`.
+//! The Live API's socket is in `fake_gemini_live.rs`. This file is the HTTP side (server,
+//! controls, request log); what the fake says is in `fake_gemini_model.rs`.
 
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -40,8 +40,13 @@ use serde_json::Value;
 #[allow(clippy::duplicate_mod)]
 #[path = "fake_openai_model.rs"]
 mod chat_model;
+#[path = "fake_gemini_live.rs"]
+mod live;
 #[path = "fake_gemini_model.rs"]
 mod model;
+#[allow(clippy::duplicate_mod)]
+#[path = "fake_ws.rs"]
+mod ws;
 
 pub use super::fake_openai::LoggedRequest;
 use chat_model::{random_token, Answer};
@@ -192,6 +197,10 @@ fn query_param<'a>(query: Option<&'a str>, name: &str) -> Option<&'a str> {
 }
 
 async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
+    if ws::asks(&req) {
+        lock(&shared.log).push(LoggedRequest::of_upgrade(&req));
+        return live::upgrade(req);
+    }
     let (parts, body) = req.into_parts();
     let body = body
         .collect()

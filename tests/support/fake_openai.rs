@@ -42,6 +42,9 @@ mod realtime;
 mod responses;
 #[path = "fake_openai_socket.rs"]
 mod socket;
+#[allow(clippy::duplicate_mod)]
+#[path = "fake_ws.rs"]
+mod ws;
 
 use model::{chat, embeddings, injected_failure, models, random_token, Answer};
 
@@ -68,6 +71,18 @@ pub struct LoggedRequest {
 }
 
 impl LoggedRequest {
+    /// An upgrade to a WebSocket as logged: its head (it has no body).
+    pub fn of_upgrade<B>(req: &Request<B>) -> LoggedRequest {
+        LoggedRequest {
+            method: req.method().to_string(),
+            path: req.uri().path().to_owned(),
+            query: req.uri().query().map(str::to_owned),
+            headers: req.headers().clone(),
+            body: Bytes::new(),
+            json: None,
+        }
+    }
+
     /// A header's value, when present and visible ASCII.
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).and_then(|v| v.to_str().ok())
@@ -197,15 +212,8 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
-    if socket::asks(&req) {
-        lock(&shared.log).push(LoggedRequest {
-            method: req.method().to_string(),
-            path: req.uri().path().to_owned(),
-            query: req.uri().query().map(str::to_owned),
-            headers: req.headers().clone(),
-            body: Bytes::new(),
-            json: None,
-        });
+    if ws::asks(&req) {
+        lock(&shared.log).push(LoggedRequest::of_upgrade(&req));
         return socket::upgrade(req, shared.responses.clone(), shared.sockets.clone());
     }
     let (parts, body) = req.into_parts();

@@ -13,27 +13,18 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
-use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
-use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
-use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role};
+use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::WebSocketStream;
 
 use super::model::Answer;
 use super::realtime::Realtime;
 use super::responses::{self, Store};
+use super::ws::{accept, plain, Socket};
 use super::Body;
-
-/// Does `req` ask to switch to a WebSocket?
-pub(super) fn asks(req: &Request<Incoming>) -> bool {
-    (req.headers().get("upgrade").and_then(|v| v.to_str().ok()))
-        .is_some_and(|v| v.eq_ignore_ascii_case("websocket"))
-}
 
 /// What a test controls and reads of the fake's sockets.
 #[derive(Default)]
@@ -48,7 +39,7 @@ pub(super) struct Sockets {
 
 /// Answer the upgrade `req`.
 pub(super) fn upgrade(
-    mut req: Request<Incoming>,
+    req: Request<Incoming>,
     store: Arc<Store>,
     sockets: Arc<Sockets>,
 ) -> Response<Body> {
@@ -72,38 +63,18 @@ pub(super) fn upgrade(
     if !bearer {
         return plain(StatusCode::UNAUTHORIZED, "missing bearer token");
     }
-    let key = req.headers().get("sec-websocket-key").cloned();
-    let version = req.headers().get("sec-websocket-version");
-    let (Some(key), true) = (key, version.is_some_and(|v| v == "13")) else {
-        return plain(StatusCode::BAD_REQUEST, "bad WebSocket handshake");
-    };
-    let on = hyper::upgrade::on(&mut req);
-    tokio::spawn(async move {
-        let Ok(upgraded) = on.await else { return };
-        let ws = WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, None).await;
+    accept(req, move |ws| async move {
         converse(ws, &store, &sockets, realtime).await;
         sockets.ended.fetch_add(1, Ordering::SeqCst);
-    });
-    let mut resp = Response::new(Full::new(Bytes::new()).boxed_unsync());
-    *resp.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
-    let h = resp.headers_mut();
-    h.insert("upgrade", "websocket".parse().unwrap());
-    h.insert("connection", "Upgrade".parse().unwrap());
-    h.insert(
-        "sec-websocket-accept",
-        derive_accept_key(key.as_bytes()).parse().unwrap(),
-    );
-    resp
+    })
 }
 
-async fn converse<S>(
-    mut ws: WebSocketStream<S>,
+async fn converse(
+    mut ws: Socket,
     store: &Store,
     sockets: &Sockets,
     mut realtime: Option<(Realtime, String)>,
-) where
-    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
-{
+) {
     if let Some((_, created)) = &realtime {
         if ws.send(Message::text(created.clone())).await.is_err() {
             return;
@@ -177,10 +148,4 @@ fn data_of(event: &Bytes) -> String {
     let text = String::from_utf8_lossy(event);
     let data = text.lines().filter_map(|l| l.strip_prefix("data: "));
     data.collect::<Vec<_>>().join("\n")
-}
-
-fn plain(status: StatusCode, why: &str) -> Response<Body> {
-    let mut resp = Response::new(Full::new(Bytes::from(why.to_owned())).boxed_unsync());
-    *resp.status_mut() = status;
-    resp
 }

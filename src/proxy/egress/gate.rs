@@ -108,6 +108,21 @@ impl Gate {
         }
     }
 
+    /// The TLS configuration that presents the session's own address `host` a
+    /// certificate of its authority, when it has one.
+    pub(crate) fn own_tls(&self, host: &str) -> Option<Arc<rustls::ServerConfig>> {
+        let authority = self.authority.as_ref()?;
+        match authority.server_config(host) {
+            Ok(config) => Some(config),
+            Err(e) => {
+                tracing::warn!(
+                    "no certificate for {host}: {e}; TLS to the session's port is refused"
+                );
+                None
+            }
+        }
+    }
+
     /// Count one `passage` of traffic to `host` (`host:port`).
     pub(crate) fn note(&self, host: &str, passage: Passage) {
         self.lock().note(host, passage);

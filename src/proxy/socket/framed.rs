@@ -244,7 +244,13 @@ impl Chain<'_> {
             after,
         );
         match self.pos {
-            Some(pos) => self.send_after(ws, pos, 0).await,
+            Some(pos) => {
+                // Served: counted and logged as a request (a test's trajectory reads it).
+                let (seq, turn) = (self.proxy.next_seq(), self.proxy.current_turn());
+                self.proxy
+                    .served(seq, &self.rp.interactions[pos], turn, &[], None);
+                self.send_after(ws, pos, 0).await
+            }
             // The first turn missing: nothing was recorded for this socket at all.
             None if self.turn == 0 => Err(self.miss(ws).await),
             // Later ones: a client frame will miss, if one comes.
@@ -279,6 +285,7 @@ impl Chain<'_> {
 
     /// A turn with no recording: the near-miss report, the protocol's error, then 1011.
     async fn miss(&self, ws: &mut Program) -> CloseFrame {
+        self.proxy.next_seq();
         let now = json!({"turn": self.turn, "frames": self.seen});
         let normalized = normalize(&now, &self.proxy.opts.rules);
         let route = self.socket.route_name();
