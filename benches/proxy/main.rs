@@ -31,6 +31,7 @@ mod load;
 mod miss;
 mod scenarios;
 mod servers;
+mod socket;
 mod stages;
 mod streams;
 mod workload;
@@ -41,13 +42,14 @@ use std::time::Duration;
 use bytes::Bytes;
 use scenarios::{mb, Ctx};
 
-const SCENARIOS: [&str; 8] = [
-    "stages", "replay", "record", "stream", "startup", "streams", "miss", "egress",
+const SCENARIOS: [&str; 9] = [
+    "stages", "replay", "record", "stream", "startup", "streams", "miss", "egress", "socket",
 ];
 const SEED: u64 = 0x00A6_E7B0_0C5E;
 const USAGE: &str = "usage: cargo bench --bench proxy [-- OPTIONS]
   --quick                small sizes, one round (what `cargo test --all-targets` runs)
   --scenario NAME        stages | replay | record | stream | startup | streams | miss | egress
+                         | socket
                          (repeatable; default all)
   --rounds N             interleaved rounds per scenario; figures are medians (default 3)
   --requests N           distinct requests in the replay cassette (default 1000)
@@ -269,6 +271,7 @@ fn run(cfg: &Config) -> Result<usize, String> {
             "streams" => streams::run(&mut ctx, &mut rss)?,
             "miss" => miss::run(&mut ctx)?,
             "egress" => egress::run(&mut ctx)?,
+            "socket" => socket::run(&mut ctx, &mut rss)?,
             _ => scenarios::startup(&mut ctx, &mut rss)?,
         }
     }

@@ -104,13 +104,8 @@ pub fn extract(frames: &[Value], answer: &Value) -> ModelCall {
             arguments: c["args"].clone(),
         });
     }
-    let text = answer["text"].as_str().unwrap_or_default();
-    let audio = answer["audio_bytes"].as_u64().unwrap_or(0);
-    call.reply = match (text.is_empty(), audio) {
-        (false, _) => Some(text.to_owned()),
-        (true, 0) => None,
-        (true, n) => Some(format!("audio, {n} bytes")),
-    };
+    let text = answer["text"].as_str().unwrap_or_default().to_owned();
+    call.reply = super::shared::spoken_reply(text, answer["audio_bytes"].as_u64().unwrap_or(0));
     let usage = &answer["usageMetadata"];
     call.usage = match usage.is_object() {
         true => Usage {

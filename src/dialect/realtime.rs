@@ -90,12 +90,7 @@ pub fn extract(frames: &[Value], answer: &Value, path: &str) -> ModelCall {
             _ => {}
         }
     }
-    let audio = answer["audio_bytes"].as_u64().unwrap_or(0);
-    call.reply = match (text.is_empty(), audio) {
-        (false, _) => Some(text),
-        (true, 0) => None,
-        (true, n) => Some(format!("audio, {n} bytes")),
-    };
+    call.reply = super::shared::spoken_reply(text, answer["audio_bytes"].as_u64().unwrap_or(0));
     let usage = &response["usage"];
     call.usage = match usage.is_object() {
         true => Usage {

@@ -261,6 +261,16 @@ pub(crate) fn text(role: &str, t: &str, out: &mut Vec<Message>) {
     }
 }
 
+/// A spoken model's reply: its `text` (or transcript), else its audio by size; `None` for
+/// neither.
+pub(crate) fn spoken_reply(text: String, audio_bytes: u64) -> Option<String> {
+    match (text.is_empty(), audio_bytes) {
+        (false, _) => Some(text),
+        (true, 0) => None,
+        (true, n) => Some(format!("audio, {n} bytes")),
+    }
+}
+
 /// How many bytes the base64 `text` decodes to (padding and line breaks not counted).
 pub(crate) fn base64_len(text: &str) -> usize {
     let digits = text

@@ -5,7 +5,8 @@
 //! `examples/azure-agent` (the `openai` SDK's `AzureOpenAI`) and `examples/ollama-agent`
 //! (the `ollama` client, Ollama's native API) and `examples/bedrock-agent` (boto3's
 //! Converse and ConverseStream on AWS Bedrock) and `examples/a2a-agent` (an assistant whose
-//! tool delegates to a remote agent over A2A with `a2a-sdk`, recorded and mocked), each run
+//! tool delegates to a remote agent over A2A with `a2a-sdk`, recorded and mocked) and
+//! `examples/realtime-agent` (the `openai` SDK's Realtime client, one WebSocket), each run
 //! by `agentproxy test --mode replay` exactly as a user would run it.
 //!
 //! The cassettes were recorded against the test suite's fake upstreams, not a real model.
@@ -28,7 +29,7 @@ use support::fake_openai::FakeOpenAi;
 use support::proxy::bin;
 
 /// (spec, number of cases) of each example, relative to the repository root.
-const SPECS: [(&str, usize); 9] = [
+const SPECS: [(&str, usize); 10] = [
     ("examples/anthropic-agent/anthropic.yaml", 2),
     ("examples/responses-agent/responses.yaml", 3),
     ("examples/gemini-agent/gemini.yaml", 2),
@@ -38,6 +39,7 @@ const SPECS: [(&str, usize); 9] = [
     ("examples/bedrock-agent/mocked.yaml", 1),
     ("examples/a2a-agent/a2a.yaml", 2),
     ("examples/a2a-agent/mocked.yaml", 1),
+    ("examples/realtime-agent/realtime.yaml", 2),
 ];
 
 /// The port `examples/a2a-agent/a2a.yaml` gives its weather agent.

@@ -76,6 +76,14 @@ fn kinds(frames: &[Value]) -> Vec<&str> {
         .collect()
 }
 
+/// The JSON of each `data:` line of an SSE body.
+fn data_lines(sse: &str) -> Vec<Value> {
+    (sse.split("\n\n"))
+        .filter_map(|e| e.lines().find_map(|l| l.strip_prefix("data: ")))
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect()
+}
+
 fn cassette(dir: &Path) -> Value {
     serde_json::from_slice(&std::fs::read(dir.join("c.json")).expect("cassette written")).unwrap()
 }
@@ -84,9 +92,7 @@ fn cassette(dir: &Path) -> Value {
 async fn a_socket_is_recorded_by_turn_and_replayed_without_the_upstream() {
     let fake = FakeOpenAi::start().await;
     let dir = tempfile::tempdir().unwrap();
-    let up = fake.url();
-    let args = ["record", "--cassette", "c.json", "--upstream", up.as_str()];
-    let d = Daemon::start(&args, dir.path());
+    let d = record_daemon(dir.path(), &fake);
     let mut ws = connect(&d.url).await;
     let first = turn(&mut ws, &ask("Paris")).await;
     assert_eq!(
@@ -154,9 +160,7 @@ async fn a_socket_is_recorded_by_turn_and_replayed_without_the_upstream() {
 async fn a_socket_and_a_stream_serve_each_others_recordings() {
     let fake = FakeOpenAi::start().await;
     let dir = tempfile::tempdir().unwrap();
-    let up = fake.url();
-    let args = ["record", "--cassette", "c.json", "--upstream", up.as_str()];
-    let d = Daemon::start(&args, dir.path());
+    let d = record_daemon(dir.path(), &fake);
     let mut ws = connect(&d.url).await;
     let over_socket = turn(&mut ws, &ask("Paris")).await;
     ws.close(None).await.unwrap();
@@ -180,10 +184,7 @@ async fn a_socket_and_a_stream_serve_each_others_recordings() {
     frame.as_object_mut().unwrap().remove("stream");
     frame["type"] = json!("response.create");
     let served = turn(&mut ws, &frame).await;
-    let sse_data: Vec<Value> = (sse.text().split("\n\n"))
-        .filter_map(|e| e.lines().find_map(|l| l.strip_prefix("data: ")))
-        .map(|d| serde_json::from_str(d).unwrap())
-        .collect();
+    let sse_data = data_lines(&sse.text());
     assert_eq!(served, sse_data);
     ws.close(None).await.unwrap();
     // The socket's recording, to an HTTP stream: its frames as events.
@@ -194,10 +195,7 @@ async fn a_socket_and_a_stream_serve_each_others_recordings() {
     let reply = tokio::task::spawn_blocking(move || http::post_json(&url, "/v1/responses", &body))
         .await
         .unwrap();
-    let data: Vec<Value> = (reply.text().split("\n\n"))
-        .filter_map(|e| e.lines().find_map(|l| l.strip_prefix("data: ")))
-        .map(|d| serde_json::from_str(d).unwrap())
-        .collect();
+    let data = data_lines(&reply.text());
     assert_eq!(data, over_socket);
     let (code, err) = d.interrupt();
     assert_eq!(code, 0, "{err}");
@@ -207,9 +205,7 @@ async fn a_socket_and_a_stream_serve_each_others_recordings() {
 async fn a_turn_that_misses_is_an_error_frame_then_a_close() {
     let fake = FakeOpenAi::start().await;
     let dir = tempfile::tempdir().unwrap();
-    let up = fake.url();
-    let args = ["record", "--cassette", "c.json", "--upstream", up.as_str()];
-    let d = Daemon::start(&args, dir.path());
+    let d = record_daemon(dir.path(), &fake);
     let mut ws = connect(&d.url).await;
     turn(&mut ws, &ask("Paris")).await;
     ws.close(None).await.unwrap();

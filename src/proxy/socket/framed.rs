@@ -215,6 +215,13 @@ impl Chain<'_> {
             return Err(self.miss(ws).await);
         }
         let Some(pos) = self.pos else { return Ok(()) };
+        if self.seen.len() == 1 {
+            // Served: counted and logged as a request when its first frame comes, in the
+            // test runner's turn that sent it (a test's trajectory reads it).
+            let (seq, turn) = (self.proxy.next_seq(), self.proxy.current_turn());
+            self.proxy
+                .served(seq, &self.rp.interactions[pos], turn, &[], None);
+        }
         self.send_after(ws, pos, self.seen.len()).await?;
         let it = &self.rp.interactions[pos];
         let frames = (it.request.body.as_ref().and_then(Body::json_transient))
@@ -244,13 +251,7 @@ impl Chain<'_> {
             after,
         );
         match self.pos {
-            Some(pos) => {
-                // Served: counted and logged as a request (a test's trajectory reads it).
-                let (seq, turn) = (self.proxy.next_seq(), self.proxy.current_turn());
-                self.proxy
-                    .served(seq, &self.rp.interactions[pos], turn, &[], None);
-                self.send_after(ws, pos, 0).await
-            }
+            Some(pos) => self.send_after(ws, pos, 0).await,
             // The first turn missing: nothing was recorded for this socket at all.
             None if self.turn == 0 => Err(self.miss(ws).await),
             // Later ones: a client frame will miss, if one comes.
