@@ -26,6 +26,43 @@ pub fn ends_turn(frame: &Value) -> bool {
     frame["serverContent"]["turnComplete"] == true || frame.get("toolCall").is_some()
 }
 
+/// Rewrite the tool results a client message carries (a `toolResponse`'s function
+/// responses) where `mock` has one for their call (found through `lookup` by its id: the
+/// call is in an earlier turn's `toolCall`); how many were replaced. A mocked result that
+/// is not a JSON object is sent as `{"result": …}`, the response's own shape.
+pub fn rewrite_tool_results(
+    frame: &mut Value,
+    lookup: &dyn Fn(&str) -> Option<ToolCall>,
+    mock: &mut dyn FnMut(&ToolCall, usize) -> Option<Value>,
+) -> usize {
+    let key = ["toolResponse", "tool_response"]
+        .into_iter()
+        .find(|k| frame.get(*k).is_some());
+    let Some(response) = key.and_then(|k| frame.get_mut(k)) else {
+        return 0;
+    };
+    let list = ["functionResponses", "function_responses"]
+        .into_iter()
+        .find(|k| response.get(*k).is_some());
+    let Some(responses) = list
+        .and_then(|k| response.get_mut(k))
+        .and_then(Value::as_array_mut)
+    else {
+        return 0;
+    };
+    let results = responses
+        .iter_mut()
+        .map(|r| (r["id"].as_str().unwrap_or_default().to_owned(), r));
+    let calls = std::collections::BTreeMap::new();
+    super::shared::rewrite_results(results, &calls, lookup, mock, |r, text| {
+        let value = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        r["response"] = match value {
+            Value::Object(_) => value,
+            other => json!({"result": other}),
+        };
+    })
+}
+
 /// A turn's answer in one value: its text, its tool calls, the audio it sent (decoded
 /// bytes of its inline data) and its last usage.
 pub fn assemble<'a>(server: impl Iterator<Item = &'a Value>) -> Value {
@@ -154,6 +191,24 @@ mod tests {
         assert_eq!(call.reply.as_deref(), Some("It is warm."));
         assert_eq!(answer["audio_bytes"], 3);
         assert_eq!((call.usage.prompt, call.usage.completion), (9, 3));
+    }
+
+    #[test]
+    fn a_tool_response_is_mocked() {
+        let call = ToolCall {
+            id: "f1".into(),
+            name: "get_weather".into(),
+            arguments: json!({}),
+        };
+        let lookup = |id: &str| (id == "f1").then(|| call.clone());
+        let mut mock = |_: &ToolCall, _: usize| Some(json!("cold"));
+        let mut frame = json!({"tool_response": {"function_responses": [
+            {"id": "f1", "name": "get_weather", "response": {"temp_c": 21}},
+            {"id": "f2", "name": "get_time", "response": {"time": "09:00"}}]}});
+        assert_eq!(rewrite_tool_results(&mut frame, &lookup, &mut mock), 1);
+        let responses = &frame["tool_response"]["function_responses"];
+        assert_eq!(responses[0]["response"], json!({"result": "cold"}));
+        assert_eq!(responses[1]["response"], json!({"time": "09:00"}));
     }
 
     #[test]

@@ -31,6 +31,26 @@ pub fn normalize_client(frame: &mut Value) {
     }
 }
 
+/// Rewrite the tool result a client event carries (a `conversation.item.create` of a
+/// `function_call_output`) where `mock` has one for its call (found through `lookup`: the
+/// call is in an earlier turn's answer); how many were replaced.
+pub fn rewrite_tool_results(
+    frame: &mut Value,
+    lookup: &dyn Fn(&str) -> Option<ToolCall>,
+    mock: &mut dyn FnMut(&ToolCall, usize) -> Option<Value>,
+) -> usize {
+    if frame["type"] != "conversation.item.create"
+        || frame["item"]["type"] != "function_call_output"
+    {
+        return 0;
+    }
+    // The item is a Responses input item: its rewrite is theirs.
+    let mut request = json!({"input": [frame["item"].take()]});
+    let replaced = super::openai_responses::rewrite_tool_results(&mut request, lookup, mock);
+    frame["item"] = request["input"][0].take();
+    replaced
+}
+
 /// A turn's answer in one value: the `response` of its `response.done`, and the audio it
 /// sent (decoded bytes of its `response.output_audio.delta` events).
 pub fn assemble<'a>(server: impl Iterator<Item = &'a Value>) -> Value {
@@ -165,6 +185,25 @@ mod tests {
             ),
             (10, 4, 2)
         );
+    }
+
+    #[test]
+    fn a_function_call_output_is_mocked() {
+        let call = ToolCall {
+            id: "c1".into(),
+            name: "get_weather".into(),
+            arguments: json!({}),
+        };
+        let lookup = |id: &str| (id == "c1").then(|| call.clone());
+        let mut mock =
+            |c: &ToolCall, _: usize| (c.name == "get_weather").then(|| json!({"temp_c": 5}));
+        let mut frame = json!({"type": "conversation.item.create", "event_id": "e",
+            "item": {"type": "function_call_output", "call_id": "c1", "output": "real"}});
+        assert_eq!(rewrite_tool_results(&mut frame, &lookup, &mut mock), 1);
+        assert_eq!(frame["item"]["output"], "{\"temp_c\":5}");
+        assert_eq!(frame["event_id"], "e");
+        let mut other = json!({"type": "response.create"});
+        assert_eq!(rewrite_tool_results(&mut other, &lookup, &mut mock), 0);
     }
 
     #[test]

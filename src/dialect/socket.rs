@@ -99,6 +99,23 @@ impl Socket {
         }
     }
 
+    /// A framed socket's client frame with the tool results it carries rewritten where
+    /// `mock` has one (see [`realtime::rewrite_tool_results`], [`live::rewrite_tool_results`]);
+    /// how many were replaced.
+    pub fn rewrite_tool_results(
+        self,
+        frame: &mut Value,
+        lookup: &dyn Fn(&str) -> Option<crate::neutral::ToolCall>,
+        mock: &mut dyn FnMut(&crate::neutral::ToolCall, usize) -> Option<Value>,
+    ) -> usize {
+        match self {
+            Socket::Realtime => realtime::rewrite_tool_results(frame, lookup, mock),
+            Socket::Live => live::rewrite_tool_results(frame, lookup, mock),
+            // A Responses turn is a request: its tool results are the HTTP path's.
+            Socket::Responses => 0,
+        }
+    }
+
     /// A framed turn's answer assembled from its server frames (JSON).
     pub fn assemble_framed<'a>(self, server: impl Iterator<Item = &'a Value>) -> Value {
         match self {

@@ -20,7 +20,6 @@ use super::{miss, record, replay};
 use crate::cassette::Body;
 use crate::dialect::{self, Provider, Refusal, Route};
 use crate::matching::{self, index::Lookup};
-use crate::neutral::ToolCall;
 
 /// What is known of a request before its body is read.
 pub(super) struct Head {
@@ -384,21 +383,11 @@ fn prepare_body(proxy: &Proxy, route: Route, raw: Bytes) -> Result<Prepared, ser
     match serde_json::from_slice::<Value>(&raw) {
         Ok(mut v) => {
             let mut raw = raw;
-            let mut mocked = Vec::new();
-            if let Some(mocks) = &proxy.opts.mocks {
-                let lookup = |id: &str| proxy.known_call(id);
-                let mut mock = |c: &ToolCall, n| {
-                    let result = (!proxy.is_mcp_tool(&c.name))
-                        .then(|| mocks(c, n).result())
-                        .flatten();
-                    if result.is_some() {
-                        mocked.push(c.id.clone());
-                    }
-                    result
-                };
-                if route.rewrite_tool_results(&mut v, &lookup, &mut mock) > 0 {
-                    raw = Bytes::from(serde_json::to_vec(&v)?);
-                }
+            let mocked = (proxy
+                .mock_results(|lookup, mock| route.rewrite_tool_results(&mut v, lookup, mock)))
+            .unwrap_or_default();
+            if !mocked.is_empty() {
+                raw = Bytes::from(serde_json::to_vec(&v)?);
             }
             let redacted = proxy.opts.secrets.redact_value(&mut v);
             // Only a recording keeps the digest.

@@ -224,6 +224,33 @@ impl Proxy {
         }
     }
 
+    /// Run `rewrite` (a dialect's rewrite of the tool results in a request) with the
+    /// session's mocks: calls looked up among those seen this session, a tool some MCP
+    /// server listed left to that server. The ids of the calls whose results were
+    /// mocked; `None` without mocks.
+    pub(super) fn mock_results(
+        &self,
+        rewrite: impl FnOnce(
+            &dyn Fn(&str) -> Option<ToolCall>,
+            &mut dyn FnMut(&ToolCall, usize) -> Option<serde_json::Value>,
+        ) -> usize,
+    ) -> Option<Vec<String>> {
+        let mocks = self.opts.mocks.as_ref()?;
+        let mut mocked = Vec::new();
+        let lookup = |id: &str| self.known_call(id);
+        let mut mock = |c: &ToolCall, n| {
+            let result = (!self.is_mcp_tool(&c.name))
+                .then(|| mocks(c, n).result())
+                .flatten();
+            if result.is_some() {
+                mocked.push(c.id.clone());
+            }
+            result
+        };
+        rewrite(&lookup, &mut mock);
+        Some(mocked)
+    }
+
     pub(super) fn known_call(&self, id: &str) -> Option<ToolCall> {
         self.lock().calls.get(id).cloned()
     }

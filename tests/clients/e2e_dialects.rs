@@ -362,6 +362,79 @@ async fn realtime_records_and_replays() {
     .await;
 }
 
+/// A spec's tool mock answers a Realtime function call: the mocked result is what the
+/// model is told (the upstream's socket gets it in place of the tool's), recorded, and
+/// replayed with the upstream stopped.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_realtime_function_call_is_answered_by_a_mock() {
+    let Some(python) = python() else { return };
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().expect("failed to create a temp dir");
+    let agent = repo().join("examples/realtime-agent/agent.py");
+    let spec = format!(
+        r#"name: realtime mocks
+app:
+  command: ["{}", "{}"]
+  reply_until: '^assistant:'
+  timeout: 60s
+tools:
+  get_weather:
+    result: {{city: Paris, temp_c: -3, sky: snowy}}
+cases:
+  - name: mocked weather
+    input: What's the weather in Paris?
+    expect:
+      calls: [{{get_weather: {{city: Paris}}}}]
+      reply: "-3°C and snowy"
+"#,
+        python.display(),
+        agent.display()
+    );
+    std::fs::write(dir.path().join("spec.yaml"), spec).unwrap();
+    let upstream = fake.url();
+    let run = |args: Vec<String>| {
+        let dir = dir.path().to_owned();
+        tokio::task::spawn_blocking(move || {
+            std::process::Command::new(env!("CARGO_BIN_EXE_agentproxy"))
+                .args(&args)
+                .current_dir(dir)
+                .env("OPENAI_API_KEY", "sk-test-realtime-mock")
+                .env_remove("CI")
+                .output()
+                .unwrap()
+        })
+    };
+    let args = |mode: &str| -> Vec<String> {
+        let mut a = vec![
+            "test".into(),
+            "spec.yaml".into(),
+            "--mode".into(),
+            mode.into(),
+        ];
+        if mode == "record" {
+            a.extend(["--upstream".into(), upstream.clone()]);
+        }
+        a
+    };
+    let recorded = run(args("record")).await.unwrap();
+    let stderr = String::from_utf8_lossy(&recorded.stderr);
+    assert!(recorded.status.success(), "{stderr}");
+    let outputs: Vec<String> = (fake.frames().iter())
+        .filter(|f| f["item"]["type"] == "function_call_output")
+        .map(|f| f["item"]["output"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(outputs.len(), 1, "{outputs:?}");
+    assert!(
+        outputs[0].contains("-3") && outputs[0].contains("snowy"),
+        "{outputs:?}"
+    );
+    fake.stop().await;
+    let replayed = run(args("replay")).await.unwrap();
+    let stderr = String::from_utf8_lossy(&replayed.stderr);
+    assert!(replayed.status.success(), "{stderr}");
+    assert!(stderr.contains("1 passed, 0 failed"), "{stderr}");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn responses_stream_records_and_replays() {
     record_then_replay(

@@ -318,10 +318,18 @@ def test_a_serve_that_stops_answering_fails_the_rest_at_once(pytester, env):
     """A stopped serve (SIGSTOP) times out the first control request; every later test
     fails at once, and the session ends without waiting on serve forever."""
     pytester.makepyfile(test_stuck="""
-import os, signal
+import os, signal, time
 
 def test_stops_serve(agentproxy, request):
-    os.kill(request.config._agentproxy.process.pid, signal.SIGSTOP)
+    pid = request.config._agentproxy.process.pid
+    os.kill(pid, signal.SIGSTOP)
+    # kill() returns before the process has stopped; a serve thread already running
+    # could still answer the test's end. Wait for the stop (state T), bounded.
+    for _ in range(2000):
+        with open(f"/proc/{pid}/stat") as stat:
+            if stat.read().rsplit(")", 1)[1].split()[0] == "T":
+                break
+        time.sleep(0.005)
 
 def test_after(agentproxy):
     pass

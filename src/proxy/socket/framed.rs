@@ -37,6 +37,8 @@ pub(super) struct Group {
     server: Vec<SseEvent>,
     /// The server frames' JSON, for the turn's end and its assembled answer.
     parsed: Vec<Value>,
+    /// The calls whose results in the client's frames a mock wrote.
+    mocked: Vec<String>,
     started: Instant,
 }
 
@@ -47,6 +49,7 @@ impl Group {
             client: Vec::new(),
             server: Vec::new(),
             parsed: Vec::new(),
+            mocked: Vec::new(),
             started: Instant::now(),
         }
     }
@@ -56,12 +59,13 @@ impl Group {
         self.turn
     }
 
-    /// A frame the program sent.
-    pub(super) fn client(&mut self, socket: Socket, msg: &Message) {
+    /// A frame the program sent (its results already `mocked` for those calls).
+    pub(super) fn client(&mut self, socket: Socket, msg: &Message, mocked: Vec<String>) {
         if let Some(mut v) = client_value(msg) {
             socket.normalize_client(&mut v);
             self.client.push(v);
         }
+        self.mocked.extend(mocked);
     }
 
     /// A frame the upstream sent: `true` when it ends the turn.
@@ -113,14 +117,28 @@ impl Group {
         );
         let keyed = json!({"turn": self.turn, "frames": self.client});
         let latency = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let it = record::boundary(
-            proxy,
-            (socket.route_name(), "GET", path),
-            keyed,
-            response,
-            latency,
-        );
+        let route = (socket.route_name(), "GET", path);
+        let mut it = record::boundary(proxy, route, keyed, response, latency);
+        it.mocked = self.mocked;
         proxy.recorded(proxy.next_seq(), it);
+    }
+}
+
+/// The program's frame `msg` with the tool results it carries mocked, as the model is to
+/// see them (a spec's `tools:`), and the ids of the calls mocked; as it is without mocks
+/// or results.
+pub(super) fn mocked(proxy: &Proxy, socket: Socket, msg: Message) -> (Message, Vec<String>) {
+    let Message::Text(text) = &msg else {
+        return (msg, Vec::new());
+    };
+    let Ok(mut frame) = serde_json::from_str::<Value>(text.as_str()) else {
+        return (msg, Vec::new());
+    };
+    let mocked =
+        proxy.mock_results(|lookup, mock| socket.rewrite_tool_results(&mut frame, lookup, mock));
+    match mocked {
+        Some(ids) if !ids.is_empty() => (Message::text(frame.to_string()), ids),
+        _ => (msg, Vec::new()),
     }
 }
 
@@ -186,7 +204,7 @@ impl Chain<'_> {
                 Ok(_) => continue,
                 Err(e) => return broken(&e),
             };
-            if let Err(end) = self.answer(ws, &msg).await {
+            if let Err(end) = self.answer(ws, msg).await {
                 return end;
             }
         }
@@ -194,8 +212,9 @@ impl Chain<'_> {
     }
 
     /// Answer one client frame: check it against the recording, send what followed it.
-    async fn answer(&mut self, ws: &mut Program, msg: &Message) -> Result<(), CloseFrame> {
-        let mut frame = client_value(msg).unwrap_or(Value::Null);
+    async fn answer(&mut self, ws: &mut Program, msg: Message) -> Result<(), CloseFrame> {
+        let (msg, _) = mocked(self.proxy, self.socket, msg);
+        let mut frame = client_value(&msg).unwrap_or(Value::Null);
         self.socket.normalize_client(&mut frame);
         self.proxy.opts.secrets.redact_value(&mut frame);
         let rules = &self.proxy.opts.rules;

@@ -25,7 +25,7 @@ use super::super::exchange::Exchange;
 use super::super::record::{self, Recorded};
 use super::super::state::Proxy;
 use super::super::upstream::{Upstream, UpstreamError};
-use super::framed::Group;
+use super::framed::{self, Group};
 use super::side::{broken, close, config, program, switching, Opened, Program};
 use crate::cassette::Body;
 use crate::dialect::socket::{frame_type, Socket};
@@ -204,8 +204,9 @@ impl Relay<'_> {
         let hung_up = || Some(close(CloseCode::Away, "the program hung up"));
         let out = match msg {
             Some(Ok(msg @ (Message::Text(_) | Message::Binary(_)))) if self.group.is_some() => {
+                let (msg, mocked) = framed::mocked(self.proxy, self.socket, msg);
                 if let Some(group) = &mut self.group {
-                    group.client(self.socket, &msg);
+                    group.client(self.socket, &msg, mocked);
                 }
                 msg
             }
