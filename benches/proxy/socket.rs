@@ -1,6 +1,7 @@
 //! Scenario 9: the Responses API's WebSocket mode beside the same turns over SSE, served
-//! by one replay daemon in the same run (interleaved rounds), and what an open socket
-//! costs in memory.
+//! by one replay daemon in the same run (interleaved rounds); what record adds per frame,
+//! against a canned socket upstream in this process; and what an open socket costs in
+//! memory.
 //!
 //! The cassette is the `streams` scenario's Responses recordings (dialects.rs), written
 //! once. Each round sends every turn, one at a time, over one kept-alive HTTP connection
@@ -10,6 +11,8 @@
 //! [`IDLE_SOCKETS`] sockets are opened and left idle: the daemon's resident memory before
 //! and after, per socket.
 
+use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -81,6 +84,11 @@ pub fn run(ctx: &mut Ctx, rss: &mut Vec<(String, u64)>) -> Result<(), String> {
         Ok::<_, String>((before, per_socket))
     });
     let (peak, per_socket) = outcome?;
+    let answers: HashMap<String, Vec<String>> = (work.iter().zip(&streams))
+        .map(|((_, frame, _), s)| (frame.clone(), s.frames.iter().map(data_of).collect()))
+        .collect();
+    let overhead = record_overhead(ctx.dir.path(), &work, Arc::new(answers), rounds);
+    let (per_frame, direct, through) = ctx.rt.block_on(overhead)?;
     let p50 =
         |runs: &[Vec<Duration>]| median(runs.iter().map(|r| us(percentile(r, 0.5))).collect());
     let p99 =
@@ -101,6 +109,8 @@ pub fn run(ctx: &mut Ctx, rss: &mut Vec<(String, u64)>) -> Result<(), String> {
         p99(&ws)
     );
     println!("   socket / SSE, p50: {:.2}×", p50(&ws) / p50(&sse));
+    println!("   record, turn p50: {direct:.0} µs straight to a canned socket upstream, {through:.0} µs through record");
+    println!("   record adds per frame, p50: {per_frame:.1} µs");
     println!(
         "   memory per open idle socket: {:.1} KB ({IDLE_SOCKETS} sockets)",
         per_socket as f64 / 1024.0
@@ -112,6 +122,79 @@ pub fn run(ctx: &mut Ctx, rss: &mut Vec<(String, u64)>) -> Result<(), String> {
         eprintln!("bench: socket: the daemon missed:\n{err}");
     }
     Ok(())
+}
+
+/// A canned Responses socket upstream on `127.0.0.1:0`: each `response.create` frame it
+/// knows is answered with its recorded frames, at once. Its address.
+async fn canned_upstream(answers: Arc<HashMap<String, Vec<String>>>) -> Result<String, String> {
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
+        .await
+        .map_err(|e| e.to_string())?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| e.to_string())?
+        .to_string();
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let _ = tcp.set_nodelay(true);
+            let answers = answers.clone();
+            tokio::spawn(async move {
+                let Ok(mut ws) = tokio_tungstenite::accept_async(tcp).await else {
+                    return;
+                };
+                while let Some(Ok(Message::Text(t))) = ws.next().await {
+                    for frame in answers.get(t.as_str()).into_iter().flatten() {
+                        if ws.send(Message::text(frame.clone())).await.is_err() {
+                            return;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    Ok(addr)
+}
+
+/// What record adds per frame: every turn over a socket straight to the canned upstream
+/// and through `agentproxy record`, one at a time, `rounds` times alternating. The
+/// median over rounds of (p50 turn through record - p50 turn direct) / mean frames per
+/// turn, in µs, and the two p50s.
+async fn record_overhead(
+    dir: &std::path::Path,
+    work: &[(Bytes, String, usize)],
+    answers: Arc<HashMap<String, Vec<String>>>,
+    rounds: usize,
+) -> Result<(f64, f64, f64), String> {
+    let upstream = canned_upstream(answers).await?;
+    let dir = dir.join("socket-record");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let url = format!("http://{upstream}");
+    let args = [
+        "record",
+        "--cassette",
+        "socket-record.json",
+        "--upstream",
+        &url,
+    ];
+    let daemon = Daemon::start(&args, &dir)?;
+    let mut direct = connect(&upstream).await?;
+    let mut through = connect(&daemon.addr).await?;
+    let (mut d, mut t) = (Vec::new(), Vec::new());
+    for round in 0..rounds {
+        for first in [round % 2 == 0, round % 2 == 1] {
+            match first {
+                true => d.push(over_socket(&mut direct, work).await?),
+                false => t.push(over_socket(&mut through, work).await?),
+            }
+        }
+    }
+    drop(through);
+    let _ = daemon.interrupt(Duration::from_secs(30));
+    let p50 =
+        |runs: &[Vec<Duration>]| median(runs.iter().map(|r| us(percentile(r, 0.5))).collect());
+    let frames = work.iter().map(|w| w.2).sum::<usize>() as f64 / work.len().max(1) as f64;
+    let (pd, pt) = (p50(&d), p50(&t));
+    Ok(((pt - pd) / frames, pd, pt))
 }
 
 /// Every turn once over HTTP; each turn's time.
@@ -195,6 +278,16 @@ async fn connect(addr: &str) -> Result<Socket, String> {
         .await
         .map_err(|e| e.to_string())?;
     Ok(ws)
+}
+
+/// The `data:` of one SSE-encoded frame.
+fn data_of(frame: &Bytes) -> String {
+    let text = String::from_utf8_lossy(frame);
+    let data: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .collect();
+    data.join("\n")
 }
 
 /// The resident memory of `pid` now (VmRSS), in bytes.
