@@ -485,6 +485,11 @@ async fn a_realtime_socket_replays_frame_by_frame_and_a_changed_one_misses() {
         .as_u64()
         .unwrap();
     assert!(audio > 0, "{:#}", its[0]["response"]["body"]);
+    // When each server frame came, in the turn.
+    let offsets = its[0]["response"]["body"]["json"]["frame_ms"]
+        .as_array()
+        .unwrap();
+    assert_eq!(offsets.len(), events.len());
 
     // `show` reads each turn as a model call: audio shown by its transcript.
     let show = std::process::Command::new(support::proxy::bin())
@@ -525,4 +530,26 @@ async fn a_realtime_socket_replays_frame_by_frame_and_a_changed_one_misses() {
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("openai.realtime"), "{err}");
     assert_eq!(std::fs::read(dir.path().join("c.json")).unwrap(), before);
+
+    // `--realtime` paces each frame as recorded: the second turn's last frame 400 ms in.
+    let mut c = cassette(dir.path());
+    let offsets = &mut c["interactions"][1]["response"]["body"]["json"]["frame_ms"];
+    let last = offsets.as_array().unwrap().len() - 1;
+    offsets[last] = json!(400);
+    std::fs::write(dir.path().join("c.json"), c.to_string()).unwrap();
+    let args = ["replay", "--cassette", "c.json", "--realtime"];
+    let d = Daemon::start(&args, dir.path());
+    let mut ws = connect_realtime(&d.url).await;
+    until(&mut ws, "session.created").await;
+    ws.send(Message::text(update.to_string())).await.unwrap();
+    until(&mut ws, "session.updated").await;
+    realtime_turn(&mut ws, "hello").await;
+    let started = std::time::Instant::now();
+    assert_eq!(realtime_turn(&mut ws, "again").await, second);
+    let took = started.elapsed();
+    // From the client's side the turn began a little after the proxy's clock did.
+    assert!(took >= std::time::Duration::from_millis(350), "{took:?}");
+    ws.close(None).await.unwrap();
+    let (code, err) = d.interrupt();
+    assert_eq!(code, 0, "{err}");
 }

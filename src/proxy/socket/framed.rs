@@ -37,6 +37,8 @@ pub(super) struct Group {
     server: Vec<SseEvent>,
     /// The server frames' JSON, for the turn's end and its assembled answer.
     parsed: Vec<Value>,
+    /// Each server frame's time since the turn began, in milliseconds.
+    offsets: Vec<u64>,
     /// The calls whose results in the client's frames a mock wrote.
     mocked: Vec<String>,
     started: Instant,
@@ -49,6 +51,7 @@ impl Group {
             client: Vec::new(),
             server: Vec::new(),
             parsed: Vec::new(),
+            offsets: Vec::new(),
             mocked: Vec::new(),
             started: Instant::now(),
         }
@@ -87,6 +90,7 @@ impl Group {
             data,
         });
         self.parsed.push(json);
+        self.offsets.push(millis(self.started.elapsed()));
         ends
     }
 
@@ -98,14 +102,15 @@ impl Group {
 
     /// The turn as the cassette keeps it, `aborted` when it was cut short.
     pub(super) fn store(self, proxy: &Proxy, socket: Socket, path: &str, aborted: Option<String>) {
-        let answer = socket.assemble_framed(self.parsed.iter());
+        let mut answer = socket.assemble_framed(self.parsed.iter());
+        // When each frame came, for a replay paced as recorded (`--realtime`).
+        answer["frame_ms"] = json!(self.offsets);
         let mut events = self.server;
         for e in &mut events {
             if let Some(r) = proxy.opts.secrets.redact_str(&e.data) {
                 e.data = r;
             }
         }
-        let mut answer = answer;
         proxy.opts.secrets.redact_value(&mut answer);
         let headers = std::collections::BTreeMap::new();
         let response = RecordedResponse::new(
@@ -116,12 +121,16 @@ impl Group {
             aborted,
         );
         let keyed = json!({"turn": self.turn, "frames": self.client});
-        let latency = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let latency = millis(self.started.elapsed());
         let route = (socket.route_name(), "GET", path);
         let mut it = record::boundary(proxy, route, keyed, response, latency);
         it.mocked = self.mocked;
         proxy.recorded(proxy.next_seq(), it);
     }
+}
+
+fn millis(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// The program's frame `msg` with the tool results it carries mocked, as the model is to
@@ -172,6 +181,7 @@ pub(super) fn serve(proxy: &Arc<Proxy>, opened: Opened) {
             turn: 0,
             pos: None,
             seen: Vec::new(),
+            began: Instant::now(),
         };
         let end = chain.run(&mut ws).await;
         finish(&mut ws, end).await;
@@ -189,6 +199,8 @@ struct Chain<'a> {
     pos: Option<usize>,
     /// The client frames of this turn so far (normalized, redacted).
     seen: Vec<Value>,
+    /// When this turn began, for `--realtime` pacing.
+    began: Instant,
 }
 
 impl Chain<'_> {
@@ -263,6 +275,7 @@ impl Chain<'_> {
     async fn next_turn(&mut self, ws: &mut Program) -> Result<(), CloseFrame> {
         let after = self.pos;
         self.seen.clear();
+        self.began = Instant::now();
         self.pos = next_recording(
             self.rp,
             (self.socket.route_name(), self.path),
@@ -281,15 +294,22 @@ impl Chain<'_> {
     /// Send the recording's server frames that followed its `n`-th client frame.
     async fn send_after(&self, ws: &mut Program, pos: usize, n: usize) -> Result<(), CloseFrame> {
         let n = n.to_string();
-        let events = self.rp.interactions[pos]
-            .response
-            .events
-            .as_deref()
+        let response = &self.rp.interactions[pos].response;
+        let events = response.events.as_deref().unwrap_or_default();
+        // Paced as recorded with `--realtime`: each frame when it came in its turn.
+        let offsets = (response.body.as_ref())
+            .filter(|_| self.rp.realtime)
+            .and_then(Body::json_transient)
+            .map(|b| b["frame_ms"].as_array().cloned().unwrap_or_default())
             .unwrap_or_default();
-        for e in events
-            .iter()
-            .filter(|e| e.id.as_deref() == Some(n.as_str()))
-        {
+        for (i, e) in events.iter().enumerate() {
+            if e.id.as_deref() != Some(n.as_str()) {
+                continue;
+            }
+            if let Some(ms) = offsets.get(i).and_then(Value::as_u64) {
+                let at = self.began + std::time::Duration::from_millis(ms);
+                tokio::time::sleep_until(at.into()).await;
+            }
             let msg = match e.event.as_deref() {
                 Some("binary") => {
                     Message::Binary(Bytes::from(B64.decode(&e.data).unwrap_or_default()))
