@@ -203,15 +203,7 @@ async fn a_socket_and_a_stream_serve_each_others_recordings() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_turn_that_misses_is_an_error_frame_then_a_close() {
-    let fake = FakeOpenAi::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let d = record_daemon(dir.path(), &fake);
-    let mut ws = connect(&d.url).await;
-    turn(&mut ws, &ask("Paris")).await;
-    ws.close(None).await.unwrap();
-    let (code, err) = d.interrupt();
-    assert_eq!(code, 0, "{err}");
-    fake.stop().await;
+    let dir = recorded_paris().await;
     let before = std::fs::read(dir.path().join("c.json")).unwrap();
 
     let d = Daemon::start(&["replay", "--cassette", "c.json"], dir.path());
@@ -228,6 +220,21 @@ async fn a_turn_that_misses_is_an_error_frame_then_a_close() {
         "the near miss names the nearest recording: {err}"
     );
     assert_eq!(std::fs::read(dir.path().join("c.json")).unwrap(), before);
+}
+
+/// A directory whose `c.json` holds one recorded socket turn (the weather in Paris),
+/// its upstream stopped.
+async fn recorded_paris() -> tempfile::TempDir {
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let d = record_daemon(dir.path(), &fake);
+    let mut ws = connect(&d.url).await;
+    turn(&mut ws, &ask("Paris")).await;
+    ws.close(None).await.unwrap();
+    let (code, err) = d.interrupt();
+    assert_eq!(code, 0, "{err}");
+    fake.stop().await;
+    dir
 }
 
 fn record_daemon(dir: &Path, fake: &FakeOpenAi) -> Daemon {
@@ -318,15 +325,7 @@ async fn a_program_that_hangs_up_closes_the_upstream_socket() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn bad_frames_and_handshakes_get_a_clear_answer() {
-    let fake = FakeOpenAi::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let d = record_daemon(dir.path(), &fake);
-    let mut ws = connect(&d.url).await;
-    turn(&mut ws, &ask("Paris")).await;
-    ws.close(None).await.unwrap();
-    let (code, err) = d.interrupt();
-    assert_eq!(code, 0, "{err}");
-    fake.stop().await;
+    let dir = recorded_paris().await;
 
     let args = ["replay", "--cassette", "c.json", "--max-body-size", "2000"];
     let d = Daemon::start(&args, dir.path());
