@@ -41,6 +41,19 @@ pub(super) struct Head {
 }
 
 impl Head {
+    /// The head of the HTTP request a WebSocket's turn carries: a `POST` to the path the
+    /// socket was opened on (see `socket`).
+    pub(super) fn of_turn(&self) -> Head {
+        Head {
+            method: Method::POST,
+            path: self.path.clone(),
+            stored_path: self.stored_path.clone(),
+            provider: self.provider,
+            origin: self.origin.clone(),
+            elsewhere: false,
+        }
+    }
+
     /// The head of `req`, as it arrived (through an intercepted tunnel when marked so).
     pub(super) fn of_request<B>(proxy: &Proxy, req: &http::Request<B>) -> Head {
         let path = (req.uri().path_and_query())

@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
-use http::{Method, Response, StatusCode};
+use http::{Response, StatusCode};
 use serde_json::Value;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
@@ -285,28 +285,17 @@ impl Relay<'_> {
     /// mocked first, as for HTTP); what goes upstream comes back.
     fn turn_sent(&mut self, frame: &str) -> String {
         let parsed = serde_json::from_str::<Value>(frame).ok();
-        let Some(body) = parsed.as_ref().and_then(|v| self.socket.turn(v)) else {
+        let body = parsed.as_ref().and_then(|v| self.socket.turn(v));
+        let (Some(body), Some(route)) = (body, self.socket.http_route()) else {
             return frame.to_owned();
         };
         let proxy = self.proxy;
         let raw = serde_json::to_vec(&body).unwrap_or_default();
         proxy.count_model_request();
-        let head = Head {
-            method: Method::POST,
-            path: self.head.path.clone(),
-            stored_path: self.head.stored_path.clone(),
-            provider: self.head.provider,
-            origin: self.head.origin.clone(),
-            elsewhere: false,
-        };
         let seq = proxy.next_seq();
-        let route = self
-            .socket
-            .http_route()
-            .unwrap_or(crate::dialect::Route::OpenAiResponses);
         let mut ex = api::exchange(
             proxy,
-            head,
+            self.head.of_turn(),
             self.headers.clone(),
             (seq, route, raw.into()),
             None,

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use futures_util::{SinkExt, StreamExt};
-use http::{Method, Response};
+use http::Response;
 use http_body_util::BodyExt;
 use serde_json::Value;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
@@ -79,16 +79,8 @@ async fn turn(
     // The turn as the HTTP request it carries: a stream is what a socket answers with.
     body.insert("stream".into(), Value::Bool(true));
     let raw = serde_json::to_vec(&body).unwrap_or_default();
-    let head = Head {
-        method: Method::POST,
-        path: head.path.clone(),
-        stored_path: head.stored_path.clone(),
-        provider: head.provider,
-        origin: head.origin.clone(),
-        elsewhere: false,
-    };
     let seq = proxy.next_seq();
-    let resp = api::answer_read(proxy, head, headers.clone(), seq, raw.into()).await;
+    let resp = api::answer_read(proxy, head.of_turn(), headers.clone(), seq, raw.into()).await;
     relay_answer(socket, ws, resp).await
 }
 
