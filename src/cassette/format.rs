@@ -121,6 +121,13 @@ impl MatchRules {
         }
     }
 
+    /// Was a cassette with these rules recorded from `client`? It holds one of the
+    /// client's named holes (a recording brings them all; a later version of agentproxy
+    /// may have added more).
+    pub fn of_recorded_client(&self, client: &KnownClient) -> bool {
+        (client.holes.iter()).any(|(name, ..)| self.holes.iter().any(|h| h.name == *name))
+    }
+
     /// The rules in a line, for `show` and miss reports: `ignored /user; hole ${today}
     /// (/\d{4}-\d{2}-\d{2}/ under /messages)`; `None` when there are none.
     pub fn describe(&self) -> Option<String> {

@@ -54,6 +54,7 @@ pub struct Row {
 
 /// A client whose requests carry values that change on every run (a session id, the
 /// date): recognised while recording, its tolerances go into the cassette's match block.
+#[derive(Debug)]
 pub struct KnownClient {
     pub name: &'static str,
     /// Is this request (its headers and JSON body) the client's?
@@ -62,6 +63,11 @@ pub struct KnownClient {
     pub ignore: &'static [&'static str],
     /// Named holes: name, regex, and the pointer they apply under (anywhere when `None`).
     pub holes: &'static [(&'static str, &'static str, Option<&'static str>)],
+    /// The hosts it reaches beside the model API whatever it is asked (start-up lookups
+    /// no setting in its environment switches off), and what it does there: a replay of
+    /// its cassette refuses them without failing.
+    pub side: &'static [&'static str],
+    pub side_why: &'static str,
 }
 
 /// Every known client, of every provider.
@@ -143,6 +149,11 @@ pub const PROVIDERS: [Row; 7] = [
                 why: PLACEHOLDER_WHY,
             },
             ReplayVar {
+                name: "CODEX_API_KEY",
+                value: PLACEHOLDER,
+                why: "placeholder key for Codex CLI, which reads no other",
+            },
+            ReplayVar {
                 name: "OPENAI_AGENTS_DISABLE_TRACING",
                 value: "1",
                 why: "OpenAI Agents SDK: trace upload to api.openai.com",
@@ -153,7 +164,7 @@ pub const PROVIDERS: [Row; 7] = [
                 why: "litellm: model price map download on import",
             },
         ],
-        clients: &[],
+        clients: &[super::openai_responses::CODEX],
     },
     Row {
         provider: Provider::Anthropic,
@@ -671,7 +682,10 @@ mod tests {
         assert!(carries_placeholder(&h, "/v1/chat/completions"));
         let query = format!("/v1beta/models/m:generateContent?key={PLACEHOLDER}");
         assert!(carries_placeholder(&HeaderMap::new(), &query));
-        assert_eq!(key_vars(Provider::OpenAi), ["OPENAI_API_KEY"]);
+        assert_eq!(
+            key_vars(Provider::OpenAi),
+            ["OPENAI_API_KEY", "CODEX_API_KEY"]
+        );
         assert_eq!(
             key_vars(Provider::Anthropic),
             ["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"]

@@ -174,14 +174,30 @@ pub(crate) struct Plan {
     pub mocks: RunMocks,
 }
 
+/// The known clients with side traffic that the cassette `setup` replays was recorded
+/// from: the replay refuses that traffic without failing.
+fn side_clients(setup: &Setup) -> Vec<&'static dialect::KnownClient> {
+    let Some(c) = setup
+        .existing
+        .as_ref()
+        .filter(|_| setup.usage == Use::Replay)
+    else {
+        return Vec::new();
+    };
+    (dialect::known_clients())
+        .filter(|client| !client.side.is_empty() && c.match_rules.of_recorded_client(client))
+        .collect()
+}
+
 /// The proxy options, the writer and the mocks of the run `setup` asks for.
 pub(crate) fn plan(setup: Setup, fwd: &Forwarding) -> Result<Plan, PlanError> {
     let usage = setup.usage;
     let advice = advice(&setup);
     let scope = ca_scope(&setup);
-    let egress = (setup.egress.clone())
+    let mut egress = (setup.egress.clone())
         .options(|| scope)
         .map_err(PlanError::Ca)?;
+    egress.side = side_clients(&setup);
     let match_rules = match (&setup.existing, usage) {
         (Some(c), Use::Replay | Use::Update) => c.match_rules.merged(&setup.match_rules),
         _ => setup.match_rules,

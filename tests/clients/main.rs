@@ -9,6 +9,7 @@ mod support;
 
 mod e2e_a2a;
 mod e2e_clouds;
+mod e2e_codex;
 mod e2e_crash;
 mod e2e_dialects;
 mod e2e_faults;

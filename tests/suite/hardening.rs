@@ -1309,7 +1309,9 @@ async fn a_placeholder_key_is_never_sent_upstream() {
     .unwrap();
     assert_eq!(r.status, 401, "{}", r.text());
     assert!(
-        r.text().contains("placeholder key") && r.text().contains("set OPENAI_API_KEY to record"),
+        r.text().contains("placeholder key")
+            && r.text()
+                .contains("set OPENAI_API_KEY or CODEX_API_KEY to record"),
         "{}",
         r.text()
     );

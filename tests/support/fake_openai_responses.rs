@@ -111,10 +111,47 @@ pub(super) fn create(store: &Store, request: &Value) -> Answer {
         return invalid(&problem, "input", None);
     }
     conversation.extend(input);
+    let (output, usage) = match request["generate"] == false {
+        // A warm-up (the WebSocket mode's `"generate": false`): the input is kept for a
+        // follow-up's `previous_response_id`, and nothing is generated.
+        true => (
+            Vec::new(),
+            json!({"prompt_tokens": 0, "completion_tokens": 0}),
+        ),
+        false => match generate(request, model, &conversation) {
+            Ok(generated) => generated,
+            Err(answer) => return answer,
+        },
+    };
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let id = format!("resp_{}", random_token(48));
+    let response = response_object(&id, now, request, &output, &usage);
+    if request["store"] != false {
+        conversation.extend(output.iter().cloned());
+        store.put(id, conversation);
+    }
+    if request["stream"] == true {
+        Answer::Stream(stream_events(&response))
+    } else {
+        Answer::Json {
+            status: StatusCode::OK,
+            body: response,
+            headers: Vec::new(),
+        }
+    }
+}
 
+/// The model's output items for `conversation` and their usage, or the chat fake's error.
+fn generate(
+    request: &Value,
+    model: &str,
+    conversation: &[Value],
+) -> Result<(Vec<Value>, Value), Answer> {
     let mut chat_request = json!({
         "model": model,
-        "messages": chat_messages(request, &conversation),
+        "messages": chat_messages(request, conversation),
         "tools": chat_tools(request),
     });
     for passed in ["tool_choice", "parallel_tool_calls"] {
@@ -130,28 +167,10 @@ pub(super) fn create(store: &Store, request: &Value) -> Answer {
     } = answer
     else {
         // The chat fake's own validation failed: already an error in OpenAI's shape.
-        return answer;
+        return Err(answer);
     };
-
     let output = output_items(&completion["choices"][0]["message"]);
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let id = format!("resp_{}", random_token(48));
-    let response = response_object(&id, now, request, &output, &completion["usage"]);
-    if request["store"] != false {
-        conversation.extend(output.iter().cloned());
-        store.put(id, conversation);
-    }
-    if request["stream"] == true {
-        Answer::Stream(stream_events(&response))
-    } else {
-        Answer::Json {
-            status: StatusCode::OK,
-            body: response,
-            headers: Vec::new(),
-        }
-    }
+    Ok((output, completion["usage"].clone()))
 }
 
 /// The real API refuses a `function_call_output` that answers no call of the conversation,

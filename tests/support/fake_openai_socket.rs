@@ -5,8 +5,9 @@
 //! frame is a Responses request (without `stream`), answered by the same model as
 //! `POST /v1/responses` (`fake_openai_responses.rs`) with its stream's events, one text
 //! frame each, several turns per socket. Like the real mode, a response is kept for
-//! `previous_response_id` on its socket even with `store: false`; a frame that is not a
-//! `response.create` gets an `error` event. A binary frame closes the socket (1003).
+//! `previous_response_id` on its socket even with `store: false`; a warm-up
+//! (`"generate": false`, Codex's first frame) is answered with an empty response; a frame
+//! that is not a `response.create` gets an `error` event. A binary frame closes the socket (1003).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

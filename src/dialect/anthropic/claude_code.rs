@@ -30,6 +30,9 @@ pub(crate) const CLAUDE_CODE: KnownClient = KnownClient {
             None,
         ),
     ],
+    // Its side traffic is switched off by CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC.
+    side: &[],
+    side_why: "",
 };
 
 /// Its user agent (`claude-cli/2.1.332 (external, sdk-py, …)`), or its billing header as

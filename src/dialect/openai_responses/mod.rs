@@ -3,6 +3,7 @@
 //! rewritten for mocks; errors are OpenAI's shape. Streams of typed `response.*` events are
 //! assembled and synthesized in [`stream`].
 
+mod codex;
 mod stream;
 
 use std::borrow::Cow;
@@ -19,6 +20,7 @@ use super::shared::{
 use crate::neutral::{parse_arguments, Message, ModelCall, ToolCall, ToolDef, ToolResult, Usage};
 use crate::sse::SseEvent;
 
+pub(crate) use codex::CODEX;
 pub(crate) use stream::{assemble, synthesize};
 
 /// The route name, stored in cassettes and in [`ModelCall::route`].

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use super::ca::{Authority, CaError};
 use super::log::{Log, Passage};
 use super::policy::{Fate, Policy};
+use crate::dialect::KnownClient;
 use crate::proxy::upstream::Upstream;
 use crate::spec::HostPattern;
 
@@ -36,6 +37,7 @@ impl Setup {
             authority,
             allow: self.allow,
             record_other_hosts: self.record_other_hosts,
+            side: Vec::new(),
         })
     }
 }
@@ -51,6 +53,9 @@ pub struct Options {
     pub allow: Vec<HostPattern>,
     /// Record other hosts' traffic as plain HTTP (`--record-other-hosts`, `egress.record`).
     pub record_other_hosts: bool,
+    /// The known clients whose side traffic a replay refuses without failing: those the
+    /// cassette was recorded from.
+    pub side: Vec<&'static KnownClient>,
 }
 
 /// The most tunnels open at once; more are refused (a runaway client cannot exhaust the
@@ -98,6 +103,7 @@ impl Gate {
                 recording: upstream.is_some(),
                 record_other_hosts: options.record_other_hosts,
                 replayed,
+                side: options.side,
             },
             upstream,
             max_body,

@@ -16,6 +16,9 @@ pub struct Counts {
     pub allowed: usize,
     /// Tunnels refused (in a replay).
     pub refused: usize,
+    /// Tunnels refused in a replay without failing it: the side traffic of the known
+    /// client that recorded the cassette (Codex CLI's plugin sync).
+    pub side: usize,
     /// Connections a contained program made directly, ignoring the proxy variables,
     /// refused (those to a host the proxy serves are intercepted).
     pub direct: usize,
@@ -66,6 +69,7 @@ pub enum Passage {
     Passed,
     Allowed,
     Refused,
+    Side,
     Direct,
     LookedUp,
     Loopback,
@@ -86,6 +90,7 @@ impl Log {
             Passage::Passed => &mut e.passed,
             Passage::Allowed => &mut e.allowed,
             Passage::Refused => &mut e.refused,
+            Passage::Side => &mut e.side,
             Passage::Direct => &mut e.direct,
             Passage::LookedUp => &mut e.looked_up,
             Passage::Loopback => &mut e.loopback,

@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 
 use super::log::Passage;
-use crate::dialect;
+use crate::dialect::{self, KnownClient};
 use crate::spec::HostPattern;
 
 /// What a session's run lets through.
@@ -18,6 +18,8 @@ pub(super) struct Policy {
     pub record_other_hosts: bool,
     /// The other hosts (`host:port`) whose traffic the cassette holds: replayed.
     pub replayed: HashSet<String>,
+    /// The known clients whose side traffic a replay refuses without failing.
+    pub side: Vec<&'static KnownClient>,
 }
 
 /// What becomes of traffic to `host` (as a URI writes it) at `port`.
@@ -28,12 +30,41 @@ pub(super) enum Fate {
     Intercept(Option<dialect::Provider>),
     /// Passed through as it is, not recorded: while recording, or to an allowed host.
     Pass(Passage),
-    /// Refused: a replay reaches no other host.
-    Refuse,
-    /// Refused while recording: a contained program reaches none of the host's own
-    /// loopback services through the proxy (a database, a Docker port, another
-    /// agentproxy) unless allowed.
+    /// Refused with `403`.
+    Refuse(Refusal),
+}
+
+/// Why traffic to another host is refused.
+pub(super) enum Refusal {
+    /// A replay reaches no other host.
+    Outside,
+    /// The side traffic of the known client that recorded the cassette: refused without
+    /// failing the replay.
+    Side(&'static KnownClient),
+    /// While recording, a contained program reaches none of the host's own loopback
+    /// services through the proxy (a database, a Docker port, another agentproxy) unless
+    /// allowed.
     Loopback,
+}
+
+impl Refusal {
+    /// How the log counts it.
+    pub(super) fn passage(&self) -> Passage {
+        match self {
+            Refusal::Outside => Passage::Refused,
+            Refusal::Side(_) => Passage::Side,
+            Refusal::Loopback => Passage::Loopback,
+        }
+    }
+
+    /// What the refusal of `name` (`host:port`) says.
+    pub(super) fn why(&self, name: &str) -> String {
+        match self {
+            Refusal::Outside => format!("agentproxy: {name} is outside the cassette: a replay reaches no host but the model APIs it serves (allow it with --allow-host or the spec's egress.allow, or record it with --record-other-hosts)"),
+            Refusal::Side(client) => format!("agentproxy: {name} is {}'s side traffic ({}): a replay refuses it without failing", client.name, client.side_why),
+            Refusal::Loopback => format!("agentproxy: {name} is the host's own loopback: a contained program does not reach the host's services through the proxy (allow it with --allow-host {name} or the spec's egress.allow)"),
+        }
+    }
 }
 
 impl Policy {
@@ -61,7 +92,7 @@ impl Policy {
         let recording = self.recording;
         // While recording (a replay refuses what its cassette does not hold anyway).
         if recording && contained && is_loopback(bare) {
-            return Fate::Loopback;
+            return Fate::Refuse(Refusal::Loopback);
         }
         if recording && never_recorded(bare) {
             return Fate::Pass(Passage::Passed);
@@ -70,9 +101,13 @@ impl Policy {
         if replayed || (recording && self.record_other_hosts) {
             return Fate::Intercept(None);
         }
-        match recording {
-            true => Fate::Pass(Passage::Passed),
-            false => Fate::Refuse,
+        if recording {
+            return Fate::Pass(Passage::Passed);
+        }
+        let host = bare.trim_end_matches('.').to_ascii_lowercase();
+        match (self.side.iter()).find(|c| c.side.contains(&host.as_str())) {
+            Some(client) => Fate::Refuse(Refusal::Side(client)),
+            None => Fate::Refuse(Refusal::Outside),
         }
     }
 }
@@ -87,16 +122,6 @@ pub(super) fn is_loopback(host: &str) -> bool {
             let ip = ip.to_canonical();
             ip.is_loopback() || ip.is_unspecified()
         })
-}
-
-/// The refusal of the host's loopback to a contained program.
-pub(super) fn own_loopback(name: &str) -> String {
-    format!("agentproxy: {name} is the host's own loopback: a contained program does not reach the host's services through the proxy (allow it with --allow-host {name} or the spec's egress.allow)")
-}
-
-/// The refusal of another host in a replay.
-pub(super) fn outside(name: &str) -> String {
-    format!("agentproxy: {name} is outside the cassette: a replay reaches no host but the model APIs it serves (allow it with --allow-host or the spec's egress.allow, or record it with --record-other-hosts)")
 }
 
 /// Hosts whose traffic holds credentials in its bodies (OAuth token endpoints, cloud
@@ -120,7 +145,38 @@ pub fn never_recorded(host: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{is_loopback, never_recorded};
+    use super::{is_loopback, never_recorded, Fate, Passage, Policy, Refusal};
+    use crate::dialect::openai_responses::CODEX;
+
+    /// A replay of a Codex cassette refuses Codex's side traffic without failing, and
+    /// every other host as any replay does; recording passes them all.
+    #[test]
+    fn a_replay_refuses_its_recorded_clients_side_traffic_without_failing() {
+        let replay = Policy {
+            side: vec![&CODEX],
+            ..Policy::default()
+        };
+        assert!(
+            matches!(replay.fate("GitHub.com.", 443, true), Fate::Refuse(Refusal::Side(c)) if c.name == "Codex CLI")
+        );
+        assert!(matches!(
+            replay.fate("api.weather.test", 443, true),
+            Fate::Refuse(Refusal::Outside)
+        ));
+        assert!(matches!(
+            Policy::default().fate("github.com", 443, true),
+            Fate::Refuse(Refusal::Outside)
+        ));
+        let recording = Policy {
+            recording: true,
+            side: vec![&CODEX],
+            ..Policy::default()
+        };
+        assert!(matches!(
+            recording.fate("github.com", 443, true),
+            Fate::Pass(Passage::Passed)
+        ));
+    }
 
     #[test]
     fn the_hosts_own_addresses_are_loopback() {

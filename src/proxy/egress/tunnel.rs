@@ -18,7 +18,7 @@ use tower::Layer;
 use super::gate::{Gate, MAX_TUNNELS};
 use super::log::Passage;
 use super::mark::Intercepted;
-use super::policy::{outside, own_loopback, Fate};
+use super::policy::Fate;
 use crate::cassette::format::Upstreams;
 use crate::proxy::body::{header_timeout, text, ProxyBody};
 use crate::proxy::conn;
@@ -130,13 +130,9 @@ async fn connect(
             });
             text(StatusCode::OK, String::new())
         }
-        Fate::Refuse => {
-            gate.note(&name, Passage::Refused);
-            text(StatusCode::FORBIDDEN, outside(&name))
-        }
-        Fate::Loopback => {
-            gate.note(&name, Passage::Loopback);
-            text(StatusCode::FORBIDDEN, own_loopback(&name))
+        Fate::Refuse(refusal) => {
+            gate.note(&name, refusal.passage());
+            text(StatusCode::FORBIDDEN, refusal.why(&name))
         }
         Fate::Pass(passage) => {
             let mut remote = match tokio::net::TcpStream::connect((host.as_str(), port)).await {
@@ -291,13 +287,9 @@ fn plain_elsewhere<B>(gate: &Gate, req: &Request<B>) -> Option<Plain> {
             Plain::Serve(Intercepted::of(provider, scheme, target.host(), port))
         }
         Fate::Pass(passage) => Plain::Forward(name, passage),
-        Fate::Refuse => {
-            gate.note(&name, Passage::Refused);
-            Plain::Refused(text(StatusCode::FORBIDDEN, outside(&name)))
-        }
-        Fate::Loopback => {
-            gate.note(&name, Passage::Loopback);
-            Plain::Refused(text(StatusCode::FORBIDDEN, own_loopback(&name)))
+        Fate::Refuse(refusal) => {
+            gate.note(&name, refusal.passage());
+            Plain::Refused(text(StatusCode::FORBIDDEN, refusal.why(&name)))
         }
     })
 }

@@ -62,11 +62,12 @@ pub fn lines(log: &Log, level: Option<&dyn std::fmt::Display>) -> Vec<Line> {
 /// The summary's lines in order: what each counts, whether it is a refusal (said even
 /// under `--quiet`), and its text, `{}` standing for the hosts.
 type Summary = (fn(&Counts) -> usize, bool, &'static str);
-const SUMMARY: [Summary; 7] = [
+const SUMMARY: [Summary; 8] = [
     (|e| e.intercepted, false, "agentproxy: intercepted {} (recorded and replayed as base-URL traffic is)"),
     (|e| e.passed, false, "agentproxy: other hosts the program reached through the proxy (not recorded, so a replay refuses them; --record-other-hosts records them): {}"),
     (|e| e.allowed, false, "agentproxy: allowed hosts the program reached through the proxy: {}"),
     (|e| e.refused, true, "agentproxy: refused: {} outside the cassette (a replay reaches no host but the model APIs it serves); exit 1"),
+    (|e| e.side, false, "agentproxy: refused a known client's side traffic, as its replay does (not a failure; see `agentproxy docs egress`): {}"),
     (|e| e.loopback, true, "agentproxy: refused the host's own loopback (contained, the program reaches none of the host's services through the proxy; --allow-host HOST:PORT lets one through): {}"),
     (|e| e.direct, true, "agentproxy: refused direct connections (the program ignored the proxy variables; contained, it reaches only the proxy): {}"),
     (|e| e.looked_up, false, "agentproxy: names the program looked up itself (ignoring the proxy variables; contained, each was answered with its own loopback): {}"),

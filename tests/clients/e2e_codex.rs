@@ -1,0 +1,193 @@
+//! Codex CLI (npm `@openai/codex`: its own binary, installed into tests/node by
+//! scripts/setup-node.sh) recorded against the fake OpenAI upstream over the Responses
+//! API's WebSocket mode, then replayed with the fake stopped, no key and no configuration.
+//!
+//! While recording, Codex's home holds `features.plugins = false`: its plugin sync would
+//! otherwise reach GitHub and chatgpt.com, and no test sends a packet off loopback. The
+//! replay runs it in a new home with no configuration at all, as a CI machine would.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::support::fake_openai::FakeOpenAi;
+use crate::support::npm::node;
+use crate::support::run::{agentproxy, Run};
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The Codex binary the npm package installed, or `None` when the Node tests are skipped.
+fn codex() -> Option<PathBuf> {
+    node()?;
+    let bin = repo().join(
+        "tests/node/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex",
+    );
+    assert!(
+        bin.exists(),
+        "{} is missing: run scripts/setup-node.sh",
+        bin.display()
+    );
+    Some(bin)
+}
+
+/// How Codex is pointed at the model.
+#[derive(Clone, Copy)]
+enum Pointed {
+    /// `-c openai_base_url=…`, the proxy's URL (Codex reads no base URL from its
+    /// environment).
+    BaseUrl,
+    /// Not at all: it dials `wss://api.openai.com`, through the proxy variables.
+    Nowhere,
+}
+
+/// `agentproxy MODE --cassette CASSETTE FLAGS -- codex exec --json PROMPT` with Codex's
+/// home at `home`, run as a user's script runs it.
+async fn session(
+    mode: &str,
+    cassette: &Path,
+    flags: &[OsString],
+    codex: &Path,
+    home: &Path,
+    pointed: Pointed,
+    key: Option<&str>,
+) -> Run {
+    let base_url = match pointed {
+        Pointed::BaseUrl => "-c \"openai_base_url=\\\"$AGENTPROXY_URL/v1\\\"\"",
+        Pointed::Nowhere => "",
+    };
+    let script =
+        format!("exec \"$0\" exec {base_url} --skip-git-repo-check --json \"$1\" </dev/null");
+    let mut args: Vec<OsString> = vec![mode.into(), "--cassette".into(), cassette.into()];
+    args.extend(flags.iter().cloned());
+    args.extend(["--".into(), "sh".into(), "-c".into(), script.into()]);
+    args.extend([codex.into(), OsString::from("Say hello")]);
+    let home = home.to_string_lossy().into_owned();
+    let mut env = vec![("CODEX_HOME", home.as_str())];
+    env.extend(key.map(|k| ("CODEX_API_KEY", k)));
+    agentproxy(args, &env).await
+}
+
+/// A Codex home: with `config` as its config.toml, when given.
+fn home(dir: &Path, name: &str, config: Option<&str>) -> PathBuf {
+    let home = dir.join(name);
+    std::fs::create_dir_all(&home).unwrap();
+    if let Some(config) = config {
+        std::fs::write(home.join("config.toml"), config).unwrap();
+    }
+    home
+}
+
+/// Codex's `--json` events but the thread's id, new on every run.
+fn events(stdout: &str) -> Vec<String> {
+    (stdout.lines())
+        .filter(|l| l.starts_with('{') && !l.contains("\"thread.started\""))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Records `codex exec` pointed as `pointed`, then replays it in a new home with no
+/// configuration, the fake stopped and no key; returns the replay's stderr (`None`: the
+/// Node tests are skipped).
+async fn records_and_replays(pointed: Pointed) -> Option<String> {
+    let codex = codex()?;
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let cassette = dir.path().join("codex.json");
+    let recording_home = home(dir.path(), "home", Some("[features]\nplugins = false\n"));
+    let upstream: Vec<OsString> = vec!["--upstream".into(), fake.url().into()];
+    let recorded = session(
+        "record",
+        &cassette,
+        &upstream,
+        &codex,
+        &recording_home,
+        pointed,
+        Some("sk-test-codex"),
+    )
+    .await;
+    assert!(recorded.status.success(), "record: {recorded}");
+    let said = events(&recorded.stdout);
+    assert!(
+        said.iter()
+            .any(|l| l.contains(r#""type":"agent_message","text":"You said: Say hello""#)),
+        "Codex printed no answer: {recorded}"
+    );
+    for unwanted in ["Falling back", "other hosts the program reached"] {
+        assert!(
+            !recorded.stderr.contains(unwanted),
+            "{unwanted}: {recorded}"
+        );
+    }
+    // Over the socket: Codex's warm-up (`generate: false`), then its turn, and no POST.
+    let frames = fake.frames();
+    let kinds: Vec<(&Value, &Value)> = frames
+        .iter()
+        .map(|f| (&f["type"], &f["generate"]))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            (&Value::from("response.create"), &Value::from(false)),
+            (&Value::from("response.create"), &Value::Null)
+        ],
+        "{recorded}"
+    );
+    let requests = fake.requests();
+    assert!(
+        requests.iter().all(|r| r.method == "GET"),
+        "Codex fell back to HTTP: {:?}",
+        requests.iter().map(|r| &r.method).collect::<Vec<_>>()
+    );
+    let written: Value =
+        serde_json::from_str(&std::fs::read_to_string(&cassette).unwrap()).unwrap();
+    let routes: Vec<&str> = (written["interactions"].as_array().unwrap().iter())
+        .map(|i| i["route"].as_str().unwrap())
+        .collect();
+    assert_eq!(routes, ["openai.responses", "openai.responses"]);
+    let holes: Vec<&str> = (written["match"]["holes"].as_array().unwrap().iter())
+        .map(|h| h["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        holes.contains(&"codex_date"),
+        "Codex's tolerances: {holes:?}"
+    );
+    assert!(!written.to_string().contains("sk-test-codex"));
+    fake.stop().await;
+
+    let fresh = home(dir.path(), "fresh-home", None);
+    let replayed = session("replay", &cassette, &[], &codex, &fresh, pointed, None).await;
+    assert!(replayed.status.success(), "replay: {replayed}");
+    assert_eq!(events(&replayed.stdout), said, "replay: {replayed}");
+    assert!(!replayed.stderr.contains("Falling back"), "{replayed}");
+    Some(replayed.stderr)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn codex_exec_records_and_replays_over_a_websocket() {
+    let Some(stderr) = records_and_replays(Pointed::BaseUrl).await else {
+        return;
+    };
+    // With no configuration, Codex's plugin sync and analytics start; the replay refuses
+    // them without failing.
+    assert!(
+        stderr.contains("refused a known client's side traffic")
+            && stderr.contains("github.com:443"),
+        "{stderr}"
+    );
+}
+
+/// Codex with no base URL at all dials `wss://api.openai.com`: interception takes it, the
+/// session's CA is trusted through `SSL_CERT_FILE`.
+#[tokio::test(flavor = "multi_thread")]
+async fn codex_with_no_configuration_is_recorded_and_replayed_through_interception() {
+    let Some(stderr) = records_and_replays(Pointed::Nowhere).await else {
+        return;
+    };
+    assert!(
+        stderr.contains("intercepted api.openai.com:443"),
+        "{stderr}"
+    );
+}
