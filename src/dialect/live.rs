@@ -26,6 +26,14 @@ pub fn ends_turn(frame: &Value) -> bool {
     frame["serverContent"]["turnComplete"] == true || frame.get("toolCall").is_some()
 }
 
+/// Does the client message `frame` ask the model for an answer: a `clientContent` that
+/// completes the user's turn, or a `toolResponse`?
+pub fn asks(frame: &Value) -> bool {
+    let content = field(frame, "clientContent", "client_content");
+    let complete = content.and_then(|c| field(c, "turnComplete", "turn_complete"));
+    complete == Some(&Value::Bool(true)) || field(frame, "toolResponse", "tool_response").is_some()
+}
+
 /// Rewrite the tool results a client message carries (a `toolResponse`'s function
 /// responses) where `mock` has one for their call (found through `lookup` by its id: the
 /// call is in an earlier turn's `toolCall`); how many were replaced. A mocked result that

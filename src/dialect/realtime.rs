@@ -24,6 +24,18 @@ pub fn ends_turn(frame: &Value) -> bool {
     frame["type"] == "response.done"
 }
 
+/// Does the client event `frame` ask the model for an answer (a model request, which a
+/// fault can fail)?
+pub fn asks(frame: &Value) -> bool {
+    frame["type"] == "response.create"
+}
+
+/// The `error` event a fault sends: the Responses API's error object (`type`, `code`,
+/// `message`, `param`) under `error`.
+pub fn error_event(error: &Value) -> Value {
+    json!({"type": "error", "event_id": "event_agentproxy_fault", "error": error})
+}
+
 /// A client event as a turn keeps it: without its `event_id`, which is fresh each run.
 pub fn normalize_client(frame: &mut Value) {
     if let Some(fields) = frame.as_object_mut() {

@@ -19,7 +19,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{live, realtime, Route};
+use super::{live, realtime, ErrorFault, Route};
 use crate::neutral::ModelCall;
 
 /// A model API spoken over a WebSocket.
@@ -122,6 +122,33 @@ impl Socket {
             Socket::Live => live::assemble(server),
             _ => realtime::assemble(server),
         }
+    }
+
+    /// Does the client frame `frame` of a framed socket ask the model for an answer (a
+    /// model request: counted, and a fault can fail it)?
+    pub fn asks(self, frame: &Value) -> bool {
+        match self {
+            Socket::Realtime => realtime::asks(frame),
+            Socket::Live => live::asks(frame),
+            Socket::Responses => frame_type(frame) == Some(CREATE),
+        }
+    }
+
+    /// An injected error on a socket: its status, the frame it is sent as (`None` for
+    /// Live, which has no error message and closes the socket instead) and its message
+    /// (that close's reason).
+    pub fn fault(self, fault: ErrorFault) -> (u16, Option<Value>, String) {
+        let (status, body) = super::openai_chat::fault_error(fault);
+        let message = body["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        let frame = match self {
+            Socket::Realtime => Some(realtime::error_event(&body["error"])),
+            Socket::Responses => Some(self.error_frame(status, Some(&body["error"]), &message)),
+            Socket::Live => None,
+        };
+        (status, frame, message)
     }
 
     /// The frame a framed socket's turn fails with before its close, if the protocol has
@@ -243,5 +270,34 @@ mod tests {
         let made = Socket::Responses.error_frame(502, None, "gone");
         assert_eq!(made["error"]["message"], "gone");
         assert_eq!(frame_type(&made), Some("error"));
+    }
+
+    /// The frames a fault can fail: those that ask the model for an answer.
+    #[test]
+    fn a_frame_that_asks_for_an_answer_is_a_model_request() {
+        let rt = Socket::Realtime;
+        assert!(rt.asks(&json!({"type": "response.create", "event_id": "e1"})));
+        assert!(!rt.asks(&json!({"type": "conversation.item.create"})));
+        let live = Socket::Live;
+        assert!(live.asks(&json!({"clientContent": {"turns": [], "turnComplete": true}})));
+        assert!(live.asks(&json!({"client_content": {"turn_complete": true}})));
+        assert!(live.asks(&json!({"tool_response": {"function_responses": []}})));
+        assert!(!live.asks(&json!({"clientContent": {"turns": []}})));
+        assert!(!live.asks(&json!({"setup": {"model": "m"}})));
+    }
+
+    #[test]
+    fn an_injected_error_is_realtimes_error_event_and_lives_close_reason() {
+        let (status, frame, message) = Socket::Realtime.fault(ErrorFault::RateLimit);
+        let frame = frame.unwrap();
+        assert_eq!((status, &frame["type"]), (429, &json!("error")));
+        assert_eq!(frame["error"]["code"], "rate_limit_exceeded");
+        assert!(
+            message.ends_with(crate::dialect::contract::INJECTED),
+            "{message}"
+        );
+        let (status, frame, message) = Socket::Live.fault(ErrorFault::ServerError(503));
+        assert_eq!((status, frame), (503, None));
+        assert!(message.len() <= 123, "a close's reason: {message}");
     }
 }

@@ -94,6 +94,12 @@ pub(super) struct Due {
     turn: Option<usize>,
 }
 
+impl Due {
+    pub(super) fn fault(&self) -> &Fault {
+        &self.fault
+    }
+}
+
 impl Faults {
     pub(super) fn new(plan: Plan, fuzz: Option<FuzzCall>) -> Faults {
         Faults {
@@ -158,6 +164,21 @@ impl Faults {
                 None => answer(ex).await,
             },
         }
+    }
+
+    /// A socket turn got `due`, put on the wire in the socket's own shape; `status` is the
+    /// error's (none: the socket was closed).
+    pub(super) fn fired_on_socket(&self, due: &Due, status: Option<u16>) {
+        self.fired(due, status, None);
+    }
+
+    /// `due` could not fire on a socket turn, for `why`: a problem, as for a request.
+    pub(super) fn not_fired(&self, due: &Due, why: &str) {
+        let problem = format!(
+            "request {}: {} did not fire: {why}; the program got the answer as it was",
+            due.nth, due.fault.kind
+        );
+        self.lock().problems.push(problem);
     }
 
     /// With faults to inject, remember what the `nth` model request was answered (`None`

@@ -222,6 +222,70 @@ async fn a_turn_that_misses_is_an_error_frame_then_a_close() {
     assert_eq!(std::fs::read(dir.path().join("c.json")).unwrap(), before);
 }
 
+/// A fault on a Responses-mode turn in a replay is the HTTP path's, sent as frames: a rate
+/// limit is an `error` frame with its status, the socket stays open, and the retry gets the
+/// recorded answer; a cut stream is its first events, then a close with 1011.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_fault_on_a_socket_turn_is_its_error_frame_or_a_cut() {
+    // While recording, the rate-limited turn goes no further: the upstream gets the retry
+    // only, and the cassette holds it only.
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let up = fake.url();
+    let args = ["record", "--cassette", "c.json", "--upstream", up.as_str()];
+    let fault = ["--fault", "request=1,kind=rate_limit"];
+    let d = Daemon::start(&[&args[..], &fault[..]].concat(), dir.path());
+    let mut ws = connect(&d.url).await;
+    let refused = turn(&mut ws, &ask("Paris")).await;
+    assert_eq!((kinds(&refused), &refused[0]["status"]), (vec!["error"], &json!(429)));
+    let answered = turn(&mut ws, &ask("Paris")).await;
+    assert_eq!(kinds(&answered).last(), Some(&"response.completed"));
+    ws.close(None).await.unwrap();
+    let (code, err) = d.interrupt();
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(fake.frames().len(), 1);
+    assert_eq!(cassette(dir.path())["interactions"].as_array().unwrap().len(), 1);
+    fake.stop().await;
+
+    let dir = recorded_paris().await;
+    let args = [
+        "replay",
+        "--cassette",
+        "c.json",
+        "--fault",
+        "request=1,kind=rate_limit",
+        "--fault",
+        "request=3,kind=truncate_stream,after_events=2",
+    ];
+    let d = Daemon::start(&args, dir.path());
+    let mut ws = connect(&d.url).await;
+    let refused = turn(&mut ws, &ask("Paris")).await;
+    assert_eq!(kinds(&refused), ["error"], "{refused:?}");
+    assert_eq!(refused[0]["status"], 429);
+    assert_eq!(refused[0]["error"]["code"], "rate_limit_exceeded");
+    let answered = turn(&mut ws, &ask("Paris")).await;
+    assert_eq!(kinds(&answered).last(), Some(&"response.completed"));
+    ws.close(None).await.unwrap();
+    let mut ws = connect(&d.url).await;
+    ws.send(Message::text(ask("Paris").to_string()))
+        .await
+        .unwrap();
+    let mut cut = 0;
+    let closed = loop {
+        match ws.next().await {
+            Some(Ok(Message::Text(_))) => cut += 1,
+            Some(Ok(Message::Close(f))) => break f.map(|f| f.code),
+            other => panic!("{other:?}"),
+        }
+    };
+    let _ = ws.flush().await;
+    assert_eq!((cut, closed), (2, Some(CloseCode::Error)));
+    let (code, err) = d.interrupt();
+    assert!(err.contains("request 1: rate_limit (429)"), "{err}");
+    assert!(err.contains("request 3: truncate_stream"), "{err}");
+    assert_eq!(code, 0, "{err}");
+}
+
 /// A directory whose `c.json` holds one recorded socket turn (the weather in Paris),
 /// its upstream stopped.
 async fn recorded_paris() -> tempfile::TempDir {
@@ -551,4 +615,107 @@ async fn a_realtime_socket_replays_frame_by_frame_and_a_changed_one_misses() {
     ws.close(None).await.unwrap();
     let (code, err) = d.interrupt();
     assert_eq!(code, 0, "{err}");
+}
+
+/// Faults on a Realtime socket, recording and replaying alike: a rate limit is the
+/// protocol's `error` event (the `response.create` goes no further, so the retry gets the
+/// answer), a cut stream is the answer's first frames, then a close with 1011.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_realtime_fault_is_an_error_event_or_a_cut_and_replays_the_same() {
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let up = fake.url();
+    let faults = [
+        "--fault",
+        "request=1,kind=rate_limit",
+        "--fault",
+        "request=3,kind=truncate_stream,after_events=2",
+    ];
+    let session = |mode: &str| -> Daemon {
+        let mut args = vec![mode, "--cassette", "c.json"];
+        if mode == "record" {
+            args.extend(["--upstream", up.as_str()]);
+        }
+        args.extend(faults);
+        Daemon::start(&args, dir.path())
+    };
+    // What the program sees: the error, the retry's answer, the cut turn's frames and
+    // the close.
+    let run = |d: Daemon| async move {
+        let mut ws = connect_realtime(&d.url).await;
+        until(&mut ws, "session.created").await;
+        let item = json!({"type": "conversation.item.create",
+            "item": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hello"}]}});
+        ws.send(Message::text(item.to_string())).await.unwrap();
+        until(&mut ws, "conversation.item.done").await;
+        let create = json!({"type": "response.create"}).to_string();
+        let error = turn_text(&mut ws, &create).await;
+        ws.send(Message::text(create.clone())).await.unwrap();
+        let answer = until(&mut ws, "response.done").await;
+        ws.send(Message::text(create.clone())).await.unwrap();
+        let mut cut = Vec::new();
+        let closed = loop {
+            match ws.next().await {
+                Some(Ok(Message::Text(t))) => {
+                    cut.push(serde_json::from_str::<Value>(t.as_str()).unwrap())
+                }
+                Some(Ok(Message::Close(f))) => break f.map(|f| f.code),
+                other => panic!("{other:?}"),
+            }
+        };
+        let _ = ws.flush().await;
+        let (code, err) = d.interrupt();
+        (error, answer, cut, closed, code, err)
+    };
+    let (error, answer, cut, closed, code, err) = run(session("record")).await;
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(error["type"], "error", "{error}");
+    assert_eq!(error["error"]["code"], "rate_limit_exceeded", "{error}");
+    assert!(error["error"]["message"]
+        .as_str()
+        .unwrap()
+        .ends_with("(injected by agentproxy)"));
+    assert!(
+        answer.last().unwrap()["response"]["status"] == "completed",
+        "{answer:?}"
+    );
+    assert_eq!(cut.len(), 2, "{cut:?}");
+    assert_eq!(closed, Some(CloseCode::Error));
+    assert!(
+        err.contains("request 1: rate_limit (429)") && err.contains("truncate_stream"),
+        "{err}"
+    );
+    // The rate-limited frame never reached the upstream; the retry and the cut one did.
+    let asked = (fake.frames().iter())
+        .filter(|f| f["type"] == "response.create")
+        .count();
+    assert_eq!(asked, 2);
+    fake.stop().await;
+    let c = cassette(dir.path());
+    let its = c["interactions"].as_array().unwrap();
+    assert_eq!(its.len(), 2, "{c:#}");
+    let creates = |i: usize| {
+        let frames = its[i]["request"]["body"]["json"]["frames"]
+            .as_array()
+            .unwrap();
+        frames
+            .iter()
+            .filter(|f| f["type"] == "response.create")
+            .count()
+    };
+    assert_eq!((creates(0), creates(1)), (1, 1));
+    assert!(its[0]["response"].get("aborted").is_none());
+    assert!(its[1]["response"]["aborted"]
+        .as_str()
+        .unwrap()
+        .contains("injected truncate_stream"));
+
+    let replayed = run(session("replay")).await;
+    let (r_error, r_answer, r_cut, r_closed, r_code, r_err) = replayed;
+    assert_eq!(r_code, 0, "{r_err}");
+    assert_eq!(
+        (r_error, r_answer, r_cut, r_closed),
+        (error, answer, cut, closed)
+    );
+    assert!(r_err.contains("request 1: rate_limit (429)"), "{r_err}");
 }

@@ -19,6 +19,7 @@ use super::super::miss;
 use super::super::record;
 use super::super::replay::Replay;
 use super::super::state::Proxy;
+use super::fault::{self, Injected};
 use super::side::{broken, close, finish, program, Opened, Program};
 use crate::cassette::{Body, RecordedResponse};
 use crate::dialect::socket::Socket;
@@ -62,12 +63,11 @@ impl Group {
         self.turn
     }
 
-    /// A frame the program sent (its results already `mocked` for those calls).
-    pub(super) fn client(&mut self, socket: Socket, msg: &Message, mocked: Vec<String>) {
-        if let Some(mut v) = client_value(msg) {
-            socket.normalize_client(&mut v);
-            self.client.push(v);
-        }
+    /// A frame the program sent, as [`mocked`] read it (its results already mocked for
+    /// the calls `mocked`).
+    pub(super) fn client(&mut self, socket: Socket, mut frame: Value, mocked: Vec<String>) {
+        socket.normalize_client(&mut frame);
+        self.client.push(frame);
         self.mocked.extend(mocked);
     }
 
@@ -133,21 +133,23 @@ fn millis(d: std::time::Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
-/// The program's frame `msg` with the tool results it carries mocked, as the model is to
-/// see them (a spec's `tools:`), and the ids of the calls mocked; as it is without mocks
-/// or results.
-pub(super) fn mocked(proxy: &Proxy, socket: Socket, msg: Message) -> (Message, Vec<String>) {
-    let Message::Text(text) = &msg else {
-        return (msg, Vec::new());
+/// The program's data frame `msg` with the tool results it carries mocked, as the model
+/// is to see them (a spec's `tools:`), read as a turn keeps it (see [`client_value`]), and
+/// the ids of the calls mocked; as it is without mocks or results.
+pub(super) fn mocked(proxy: &Proxy, socket: Socket, msg: Message) -> (Message, Value, Vec<String>) {
+    let parsed = match &msg {
+        Message::Text(t) => serde_json::from_str::<Value>(t.as_str()).ok(),
+        _ => None,
     };
-    let Ok(mut frame) = serde_json::from_str::<Value>(text.as_str()) else {
-        return (msg, Vec::new());
+    let Some(mut frame) = parsed else {
+        let frame = client_value(&msg).unwrap_or(Value::Null);
+        return (msg, frame, Vec::new());
     };
     let mocked =
         proxy.mock_results(|lookup, mock| socket.rewrite_tool_results(&mut frame, lookup, mock));
     match mocked {
-        Some(ids) if !ids.is_empty() => (Message::text(frame.to_string()), ids),
-        _ => (msg, Vec::new()),
+        Some(ids) if !ids.is_empty() => (Message::text(frame.to_string()), frame, ids),
+        _ => (msg, frame, Vec::new()),
     }
 }
 
@@ -223,12 +225,26 @@ impl Chain<'_> {
         close(CloseCode::Away, "the program hung up")
     }
 
-    /// Answer one client frame: check it against the recording, send what followed it.
+    /// Answer one client frame: check it against the recording, send what followed it
+    /// (unless a fault is due on it).
     async fn answer(&mut self, ws: &mut Program, msg: Message) -> Result<(), CloseFrame> {
-        let (msg, _) = mocked(self.proxy, self.socket, msg);
-        let mut frame = client_value(&msg).unwrap_or(Value::Null);
+        let (_, mut frame, _) = mocked(self.proxy, self.socket, msg);
         self.socket.normalize_client(&mut frame);
         self.proxy.opts.secrets.redact_value(&mut frame);
+        let mut cut = None;
+        if let Some(due) = fault::due(self.proxy, self.socket, &frame) {
+            match fault::inject(self.proxy, self.socket, &due, ws).await {
+                Some(Injected::Answered) => return Ok(()),
+                Some(Injected::Close { hold, after, frame }) => match after {
+                    None => {
+                        tokio::time::sleep(hold).await;
+                        return Err(frame);
+                    }
+                    Some(n) => cut = Some((n, frame)),
+                },
+                None => {}
+            }
+        }
         let rules = &self.proxy.opts.rules;
         let recorded = self.pos.and_then(|pos| {
             let body = self.rp.interactions[pos]
@@ -253,7 +269,11 @@ impl Chain<'_> {
             self.proxy
                 .served(seq, &self.rp.interactions[pos], turn, &[], None);
         }
-        self.send_after(ws, pos, self.seen.len()).await?;
+        let limit = cut.as_ref().map(|(n, _)| *n);
+        self.send_after(ws, pos, self.seen.len(), limit).await?;
+        if let Some((_, frame)) = cut {
+            return Err(frame);
+        }
         let it = &self.rp.interactions[pos];
         let frames = (it.request.body.as_ref().and_then(Body::json_transient))
             .and_then(|b| b["frames"].as_array().map(Vec::len))
@@ -283,7 +303,7 @@ impl Chain<'_> {
             after,
         );
         match self.pos {
-            Some(pos) => self.send_after(ws, pos, 0).await,
+            Some(pos) => self.send_after(ws, pos, 0, None).await,
             // The first turn missing: nothing was recorded for this socket at all.
             None if self.turn == 0 => Err(self.miss(ws).await),
             // Later ones: a client frame will miss, if one comes.
@@ -291,8 +311,15 @@ impl Chain<'_> {
         }
     }
 
-    /// Send the recording's server frames that followed its `n`-th client frame.
-    async fn send_after(&self, ws: &mut Program, pos: usize, n: usize) -> Result<(), CloseFrame> {
+    /// Send the recording's server frames that followed its `n`-th client frame (the
+    /// first `limit` of them, when given).
+    async fn send_after(
+        &self,
+        ws: &mut Program,
+        pos: usize,
+        n: usize,
+        limit: Option<usize>,
+    ) -> Result<(), CloseFrame> {
         let n = n.to_string();
         let response = &self.rp.interactions[pos].response;
         let events = response.events.as_deref().unwrap_or_default();
@@ -302,10 +329,9 @@ impl Chain<'_> {
             .and_then(Body::json_transient)
             .map(|b| b["frame_ms"].as_array().cloned().unwrap_or_default())
             .unwrap_or_default();
-        for (i, e) in events.iter().enumerate() {
-            if e.id.as_deref() != Some(n.as_str()) {
-                continue;
-            }
+        let after_n =
+            (events.iter().enumerate()).filter(|(_, e)| e.id.as_deref() == Some(n.as_str()));
+        for (i, e) in after_n.take(limit.unwrap_or(usize::MAX)) {
             if let Some(ms) = offsets.get(i).and_then(Value::as_u64) {
                 let at = self.began + std::time::Duration::from_millis(ms);
                 tokio::time::sleep_until(at.into()).await;

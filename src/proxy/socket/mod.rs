@@ -2,9 +2,10 @@
 //! accepted: relayed to the upstream's socket and recorded by turn (`relay`), or
 //! answered from the cassette: the Responses API's WebSocket mode through the same path
 //! as the HTTP request each turn carries (`serve`), the Realtime API and Gemini Live
-//! frame by frame (`framed`). Any other upgrade to a WebSocket is refused with 501,
+//! frame by frame (`framed`), their injected faults in `fault`. Any other upgrade to a WebSocket is refused with 501,
 //! through a tunnel as on the base URL.
 
+mod fault;
 mod framed;
 mod relay;
 mod serve;

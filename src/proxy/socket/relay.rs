@@ -25,6 +25,7 @@ use super::super::exchange::Exchange;
 use super::super::record::{self, Recorded};
 use super::super::state::Proxy;
 use super::super::upstream::{Upstream, UpstreamError};
+use super::fault::{self, Injected};
 use super::framed::{self, Group};
 use super::side::{broken, close, config, program, switching, Opened, Program};
 use crate::cassette::Body;
@@ -98,6 +99,7 @@ pub(super) async fn open(
             headers: &opened.headers,
             turns: VecDeque::new(),
             group: (opened.socket.http_route().is_none()).then(|| Group::new(0)),
+            cut: None,
         };
         relay.run(program, upstream).await;
     });
@@ -129,6 +131,8 @@ struct Relay<'a> {
     turns: VecDeque<Turn>,
     /// A framed socket's turn on its way (see `framed`); `None` for the Responses mode.
     group: Option<Group>,
+    /// A stream a fault cuts: the answer's frames still to go, and the close after them.
+    cut: Option<(usize, CloseFrame)>,
 }
 
 /// A turn on its way: its exchange, when it was sent, and the server's frames so far.
@@ -158,6 +162,17 @@ impl Ending {
         }
     }
 
+    /// A fault closed the program's socket with `frame`: the upstream's is closed too,
+    /// and the turn stored as aborted, but no upstream failed.
+    fn injected(frame: CloseFrame) -> Ending {
+        Ending {
+            why: frame.reason.to_string(),
+            hung_up: true,
+            to_program: Some(frame),
+            to_upstream: Some(close(CloseCode::Normal, "")),
+        }
+    }
+
     /// The upstream broke off: the program is told so with 1011.
     fn upstream(why: String) -> Ending {
         let to_program = Some(close(
@@ -177,7 +192,7 @@ impl Relay<'_> {
     async fn run(&mut self, mut program: Program, mut upstream: WebSocket) {
         let ending = loop {
             let step = tokio::select! {
-                msg = program.next() => self.program_sent(msg, &mut upstream).await,
+                msg = program.next() => self.program_sent(msg, &mut upstream, &mut program).await,
                 msg = upstream.next() => self.upstream_sent(msg, &mut program).await,
             };
             if let Some(ending) = step {
@@ -200,18 +215,47 @@ impl Relay<'_> {
         &mut self,
         msg: Option<Result<Message, WsError>>,
         upstream: &mut WebSocket,
+        program: &mut Program,
     ) -> Option<Ending> {
         let hung_up = || Some(close(CloseCode::Away, "the program hung up"));
         let out = match msg {
-            Some(Ok(msg @ (Message::Text(_) | Message::Binary(_)))) if self.group.is_some() => {
-                let (msg, mocked) = framed::mocked(self.proxy, self.socket, msg);
-                if let Some(group) = &mut self.group {
-                    group.client(self.socket, &msg, mocked);
+            Some(Ok(msg @ (Message::Text(_) | Message::Binary(_)))) => {
+                let (msg, frame, mocked) = framed::mocked(self.proxy, self.socket, msg);
+                let injected = self.fault(&frame, program).await;
+                if matches!(injected, Some(Injected::Answered)) {
+                    return None;
+                }
+                // A framed turn keeps the frame that was failed; a Responses turn is
+                // recorded only once it goes upstream.
+                let forwarded = !matches!(injected, Some(Injected::Close { after: None, .. }));
+                let msg = match (&mut self.group, msg) {
+                    (Some(group), msg) => {
+                        group.client(self.socket, frame, mocked);
+                        msg
+                    }
+                    (None, Message::Text(text)) if forwarded => {
+                        Message::text(self.turn_sent(text.as_str(), &frame))
+                    }
+                    (None, msg) => msg,
+                };
+                match injected {
+                    Some(Injected::Close {
+                        hold,
+                        after: None,
+                        frame,
+                    }) => {
+                        tokio::time::sleep(hold).await;
+                        return Some(Ending::injected(frame));
+                    }
+                    Some(Injected::Close {
+                        after: Some(n),
+                        frame,
+                        ..
+                    }) => self.cut = Some((n, frame)),
+                    _ => {}
                 }
                 msg
             }
-            Some(Ok(Message::Text(frame))) => Message::text(self.turn_sent(frame.as_str())),
-            Some(Ok(Message::Binary(b))) => Message::Binary(b),
             // Each side answers its own pings.
             Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_))) => return None,
             Some(Ok(Message::Close(frame))) => {
@@ -230,11 +274,28 @@ impl Relay<'_> {
             None => return Some(Ending::program("the program hung up mid-turn", hung_up())),
         };
         match upstream.send(out).await {
-            Ok(()) => None,
+            Ok(()) => self.cut_after(0),
             Err(e) => Some(Ending::upstream(format!(
                 "the upstream's socket broke off: {e}"
             ))),
         }
+    }
+
+    /// The fault the program's frame `frame` is due (counted as a model request when it
+    /// asks for an answer), injected.
+    async fn fault(&self, frame: &Value, program: &mut Program) -> Option<Injected> {
+        let due = fault::due(self.proxy, self.socket, frame)?;
+        fault::inject(self.proxy, self.socket, &due, program).await
+    }
+
+    /// A stream cut by a fault ends once `sent` more of the answer's frames have gone.
+    fn cut_after(&mut self, sent: usize) -> Option<Ending> {
+        let (left, _) = self.cut.as_mut()?;
+        *left = left.saturating_sub(sent);
+        if *left > 0 {
+            return None;
+        }
+        self.cut.take().map(|(_, frame)| Ending::injected(frame))
     }
 
     /// Relay what the upstream sent; `Some` ends the socket.
@@ -273,7 +334,7 @@ impl Relay<'_> {
             }
         };
         match program.send(out).await {
-            Ok(()) => None,
+            Ok(()) => self.cut_after(1),
             Err(_) => Some(Ending::program(
                 "the program hung up mid-turn",
                 Some(close(CloseCode::Away, "the program hung up")),
@@ -283,15 +344,13 @@ impl Relay<'_> {
 
     /// A frame of the program's: a turn starts when it starts one (its tool results
     /// mocked first, as for HTTP); what goes upstream comes back.
-    fn turn_sent(&mut self, frame: &str) -> String {
-        let parsed = serde_json::from_str::<Value>(frame).ok();
-        let body = parsed.as_ref().and_then(|v| self.socket.turn(v));
+    fn turn_sent(&mut self, frame: &str, parsed: &Value) -> String {
+        let body = self.socket.turn(parsed);
         let (Some(body), Some(route)) = (body, self.socket.http_route()) else {
             return frame.to_owned();
         };
         let proxy = self.proxy;
         let raw = serde_json::to_vec(&body).unwrap_or_default();
-        proxy.count_model_request();
         let seq = proxy.next_seq();
         let mut ex = api::exchange(
             proxy,
