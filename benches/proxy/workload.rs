@@ -583,6 +583,7 @@ pub fn cassette(exchanges: &[Exchange], digests: bool) -> Cassette {
                     aborted: None,
                     encoded: Default::default(),
                     encoded_events: Default::default(),
+                    event_ms: Vec::new(),
                 },
                 latency_ms: 400 + (i as u64 * 7919) % 2600,
                 mocked: Vec::new(),

@@ -306,6 +306,10 @@ pub struct RecordedResponse {
     /// For a server-sent-event stream: the events, boundaries intact.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub events: Option<Vec<SseEvent>>,
+    /// For a stream: when each event came, in milliseconds since the request went
+    /// upstream (format 2.0 readers skip it: `--realtime` then spreads `latency_ms`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub event_ms: Vec<u64>,
     /// Why the upstream's stream broke off before its end, when it did (format 1.2). Such
     /// a recording replays as a stream that breaks off after the same events.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -382,6 +386,7 @@ impl RecordedResponse {
             headers,
             body,
             events,
+            event_ms: Vec::new(),
             aborted,
             encoded: Default::default(),
             encoded_events: Default::default(),

@@ -180,6 +180,7 @@ fn a_key_shaped_value_anywhere_refuses_the_write_and_names_where() {
                 aborted: None,
                 encoded: Default::default(),
                 encoded_events: Default::default(),
+                event_ms: Vec::new(),
             },
             latency_ms: 1,
             mocked: Vec::new(),

@@ -134,18 +134,18 @@ fn stream(
     let kept = kept_headers(&parts.headers);
     proxy.tasks.clone().spawn(async move {
         let parser = framing.parser();
-        let (events, aborted, hung_up) =
-            pump_stream(body, tx, encoding.decoder(), parser, idle).await;
+        let pumped = pump_stream(body, tx, encoding.decoder(), (parser, started), idle).await;
         let latency = started.elapsed();
-        if let Some(why) = &aborted {
-            note_abort(&proxy, &ex, why, hung_up);
+        if let Some(why) = &pumped.aborted {
+            note_abort(&proxy, &ex, why, pumped.hung_up);
         }
         let response = Recorded {
             status,
             headers: kept,
             body: None,
-            events: Some(events),
-            aborted,
+            events: Some(pumped.events),
+            event_ms: pumped.event_ms,
+            aborted: pumped.aborted,
         };
         store(&proxy, ex, response, latency);
     });
@@ -192,6 +192,7 @@ async fn whole(
         headers: kept_headers(&parts.headers),
         body: Some(Body::from_bytes(&bytes)),
         events: None,
+        event_ms: Vec::new(),
         aborted: None,
     };
     store(proxy, ex, response, latency);
@@ -217,11 +218,12 @@ async fn pump_stream(
     mut body: Incoming,
     tx: mpsc::Sender<std::io::Result<Bytes>>,
     mut decoder: Option<Decoder>,
-    mut parser: sse::StreamParser,
+    (mut parser, started): (sse::StreamParser, Instant),
     idle: Duration,
-) -> (Vec<sse::SseEvent>, Option<String>, bool) {
+) -> Pumped {
     const HUNG_UP: &str = "the program hung up mid-stream";
     let mut events = Vec::new();
+    let mut event_ms = Vec::new();
     let mut hung_up = false;
     let aborted = loop {
         // A program that hangs up ends the upstream's stream too (a model keeps generating,
@@ -264,6 +266,7 @@ async fn pump_stream(
             continue;
         }
         events.extend(parser.push(&data));
+        event_ms.resize(events.len(), millis(started.elapsed()));
         if tx.send(Ok(data)).await.is_err() {
             hung_up = true;
             break Some(HUNG_UP.to_owned());
@@ -274,6 +277,7 @@ async fn pump_stream(
     };
     if aborted.is_none() {
         events.extend(parser.finish());
+        event_ms.resize(events.len(), millis(started.elapsed()));
     }
     let aborted =
         aborted.or_else(|| (parser.broken()).map(|why| format!("the upstream's stream: {why}")));
@@ -281,7 +285,26 @@ async fn pump_stream(
         let _ = tx.send(Err(std::io::Error::other(why.clone()))).await;
     }
     let aborted = aborted.map(|why| format!("{why} (after {} events)", events.len()));
-    (events, aborted, hung_up)
+    Pumped {
+        events,
+        event_ms,
+        aborted,
+        hung_up,
+    }
+}
+
+/// A stream relayed to its end: its events and when each came (see
+/// [`Recorded::event_ms`]), why it broke off, if it did, and whether the program hung up.
+struct Pumped {
+    events: Vec<sse::SseEvent>,
+    event_ms: Vec<u64>,
+    aborted: Option<String>,
+    hung_up: bool,
+}
+
+/// `d` in whole milliseconds.
+pub(super) fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// Why a whole body could not be read.
@@ -316,6 +339,8 @@ pub(super) struct Recorded {
     pub headers: BTreeMap<String, String>,
     pub body: Option<Body>,
     pub events: Option<Vec<sse::SseEvent>>,
+    /// When each event came, in milliseconds since the request went upstream.
+    pub event_ms: Vec<u64>,
     pub aborted: Option<String>,
 }
 
@@ -333,9 +358,15 @@ pub(super) fn store(proxy: &Proxy, ex: Exchange, response: Recorded, latency: Du
         headers,
         body,
         events,
+        event_ms,
         aborted,
     } = response;
     let (body, events) = redacted(&proxy.opts.secrets, &ex, status, (body, events), &aborted);
+    let mut response = RecordedResponse::new(status.as_u16(), headers, body, events, aborted);
+    // Events made again from a redacted message came at no recorded time.
+    if response.events.as_ref().map(Vec::len) == Some(event_ms.len()) {
+        response.event_ms = event_ms;
+    }
     let interaction = Interaction {
         route: ex.route.name().to_owned(),
         key: ex.key,
@@ -346,7 +377,7 @@ pub(super) fn store(proxy: &Proxy, ex: Exchange, response: Recorded, latency: Du
             body: ex.stored,
             body_xxh3: ex.digest.map(crate::matching::key::digest_hex),
         },
-        response: RecordedResponse::new(status.as_u16(), headers, body, events, aborted),
+        response,
         latency_ms: u64::try_from(latency.as_millis()).unwrap_or(u64::MAX),
         mocked: ex.mocked,
         spoiled: None,

@@ -231,7 +231,7 @@ pub(super) async fn serve(
     let mut resp = match events {
         Some((evs, framing)) => {
             let mut r = if rp.realtime {
-                Response::new(paced_chunks(pace(evs, latency), abort))
+                Response::new(paced_chunks(pace(evs, latency, &rec.event_ms), abort))
             } else {
                 Response::new(chunks(evs, abort))
             };
@@ -283,9 +283,18 @@ fn served_as_recorded(it: &Interaction, want_stream: bool) -> bool {
     }
 }
 
-/// Spread a recorded latency evenly over the events: the first after one share, like a
-/// model's time to first token, the rest after theirs.
-fn pace(events: Vec<Bytes>, total: Duration) -> Vec<(Duration, Bytes)> {
+/// The pause before each event: each at its recorded time `at` (milliseconds since the
+/// request), when there is one per event; else a recorded latency spread evenly over them,
+/// the first after one share, like a model's time to first token, the rest after theirs.
+fn pace(events: Vec<Bytes>, total: Duration, at: &[u64]) -> Vec<(Duration, Bytes)> {
+    if at.len() == events.len() {
+        let since = std::iter::once(0).chain(at.iter().copied());
+        let pauses = at
+            .iter()
+            .zip(since)
+            .map(|(t, before)| t.saturating_sub(before));
+        return (pauses.map(Duration::from_millis)).zip(events).collect();
+    }
     let n = u32::try_from(events.len().max(1)).unwrap_or(u32::MAX);
     let step = total / n;
     events.into_iter().map(|e| (step, e)).collect()
@@ -298,8 +307,12 @@ mod tests {
     #[test]
     fn pacing_spreads_the_latency() {
         let evs = vec![Bytes::from_static(b"a"), Bytes::from_static(b"b")];
-        let paced = pace(evs, Duration::from_millis(100));
+        let paced = pace(evs.clone(), Duration::from_millis(100), &[]);
         let total: Duration = paced.iter().map(|(d, _)| *d).sum();
         assert_eq!(total, Duration::from_millis(100));
+        // Each event when it came: 40 ms, then 250 ms in.
+        let paced = pace(evs, Duration::from_millis(100), &[40, 250]);
+        let pauses: Vec<u64> = paced.iter().map(|(d, _)| d.as_millis() as u64).collect();
+        assert_eq!(pauses, [40, 210]);
     }
 }

@@ -62,6 +62,7 @@ fn write_cassette(path: &std::path::Path, request: serde_json::Value, reply: ser
                 aborted: None,
                 encoded: Default::default(),
                 encoded_events: Default::default(),
+                event_ms: Vec::new(),
             },
             latency_ms: 5,
             mocked: Vec::new(),

@@ -59,6 +59,7 @@ fn weather(path: &Path, salt: u64, system: &str, args: Value, reply: &str) {
                 aborted: None,
                 encoded: Default::default(),
                 encoded_events: Default::default(),
+                event_ms: Vec::new(),
             },
             latency_ms: 200 + salt * 13,
             mocked: Vec::new(),

@@ -141,6 +141,50 @@ async fn stream_replays_byte_for_byte_and_converts_both_ways() {
     fake.stop().await;
 }
 
+/// A recorded stream keeps when each event came; `replay --realtime` sends each then, and
+/// a plain replay at once.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stream_keeps_when_each_event_came_and_realtime_replays_it_so() {
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let d = record_daemon(dir.path(), &fake, &[]);
+    let url = d.url.clone();
+    blocking(move || http::post_json(&url, CHAT, &weather_request("Paris", true))).await;
+    let (code, err) = d.interrupt();
+    assert_eq!(code, 0, "{err}");
+    fake.stop().await;
+    let mut c = cassette(dir.path());
+    let response = &mut c["interactions"][0]["response"];
+    let n = response["events"].as_array().unwrap().len();
+    let at: Vec<u64> = (response["event_ms"].as_array().unwrap().iter())
+        .map(|t| t.as_u64().unwrap())
+        .collect();
+    assert_eq!(at.len(), n);
+    assert!(at.windows(2).all(|w| w[0] <= w[1]), "{at:?}");
+    // The last event 400 ms in, the rest at once; the whole latency said to be 0.
+    let mut at = vec![0; n];
+    at[n - 1] = 400;
+    response["event_ms"] = json!(at);
+    c["interactions"][0]["latency_ms"] = json!(0);
+    std::fs::write(dir.path().join("c.json"), c.to_string()).unwrap();
+    for (flags, slow) in [(&["--realtime"][..], true), (&[][..], false)] {
+        let args = [&["replay", "--cassette", "c.json"][..], flags].concat();
+        let d = Daemon::start(&args, dir.path());
+        let url = d.url.clone();
+        let took = blocking(move || {
+            let started = std::time::Instant::now();
+            let reply = http::post_json(&url, CHAT, &weather_request("Paris", true));
+            assert_eq!(events(&reply.text()).len(), n);
+            started.elapsed()
+        })
+        .await;
+        let (code, err) = d.interrupt();
+        assert_eq!(code, 0, "{err}");
+        let paced = took >= std::time::Duration::from_millis(380);
+        assert_eq!(paced, slow, "{flags:?}: {took:?}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn identical_requests_replay_in_recorded_order_and_errors_replay_as_recorded() {
     let fake = FakeOpenAi::start().await;

@@ -133,6 +133,12 @@ async fn a_socket_is_recorded_by_turn_and_replayed_without_the_upstream() {
             .collect();
         assert_eq!(&data, frames);
         assert_eq!(events[0]["event"], "response.created");
+        // And when each came, in order.
+        let at: Vec<u64> = (it["response"]["event_ms"].as_array().unwrap().iter())
+            .map(|t| t.as_u64().unwrap())
+            .collect();
+        assert_eq!(at.len(), events.len());
+        assert!(at.windows(2).all(|w| w[0] <= w[1]), "{at:?}");
         // The assembled response, as for an SSE recording.
         assert_eq!(
             it["response"]["body"]["json"]["object"], "response",
@@ -237,14 +243,23 @@ async fn a_fault_on_a_socket_turn_is_its_error_frame_or_a_cut() {
     let d = Daemon::start(&[&args[..], &fault[..]].concat(), dir.path());
     let mut ws = connect(&d.url).await;
     let refused = turn(&mut ws, &ask("Paris")).await;
-    assert_eq!((kinds(&refused), &refused[0]["status"]), (vec!["error"], &json!(429)));
+    assert_eq!(
+        (kinds(&refused), &refused[0]["status"]),
+        (vec!["error"], &json!(429))
+    );
     let answered = turn(&mut ws, &ask("Paris")).await;
     assert_eq!(kinds(&answered).last(), Some(&"response.completed"));
     ws.close(None).await.unwrap();
     let (code, err) = d.interrupt();
     assert_eq!(code, 0, "{err}");
     assert_eq!(fake.frames().len(), 1);
-    assert_eq!(cassette(dir.path())["interactions"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        cassette(dir.path())["interactions"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
     fake.stop().await;
 
     let dir = recorded_paris().await;
@@ -549,9 +564,7 @@ async fn a_realtime_socket_replays_frame_by_frame_and_a_changed_one_misses() {
         .unwrap();
     assert!(audio > 0, "{:#}", its[0]["response"]["body"]);
     // When each server frame came, in the turn.
-    let offsets = its[0]["response"]["body"]["json"]["frame_ms"]
-        .as_array()
-        .unwrap();
+    let offsets = its[0]["response"]["event_ms"].as_array().unwrap();
     assert_eq!(offsets.len(), events.len());
 
     // `show` reads each turn as a model call: audio shown by its transcript.
@@ -596,7 +609,7 @@ async fn a_realtime_socket_replays_frame_by_frame_and_a_changed_one_misses() {
 
     // `--realtime` paces each frame as recorded: the second turn's last frame 400 ms in.
     let mut c = cassette(dir.path());
-    let offsets = &mut c["interactions"][1]["response"]["body"]["json"]["frame_ms"];
+    let offsets = &mut c["interactions"][1]["response"]["event_ms"];
     let last = offsets.as_array().unwrap().len() - 1;
     offsets[last] = json!(400);
     std::fs::write(dir.path().join("c.json"), c.to_string()).unwrap();

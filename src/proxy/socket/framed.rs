@@ -90,7 +90,7 @@ impl Group {
             data,
         });
         self.parsed.push(json);
-        self.offsets.push(millis(self.started.elapsed()));
+        self.offsets.push(record::millis(self.started.elapsed()));
         ends
     }
 
@@ -103,8 +103,6 @@ impl Group {
     /// The turn as the cassette keeps it, `aborted` when it was cut short.
     pub(super) fn store(self, proxy: &Proxy, socket: Socket, path: &str, aborted: Option<String>) {
         let mut answer = socket.assemble_framed(self.parsed.iter());
-        // When each frame came, for a replay paced as recorded (`--realtime`).
-        answer["frame_ms"] = json!(self.offsets);
         let mut events = self.server;
         for e in &mut events {
             if let Some(r) = proxy.opts.secrets.redact_str(&e.data) {
@@ -113,24 +111,22 @@ impl Group {
         }
         proxy.opts.secrets.redact_value(&mut answer);
         let headers = std::collections::BTreeMap::new();
-        let response = RecordedResponse::new(
+        let mut response = RecordedResponse::new(
             200,
             headers,
             Some(Body::Json(answer.into())),
             Some(events),
             aborted,
         );
+        // When each frame came, for a replay paced as recorded (`--realtime`).
+        response.event_ms = self.offsets;
         let keyed = json!({"turn": self.turn, "frames": self.client});
-        let latency = millis(self.started.elapsed());
+        let latency = record::millis(self.started.elapsed());
         let route = (socket.route_name(), "GET", path);
         let mut it = record::boundary(proxy, route, keyed, response, latency);
         it.mocked = self.mocked;
         proxy.recorded(proxy.next_seq(), it);
     }
-}
-
-fn millis(d: std::time::Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// The program's data frame `msg` with the tool results it carries mocked, as the model
@@ -324,16 +320,15 @@ impl Chain<'_> {
         let response = &self.rp.interactions[pos].response;
         let events = response.events.as_deref().unwrap_or_default();
         // Paced as recorded with `--realtime`: each frame when it came in its turn.
-        let offsets = (response.body.as_ref())
-            .filter(|_| self.rp.realtime)
-            .and_then(Body::json_transient)
-            .map(|b| b["frame_ms"].as_array().cloned().unwrap_or_default())
-            .unwrap_or_default();
+        let offsets: &[u64] = match self.rp.realtime {
+            true => &response.event_ms,
+            false => &[],
+        };
         let after_n =
             (events.iter().enumerate()).filter(|(_, e)| e.id.as_deref() == Some(n.as_str()));
         for (i, e) in after_n.take(limit.unwrap_or(usize::MAX)) {
-            if let Some(ms) = offsets.get(i).and_then(Value::as_u64) {
-                let at = self.began + std::time::Duration::from_millis(ms);
+            if let Some(ms) = offsets.get(i) {
+                let at = self.began + std::time::Duration::from_millis(*ms);
                 tokio::time::sleep_until(at.into()).await;
             }
             let msg = match e.event.as_deref() {

@@ -135,11 +135,30 @@ struct Relay<'a> {
     cut: Option<(usize, CloseFrame)>,
 }
 
-/// A turn on its way: its exchange, when it was sent, and the server's frames so far.
+/// A turn on its way: its exchange, when it was sent, and the server's frames so far,
+/// with when each came (milliseconds since it was sent).
 struct Turn {
     ex: Exchange,
     started: Instant,
     events: Vec<SseEvent>,
+    event_ms: Vec<u64>,
+}
+
+impl Turn {
+    /// Store the turn: answered with its frames as a stream's events, `aborted` when it
+    /// was cut short.
+    fn store(self, proxy: &Proxy, aborted: Option<String>) {
+        let headers = BTreeMap::from([("content-type".to_owned(), "text/event-stream".to_owned())]);
+        let recorded = Recorded {
+            status: StatusCode::OK,
+            headers,
+            body: None,
+            events: Some(self.events),
+            event_ms: self.event_ms,
+            aborted,
+        };
+        record::store(proxy, self.ex, recorded, self.started.elapsed());
+    }
 }
 
 /// How a relayed socket ended: why (for a turn cut short), whether the program hung up
@@ -372,6 +391,7 @@ impl Relay<'_> {
             ex,
             started: Instant::now(),
             events: Vec::new(),
+            event_ms: Vec::new(),
         });
         out
     }
@@ -389,18 +409,21 @@ impl Relay<'_> {
             id: None,
             data: frame.to_owned(),
         });
+        turn.event_ms.push(record::millis(turn.started.elapsed()));
         if !ends {
             return;
         }
         let Some(turn) = self.turns.pop_front() else {
             return;
         };
-        let recorded = match (kind.as_deref(), turn.events.len(), &parsed) {
+        match (kind.as_deref(), turn.events.len(), &parsed) {
             // A turn refused at once is the HTTP error it stands for.
-            (Some("error"), 1, Some(error)) => refused(error),
-            _ => streamed(turn.events, None),
-        };
-        record::store(self.proxy, turn.ex, recorded, turn.started.elapsed());
+            (Some("error"), 1, Some(error)) => {
+                let latency = turn.started.elapsed();
+                record::store(self.proxy, turn.ex, refused(error), latency);
+            }
+            _ => turn.store(self.proxy, None),
+        }
     }
 
     /// A frame of the upstream's on a framed socket: one more of the turn, which it may end.
@@ -435,22 +458,8 @@ impl Relay<'_> {
         for turn in std::mem::take(&mut self.turns) {
             let n = turn.events.len();
             record::note_abort(self.proxy, &turn.ex, why, hung_up);
-            let why = format!("{why} (after {n} events)");
-            let recorded = streamed(turn.events, Some(why));
-            record::store(self.proxy, turn.ex, recorded, turn.started.elapsed());
+            turn.store(self.proxy, Some(format!("{why} (after {n} events)")));
         }
-    }
-}
-
-/// A turn answered with `events`, as a stream.
-fn streamed(events: Vec<SseEvent>, aborted: Option<String>) -> Recorded {
-    let headers = BTreeMap::from([("content-type".to_owned(), "text/event-stream".to_owned())]);
-    Recorded {
-        status: StatusCode::OK,
-        headers,
-        body: None,
-        events: Some(events),
-        aborted,
     }
 }
 
@@ -468,6 +477,7 @@ fn refused(error: &Value) -> Recorded {
         headers,
         body: Some(Body::Json(body.into())),
         events: None,
+        event_ms: Vec::new(),
         aborted: None,
     }
 }

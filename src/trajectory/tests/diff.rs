@@ -425,6 +425,7 @@ fn exchange(route: &str, path: &str, request: Value, response: Value, salt: u64)
             aborted: None,
             encoded: Default::default(),
             encoded_events: Default::default(),
+            event_ms: Vec::new(),
         },
         latency_ms: 100 * salt,
         mocked: Vec::new(),
