@@ -46,12 +46,10 @@ enum Pointed {
 /// `agentproxy MODE --cassette CASSETTE FLAGS -- codex exec --json PROMPT` with Codex's
 /// home at `home`, run as a user's script runs it.
 async fn session(
-    mode: &str,
-    cassette: &Path,
-    flags: &[OsString],
+    (mode, cassette, flags): (&str, &Path, &[OsString]),
     codex: &Path,
     home: &Path,
-    pointed: Pointed,
+    (pointed, prompt): (Pointed, &str),
     key: Option<&str>,
 ) -> Run {
     let base_url = match pointed {
@@ -63,7 +61,7 @@ async fn session(
     let mut args: Vec<OsString> = vec![mode.into(), "--cassette".into(), cassette.into()];
     args.extend(flags.iter().cloned());
     args.extend(["--".into(), "sh".into(), "-c".into(), script.into()]);
-    args.extend([codex.into(), OsString::from("Say hello")]);
+    args.extend([codex.into(), OsString::from(prompt)]);
     let home = home.to_string_lossy().into_owned();
     let mut env = vec![("CODEX_HOME", home.as_str())];
     env.extend(key.map(|k| ("CODEX_API_KEY", k)));
@@ -88,10 +86,16 @@ fn events(stdout: &str) -> Vec<String> {
         .collect()
 }
 
-/// Records `codex exec` pointed as `pointed`, then replays it in a new home with no
-/// configuration, the fake stopped and no key; returns the replay's stderr (`None`: the
-/// Node tests are skipped).
-async fn records_and_replays(pointed: Pointed) -> Option<String> {
+/// Records `codex exec PROMPT` pointed as `pointed`, then replays it in a new home with no
+/// configuration, the fake stopped and no key; checks Codex answered `answer` and made
+/// `turns` model calls; returns the replay's stderr and the cassette (`None`: the Node tests
+/// are skipped).
+async fn records_and_replays(
+    pointed: Pointed,
+    prompt: &str,
+    answer: &str,
+    turns: usize,
+) -> Option<(String, Value)> {
     let codex = codex()?;
     let fake = FakeOpenAi::start().await;
     let dir = tempfile::tempdir().unwrap();
@@ -99,21 +103,19 @@ async fn records_and_replays(pointed: Pointed) -> Option<String> {
     let recording_home = home(dir.path(), "home", Some("[features]\nplugins = false\n"));
     let upstream: Vec<OsString> = vec!["--upstream".into(), fake.url().into()];
     let recorded = session(
-        "record",
-        &cassette,
-        &upstream,
+        ("record", &cassette, &upstream),
         &codex,
         &recording_home,
-        pointed,
+        (pointed, prompt),
         Some("sk-test-codex"),
     )
     .await;
     assert!(recorded.status.success(), "record: {recorded}");
     let said = events(&recorded.stdout);
+    let wanted = format!(r#""type":"agent_message","text":"{answer}""#);
     assert!(
-        said.iter()
-            .any(|l| l.contains(r#""type":"agent_message","text":"You said: Say hello""#)),
-        "Codex printed no answer: {recorded}"
+        said.iter().any(|l| l.contains(&wanted)),
+        "Codex printed no {answer:?}: {recorded}"
     );
     for unwanted in ["Falling back", "other hosts the program reached"] {
         assert!(
@@ -121,20 +123,11 @@ async fn records_and_replays(pointed: Pointed) -> Option<String> {
             "{unwanted}: {recorded}"
         );
     }
-    // Over the socket: Codex's warm-up (`generate: false`), then its turn, and no POST.
+    // Over the socket: Codex's warm-up (`generate: false`), then its turns, and no POST.
     let frames = fake.frames();
-    let kinds: Vec<(&Value, &Value)> = frames
-        .iter()
-        .map(|f| (&f["type"], &f["generate"]))
-        .collect();
-    assert_eq!(
-        kinds,
-        [
-            (&Value::from("response.create"), &Value::from(false)),
-            (&Value::from("response.create"), &Value::Null)
-        ],
-        "{recorded}"
-    );
+    assert_eq!(frames.len(), turns, "{recorded}");
+    assert!(frames.iter().all(|f| f["type"] == "response.create"));
+    assert_eq!(frames[0]["generate"], false);
     let requests = fake.requests();
     assert!(
         requests.iter().all(|r| r.method == "GET"),
@@ -146,7 +139,7 @@ async fn records_and_replays(pointed: Pointed) -> Option<String> {
     let routes: Vec<&str> = (written["interactions"].as_array().unwrap().iter())
         .map(|i| i["route"].as_str().unwrap())
         .collect();
-    assert_eq!(routes, ["openai.responses", "openai.responses"]);
+    assert_eq!(routes, vec!["openai.responses"; turns]);
     let holes: Vec<&str> = (written["match"]["holes"].as_array().unwrap().iter())
         .map(|h| h["name"].as_str().unwrap())
         .collect();
@@ -158,16 +151,25 @@ async fn records_and_replays(pointed: Pointed) -> Option<String> {
     fake.stop().await;
 
     let fresh = home(dir.path(), "fresh-home", None);
-    let replayed = session("replay", &cassette, &[], &codex, &fresh, pointed, None).await;
+    let replayed = session(
+        ("replay", &cassette, &[]),
+        &codex,
+        &fresh,
+        (pointed, prompt),
+        None,
+    )
+    .await;
     assert!(replayed.status.success(), "replay: {replayed}");
     assert_eq!(events(&replayed.stdout), said, "replay: {replayed}");
     assert!(!replayed.stderr.contains("Falling back"), "{replayed}");
-    Some(replayed.stderr)
+    Some((replayed.stderr, written))
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn codex_exec_records_and_replays_over_a_websocket() {
-    let Some(stderr) = records_and_replays(Pointed::BaseUrl).await else {
+    let Some((stderr, _)) =
+        records_and_replays(Pointed::BaseUrl, "Say hello", "You said: Say hello", 2).await
+    else {
         return;
     };
     // With no configuration, Codex's plugin sync and analytics start; the replay refuses
@@ -183,11 +185,33 @@ async fn codex_exec_records_and_replays_over_a_websocket() {
 /// session's CA is trusted through `SSL_CERT_FILE`.
 #[tokio::test(flavor = "multi_thread")]
 async fn codex_with_no_configuration_is_recorded_and_replayed_through_interception() {
-    let Some(stderr) = records_and_replays(Pointed::Nowhere).await else {
+    let Some((stderr, _)) =
+        records_and_replays(Pointed::Nowhere, "Say hello", "You said: Say hello", 2).await
+    else {
         return;
     };
     assert!(
         stderr.contains("intercepted api.openai.com:443"),
         "{stderr}"
+    );
+}
+
+/// A command Codex runs: its output reaches the model with a chunk id and a wall time
+/// that differ on every run, which Codex's tolerances let a replay match.
+#[tokio::test(flavor = "multi_thread")]
+async fn codex_runs_a_command_and_replays_with_its_volatile_output_tolerated() {
+    let prompt = "Run `echo hello` and tell me what it printed";
+    let answer = "The command printed: hello";
+    let Some((_, written)) = records_and_replays(Pointed::BaseUrl, prompt, answer, 3).await else {
+        return;
+    };
+    let told = written["interactions"][2]["request"]["body"]["json"]["input"].to_string();
+    // What the model was told holds the run's chunk id and wall times, new on the
+    // replay's run of the command: the replay matched it through Codex's tolerances.
+    assert!(
+        told.contains("chunk_id")
+            && told.contains("wall_time_seconds")
+            && told.contains("Wall time"),
+        "{told}"
     );
 }

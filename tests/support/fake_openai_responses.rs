@@ -149,6 +149,12 @@ fn generate(
     model: &str,
     conversation: &[Value],
 ) -> Result<(Vec<Value>, Value), Answer> {
+    if let Some(output) = code_mode(conversation) {
+        return Ok((
+            vec![output],
+            json!({"prompt_tokens": 9, "completion_tokens": 9}),
+        ));
+    }
     let mut chat_request = json!({
         "model": model,
         "messages": chat_messages(request, conversation),
@@ -244,6 +250,55 @@ fn chat_messages(request: &Value, conversation: &[Value]) -> Vec<Value> {
         }
     }
     messages
+}
+
+/// Codex CLI's code mode: a request that declares the custom tool `exec` (JavaScript that
+/// calls Codex's tools) among the tools of an input item of the conversation. Asked to
+/// "Run `CMD`", the model
+/// runs it through `exec_command` and hands the result back whole (`text(r)`); given the
+/// result, it says the last line the command printed.
+fn code_mode(conversation: &[Value]) -> Option<Value> {
+    let nested = conversation
+        .iter()
+        .filter_map(|i| i["tools"].as_array())
+        .flatten();
+    let mut tools = nested.filter_map(|t| t["tools"].as_array()).flatten();
+    if !tools.any(|t| t["type"] == "custom" && t["name"] == "exec") {
+        return None;
+    }
+    let last = conversation.last()?;
+    if last["type"] == "custom_tool_call_output" {
+        // The script's report, then what `text(r)` appended: the command's result as JSON.
+        let parts = last["output"].as_array().into_iter().flatten();
+        let result = (parts.filter_map(|p| p["text"].as_str()))
+            .find_map(|t| serde_json::from_str::<Value>(t).ok())?;
+        let printed = result["output"].as_str().unwrap_or_default();
+        let text = format!(
+            "The command printed: {}",
+            printed.lines().last().unwrap_or_default()
+        );
+        return Some(json!({
+            "id": format!("msg_{}", random_token(48)), "type": "message", "status": "completed",
+            "content": [{"type": "output_text", "annotations": [], "logprobs": [], "text": text}],
+            "role": "assistant",
+        }));
+    }
+    let asked = (last["content"].as_array().into_iter().flatten())
+        .filter_map(|p| p["text"].as_str())
+        .find_map(|t| {
+            t.strip_prefix("Run `")?
+                .split_once('`')
+                .map(|(cmd, _)| cmd.to_owned())
+        })?;
+    let input = format!(
+        "const r = await tools.exec_command({{cmd: {}}});\ntext(r);",
+        Value::from(asked)
+    );
+    Some(json!({
+        "id": format!("ctc_{}", random_token(48)), "type": "custom_tool_call",
+        "status": "completed", "call_id": format!("call_{}", random_token(24)),
+        "name": "exec", "input": input,
+    }))
 }
 
 /// Responses function tools (`{type, name, parameters}`) in the chat shape
@@ -403,7 +458,25 @@ fn stream_events(response: &Value) -> Vec<Bytes> {
         let item_id = &item["id"];
         let mut added = item.clone();
         added["status"] = json!("in_progress");
-        if item["type"] == "function_call" {
+        if item["type"] == "custom_tool_call" {
+            added["input"] = json!("");
+            events.emit(
+                "response.output_item.added",
+                json!({"output_index": output_index, "item": added}),
+            );
+            let input = item["input"].as_str().unwrap_or_default();
+            for piece in fragments(input) {
+                events.emit(
+                    "response.custom_tool_call_input.delta",
+                    json!({"item_id": item_id, "output_index": output_index, "delta": piece,
+                           "obfuscation": obfuscation(piece)}),
+                );
+            }
+            events.emit(
+                "response.custom_tool_call_input.done",
+                json!({"item_id": item_id, "output_index": output_index, "input": input}),
+            );
+        } else if item["type"] == "function_call" {
             added["arguments"] = json!("");
             events.emit(
                 "response.output_item.added",

@@ -9,7 +9,9 @@
 //!   id);
 //! - the environment context carries `<current_date>`, so a replay on another day differs;
 //! - a command's output, as Codex tells the model, starts with a `Chunk ID:` and a
-//!   `Wall time:` line, new on every run;
+//!   `Wall time:` line, new on every run; in its code mode, a script's report says
+//!   `Wall time 0.2 seconds`, and a command's result handed back whole is JSON with
+//!   `"chunk_id"` and `"wall_time_seconds"`;
 //! - the skills block names its skill roots under `CODEX_HOME`
 //!   (``- `r0` = `/home/me/.codex/skills/.system` ``), which differ from machine to machine.
 //!
@@ -37,8 +39,16 @@ pub(crate) const CODEX: KnownClient = KnownClient {
             r"<current_date>\d{4}-\d{2}-\d{2}</current_date>",
             None,
         ),
-        ("codex_chunk_id", r"Chunk ID: [^\n]*", None),
-        ("codex_wall_time", r"Wall time: [^\n]*", None),
+        (
+            "codex_chunk_id",
+            r#"Chunk ID: [^\n]*|"chunk_id":"[^"]*""#,
+            None,
+        ),
+        (
+            "codex_wall_time",
+            r#"Wall time:? [^\n]*|"wall_time_seconds":[0-9.eE+-]+"#,
+            None,
+        ),
         ("codex_skill_root", r"- `r\d+` = `[^`\n]*`", None),
     ],
     side: &["github.com", "api.github.com", "chatgpt.com", "ab.chatgpt.com"],
@@ -98,6 +108,10 @@ mod tests {
                          "### Skill roots\n- `r0` = `/home/{id}/.codex/skills/.system`\n### Available skills")}]},
                     {"id": format!("fc_{id}"), "type": "function_call_output", "call_id": "call_1",
                      "output": format!("Chunk ID: {chunk}\nWall time: {wall} seconds\nProcess exited with code 0\nOutput:\nhello\n")},
+                    {"id": format!("ctco_{id}"), "type": "custom_tool_call_output", "call_id": "call_2",
+                     "output": [{"type": "input_text", "text": format!("Script completed\nWall time {wall} seconds\nOutput:\n")},
+                                {"type": "input_text", "text": format!(
+                                    r#"{{"chunk_id":"{chunk}","wall_time_seconds":{wall},"exit_code":0,"output":"hello\n"}}"#)}]},
                 ],
             })
         };
