@@ -732,3 +732,65 @@ async fn a_realtime_fault_is_an_error_event_or_a_cut_and_replays_the_same() {
     );
     assert!(r_err.contains("request 1: rate_limit (429)"), "{r_err}");
 }
+
+/// A Realtime server that closes mid-turn: the close is kept with its code and reason,
+/// the turn stored as aborted, and a replay closes the same way at the same point.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_realtime_close_is_recorded_with_its_code_and_replayed() {
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let item = json!({"type": "conversation.item.create",
+        "item": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hello"}]}});
+    let run = |d: Daemon| {
+        let item = item.clone();
+        async move {
+            let mut ws = connect_realtime(&d.url).await;
+            until(&mut ws, "session.created").await;
+            ws.send(Message::text(item.to_string())).await.unwrap();
+            let mut frames = Vec::new();
+            let closed = loop {
+                match ws.next().await {
+                    Some(Ok(Message::Text(t))) => frames.push(t.as_str().to_owned()),
+                    Some(Ok(Message::Close(f))) => break f.map(|f| (f.code, f.reason.to_string())),
+                    other => panic!("{other:?}"),
+                }
+            };
+            let _ = ws.flush().await;
+            let (code, err) = d.interrupt();
+            (frames, closed, code, err)
+        }
+    };
+    fake.cut_next_turns(1);
+    let (frames, closed, code, err) = run(record_daemon(dir.path(), &fake)).await;
+    assert_eq!(code, 3, "the upstream broke off: {err}");
+    assert_eq!(frames.len(), 2);
+    assert_eq!(
+        closed,
+        Some((CloseCode::Error, "cut by the test".to_owned()))
+    );
+    fake.stop().await;
+    let c = cassette(dir.path());
+    let response = &c["interactions"][0]["response"];
+    let last = response["events"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(last["event"], "close", "{response:#}");
+    let kept: Value = serde_json::from_str(last["data"].as_str().unwrap()).unwrap();
+    assert_eq!(kept, json!({"code": 1011, "reason": "cut by the test"}));
+    assert!(response["aborted"].as_str().unwrap().contains("1011"));
+
+    let replayed = run(Daemon::start(
+        &["replay", "--cassette", "c.json"],
+        dir.path(),
+    ))
+    .await;
+    assert_eq!((replayed.0, replayed.1), (frames, closed), "{}", replayed.3);
+    assert_eq!(
+        replayed.2, 0,
+        "a recording that broke off replays so: {}",
+        replayed.3
+    );
+}

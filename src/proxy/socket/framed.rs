@@ -71,7 +71,8 @@ impl Group {
         self.mocked.extend(mocked);
     }
 
-    /// A frame the upstream sent: `true` when it ends the turn.
+    /// A frame the upstream sent: `true` when it ends the turn. A close is kept as
+    /// `{"code", "reason"}`.
     pub(super) fn server(&mut self, socket: Socket, msg: &Message) -> bool {
         let (kind, data, json) = match msg {
             Message::Text(t) => (
@@ -80,6 +81,13 @@ impl Group {
                 serde_json::from_str(t.as_str()),
             ),
             Message::Binary(b) => ("binary", B64.encode(b), serde_json::from_slice(b)),
+            Message::Close(frame) => {
+                let (code, reason) = frame
+                    .as_ref()
+                    .map_or((1005, ""), |f| (f.code.into(), &f.reason));
+                let data = json!({"code": code, "reason": reason}).to_string();
+                ("close", data, Ok(Value::Null))
+            }
             _ => return false,
         };
         let json: Value = json.unwrap_or(Value::Null);
@@ -334,6 +342,13 @@ impl Chain<'_> {
             let msg = match e.event.as_deref() {
                 Some("binary") => {
                     Message::Binary(Bytes::from(B64.decode(&e.data).unwrap_or_default()))
+                }
+                // The server closed the socket here: so does the replay, as it did.
+                Some("close") => {
+                    let v: Value = serde_json::from_str(&e.data).unwrap_or(Value::Null);
+                    let code = v["code"].as_u64().and_then(|c| u16::try_from(c).ok());
+                    let reason = v["reason"].as_str().unwrap_or_default();
+                    return Err(close(CloseCode::from(code.unwrap_or(1011)), reason));
                 }
                 _ => Message::text(e.data.clone()),
             };

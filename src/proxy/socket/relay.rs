@@ -335,6 +335,10 @@ impl Relay<'_> {
             Some(Ok(Message::Binary(b))) => Message::Binary(b),
             Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_))) => return None,
             Some(Ok(Message::Close(frame))) => {
+                // A framed turn keeps the close, its code and reason, for its replay.
+                if let Some(group) = &mut self.group {
+                    group.server(self.socket, &Message::Close(frame.clone()));
+                }
                 let code = frame.as_ref().map_or(1005, |f| u16::from(f.code));
                 let mut ending =
                     Ending::upstream(format!("the upstream closed the socket mid-turn ({code})"));
