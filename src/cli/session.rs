@@ -227,7 +227,8 @@ pub struct ReplayArgs {
     #[arg(long, value_enum, default_value_t = Repeat::None)]
     pub repeat: Repeat,
 
-    /// Pace replies by their recorded latency instead of answering at once.
+    /// Pace replies as recorded instead of answering at once: each stream event and socket
+    /// frame at its recorded time, a whole reply after its recorded latency.
     #[arg(long)]
     pub realtime: bool,
 

@@ -13,7 +13,9 @@
 //!   `Wall time 0.2 seconds`, and a command's result handed back whole is JSON with
 //!   `"chunk_id"` and `"wall_time_seconds"`;
 //! - the skills block names its skill roots under `CODEX_HOME`
-//!   (``- `r0` = `/home/me/.codex/skills/.system` ``), which differ from machine to machine.
+//!   (``- `r0` = `/home/me/.codex/skills/.system` ``), and the environment context its
+//!   working directory and workspace roots (`<cwd>`, `<root>`), which differ from machine
+//!   to machine (a cassette committed with a project replays in CI's checkout).
 //!
 //! At start-up it syncs its curated plugins from GitHub and its plugin catalogue from
 //! chatgpt.com, and sends analytics to ab.chatgpt.com, whatever its environment says
@@ -50,6 +52,7 @@ pub(crate) const CODEX: KnownClient = KnownClient {
             None,
         ),
         ("codex_skill_root", r"- `r\d+` = `[^`\n]*`", None),
+        ("codex_workspace", r"<(cwd|root)>[^<]*</(cwd|root)>", None),
     ],
     side: &["github.com", "api.github.com", "chatgpt.com", "ab.chatgpt.com"],
     side_why: "its plugin sync at start-up (`git ls-remote` of the curated plugins, the plugin catalogue) and its analytics, which only its config file switches off",
@@ -103,7 +106,7 @@ mod tests {
                     {"id": format!("msg_{id}"), "role": "user", "type": "message",
                      "internal_chat_message_metadata_passthrough": {"create_time": 1.5, "turn_id": id},
                      "content": [{"type": "input_text", "text": format!(
-                         "<environment_context>\n  <cwd>/repo</cwd>\n  <current_date>{date}</current_date>\n</environment_context>")},
+                         "<environment_context>\n  <cwd>/home/{id}/repo</cwd>\n  <current_date>{date}</current_date>\n  <workspace_roots><root>/home/{id}/repo</root></workspace_roots>\n</environment_context>")},
                        {"type": "input_text", "text": format!(
                          "### Skill roots\n- `r0` = `/home/{id}/.codex/skills/.system`\n### Available skills")}]},
                     {"id": format!("fc_{id}"), "type": "function_call_output", "call_id": "call_1",
