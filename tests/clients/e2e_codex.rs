@@ -62,8 +62,10 @@ async fn session(
     args.extend(flags.iter().cloned());
     args.extend(["--".into(), "sh".into(), "-c".into(), script.into()]);
     args.extend([codex.into(), OsString::from(prompt)]);
+    // Its home is the user's too: the commands it runs in a login shell then read no
+    // profile of the machine's (one that prints now and then would change their output).
     let home = home.to_string_lossy().into_owned();
-    let mut env = vec![("CODEX_HOME", home.as_str())];
+    let mut env = vec![("CODEX_HOME", home.as_str()), ("HOME", home.as_str())];
     env.extend(key.map(|k| ("CODEX_API_KEY", k)));
     agentproxy(args, &env).await
 }
