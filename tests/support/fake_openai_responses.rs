@@ -458,42 +458,30 @@ fn stream_events(response: &Value) -> Vec<Bytes> {
         let item_id = &item["id"];
         let mut added = item.clone();
         added["status"] = json!("in_progress");
-        if item["type"] == "custom_tool_call" {
-            added["input"] = json!("");
+        // A call streams its one text field: a custom tool's `input`, a function's
+        // `arguments`.
+        let call = match item["type"].as_str() {
+            Some("custom_tool_call") => Some(("input", "response.custom_tool_call_input")),
+            Some("function_call") => Some(("arguments", "response.function_call_arguments")),
+            _ => None,
+        };
+        if let Some((field, prefix)) = call {
+            added[field] = json!("");
             events.emit(
                 "response.output_item.added",
                 json!({"output_index": output_index, "item": added}),
             );
-            let input = item["input"].as_str().unwrap_or_default();
-            for piece in fragments(input) {
+            let text = item[field].as_str().unwrap_or_default();
+            for piece in fragments(text) {
                 events.emit(
-                    "response.custom_tool_call_input.delta",
+                    &format!("{prefix}.delta"),
                     json!({"item_id": item_id, "output_index": output_index, "delta": piece,
                            "obfuscation": obfuscation(piece)}),
                 );
             }
-            events.emit(
-                "response.custom_tool_call_input.done",
-                json!({"item_id": item_id, "output_index": output_index, "input": input}),
-            );
-        } else if item["type"] == "function_call" {
-            added["arguments"] = json!("");
-            events.emit(
-                "response.output_item.added",
-                json!({"output_index": output_index, "item": added}),
-            );
-            let arguments = item["arguments"].as_str().unwrap_or_default();
-            for piece in fragments(arguments) {
-                events.emit(
-                    "response.function_call_arguments.delta",
-                    json!({"item_id": item_id, "output_index": output_index, "delta": piece,
-                           "obfuscation": obfuscation(piece)}),
-                );
-            }
-            events.emit(
-                "response.function_call_arguments.done",
-                json!({"item_id": item_id, "output_index": output_index, "arguments": arguments}),
-            );
+            let mut done = json!({"item_id": item_id, "output_index": output_index});
+            done[field] = json!(text);
+            events.emit(&format!("{prefix}.done"), done);
         } else {
             added["content"] = json!([]);
             events.emit(
