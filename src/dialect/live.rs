@@ -91,16 +91,23 @@ pub fn assemble<'a>(server: impl Iterator<Item = &'a Value>) -> Value {
     json!({"text": text, "functionCalls": calls, "audio_bytes": audio, "usageMetadata": usage})
 }
 
-/// The model call a turn is: its client messages (`frames`) and its assembled answer.
+/// The model a client message names: its `setup`'s, without `models/`.
+pub fn model_of(frame: &Value) -> Option<&str> {
+    let model = frame.get("setup")?["model"].as_str()?;
+    Some(model.trim_start_matches("models/"))
+}
+
+/// The model call a turn is: its client messages (`frames`) and its assembled answer
+/// (which names the socket's model on every turn, its `setup` only on the first).
 pub fn extract(frames: &[Value], answer: &Value) -> ModelCall {
     let mut call = ModelCall {
         route: ROUTE.to_owned(),
+        model: answer["model"].as_str().unwrap_or_default().to_owned(),
         ..ModelCall::default()
     };
     for frame in frames {
         if let Some(setup) = frame.get("setup") {
-            let model = setup["model"].as_str().unwrap_or_default();
-            call.model = model.trim_start_matches("models/").to_owned();
+            call.model = model_of(frame).unwrap_or_default().to_owned();
             let instruction = field(setup, "systemInstruction", "system_instruction");
             let parts = instruction.and_then(|i| i["parts"].as_array());
             let system: Vec<&str> = parts
@@ -199,6 +206,11 @@ mod tests {
         assert_eq!(call.reply.as_deref(), Some("It is warm."));
         assert_eq!(answer["audio_bytes"], 3);
         assert_eq!((call.usage.prompt, call.usage.completion), (9, 3));
+        // A later turn has no setup: its answer names the socket's model.
+        let mut later = answer.clone();
+        later["model"] = json!("gemini-live-2.5-flash");
+        assert_eq!(extract(&frames[1..], &later).model, "gemini-live-2.5-flash");
+        assert_eq!(model_of(&frames[0]), Some("gemini-live-2.5-flash"));
     }
 
     #[test]

@@ -481,6 +481,13 @@ async fn gemini_live_records_and_replays() {
     let parsed: Value = serde_json::from_str(&written).expect("the cassette is JSON");
     let turns = vec![("gemini.live".to_owned(), true); 2];
     assert_eq!(interactions(&parsed), turns, "what was recorded");
+    // Both turns name the model, though only the first carries the setup.
+    for it in parsed["interactions"].as_array().unwrap() {
+        let model = it["response"]["body"]["json"]["model"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(model.starts_with("gemini"), "{model:?}");
+    }
     fake.stop().await;
 
     let mut replay: Vec<OsString> = vec![

@@ -22,6 +22,7 @@ use super::super::state::Proxy;
 use super::fault::{self, Injected};
 use super::side::{broken, close, finish, program, Opened, Program};
 use crate::cassette::{Body, RecordedResponse};
+use crate::dialect::live;
 use crate::dialect::socket::Socket;
 use crate::matching::{index::Lookup, normalize::normalize};
 use crate::sse::SseEvent;
@@ -43,6 +44,9 @@ pub(super) struct Group {
     /// The calls whose results in the client's frames a mock wrote.
     mocked: Vec<String>,
     started: Instant,
+    /// The model a Live socket's `setup` named, on an earlier turn or this one: every
+    /// turn's answer names it.
+    model: Option<String>,
 }
 
 impl Group {
@@ -55,18 +59,25 @@ impl Group {
             offsets: Vec::new(),
             mocked: Vec::new(),
             started: Instant::now(),
+            model: None,
         }
     }
 
-    /// The turn's number on its socket.
-    pub(super) fn turn(&self) -> usize {
-        self.turn
+    /// The socket's next turn, after this one.
+    pub(super) fn next(&self) -> Group {
+        Group {
+            model: self.model.clone(),
+            ..Group::new(self.turn + 1)
+        }
     }
 
     /// A frame the program sent, as [`mocked`] read it (its results already mocked for
     /// the calls `mocked`).
     pub(super) fn client(&mut self, socket: Socket, mut frame: Value, mocked: Vec<String>) {
         socket.normalize_client(&mut frame);
+        if let Some(model) = live::model_of(&frame) {
+            self.model = Some(model.to_owned());
+        }
         self.client.push(frame);
         self.mocked.extend(mocked);
     }
@@ -111,6 +122,9 @@ impl Group {
     /// The turn as the cassette keeps it, `aborted` when it was cut short.
     pub(super) fn store(self, proxy: &Proxy, socket: Socket, path: &str, aborted: Option<String>) {
         let mut answer = socket.assemble_framed(self.parsed.iter());
+        if let Some(model) = self.model {
+            answer["model"] = json!(model);
+        }
         let mut events = self.server;
         for e in &mut events {
             if let Some(r) = proxy.opts.secrets.redact_str(&e.data) {

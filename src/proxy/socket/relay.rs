@@ -436,7 +436,7 @@ impl Relay<'_> {
         if !group.server(self.socket, msg) {
             return;
         }
-        let next = Group::new(group.turn() + 1);
+        let next = group.next();
         let done = std::mem::replace(group, next);
         done.store(self.proxy, self.socket, &self.head.stored_path, None);
     }
