@@ -24,7 +24,7 @@ pub const FORMAT_MAJOR: u32 = 2;
 /// The oldest major this build reads (1.x: its SHA-256 keys are kept).
 pub const OLDEST_MAJOR: u32 = 1;
 /// Minor version: additions that older readers can ignore (unknown fields are skipped on load).
-pub const FORMAT_MINOR: u32 = 0;
+pub const FORMAT_MINOR: u32 = 1;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Cassette {
@@ -307,7 +307,7 @@ pub struct RecordedResponse {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub events: Option<Vec<SseEvent>>,
     /// For a stream: when each event came, in milliseconds since the request went
-    /// upstream (format 2.0 readers skip it: `--realtime` then spreads `latency_ms`).
+    /// upstream (format 2.1; a 2.0 reader skips it, and `--realtime` spreads `latency_ms`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub event_ms: Vec<u64>,
     /// Why the upstream's stream broke off before its end, when it did (format 1.2). Such
@@ -455,7 +455,7 @@ mod tests {
         assert_eq!(parse_major("12.3"), Some(12));
         assert_eq!(parse_major("1"), None);
         assert_eq!(parse_major("x.1"), None);
-        assert_eq!(format_version(), "2.0");
+        assert_eq!(format_version(), "2.1");
     }
 
     #[test]

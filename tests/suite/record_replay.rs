@@ -329,7 +329,7 @@ async fn requests_spelled_otherwise_are_keyed_from_their_bytes_secrets_and_all()
     // Format 2.0 keys with XXH3-128; a 1.x cassette's SHA-256 keys are kept and matched,
     // and keys of both kinds in one cassette are made anew.
     let mut c = cassette(dir.path());
-    assert_eq!(c["format"], "2.0");
+    assert_eq!(c["format"], "2.1");
     assert!(c["interactions"]
         .as_array()
         .unwrap()
