@@ -147,8 +147,8 @@ pub struct SessionArgs {
     pub contain: Contain,
 
     /// Do not tolerate the volatile fields of known clients. Recording Claude Code (or the
-    /// Claude Agent SDK) otherwise writes its session id, billing header and date line into
-    /// the cassette's match block, so a replay on another run or day still matches.
+    /// Claude Agent SDK) or Codex CLI otherwise writes their session ids, dates and the like
+    /// into the cassette's match block, so a replay on another run or day still matches.
     #[arg(long)]
     pub no_client_tolerances: bool,
 

@@ -110,6 +110,11 @@ pub struct TestArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub max_age: Option<Duration>,
 
+    /// Replay paced as recorded: each stream event and socket frame at its recorded time,
+    /// a whole reply after its recorded latency; overrides a spec's execution.replay_timing.
+    #[arg(long)]
+    pub realtime: bool,
+
     /// How many cases run at once (default: the number of cores; turns within a case stay
     /// sequential, and each case's output is printed in case order).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]

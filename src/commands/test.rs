@@ -152,6 +152,7 @@ fn select(
         },
         cassette_dir: args.cassettes.clone(),
         max_age: args.max_age,
+        realtime: args.realtime,
     };
     let mut out = Selected {
         jobs: vec![],
@@ -177,6 +178,7 @@ fn select(
             listen: args.listen,
             max_body: args.max_body_size,
             max_age: resolved.max_age,
+            realtime: resolved.realtime,
             mcp: args.mcp.iter().cloned().collect(),
             a2a: args.a2a.iter().cloned().collect(),
             faults: args.fault.clone(),

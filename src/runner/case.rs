@@ -35,6 +35,8 @@ pub struct Settings {
     pub max_body: usize,
     /// Warn of a replayed cassette recorded longer ago than this.
     pub max_age: Option<Duration>,
+    /// Replay paced as recorded (see [`crate::proxy::replay::Replay::realtime`]).
+    pub realtime: bool,
     /// `--mcp NAME=URL`: streamable HTTP MCP servers, over the spec's `mcp:`.
     pub mcp: BTreeMap<String, String>,
     /// `--a2a NAME=URL`: remote agents, over the spec's `a2a:`.
@@ -185,6 +187,7 @@ pub(crate) fn setup(
     Setup {
         match_rules: spec.match_rules.clone(),
         repeat: spec.repeat,
+        realtime: s.realtime,
         by_position: fuzz.is_some(),
         tools: spec.tools.clone(),
         mcp_http: s.mcp_servers(spec),

@@ -568,6 +568,13 @@ impl Builder<'_> {
                 .get("max_age")
                 .map(|n| self.duration(n, "execution.max_age"))
                 .transpose()?,
+            replay_timing: f
+                .get("replay_timing")
+                .map(|n| {
+                    let timings = [("instant", false), ("recorded", true)];
+                    self.word(n, "execution.replay_timing", &timings)
+                })
+                .transpose()?,
             reports: match f.entry("reports") {
                 Some((k, v)) => self.reports(v, k.at, dir)?,
                 None => Vec::new(),

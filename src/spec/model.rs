@@ -189,6 +189,9 @@ pub struct Execution {
     /// `max_age:` (duration such as `30d`): a replayed cassette recorded longer ago than
     /// this gets a warning.
     pub max_age: Option<Duration>,
+    /// `replay_timing:` (`instant` | `recorded`): a replay answers at once, or paced as
+    /// recorded (each stream event and socket frame at its time), as `replay --realtime`.
+    pub replay_timing: Option<bool>,
     /// `reports:` (a mapping from a report format to a file, relative to the spec's
     /// directory): after each run, the report of this spec's cases in each format.
     pub reports: Vec<(ReportFormat, PathBuf)>,

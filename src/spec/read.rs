@@ -52,6 +52,7 @@ pub(super) const EXECUTION_KEYS: &[&str] = &[
     "timeout",
     "verbosity",
     "max_age",
+    "replay_timing",
     "reports",
 ];
 pub(super) const CASE_KEYS: &[&str] = &[

@@ -39,6 +39,8 @@ pub struct CliOverrides {
     pub cassette_dir: Option<PathBuf>,
     /// `--max-age`.
     pub max_age: Option<Duration>,
+    /// `--realtime`.
+    pub realtime: bool,
 }
 
 /// Where a resolved value came from (for `-v` output and reports).
@@ -80,6 +82,8 @@ pub struct Resolved {
     pub cassette_dir: PathBuf,
     /// Warn of a replayed cassette older than this: `--max-age`, else `execution.max_age`.
     pub max_age: Option<Duration>,
+    /// Replay paced as recorded: `--realtime`, else `execution.replay_timing: recorded`.
+    pub realtime: bool,
     pub origins: Origins,
 }
 
@@ -156,6 +160,7 @@ pub fn resolve(
         verbosity,
         cassette_dir,
         max_age: cli.max_age.or(ex.max_age),
+        realtime: cli.realtime || ex.replay_timing == Some(true),
         origins: Origins {
             mode: mode_origin,
             parallel: parallel_origin,
@@ -327,6 +332,7 @@ mod tests {
             timeout: Some(Duration::from_secs(120)),
             verbosity: Some(Verbosity::Verbose),
             max_age: Some(Duration::from_secs(86_400)),
+            replay_timing: Some(true),
             reports: vec![],
         }
     }
@@ -496,6 +502,7 @@ mod tests {
             verbosity: Some(Verbosity::Debug),
             cassette_dir: Some("cli/cassettes".into()),
             max_age: Some(Duration::from_secs(60)),
+            realtime: false,
         };
         let r = run(
             &cli,
@@ -522,6 +529,8 @@ mod tests {
         assert_eq!(r.origins.mode, Origin::Cli);
         assert_eq!(r.origins.cassette_dir, Origin::Cli);
         assert_eq!(r.max_age, Some(Duration::from_secs(60)));
+        // A spec that asks for recorded timing gets it; the flag only turns it on.
+        assert!(r.realtime);
     }
 
     #[test]
@@ -565,6 +574,7 @@ mod tests {
             verbosity: Some(Verbosity::Quiet),
             cassette_dir: None,
             max_age: None,
+            realtime: false,
         };
         let s = spec(Execution::default(), None);
         for (var, value, want) in [

@@ -169,6 +169,7 @@ fn a_full_spec_parses_to_the_model() {
             timeout: Some(Duration::from_secs(120)),
             verbosity: Some(Verbosity::Verbose),
             max_age: None,
+            replay_timing: None,
             reports: vec![],
         },
         egress: Egress::default(),
@@ -386,7 +387,7 @@ fn errors_point_at_file_line_and_column() {
         ),
         (
             &format!("{app}execution: {{mdoe: replay}}\n"),
-            "specs/weather.yaml:2:13: unknown key `mdoe` in execution; expected one of: mode, parallel, timeout, verbosity, max_age, reports (did you mean `mode`?)".into(),
+            "specs/weather.yaml:2:13: unknown key `mdoe` in execution; expected one of: mode, parallel, timeout, verbosity, max_age, replay_timing, reports (did you mean `mode`?)".into(),
         ),
         (
             &format!("{app}tools:\n  t: {{when: {{a: 1}}, result: 2}}\n"),
@@ -792,6 +793,25 @@ fn execution_max_age_is_a_duration() {
     );
     let e = spec("30").unwrap_err().to_string();
     assert!(e.starts_with("s.yaml:2:22: expected a duration"), "{e}");
+}
+
+#[test]
+fn execution_replay_timing_is_instant_or_recorded() {
+    let spec = |timing: &str| {
+        parse(
+            &format!("app: {{command: a}}\nexecution: {{replay_timing: {timing}}}\ncases: [{{name: a, input: x}}]\n"),
+            Path::new("s.yaml"))
+    };
+    assert_eq!(
+        spec("recorded").unwrap().execution.replay_timing,
+        Some(true)
+    );
+    assert_eq!(
+        spec("instant").unwrap().execution.replay_timing,
+        Some(false)
+    );
+    let e = spec("slow").unwrap_err().to_string();
+    assert!(e.contains("instant") && e.contains("recorded"), "{e}");
 }
 
 #[test]

@@ -927,3 +927,43 @@ fn a_required_containment_not_reached_fails_the_case_as_uncertified() {
         assert_eq!(auto.code, 1, "{}", auto.stderr);
     }
 }
+
+/// `execution.replay_timing: recorded` (or `--realtime`) replays a case's answers after
+/// their recorded latency; by default they come at once.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_spec_can_replay_at_the_recorded_pace() {
+    let fake = FakeOpenAi::start().await;
+    let (_dir, d) = recorded_paris(&fake).await;
+    fake.stop().await;
+    let cassette = d.join("cassettes/paris.json");
+    let mut c: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&cassette).unwrap()).unwrap();
+    let its = c["interactions"].as_array_mut().unwrap();
+    assert_eq!(its.len(), 2);
+    for it in its {
+        it["latency_ms"] = serde_json::json!(2000);
+    }
+    std::fs::write(&cassette, c.to_string()).unwrap();
+    let spec = std::fs::read_to_string(d.join("weather.yaml")).unwrap();
+    let timed = spec.replace(
+        "cases:\n",
+        "execution:\n  replay_timing: recorded\ncases:\n",
+    );
+    std::fs::write(d.join("timed.yaml"), timed).unwrap();
+    let replay = |args: &'static [&'static str]| {
+        let d = d.clone();
+        async move {
+            let started = std::time::Instant::now();
+            let run = run_off_runtime(&d, args).await;
+            assert_eq!(run.code, 0, "{args:?}: {}", run.stderr);
+            started.elapsed()
+        }
+    };
+    let paced = std::time::Duration::from_secs(4);
+    let by_spec = replay(&["test", "timed.yaml", "--mode", "replay"]).await;
+    assert!(by_spec >= paced, "replay_timing: recorded took {by_spec:?}");
+    let by_flag = replay(&["test", "weather.yaml", "--mode", "replay", "--realtime"]).await;
+    assert!(by_flag >= paced, "--realtime took {by_flag:?}");
+    let instant = replay(&["test", "weather.yaml", "--mode", "replay"]).await;
+    assert!(instant < paced, "the default took {instant:?}");
+}
