@@ -167,7 +167,7 @@ fn store_answer(
     let Some(request) = asked.take_if(|r| r["id"] == *id) else {
         return;
     };
-    let latency = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let latency = super::record::millis(started.elapsed());
     if let Err(why) = mcp::store(proxy, name, &request, answer, latency) {
         incomplete(proxy, name, why);
     }

@@ -378,7 +378,7 @@ pub(super) fn store(proxy: &Proxy, ex: Exchange, response: Recorded, latency: Du
             body_xxh3: ex.digest.map(crate::matching::key::digest_hex),
         },
         response,
-        latency_ms: u64::try_from(latency.as_millis()).unwrap_or(u64::MAX),
+        latency_ms: millis(latency),
         mocked: ex.mocked,
         spoiled: None,
     };
