@@ -294,7 +294,9 @@ impl Error {
                 | CassetteError::NotACassette { .. }
                 | CassetteError::Unwritable { .. }
                 | CassetteError::Locked { .. } => EXIT_USAGE,
-                CassetteError::Secret { .. } | CassetteError::Write { .. } => EXIT_EXECUTION,
+                CassetteError::Secret { .. }
+                | CassetteError::Write { .. }
+                | CassetteError::Changed { .. } => EXIT_EXECUTION,
             },
             Error::Child(ChildError::Spawn { .. } | ChildError::Wait { .. })
             | Error::NothingRecorded { .. }

@@ -10,6 +10,9 @@ pub enum CassetteError {
         source: std::io::Error,
     },
 
+    #[error("cassette {path} changed on disk while it was in use (it was written in place)\n  hint: a cassette in use is read again as its recordings are served; write a new one beside it and rename it over the old (as agentproxy, git and editors do), then run again", path = .path.display())]
+    Changed { path: PathBuf },
+
     #[error("cassette {path} is not a regular file: it is {what}\n  hint: a cassette is a file written by `agentproxy record`; give the path of one", path = .path.display())]
     NotAFile { path: PathBuf, what: &'static str },
 
@@ -31,10 +34,11 @@ pub enum CassetteError {
         message: String,
     },
 
-    #[error("cassette {path} has format {found}, but this agentproxy reads formats {oldest}.x to {supported}.x\n  hint: {hint}", path = .path.display(), oldest = super::format::OLDEST_MAJOR)]
+    #[error("cassette {path} has format {found}, but this agentproxy reads formats {oldest}.x to {supported}.x\n  hint: {hint}", path = .path.display())]
     Version {
         path: PathBuf,
         found: String,
+        oldest: u32,
         supported: u32,
         hint: &'static str,
     },

@@ -12,6 +12,7 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::error::CassetteError;
 pub use super::lazy::LazyJson;
 use crate::dialect::{KnownClient, Provider, Route};
 use crate::neutral::{Execution, ModelCall};
@@ -342,17 +343,19 @@ impl Body {
         }
     }
 
-    pub fn to_bytes(&self) -> Bytes {
-        match self {
+    /// The bytes to send; fails only for JSON text in a cassette file that changed since
+    /// it loaded (see [`LazyJson::compact_bytes`]).
+    pub fn to_bytes(&self) -> Result<Bytes, CassetteError> {
+        Ok(match self {
             // No tree is built: a tree is four times the text.
-            Body::Json(v) => v.compact_bytes(),
+            Body::Json(v) => v.compact_bytes()?,
             Body::Text(s) => Bytes::from(s.clone()),
             Body::Base64(b) => Bytes::from(
                 base64::engine::general_purpose::STANDARD
                     .decode(b)
                     .unwrap_or_default(),
             ),
-        }
+        })
     }
 
     pub fn as_json(&self) -> Option<&Value> {
@@ -394,10 +397,12 @@ impl RecordedResponse {
     }
 
     /// The body bytes to serve, encoded once.
-    pub fn body_bytes(&self) -> Bytes {
-        self.encoded
-            .get_or_init(|| self.body.as_ref().map(Body::to_bytes).unwrap_or_default())
-            .clone()
+    pub fn body_bytes(&self) -> Result<Bytes, CassetteError> {
+        if let Some(encoded) = self.encoded.get() {
+            return Ok(encoded.clone());
+        }
+        let body = self.body.as_ref().map(Body::to_bytes).transpose()?;
+        Ok(self.encoded.get_or_init(|| body.unwrap_or_default()).clone())
     }
 
     /// The recorded events as frames to serve, encoded once; `None` when not a stream.
@@ -446,7 +451,7 @@ mod tests {
         let raw = [0xff, 0x00, 0x10];
         let b = Body::from_bytes(&raw);
         assert!(matches!(b, Body::Base64(_)));
-        assert_eq!(&b.to_bytes()[..], &raw);
+        assert_eq!(&b.to_bytes().unwrap()[..], &raw);
     }
 
     #[test]

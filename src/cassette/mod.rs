@@ -5,6 +5,7 @@ mod error;
 pub mod format;
 mod lazy;
 mod parts;
+mod source;
 pub mod store;
 mod validate;
 mod writer;

@@ -1,58 +1,131 @@
-//! A large cassette parsed on every core: its interactions split into consecutive runs, one
-//! per thread, where agentproxy's own layout says an interaction starts.
+//! A large cassette loaded a window at a time and parsed on every core: its interactions
+//! split into consecutive runs where agentproxy's own layout says an interaction starts,
+//! each body kept as its place in the file (see [`super::source`]), so loading holds a
+//! window of the file in memory, never the whole.
 //!
 //! A cassette as agentproxy writes it is pretty JSON with two-space indents, so the top
 //! level's `"interactions": [` and its closing `]` sit on lines of their own at indent 2,
 //! and each interaction opens with `{` at indent 4 and `"route"` at indent 6. JSON strings
-//! cannot hold a raw newline, so these lines are structure, never text. Each run is parsed
-//! interaction by interaction and must end exactly where the next begins, the rest of the
-//! document is parsed with an empty array in place: together that is the whole document,
-//! read as strictly as in one pass. Anything else (another layout, an error anywhere)
-//! gives `None`, and the caller parses the file in one pass, which also says where it is
-//! broken.
+//! cannot hold a raw newline, so these lines are structure, never text. A window ends
+//! where its last interaction starts; its runs are parsed interaction by interaction and
+//! must end exactly where the next begins, and the rest of the document (its head and
+//! tail) is parsed with an empty array in place: together that is the whole document, read
+//! as strictly as in one pass. Anything else (another layout, an error anywhere) gives
+//! `None`, and the caller parses the file in one pass, which also says where it is broken.
 
-use std::ops::Range;
+use std::sync::Arc;
 
-use bytes::Bytes;
 use memchr::memmem;
 
+use super::error::CassetteError;
 use super::format::{Cassette, Interaction};
 use super::lazy;
+use super::source::Source;
 
-/// Smaller files are parsed in one pass: threads would cost more than they save.
-const MIN_SPLIT: usize = 8 << 20;
+/// Bytes read and parsed at a time: the most of the file a load holds (more only for an
+/// interaction larger than this).
+const WINDOW: usize = 16 << 20;
+/// How far from its end the file is read for the array's `]` and what follows it.
+const TAIL: usize = 64 << 10;
 
 const ARRAY_OPEN: &[u8] = b"\n  \"interactions\": [";
 const ARRAY_CLOSE: &[u8] = b"\n  ]";
 const ITEM_OPEN: &[u8] = b"\n    {\n      \"route\":";
 
-/// The cassette in `bytes`, parsed in `parts` runs at once; `None` when it cannot be
-/// split so (see the module's documentation).
-pub(super) fn parse(bytes: &Bytes, parts: usize) -> Option<Cassette> {
-    if bytes.len() < MIN_SPLIT || parts < 2 {
-        return None;
-    }
-    in_parts(bytes, parts)
+/// The cassette in `source`, parsed a window at a time in `parts` runs at once; `None`
+/// when it cannot be split so (see the module's documentation).
+pub(super) fn load(source: &Arc<Source>, parts: usize) -> Result<Option<Cassette>, CassetteError> {
+    load_by(source, parts, WINDOW)
 }
 
-fn in_parts(bytes: &Bytes, parts: usize) -> Option<Cassette> {
-    let (array, starts) = split(bytes, parts)?;
-    let mut rest = Vec::with_capacity(array.start + 2 + (bytes.len() - array.end));
-    rest.extend_from_slice(&bytes[..array.start]);
+fn load_by(
+    source: &Arc<Source>,
+    parts: usize,
+    window: usize,
+) -> Result<Option<Cassette>, CassetteError> {
+    let Some((mut cassette, mut from, close)) = frame(source, window)? else {
+        return Ok(None);
+    };
+    let mut buf = Vec::new();
+    while from < close {
+        // A window ends where its last interaction starts; one interaction larger than
+        // the window widens it.
+        let mut want = window;
+        let (to, last) = loop {
+            let end = (from + want).min(close);
+            buf.resize(end - from, 0);
+            source.read_into(from as u64, &mut buf)?;
+            if end == close {
+                break (end, true);
+            }
+            let first = skip_ws(&buf, 0);
+            let cut = memmem::rfind(&buf, ITEM_OPEN).map(|at| at + 5);
+            match cut.filter(|&cut| cut > first) {
+                Some(cut) => break (from + cut, false),
+                None => want *= 2,
+            }
+        };
+        let Some(read) = parse_window(source, from, &buf[..to - from], parts, last) else {
+            return Ok(None);
+        };
+        cassette.interactions.extend(read);
+        from = to;
+    }
+    Ok(Some(cassette))
+}
+
+/// The document without its interactions (its head and tail around an empty array), and
+/// the span of the interactions between the array's `[` and `]`, read from the first
+/// `window` bytes and the last [`TAIL`].
+fn frame(
+    source: &Source,
+    window: usize,
+) -> Result<Option<(Cassette, usize, usize)>, CassetteError> {
+    let len = source.len() as usize;
+    let head = source.read(0, len.min(window.max(TAIL)))?;
+    let Some(open) = memmem::find(&head, ARRAY_OPEN).map(|at| at + ARRAY_OPEN.len() - 1) else {
+        return Ok(None);
+    };
+    // The top level's own `interactions`, not one inside a field this build skips.
+    if depth(&head[..open]) != Some(1) {
+        return Ok(None);
+    }
+    let tail_from = len.saturating_sub(TAIL).max(open + 1);
+    let tail = source.read(tail_from as u64, len - tail_from)?;
+    let Some(close) = memmem::rfind(&tail, ARRAY_CLOSE).map(|at| tail_from + at + ARRAY_CLOSE.len() - 1)
+    else {
+        return Ok(None);
+    };
+    let mut rest = Vec::with_capacity(open + 2 + (len - close));
+    rest.extend_from_slice(&head[..open]);
     rest.extend_from_slice(b"[]");
-    rest.extend_from_slice(&bytes[array.end..]);
-    let mut cassette: Cassette = serde_json::from_slice(&rest).ok()?;
-    // Each run goes from one start to the next; the last to the array's `]`.
+    rest.extend_from_slice(&tail[close + 1 - tail_from..]);
+    Ok(serde_json::from_slice(&rest)
+        .ok()
+        .map(|cassette| (cassette, open + 1, close)))
+}
+
+/// The interactions in `window` (the file's bytes from `base`, which start at an
+/// interaction or the whitespace before the first, and end where the next begins or, the
+/// `last`, at the array's `]`), parsed in up to `parts` runs at once. A thread that
+/// cannot be started (a process limit) gives up the split like an error.
+fn parse_window(
+    source: &Arc<Source>,
+    base: usize,
+    window: &[u8],
+    parts: usize,
+    last: bool,
+) -> Option<Vec<Interaction>> {
+    let starts = starts(window, parts);
     let ends: Vec<usize> = (starts.iter().skip(1).copied())
-        .chain([array.end - 1])
+        .chain([window.len()])
         .collect();
-    // A thread that cannot be started (a process limit) gives up the split like an error.
     let runs: Vec<Option<Vec<Interaction>>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (starts.iter().zip(&ends).enumerate())
             .map(|(n, (&from, &to))| {
-                let last = n == starts.len() - 1;
+                let last = last && n == starts.len() - 1;
                 std::thread::Builder::new().spawn_scoped(scope, move || {
-                    lazy::with_source(bytes, || run(bytes, from, to, last))
+                    lazy::with_file(source, base as u64, window, || run(window, from, to, last))
                 })
             })
             .collect();
@@ -61,33 +134,30 @@ fn in_parts(bytes: &Bytes, parts: usize) -> Option<Cassette> {
             .map(|h| h.ok().and_then(|h| h.join().ok().flatten()))
             .collect()
     });
+    let mut out = Vec::new();
     for run in runs {
-        cassette.interactions.extend(run?);
+        out.extend(run?);
     }
-    Some(cassette)
+    Some(out)
 }
 
-/// The interactions array's span (`[` to `]`, inclusive) and where each run starts: just
-/// after the `[`, then at the first interaction after each `len / parts` mark.
-fn split(bytes: &[u8], parts: usize) -> Option<(Range<usize>, Vec<usize>)> {
-    let open = memmem::find(bytes, ARRAY_OPEN)? + ARRAY_OPEN.len() - 1;
-    let close = memmem::rfind(bytes, ARRAY_CLOSE)? + ARRAY_CLOSE.len() - 1;
-    // The top level's own `interactions`, not one inside a field this build skips.
-    (open < close && depth(&bytes[..open]) == Some(1)).then_some(())?;
-    let mut starts = vec![open + 1];
-    let step = (close - open) / parts;
+/// Where each run of `window` starts: at its start, then at the first interaction after
+/// each `len / parts` mark.
+fn starts(window: &[u8], parts: usize) -> Vec<usize> {
+    let mut starts = vec![0];
+    let step = window.len() / parts.max(1);
     for n in 1..parts {
-        let mark = (open + n * step).max(*starts.last()?);
-        let Some(found) = memmem::find(&bytes[mark..close], ITEM_OPEN) else {
+        let mark = (n * step).max(starts[starts.len() - 1]);
+        let Some(found) = memmem::find(&window[mark..], ITEM_OPEN) else {
             break;
         };
         // The interaction's `{`, after the newline and the indent.
         let start = mark + found + 5;
-        if start > *starts.last()? {
+        if start > starts[starts.len() - 1] {
             starts.push(start);
         }
     }
-    Some((open..close + 1, starts))
+    starts
 }
 
 /// How deep in objects and arrays the end of `text` (the start of a JSON document) is;
@@ -167,55 +237,72 @@ mod tests {
         store::to_bytes(&store::parse(std::path::Path::new("c.json"), &text).unwrap())
     }
 
-    fn whole(bytes: &Bytes) -> Cassette {
+    fn whole(bytes: &[u8]) -> Cassette {
         store::parse(std::path::Path::new("c.json"), bytes).unwrap()
     }
 
+    /// `text` loaded from a file, a `window` at a time, in `parts` runs.
+    fn loaded(text: &[u8], parts: usize, window: usize) -> Option<Cassette> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.json");
+        std::fs::write(&path, text).unwrap();
+        let source = Source::new(std::fs::File::open(&path).unwrap(), &path).unwrap();
+        load_by(&Arc::new(source), parts, window).unwrap()
+    }
+
     #[test]
-    fn runs_meet_and_read_as_the_whole_document_does() {
-        let bytes = Bytes::from(cassette_text(50));
+    fn windows_and_runs_meet_and_read_as_the_whole_document_does() {
+        let bytes = cassette_text(50);
         let one = whole(&bytes);
-        for parts in [2, 3, 7, 50, 80] {
-            let (array, starts) = split(&bytes, parts).unwrap();
-            assert_eq!((bytes[array.start], bytes[array.end - 1]), (b'[', b']'));
-            assert!(starts[1..].iter().all(|&s| bytes[s] == b'{'));
-            assert!(starts.windows(2).all(|w| w[0] < w[1]));
-            assert!(
-                starts.len() == parts || parts > 7,
-                "{parts} parts: {starts:?}"
-            );
-            let split = in_parts(&bytes, parts).unwrap();
-            assert_eq!(split.interactions.len(), one.interactions.len());
-            for (a, b) in split.interactions.iter().zip(&one.interactions) {
-                assert_eq!(a.key, b.key, "{parts} parts");
-                assert_eq!(
-                    serde_json::to_value(a).unwrap(),
-                    serde_json::to_value(b).unwrap()
-                );
+        let item = bytes.len() / 50;
+        // A window of less than one interaction, of a few, of all.
+        for window in [item / 3, 3 * item, bytes.len()] {
+            for parts in [1, 2, 3, 7, 80] {
+                let split = loaded(&bytes, parts, window).unwrap();
+                assert_eq!(split.interactions.len(), one.interactions.len());
+                for (a, b) in split.interactions.iter().zip(&one.interactions) {
+                    assert_eq!(a.key, b.key, "{parts} parts, window {window}");
+                    assert_eq!(
+                        serde_json::to_value(a).unwrap(),
+                        serde_json::to_value(b).unwrap()
+                    );
+                }
+                assert_eq!(split.upstreams, one.upstreams);
             }
-            assert_eq!(split.upstreams, one.upstreams);
+        }
+        let open = memmem::find(&bytes, ARRAY_OPEN).unwrap() + ARRAY_OPEN.len();
+        let close = memmem::rfind(&bytes, ARRAY_CLOSE).unwrap();
+        let window = &bytes[open..close];
+        for parts in [2, 3, 7] {
+            let starts = starts(window, parts);
+            assert_eq!(starts.len(), parts);
+            assert!(starts[1..].iter().all(|&s| window[s] == b'{'));
+            assert!(starts.windows(2).all(|w| w[0] < w[1]));
         }
     }
 
     #[test]
     fn a_file_broken_anywhere_is_left_to_the_single_pass() {
         let good = cassette_text(40);
-        let (array, starts) = split(&good, 4).unwrap();
-        assert_eq!(starts.len(), 4);
-        assert!(in_parts(&Bytes::from(good.clone()), 4).is_some());
+        let item = good.len() / 40;
+        assert!(loaded(&good, 4, 5 * item).is_some());
         let broken = |edit: &dyn Fn(&mut Vec<u8>)| {
             let mut text = good.clone();
             edit(&mut text);
-            in_parts(&Bytes::from(text), 4).is_none()
+            [1, 4].iter().all(|&parts| {
+                [item / 2, 5 * item, text.len()]
+                    .iter()
+                    .all(|&window| loaded(&text, parts, window).is_none())
+            })
         };
-        // The comma before a run's first interaction, and one inside a run.
-        assert!(broken(&|t| t[starts[1] - 6] = b' '));
-        let inside = memmem::find(&good[starts[1] + 10..], b"},\n    {").unwrap() + starts[1] + 11;
-        assert!(broken(&|t| t[inside] = b' '));
+        // The commas between interactions: the first, one in the middle, the last.
+        let commas: Vec<usize> = memmem::find_iter(&good, b"},\n    {").map(|at| at + 1).collect();
+        for at in [commas[0], commas[commas.len() / 2], commas[commas.len() - 1]] {
+            assert!(broken(&|t| t[at] = b' '), "comma at {at}");
+        }
         // A trailing comma, a broken interaction, a broken top level.
-        assert!(broken(&|t| t
-            .splice(array.end - 5..array.end - 5, *b",")
-            .for_each(drop)));
+        let close = memmem::rfind(&good, ARRAY_CLOSE).unwrap();
+        assert!(broken(&|t| t.splice(close..close, *b",").for_each(drop)));
         assert!(broken(&|t| {
             let at = memmem::find(t, b"\"latency_ms\": 1").unwrap();
             t[at + 14] = b'}';
@@ -236,16 +323,15 @@ mod tests {
         text.extend_from_slice(b"\n  },\n  \"interactions\": []\n}\n");
         let one = store::parse(std::path::Path::new("c.json"), &text).unwrap();
         assert!(one.interactions.is_empty());
-        assert!(in_parts(&Bytes::from(text), 2).is_none());
+        assert!(loaded(&text, 2, text.len()).is_none());
         assert_eq!(depth(br#"{"a": "{[\"", "b": [{"#), Some(3));
         assert_eq!(depth(br#"{"a": "unterminated"#), None);
     }
 
     #[test]
-    fn small_or_foreign_layouts_are_not_split() {
-        let small = Bytes::from(cassette_text(3));
-        assert!(parse(&small, 4).is_none(), "under the size to split");
-        let value: serde_json::Value = serde_json::from_slice(&small).unwrap();
-        assert!(split(&serde_json::to_vec(&value).unwrap(), 2).is_none());
+    fn foreign_layouts_are_not_split() {
+        let value: serde_json::Value = serde_json::from_slice(&cassette_text(3)).unwrap();
+        let compact = serde_json::to_vec(&value).unwrap();
+        assert!(loaded(&compact, 2, compact.len()).is_none());
     }
 }

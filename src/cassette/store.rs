@@ -1,6 +1,7 @@
 //! Reading cassette files, with a version check; writing goes through [`Writer`].
 
 use std::path::Path;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use serde::Deserialize;
@@ -8,6 +9,7 @@ use serde::Deserialize;
 use super::error::CassetteError;
 use super::format::{parse_major, Cassette, FORMAT_MAJOR, OLDEST_MAJOR};
 pub use super::writer::{to_bytes, Writer};
+use super::source::Source;
 use super::{lazy, parts, validate};
 
 /// The largest cassette read, in bytes: far above any real recording (10,000 agent-like
@@ -31,26 +33,41 @@ pub fn open_writer(path: &Path) -> Result<Writer, CassetteError> {
     Writer::open(path)
 }
 
+/// From this size on, a cassette's bodies stay in its file, read when used (see
+/// [`super::source`]), and it is loaded a window at a time on every core; a smaller one is
+/// read whole, its bodies views into its bytes (a file held open per cassette would cost
+/// more than it saves, and a run may load many).
+const LARGE: u64 = 8 << 20;
+
 /// Load and version-check a cassette.
 pub fn load(path: &Path) -> Result<Cassette, CassetteError> {
-    // A large cassette is read and parsed on every core; one that cannot be split so (or
-    // is broken) is parsed in one pass, which also names where it is broken.
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let bytes = Bytes::from(read(path, cores)?);
-    if let Some(cassette) = parts::parse(&bytes, cores) {
-        check_version(path, &cassette.format)?;
-        return checked(path, cassette);
+    let file = open(path)?;
+    let failed = |source| CassetteError::Read {
+        path: path.to_owned(),
+        source,
+    };
+    if file.metadata().map_err(failed)?.len() >= LARGE {
+        let source = Arc::new(Source::new(file, path).map_err(failed)?);
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        if let Some(cassette) = parts::load(&source, cores)? {
+            check_version(path, &cassette.format)?;
+            return checked(path, cassette);
+        }
+        // Another layout, or broken: parsed in one pass, which also names where it is
+        // broken; the bodies still stay in the file.
+        let bytes = source.read(0, source.len() as usize)?;
+        return lazy::with_file(&source, 0, &bytes, || parse(path, &bytes));
     }
+    let bytes = Bytes::from(read(path, file)?);
     // Bodies stay views into the file's bytes, parsed when first used.
     lazy::with_source(&bytes, || parse(path, &bytes))
 }
 
-/// The bytes of the regular file at `path` (links followed), at most [`MAX_CASSETTE`]. A
-/// FIFO, device, socket or directory is refused without being read: it is opened without
-/// waiting for a writer, and its type is checked on the open file, so a path swapped
-/// after the check is not read either.
-fn read(path: &Path, cores: usize) -> Result<Vec<u8>, CassetteError> {
-    use std::io::{Read as _, Seek as _};
+/// The regular file at `path` (links followed), opened, at most [`MAX_CASSETTE`] bytes
+/// long. A FIFO, device, socket or directory is refused without being read: it is opened
+/// without waiting for a writer, and its type is checked on the open file, so a path
+/// swapped after the check is not read either.
+fn open(path: &Path) -> Result<std::fs::File, CassetteError> {
     use std::os::unix::fs::{FileTypeExt as _, OpenOptionsExt as _};
     let failed = |source| CassetteError::Read {
         path: path.to_owned(),
@@ -80,61 +97,35 @@ fn read(path: &Path, cores: usize) -> Result<Vec<u8>, CassetteError> {
             what,
         });
     }
-    let too_large = |size| CassetteError::TooLarge {
+    if meta.len() > MAX_CASSETTE {
+        return Err(too_large(path, meta.len()));
+    }
+    Ok(file)
+}
+
+fn too_large(path: &Path, size: u64) -> CassetteError {
+    CassetteError::TooLarge {
         path: path.to_owned(),
         size,
         max: MAX_CASSETTE,
-    };
-    if meta.len() > MAX_CASSETTE {
-        return Err(too_large(meta.len()));
     }
-    let mut bytes = read_split(&file, meta.len() as usize, cores)
-        .unwrap_or_else(|| Vec::with_capacity(meta.len() as usize));
-    // What follows (all of a small file or one that shrank while it was split, what one
-    // grew by) is read in one pass, which stops at the ceiling too.
-    (&file)
-        .seek(std::io::SeekFrom::Start(bytes.len() as u64))
-        .map_err(failed)?;
-    (&file)
-        .take(MAX_CASSETTE + 1 - bytes.len() as u64)
-        .read_to_end(&mut bytes)
-        .map_err(failed)?;
-    if bytes.len() as u64 > MAX_CASSETTE {
-        return Err(too_large(bytes.len() as u64));
-    }
-    Ok(bytes)
 }
 
-/// The `len` bytes of `file` from its start, read by up to `cores` threads, each into its
-/// own part of the buffer: most of reading a large file into fresh memory is the kernel
-/// zeroing the pages it copies into, one core at a time in a single read. `None` when the
-/// file is small, or the parts could not all be read (it shrank while it was read, a
-/// read failed, no thread could be started): the caller reads it in one pass. The file's
-/// position is not moved.
-fn read_split(file: &std::fs::File, len: usize, cores: usize) -> Option<Vec<u8>> {
-    use std::os::unix::fs::FileExt as _;
-    /// Below this a second thread costs more than it saves.
-    const PART: usize = 4 << 20;
-    let parts = cores.min(len / PART);
-    if parts < 2 {
-        return None;
+/// The bytes of `file`, read in one pass, which stops at the ceiling (the file may have
+/// grown since it was opened).
+fn read(path: &Path, file: std::fs::File) -> Result<Vec<u8>, CassetteError> {
+    use std::io::Read as _;
+    let mut bytes = Vec::new();
+    (file.take(MAX_CASSETTE + 1))
+        .read_to_end(&mut bytes)
+        .map_err(|source| CassetteError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+    if bytes.len() as u64 > MAX_CASSETTE {
+        return Err(too_large(path, bytes.len() as u64));
     }
-    let mut bytes = vec![0u8; len];
-    let size = len.div_ceil(parts);
-    let read = std::thread::scope(|s| {
-        let readers: Vec<_> = (bytes.chunks_mut(size).enumerate())
-            .map(|(i, part)| {
-                std::thread::Builder::new()
-                    .spawn_scoped(s, move || file.read_exact_at(part, (i * size) as u64))
-            })
-            .collect();
-        // Every reader is joined, whatever the others did.
-        let done: Vec<bool> = (readers.into_iter())
-            .map(|r| r.is_ok_and(|r| r.join().is_ok_and(|r| r.is_ok())))
-            .collect();
-        done.iter().all(|ok| *ok)
-    });
-    read.then_some(bytes)
+    Ok(bytes)
 }
 
 /// Parse cassette bytes; `path` only names the file in errors.
@@ -195,6 +186,7 @@ fn check_version(path: &Path, found: &str) -> Result<(), CassetteError> {
     Err(CassetteError::Version {
         path: path.to_owned(),
         found: found.to_owned(),
+        oldest: OLDEST_MAJOR,
         supported: FORMAT_MAJOR,
         hint,
     })
@@ -237,22 +229,6 @@ pub(super) mod tests {
         assert!(!bytes.contains(&b'\r'));
         let back = load(&path).unwrap();
         assert_eq!(back.upstreams, empty().upstreams);
-    }
-
-    /// A file read by several threads is the file, whole, in order; one that turns out
-    /// shorter than its size said (it shrank) is read in one pass instead.
-    #[test]
-    fn a_large_file_is_read_in_parts_whole() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("big");
-        let data: Vec<u8> = (0..9_000_001u32).map(|i| (i % 251) as u8).collect();
-        std::fs::write(&path, &data).unwrap();
-        let file = std::fs::File::open(&path).unwrap();
-        assert_eq!(read_split(&file, data.len(), 3).as_deref(), Some(&data[..]));
-        assert_eq!(read_split(&file, data.len() + 10, 2), None);
-        assert_eq!(read_split(&file, data.len(), 1), None);
-        assert_eq!(read(&path, 2).unwrap(), data);
-        assert_eq!(read(&path, 1).unwrap(), data);
     }
 
     #[test]

@@ -36,7 +36,8 @@ pub fn request_key(
             &scope,
             &normalize::normalize(&v.get_transient(), rules),
         ),
-        Some(other) => key::key_raw(hash, &scope, &other.to_bytes()),
+        // Text and base64 are in memory: only JSON text is read from a file.
+        Some(other) => key::key_raw(hash, &scope, &other.to_bytes().unwrap_or_default()),
         None => key::key_raw(hash, &scope, b""),
     }
 }

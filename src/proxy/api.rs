@@ -17,7 +17,7 @@ use super::fault::{Due, Recorded};
 use super::replay::Replay;
 use super::state::Proxy;
 use super::{miss, record, replay};
-use crate::cassette::Body;
+use crate::cassette::{Body, CassetteError};
 use crate::dialect::{self, Provider, Refusal, Route};
 use crate::matching::{self, index::Lookup};
 
@@ -294,8 +294,14 @@ async fn serve_unparsed(
         }
     };
     let it = &rp.interactions[pos];
-    proxy.served(seq, it, proxy.current_turn(), &[], None);
-    Ok(replay::serve(rp, it, None).await)
+    let turn = proxy.current_turn();
+    match replay::serve(rp, it, None).await {
+        Ok(resp) => {
+            proxy.served(seq, it, turn, &[], None);
+            Ok(resp)
+        }
+        Err(e) => Ok(unreadable(proxy, head.provider, (method, path), pos, &e)),
+    }
 }
 
 /// Answer `ex` from the cassette or the upstream, or as a miss.
@@ -346,8 +352,26 @@ async fn serve(
     arrived: Option<&Exchange>,
 ) -> Response<ProxyBody> {
     let it = &rp.interactions[pos];
-    proxy.served(ex.seq, it, ex.turn, &ex.mocked, arrived);
-    replay::serve(rp, it, Some(ex)).await
+    match replay::serve(rp, it, Some(ex)).await {
+        Ok(resp) => {
+            proxy.served(ex.seq, it, ex.turn, &ex.mocked, arrived);
+            resp
+        }
+        Err(e) => unreadable(proxy, ex.provider, (ex.method.as_str(), &ex.path), pos, &e),
+    }
+}
+
+/// The recording at `pos` matched but could not be read (its cassette changed on disk
+/// since it loaded): a miss, reported and answered as one, saying why.
+fn unreadable(
+    proxy: &Proxy,
+    provider: Provider,
+    request: (&str, &str),
+    pos: usize,
+    e: &CassetteError,
+) -> Response<ProxyBody> {
+    let report = miss::note_unreadable(proxy, request, pos, e);
+    miss_response(provider, &report)
 }
 
 /// An error the proxy answers itself, in the provider's shape. Except for a miss (which
@@ -447,10 +471,16 @@ fn answer_miss(proxy: &Proxy, rp: &Replay, ex: &Exchange, lookup: Lookup) -> Res
         &normalized_now,
         lookup,
     );
+    miss_response(ex.provider, &report)
+}
+
+/// A miss's answer: a non-retryable 4xx in the provider's error shape, so the SDK raises
+/// instead of retrying.
+fn miss_response(provider: Provider, report: &str) -> Response<ProxyBody> {
     let mut resp = json_response(
         StatusCode::BAD_REQUEST,
         &dialect::error_body(
-            ex.provider,
+            provider,
             StatusCode::BAD_REQUEST.as_u16(),
             Refusal::CassetteMiss,
             &format!("agentproxy: {report}"),

@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use super::replay::Replay;
 use super::state::Proxy;
-use crate::cassette::Body;
+use crate::cassette::{Body, CassetteError};
 use crate::matching::nearmiss::{self, NearMiss};
 use crate::matching::{self, index::Lookup, sketch::Sketch};
 
@@ -75,6 +75,24 @@ pub(super) fn note(
     let at = st.misses.len();
     (st.near_misses)
         .extend(near.and_then(|(pos, recorded)| NearMiss::of(at, (pos, recorded), normalized_now)));
+    st.misses.push(report.clone());
+    st.missed_turns.extend(turn);
+    report
+}
+
+/// The report of a request (`method`, stored `path`) whose recording at `pos` could not be
+/// read (its cassette changed on disk since it loaded): said, and kept in the outcome as a
+/// miss, so the run fails.
+pub(super) fn note_unreadable(
+    proxy: &Proxy,
+    (method, path): (&str, &str),
+    pos: usize,
+    e: &CassetteError,
+) -> String {
+    let report = format!("{method} {path} matched recording #{pos}, which could not be read: {e}");
+    tell!("agentproxy: {report}");
+    let turn = proxy.current_turn();
+    let mut st = proxy.lock();
     st.misses.push(report.clone());
     st.missed_turns.extend(turn);
     report

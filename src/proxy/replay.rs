@@ -12,7 +12,7 @@ use http::{HeaderValue, Response, StatusCode};
 use super::body::{chunks, full, paced_chunks, ProxyBody};
 use super::egress::host_port;
 use super::exchange::Exchange;
-use crate::cassette::{Body, Interaction};
+use crate::cassette::{Body, CassetteError, Interaction};
 use crate::dialect::Route;
 use crate::matching::index::{ByPosition, Index, Lookup, Repeat};
 use crate::matching::key;
@@ -74,7 +74,7 @@ impl Replay {
         self.sketches.get_or_init(|| {
             let sketch = |i: &Interaction| match &i.request.body {
                 Some(Body::Json(lazy)) => match lazy.text() {
-                    Some(text) => Sketch::of_text(text),
+                    Some(text) => Sketch::of_text(&text),
                     None => Some(Sketch::of_value(lazy.get())),
                 },
                 _ => None,
@@ -201,11 +201,12 @@ impl Replay {
 
 /// Serve `it` to the request `ex`; `None` is a request byte-identical to the recorded one,
 /// which gets the response exactly as it was recorded (a stream if the upstream streamed).
+/// Fails when the recorded body is in a cassette file that changed since it loaded.
 pub(super) async fn serve(
     rp: &Replay,
     it: &Interaction,
     ex: Option<&Exchange>,
-) -> Response<ProxyBody> {
+) -> Result<Response<ProxyBody>, CassetteError> {
     let rec = &it.response;
     let status = StatusCode::from_u16(rec.status).unwrap_or(StatusCode::OK);
     let recorded = || rec.event_frames().map(|evs| (evs, rec.framing()));
@@ -248,7 +249,7 @@ pub(super) async fn serve(
             // An aborted stream has no whole form: the body breaks off at once.
             let mut r = match abort {
                 Some(why) => Response::new(chunks(vec![], Some(why))),
-                None => Response::new(full(rec.body_bytes())),
+                None => Response::new(full(rec.body_bytes()?)),
             };
             for (name, value) in &rec.headers {
                 if let (Ok(n), Ok(v)) = (
@@ -269,7 +270,7 @@ pub(super) async fn serve(
         }
     };
     *resp.status_mut() = status;
-    resp
+    Ok(resp)
 }
 
 /// Does [`serve`] answer a request that does or does not `want_stream` with `it` exactly

@@ -395,6 +395,57 @@ fn daemon_replay_answers_bad_requests_in_the_provider_shape() {
     );
 }
 
+/// A large cassette's bodies are read from its file when served: one replaced on disk
+/// (renamed over, as agentproxy and git write) is served as it was loaded; one written in
+/// place is refused as a miss that says so, failing the replay, never served as other
+/// bytes.
+#[test]
+fn a_large_cassette_written_in_place_while_replayed_is_refused_and_fails_the_replay() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.json");
+    let long = "x".repeat(9 << 20);
+    let large = |reply: &str| {
+        write_cassette(&path, chat("hi"), completion(&format!("{reply}{long}")));
+        assert!(std::fs::metadata(&path).unwrap().len() > 9 << 20);
+    };
+    let content = |resp: &http::Reply| {
+        let text = resp.json()["choices"][0]["message"]["content"].clone();
+        text.as_str().unwrap()[..5].to_owned()
+    };
+
+    large("first");
+    let d = Daemon::start(&["replay", "--cassette", "c.json"], dir.path());
+    large("later");
+    let ok = http::post_json(&d.url, "/v1/chat/completions", &chat("hi"));
+    assert_eq!(ok.status, 200, "{}", ok.status);
+    assert_eq!(content(&ok), "first", "served as loaded");
+    let (code, err) = d.interrupt();
+    assert_eq!(code, 0, "{err}");
+
+    large("first");
+    let d = Daemon::start(&["replay", "--cassette", "c.json"], dir.path());
+    // Written in place (`cp` over it): the same file, other bytes, a later time.
+    let mut file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    std::io::Write::write_all(&mut file, b"{ \"overwritten\": 1 }").unwrap();
+    let later = std::time::SystemTime::now() + std::time::Duration::from_secs(60);
+    file.set_modified(later).unwrap();
+    let refused = http::post_json(&d.url, "/v1/chat/completions", &chat("hi"));
+    assert_eq!(refused.status, 400, "{}", refused.text());
+    assert_eq!(refused.json()["error"]["type"], "agentproxy_cassette_miss");
+    let message = refused.json()["error"]["message"].clone();
+    assert!(
+        message.as_str().unwrap().contains("changed on disk"),
+        "{message}"
+    );
+    let (code, err) = d.interrupt();
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("matched recording #0, which could not be read: cassette")
+            && err.contains("c.json changed on disk while it was in use"),
+        "{err}"
+    );
+}
+
 #[test]
 fn unused_recordings_are_listed() {
     let dir = tempfile::tempdir().unwrap();
