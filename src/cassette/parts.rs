@@ -22,9 +22,9 @@ use super::format::{Cassette, Interaction};
 use super::lazy;
 use super::source::Source;
 
-/// Bytes read and parsed at a time: the most of the file a load holds (more only for an
-/// interaction larger than this).
-const WINDOW: usize = 16 << 20;
+/// Bytes read and parsed at a time; a load holds two windows, the one it parses and the
+/// next, being read (more only for an interaction larger than this).
+const WINDOW: usize = 8 << 20;
 /// How far from its end the file is read for the array's `]` and what follows it.
 const TAIL: usize = 64 << 10;
 
@@ -43,47 +43,95 @@ fn load_by(
     parts: usize,
     window: usize,
 ) -> Result<Option<Cassette>, CassetteError> {
-    let Some((mut cassette, mut from, close)) = frame(source, window)? else {
+    let Some((mut cassette, from, close)) = frame(source, window)? else {
         return Ok(None);
     };
-    let mut buf = Vec::new();
-    while from < close {
-        // A window ends where its last interaction starts; one interaction larger than
-        // the window widens it.
-        let mut want = window;
-        let (to, last) = loop {
-            let end = (from + want).min(close);
-            buf.resize(end - from, 0);
-            source.read_into(from as u64, &mut buf)?;
-            if end == close {
-                break (end, true);
-            }
-            let first = skip_ws(&buf, 0);
-            let cut = memmem::rfind(&buf, ITEM_OPEN).map(|at| at + 5);
-            match cut.filter(|&cut| cut > first) {
-                Some(cut) => break (from + cut, false),
-                None => want *= 2,
-            }
-        };
-        let Some(read) = parse_window(source, from, &buf[..to - from], parts, last) else {
+    let mut now = read_window(source, (from, close), window, Vec::new())?;
+    let mut spare = Vec::new();
+    loop {
+        // The next window is read while this one is parsed. A thread that cannot be
+        // started (a process limit) gives up the split like an error.
+        let (parsed, next) = std::thread::scope(|scope| {
+            let next = (!now.last).then(|| {
+                let (from, buf) = (now.from + now.len, std::mem::take(&mut spare));
+                std::thread::Builder::new().spawn_scoped(scope, move || {
+                    read_window(source, (from, close), window, buf)
+                })
+            });
+            let parsed = parse_window(source, now.from, &now.buf[..now.len], parts, now.last);
+            (parsed, next.map(|n| n.ok().and_then(|n| n.join().ok())))
+        });
+        let Some(parsed) = parsed else {
             return Ok(None);
         };
-        cassette.interactions.extend(read);
-        from = to;
+        cassette.interactions.extend(parsed);
+        match next {
+            None => return Ok(Some(cassette)),
+            Some(Some(next)) => spare = std::mem::replace(&mut now, next?).buf,
+            Some(None) => return Ok(None),
+        }
     }
-    Ok(Some(cassette))
+}
+
+/// A window of the interactions: the file's bytes from `from` in `buf`, whose first `len`
+/// end where an interaction starts or, the `last`, at the array's `]`.
+struct Window {
+    from: usize,
+    buf: Vec<u8>,
+    len: usize,
+    last: bool,
+}
+
+/// The window from `from` (before `close`, the array's `]`), read into `buf`: `window`
+/// bytes, cut where the last interaction in them starts; one interaction larger than that
+/// widens it.
+fn read_window(
+    source: &Source,
+    (from, close): (usize, usize),
+    window: usize,
+    mut buf: Vec<u8>,
+) -> Result<Window, CassetteError> {
+    let mut want = window;
+    loop {
+        let end = (from + want).min(close);
+        buf.resize(end - from, 0);
+        source.read_into(from as u64, &mut buf)?;
+        let len = if end == close {
+            Some(end - from)
+        } else {
+            let first = skip_ws(&buf, 0);
+            let cut = memmem::rfind(&buf, ITEM_OPEN).map(|at| at + 5);
+            cut.filter(|&cut| cut > first)
+        };
+        match len {
+            Some(len) => {
+                let last = end == close;
+                return Ok(Window {
+                    from,
+                    buf,
+                    len,
+                    last,
+                });
+            }
+            None => want *= 2,
+        }
+    }
 }
 
 /// The document without its interactions (its head and tail around an empty array), and
 /// the span of the interactions between the array's `[` and `]`, read from the first
-/// `window` bytes and the last [`TAIL`].
+/// [`TAIL`] bytes (the first `window` when the head is longer) and the last [`TAIL`].
 fn frame(
     source: &Source,
     window: usize,
 ) -> Result<Option<(Cassette, usize, usize)>, CassetteError> {
     let len = source.len() as usize;
-    let head = source.read(0, len.min(window.max(TAIL)))?;
-    let Some(open) = memmem::find(&head, ARRAY_OPEN).map(|at| at + ARRAY_OPEN.len() - 1) else {
+    let open = |head: &[u8]| memmem::find(head, ARRAY_OPEN).map(|at| at + ARRAY_OPEN.len() - 1);
+    let mut head = source.read(0, len.min(TAIL))?;
+    if open(&head).is_none() && len > TAIL {
+        head = source.read(0, len.min(window))?;
+    }
+    let Some(open) = open(&head) else {
         return Ok(None);
     };
     // The top level's own `interactions`, not one inside a field this build skips.
