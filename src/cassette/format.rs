@@ -402,7 +402,10 @@ impl RecordedResponse {
             return Ok(encoded.clone());
         }
         let body = self.body.as_ref().map(Body::to_bytes).transpose()?;
-        Ok(self.encoded.get_or_init(|| body.unwrap_or_default()).clone())
+        Ok(self
+            .encoded
+            .get_or_init(|| body.unwrap_or_default())
+            .clone())
     }
 
     /// The recorded events as frames to serve, encoded once; `None` when not a stream.

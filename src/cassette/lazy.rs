@@ -74,8 +74,8 @@ fn within<T>(window: Window, parse: impl FnOnce() -> T) -> T {
 fn share(text: &str) -> Text {
     let (from, to) = (text.as_ptr() as usize, text.as_ptr() as usize + text.len());
     WINDOW.with(|w| match w.borrow().as_ref() {
-        Some(Window::Memory(b)) if b.as_ptr_range().start as usize <= from
-            && to <= b.as_ptr_range().end as usize =>
+        Some(Window::Memory(b))
+            if b.as_ptr_range().start as usize <= from && to <= b.as_ptr_range().end as usize =>
         {
             Text::Memory(b.slice_ref(text.as_bytes()))
         }
@@ -391,9 +391,7 @@ mod tests {
         assert!(source.as_ptr_range().contains(&text.as_ptr()), "not a copy");
         // Without a source, the text is copied.
         let copied: LazyJson = serde_json::from_slice(&source[1..9]).unwrap();
-        assert!(!source
-            .as_ptr_range()
-            .contains(&in_memory(&copied).as_ptr()));
+        assert!(!source.as_ptr_range().contains(&in_memory(&copied).as_ptr()));
         assert_eq!(copied.get(), &serde_json::json!({"a": 1}));
     }
 
@@ -426,7 +424,11 @@ mod tests {
         ));
         assert!(serde_json::to_string(&loaded[1]).is_err());
         assert_eq!(loaded[1].get(), &Value::Null);
-        assert_eq!(loaded[0].get(), &json!({"a": 1}), "parsed before the change");
+        assert_eq!(
+            loaded[0].get(),
+            &json!({"a": 1}),
+            "parsed before the change"
+        );
     }
 
     #[test]

@@ -140,7 +140,8 @@ fn frame(
     }
     let tail_from = len.saturating_sub(TAIL).max(open + 1);
     let tail = source.read(tail_from as u64, len - tail_from)?;
-    let Some(close) = memmem::rfind(&tail, ARRAY_CLOSE).map(|at| tail_from + at + ARRAY_CLOSE.len() - 1)
+    let Some(close) =
+        memmem::rfind(&tail, ARRAY_CLOSE).map(|at| tail_from + at + ARRAY_CLOSE.len() - 1)
     else {
         return Ok(None);
     };
@@ -344,8 +345,14 @@ mod tests {
             })
         };
         // The commas between interactions: the first, one in the middle, the last.
-        let commas: Vec<usize> = memmem::find_iter(&good, b"},\n    {").map(|at| at + 1).collect();
-        for at in [commas[0], commas[commas.len() / 2], commas[commas.len() - 1]] {
+        let commas: Vec<usize> = memmem::find_iter(&good, b"},\n    {")
+            .map(|at| at + 1)
+            .collect();
+        for at in [
+            commas[0],
+            commas[commas.len() / 2],
+            commas[commas.len() - 1],
+        ] {
             assert!(broken(&|t| t[at] = b' '), "comma at {at}");
         }
         // A trailing comma, a broken interaction, a broken top level.

@@ -100,7 +100,10 @@ mod tests {
         let source = Source::new(File::open(&path).unwrap(), &path).unwrap();
         assert_eq!(source.len(), 10);
         assert_eq!(&source.read(2, 3).unwrap()[..], b"234");
-        assert!(matches!(source.read(8, 5), Err(CassetteError::Changed { .. })));
+        assert!(matches!(
+            source.read(8, 5),
+            Err(CassetteError::Changed { .. })
+        ));
         // Replaced (a new file renamed over it): the open file is still the one loaded.
         let new = dir.path().join("new.json");
         std::fs::write(&new, b"abcdefghij").unwrap();

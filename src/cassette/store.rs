@@ -8,8 +8,8 @@ use serde::Deserialize;
 
 use super::error::CassetteError;
 use super::format::{parse_major, Cassette, FORMAT_MAJOR, OLDEST_MAJOR};
-pub use super::writer::{to_bytes, Writer};
 use super::source::Source;
+pub use super::writer::{to_bytes, Writer};
 use super::{lazy, parts, validate};
 
 /// The largest cassette read, in bytes: far above any real recording (10,000 agent-like
