@@ -41,13 +41,13 @@ const LARGE: u64 = 8 << 20;
 
 /// Load and version-check a cassette.
 pub fn load(path: &Path) -> Result<Cassette, CassetteError> {
-    let file = open(path)?;
-    let failed = |source| CassetteError::Read {
-        path: path.to_owned(),
-        source,
-    };
-    if file.metadata().map_err(failed)?.len() >= LARGE {
-        let source = Arc::new(Source::new(file, path).map_err(failed)?);
+    let (file, len) = open(path)?;
+    if len >= LARGE {
+        let source = Source::new(file, path).map_err(|source| CassetteError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        let source = Arc::new(source);
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         if let Some(cassette) = parts::load(&source, cores)? {
             check_version(path, &cassette.format)?;
@@ -63,11 +63,11 @@ pub fn load(path: &Path) -> Result<Cassette, CassetteError> {
     lazy::with_source(&bytes, || parse(path, &bytes))
 }
 
-/// The regular file at `path` (links followed), opened, at most [`MAX_CASSETTE`] bytes
-/// long. A FIFO, device, socket or directory is refused without being read: it is opened
-/// without waiting for a writer, and its type is checked on the open file, so a path
-/// swapped after the check is not read either.
-fn open(path: &Path) -> Result<std::fs::File, CassetteError> {
+/// The regular file at `path` (links followed), opened, and its size, at most
+/// [`MAX_CASSETTE`]. A FIFO, device, socket or directory is refused without being read:
+/// it is opened without waiting for a writer, and its type is checked on the open file,
+/// so a path swapped after the check is not read either.
+fn open(path: &Path) -> Result<(std::fs::File, u64), CassetteError> {
     use std::os::unix::fs::{FileTypeExt as _, OpenOptionsExt as _};
     let failed = |source| CassetteError::Read {
         path: path.to_owned(),
@@ -100,7 +100,7 @@ fn open(path: &Path) -> Result<std::fs::File, CassetteError> {
     if meta.len() > MAX_CASSETTE {
         return Err(too_large(path, meta.len()));
     }
-    Ok(file)
+    Ok((file, meta.len()))
 }
 
 fn too_large(path: &Path, size: u64) -> CassetteError {
